@@ -1,0 +1,108 @@
+# mt — one Makefile.  `make` builds bin/, `make test` runs everything.
+# V=1 for verbose commands; CI=true turns warnings into errors.
+
+PREFIX ?= /usr/local
+CC ?= cc
+CXX ?= c++
+OPT ?= -O2 -g
+WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2 -Wvla
+ifeq ($(CI),true)
+WARN += -Werror
+endif
+CFLAGS ?= $(OPT)
+ALL_CFLAGS := -std=gnu11 $(CFLAGS) $(WARN) -D_GNU_SOURCE -Iformats -Ilibcommon -Ilibmagictrace -MMD -MP $(EXTRA_CFLAGS)
+LDLIBS := -lipt -lelf -ljansson -lcapstone -lzstd -lz -lpthread
+LDFLAGS ?=
+
+Q := @
+ifeq ($(V),1)
+Q :=
+endif
+
+BUILD := build
+LIBSRC := $(wildcard libcommon/*.c) $(wildcard formats/*.c)
+LIBOBJ := $(LIBSRC:%.c=$(BUILD)/%.o)
+LIB := $(BUILD)/libmt.a
+
+TOOLSRC := $(wildcard tools/*.c)
+TOOLS := $(TOOLSRC:tools/%.c=bin/%)
+SCRIPTS := $(wildcard pipelines/*)
+
+MTLIB_OBJ := $(BUILD)/libmagictrace/magic_trace.o
+MTLIB_PIC := $(BUILD)/libmagictrace/magic_trace.pic.o
+MTLIB_A := $(BUILD)/libmagictrace.a
+MTLIB_SO := $(BUILD)/libmagictrace.so
+
+UNITSRC := $(wildcard tests/unit/test_*.c)
+UNITS := $(UNITSRC:tests/unit/%.c=$(BUILD)/tests/%)
+
+.PHONY: all deps test unit bats asan install clean trace bench fuzz-smoke programs
+
+all: deps-check $(TOOLS) $(MTLIB_A) $(MTLIB_SO) programs
+
+# `make deps` installs what the project needs (as root) or says how.
+deps:
+	$(Q)sh tools/deps.sh install
+
+deps-check:
+	$(Q)sh tools/deps.sh check
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+$(LIB): $(LIBOBJ)
+	@mkdir -p $(dir $@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+bin/%: $(BUILD)/tools/%.o $(LIB)
+	@mkdir -p bin
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS)
+
+$(MTLIB_OBJ): libmagictrace/magic_trace.c libmagictrace/magic_trace.h
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(ALL_CFLAGS) -c -o $@ $<
+$(MTLIB_PIC): libmagictrace/magic_trace.c libmagictrace/magic_trace.h
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(ALL_CFLAGS) -fPIC -c -o $@ $<
+$(MTLIB_A): $(MTLIB_OBJ)
+	$(Q)rm -f $@ && ar rcs $@ $^
+$(MTLIB_SO): $(MTLIB_PIC)
+	$(Q)$(CC) -shared -Wl,-soname,libmagictrace.so.1 -o $@ $^
+
+$(BUILD)/tests/%: tests/unit/%.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(ALL_CFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS)
+
+# Test programs traced by the tests (tests/programs/Makefile.inc lists them).
+# Each part of the project adds its own rules in mk/<part>.mk; TEST_PREREQS
+# collects what `make test` needs built first (e.g. cached mt-ptsim runs).
+TEST_PREREQS :=
+programs:
+-include $(sort $(wildcard mk/*.mk))
+
+unit: $(UNITS)
+
+test: deps all $(UNITS) $(TEST_PREREQS)
+	$(Q)sh tests/run.sh $(UNITS)
+
+asan:
+	$(MAKE) clean
+	$(MAKE) test OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" LDFLAGS="-fsanitize=address,undefined" BUILD=build-asan
+	
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	install -m 755 $(TOOLS) $(DESTDIR)$(PREFIX)/bin/
+	install -m 755 pipelines/mt $(DESTDIR)$(PREFIX)/bin/mt
+	install -m 644 $(MTLIB_A) $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(MTLIB_SO) $(DESTDIR)$(PREFIX)/lib/libmagictrace.so.1
+	ln -sf libmagictrace.so.1 $(DESTDIR)$(PREFIX)/lib/libmagictrace.so
+	install -m 644 libmagictrace/magic_trace.h $(DESTDIR)$(PREFIX)/include/
+	sed 's|@PREFIX@|$(PREFIX)|g' libmagictrace/magictrace.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/magictrace.pc
+
+clean:
+	rm -rf build build-asan bin out
+
+-include $(LIBOBJ:.o=.d) $(TOOLSRC:tools/%.c=$(BUILD)/tools/%.d) $(UNITS:%=%.d)

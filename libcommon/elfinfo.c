@@ -1,0 +1,410 @@
+#include "elfinfo.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int elf_ready(void)
+{
+	static int ok = -1;
+	if (ok < 0)
+		ok = elf_version(EV_CURRENT) != EV_NONE;
+	return ok;
+}
+
+void buildid_hex(char *out, const uint8_t *id, size_t len)
+{
+	static const char hx[] = "0123456789abcdef";
+	size_t i;
+	for (i = 0; i < len && i < 20; i++) {
+		out[2 * i] = hx[id[i] >> 4];
+		out[2 * i + 1] = hx[id[i] & 15];
+	}
+	out[2 * i] = 0;
+}
+
+static int note_build_id(Elf *e, uint8_t out[20])
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	while ((scn = elf_nextscn(e, scn))) {
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
+			continue;
+		Elf_Data *d = elf_getdata(scn, NULL);
+		if (!d)
+			continue;
+		size_t off = 0, noff, doff;
+		GElf_Nhdr nh;
+		while ((off = gelf_getnote(d, off, &nh, &noff, &doff)) > 0) {
+			if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
+			    !memcmp((char *)d->d_buf + noff, "GNU", 4)) {
+				size_t n = nh.n_descsz > 20 ? 20 : nh.n_descsz;
+				memcpy(out, (char *)d->d_buf + doff, n);
+				return (int)n;
+			}
+		}
+	}
+	/* No section headers (e.g. a memory dump): try program headers. */
+	size_t phnum;
+	if (elf_getphdrnum(e, &phnum) != 0)
+		return 0;
+	size_t fsize;
+	char *raw = elf_rawfile(e, &fsize);
+	for (size_t i = 0; raw && i < phnum; i++) {
+		GElf_Phdr ph;
+		if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_NOTE)
+			continue;
+		if (ph.p_offset > fsize || ph.p_filesz > fsize - ph.p_offset)
+			continue;
+		Elf_Data *d = elf_getdata_rawchunk(e, (int64_t)ph.p_offset, ph.p_filesz, ELF_T_NHDR);
+		if (!d)
+			continue;
+		size_t off = 0, noff, doff;
+		GElf_Nhdr nh;
+		while ((off = gelf_getnote(d, off, &nh, &noff, &doff)) > 0) {
+			if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
+			    !memcmp((char *)d->d_buf + noff, "GNU", 4)) {
+				size_t n = nh.n_descsz > 20 ? 20 : nh.n_descsz;
+				memcpy(out, (char *)d->d_buf + doff, n);
+				return (int)n;
+			}
+		}
+	}
+	return 0;
+}
+
+int elf_read_build_id(const char *path, uint8_t out[20])
+{
+	if (!elf_ready())
+		return -EINVAL;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	int r;
+	if (!e || elf_kind(e) != ELF_K_ELF)
+		r = -ENOEXEC;
+	else
+		r = note_build_id(e, out);
+	if (e)
+		elf_end(e);
+	close(fd);
+	return r;
+}
+
+static int sym_cmp(const void *a, const void *b)
+{
+	const struct elf_sym *x = a, *y = b;
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	/* prefer sized, then global-looking (shorter names first is arbitrary but stable) */
+	if ((x->size == 0) != (y->size == 0))
+		return x->size == 0 ? 1 : -1;
+	return strcmp(x->name, y->name);
+}
+
+struct pool {
+	char *p;
+	size_t len, cap;
+};
+
+static long pool_add(struct pool *pl, const char *s, const char *suffix)
+{
+	size_t a = strlen(s), b = suffix ? strlen(suffix) : 0;
+	if (pl->len + a + b + 1 > pl->cap) {
+		size_t nc = pl->cap ? pl->cap : 4096;
+		while (nc < pl->len + a + b + 1)
+			nc *= 2;
+		char *np = realloc(pl->p, nc);
+		if (!np)
+			return -1;
+		pl->p = np;
+		pl->cap = nc;
+	}
+	long off = (long)pl->len;
+	memcpy(pl->p + pl->len, s, a);
+	if (b)
+		memcpy(pl->p + pl->len + a, suffix, b);
+	pl->p[pl->len + a + b] = 0;
+	pl->len += a + b + 1;
+	return off;
+}
+
+struct symvec {
+	struct elf_sym *v;
+	long *nameoff;
+	size_t n, cap;
+};
+
+static int symvec_push(struct symvec *sv, uint64_t addr, uint64_t size, long nameoff, int plt)
+{
+	if (sv->n == sv->cap) {
+		size_t nc = sv->cap ? sv->cap * 2 : 256;
+		struct elf_sym *nv = realloc(sv->v, nc * sizeof *nv);
+		if (!nv)
+			return -1;
+		sv->v = nv;
+		long *no = realloc(sv->nameoff, nc * sizeof *no);
+		if (!no)
+			return -1;
+		sv->nameoff = no;
+		sv->cap = nc;
+	}
+	sv->v[sv->n] = (struct elf_sym){addr, size, NULL, (uint8_t)plt};
+	sv->nameoff[sv->n] = nameoff;
+	sv->n++;
+	return 0;
+}
+
+static int read_symtab(Elf *e, Elf_Scn *scn, GElf_Shdr *sh, struct symvec *sv, struct pool *pl,
+		       int funcs_only)
+{
+	Elf_Data *d = elf_getdata(scn, NULL);
+	if (!d || !sh->sh_entsize)
+		return 0;
+	size_t n = sh->sh_size / sh->sh_entsize;
+	for (size_t i = 0; i < n; i++) {
+		GElf_Sym s;
+		if (!gelf_getsym(d, (int)i, &s))
+			continue;
+		int t = GELF_ST_TYPE(s.st_info);
+		if (s.st_shndx == SHN_UNDEF || s.st_value == 0)
+			continue;
+		if (funcs_only && t != STT_FUNC && t != STT_GNU_IFUNC)
+			continue;
+		if (!funcs_only && t != STT_FUNC && t != STT_GNU_IFUNC && t != STT_NOTYPE &&
+		    t != STT_OBJECT)
+			continue;
+		const char *name = elf_strptr(e, sh->sh_link, s.st_name);
+		if (!name || !*name)
+			continue;
+		long off = pool_add(pl, name, NULL);
+		if (off < 0 || symvec_push(sv, s.st_value, s.st_size, off, 0) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* PLT entries: .plt / .plt.sec stubs named after their .rela.plt targets. */
+static int read_plt(Elf *e, size_t shstrndx, struct symvec *sv, struct pool *pl)
+{
+	Elf_Scn *scn = NULL, *plt = NULL, *pltsec = NULL, *rela = NULL;
+	GElf_Shdr sh, plt_sh, pltsec_sh, rela_sh;
+	while ((scn = elf_nextscn(e, scn))) {
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		const char *nm = elf_strptr(e, shstrndx, sh.sh_name);
+		if (!nm)
+			continue;
+		if (!strcmp(nm, ".plt")) {
+			plt = scn;
+			plt_sh = sh;
+		} else if (!strcmp(nm, ".plt.sec")) {
+			pltsec = scn;
+			pltsec_sh = sh;
+		} else if (!strcmp(nm, ".rela.plt")) {
+			rela = scn;
+			rela_sh = sh;
+		}
+	}
+	if (!plt)
+		return 0;
+	/* The whole .plt is one "function" for range purposes: PLT0 + stubs. */
+	long off0 = pool_add(pl, "[plt]", NULL);
+	if (off0 < 0 || symvec_push(sv, plt_sh.sh_addr, plt_sh.sh_size, off0, 1) < 0)
+		return -1;
+	if (!rela || !rela_sh.sh_entsize)
+		return 0;
+	Elf_Scn *dynsym = elf_getscn(e, rela_sh.sh_link);
+	GElf_Shdr dsh;
+	if (!dynsym || !gelf_getshdr(dynsym, &dsh))
+		return 0;
+	Elf_Data *rd = elf_getdata(rela, NULL), *dd = elf_getdata(dynsym, NULL);
+	if (!rd || !dd)
+		return 0;
+	size_t n = rela_sh.sh_size / rela_sh.sh_entsize;
+	uint64_t base, stride = 16;
+	if (pltsec)
+		base = pltsec_sh.sh_addr;
+	else
+		base = plt_sh.sh_addr + 16; /* skip PLT0 */
+	for (size_t i = 0; i < n; i++) {
+		GElf_Rela ra;
+		GElf_Sym s;
+		if (!gelf_getrela(rd, (int)i, &ra))
+			continue;
+		if (!gelf_getsym(dd, (int)GELF_R_SYM(ra.r_info), &s))
+			continue;
+		const char *name = elf_strptr(e, dsh.sh_link, s.st_name);
+		if (!name || !*name)
+			continue;
+		long off = pool_add(pl, name, "@plt");
+		if (off < 0 || symvec_push(sv, base + i * stride, stride, off, 1) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+int elfinfo_load(struct elfinfo *ei, const char *path)
+{
+	memset(ei, 0, sizeof *ei);
+	if (!elf_ready())
+		return -EINVAL;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	int r = 0;
+	struct symvec sv = {0};
+	struct pool pl = {0};
+	if (!e || elf_kind(e) != ELF_K_ELF) {
+		r = -ENOEXEC;
+		goto out;
+	}
+	GElf_Ehdr eh;
+	if (!gelf_getehdr(e, &eh)) {
+		r = -ENOEXEC;
+		goto out;
+	}
+	ei->path = strdup(path);
+	ei->is_pie = eh.e_type == ET_DYN;
+	ei->build_id_len = (uint8_t)note_build_id(e, ei->build_id);
+
+	size_t phnum = 0;
+	if (elf_getphdrnum(e, &phnum) == 0 && phnum) {
+		ei->segs = calloc(phnum, sizeof *ei->segs);
+		for (size_t i = 0; ei->segs && i < phnum; i++) {
+			GElf_Phdr ph;
+			if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_LOAD)
+				continue;
+			ei->segs[ei->nsegs++] = (struct elf_seg){ph.p_vaddr, ph.p_memsz, ph.p_offset,
+								 ph.p_filesz, ph.p_flags};
+		}
+	}
+
+	size_t shstrndx = 0;
+	elf_getshdrstrndx(e, &shstrndx);
+	Elf_Scn *scn = NULL, *symtab = NULL, *dynsym = NULL;
+	GElf_Shdr sh, symtab_sh, dynsym_sh;
+	while ((scn = elf_nextscn(e, scn))) {
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		if (sh.sh_type == SHT_SYMTAB) {
+			symtab = scn;
+			symtab_sh = sh;
+		} else if (sh.sh_type == SHT_DYNSYM) {
+			dynsym = scn;
+			dynsym_sh = sh;
+		}
+	}
+	ei->has_symtab = symtab != NULL;
+	if (symtab && read_symtab(e, symtab, &symtab_sh, &sv, &pl, 0) < 0)
+		r = -ENOMEM;
+	if (!r && dynsym && read_symtab(e, dynsym, &dynsym_sh, &sv, &pl, 0) < 0)
+		r = -ENOMEM;
+	if (!r && read_plt(e, shstrndx, &sv, &pl) < 0)
+		r = -ENOMEM;
+	if (r)
+		goto out;
+	for (size_t i = 0; i < sv.n; i++)
+		sv.v[i].name = (const char *)(uintptr_t)sv.nameoff[i];
+	/* names are offsets until the pool stops moving; fix them up now */
+	for (size_t i = 0; i < sv.n; i++)
+		sv.v[i].name = pl.p + sv.nameoff[i];
+	qsort(sv.v, sv.n, sizeof *sv.v, sym_cmp);
+	/* dedup same address: keep the first (sized) */
+	size_t w = 0;
+	for (size_t i = 0; i < sv.n; i++) {
+		if (w && sv.v[w - 1].addr == sv.v[i].addr) {
+			if (sv.v[i].is_plt && !sv.v[w - 1].is_plt)
+				continue;
+			continue;
+		}
+		sv.v[w++] = sv.v[i];
+	}
+	ei->syms = sv.v;
+	ei->nsyms = w;
+	ei->strpool = pl.p;
+	sv.v = NULL;
+	pl.p = NULL;
+out:
+	free(sv.v);
+	free(sv.nameoff);
+	free(pl.p);
+	if (e)
+		elf_end(e);
+	close(fd);
+	if (r)
+		elfinfo_fini(ei);
+	return r;
+}
+
+void elfinfo_fini(struct elfinfo *ei)
+{
+	free(ei->path);
+	free(ei->segs);
+	free(ei->syms);
+	free(ei->strpool);
+	memset(ei, 0, sizeof *ei);
+}
+
+const struct elf_sym *elfinfo_lookup(const struct elfinfo *ei, uint64_t vaddr)
+{
+	size_t lo = 0, hi = ei->nsyms;
+	/* last symbol with addr <= vaddr */
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (ei->syms[mid].addr <= vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* a PLT stub sits inside the [plt] range symbol: prefer the innermost */
+	for (size_t i = lo; i-- > 0;) {
+		const struct elf_sym *s = &ei->syms[i];
+		if (s->size) {
+			if (vaddr < s->addr + s->size)
+				return s;
+			/* a sized symbol that does not cover vaddr: maybe an enclosing one does */
+			if (lo - i > 4)
+				return NULL;
+			continue;
+		}
+		/* unsized: extends to the next symbol */
+		return s;
+	}
+	return NULL;
+}
+
+const struct elf_sym *elfinfo_find(const struct elfinfo *ei, const char *name)
+{
+	for (size_t i = 0; i < ei->nsyms; i++)
+		if (!strcmp(ei->syms[i].name, name))
+			return &ei->syms[i];
+	return NULL;
+}
+
+int64_t elfinfo_vaddr_to_offset(const struct elfinfo *ei, uint64_t vaddr)
+{
+	for (size_t i = 0; i < ei->nsegs; i++) {
+		const struct elf_seg *s = &ei->segs[i];
+		if (vaddr >= s->vaddr && vaddr < s->vaddr + s->filesz)
+			return (int64_t)(vaddr - s->vaddr + s->offset);
+	}
+	return -1;
+}
+
+int64_t elfinfo_offset_to_vaddr(const struct elfinfo *ei, uint64_t off)
+{
+	for (size_t i = 0; i < ei->nsegs; i++) {
+		const struct elf_seg *s = &ei->segs[i];
+		if (off >= s->offset && off < s->offset + s->filesz)
+			return (int64_t)(off - s->offset + s->vaddr);
+	}
+	return -1;
+}

@@ -1,0 +1,56 @@
+/* ELF facts the stages need, read once with libelf: build-id, loadable
+ * segments, and a sorted table of function symbols (.symtab, else .dynsym,
+ * plus synthesized PLT entries).  Addresses are ELF virtual addresses
+ * (file-relative for PIE and shared objects). */
+#ifndef MT_ELFINFO_H
+#define MT_ELFINFO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct elf_sym {
+	uint64_t addr, size; /* size 0: extends to the next symbol */
+	const char *name;    /* owned by the elfinfo */
+	uint8_t is_plt;	     /* a PLT stub ("name@plt") */
+};
+
+struct elf_seg {
+	uint64_t vaddr, memsz, offset, filesz;
+	uint32_t flags; /* PF_X | PF_W | PF_R */
+};
+
+struct elfinfo {
+	char *path;
+	int is_pie;		  /* ET_DYN */
+	uint8_t build_id[20];
+	uint8_t build_id_len;	  /* 0: none */
+	struct elf_seg *segs;	  /* PT_LOAD, in file order */
+	size_t nsegs;
+	struct elf_sym *syms;	  /* functions, sorted by addr, deduplicated */
+	size_t nsyms;
+	int has_symtab;		  /* 0: stripped (only .dynsym or nothing) */
+	char *strpool;
+};
+
+/* 0 on success; negative errno-style value on failure (-ENOENT, -ENOEXEC for
+ * not ELF, ...).  The struct is filled; release it with elfinfo_fini(). */
+int elfinfo_load(struct elfinfo *ei, const char *path);
+void elfinfo_fini(struct elfinfo *ei);
+
+/* Build-id only (cheap).  Returns its length (0: none) or negative errno. */
+int elf_read_build_id(const char *path, uint8_t out[20]);
+
+/* The function symbol containing @vaddr (by size, or up to the next symbol
+ * when size is 0), or NULL. */
+const struct elf_sym *elfinfo_lookup(const struct elfinfo *ei, uint64_t vaddr);
+/* First symbol named @name (any type with an address), or NULL. */
+const struct elf_sym *elfinfo_find(const struct elfinfo *ei, const char *name);
+/* File offset of @vaddr through the PT_LOAD segments; -1 if unmapped. */
+int64_t elfinfo_vaddr_to_offset(const struct elfinfo *ei, uint64_t vaddr);
+/* Virtual address of file offset @off; -1 if not in a segment's file image. */
+int64_t elfinfo_offset_to_vaddr(const struct elfinfo *ei, uint64_t off);
+
+/* Hex string of a build-id into @out (>= 41 bytes). */
+void buildid_hex(char *out, const uint8_t *id, size_t len);
+
+#endif

@@ -1,0 +1,64 @@
+#include "err.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *mt_progname = "mt";
+static unsigned long warn_count;
+
+void mt_set_progname(const char *argv0)
+{
+	const char *s = argv0 ? strrchr(argv0, '/') : NULL;
+	mt_progname = s ? s + 1 : (argv0 ? argv0 : "mt");
+}
+
+static void vsay(const char *level, const char *fmt, va_list ap)
+{
+	char buf[1024];
+	int n = snprintf(buf, sizeof buf, "%s: %s", mt_progname, level);
+	if (n < 0 || (size_t)n >= sizeof buf)
+		n = 0;
+	vsnprintf(buf + n, sizeof buf - (size_t)n, fmt, ap);
+	/* one line, always */
+	for (char *p = buf; *p; p++)
+		if (*p == '\n')
+			*p = ' ';
+	fprintf(stderr, "%s\n", buf);
+}
+
+void mt_warn(const char *fmt, ...)
+{
+	va_list ap;
+	warn_count++;
+	va_start(ap, fmt);
+	vsay("warning: ", fmt, ap);
+	va_end(ap);
+}
+
+void mt_note(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsay("", fmt, ap);
+	va_end(ap);
+}
+
+void mt_fatal(int code, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsay("fatal: ", fmt, ap);
+	va_end(ap);
+	exit(code);
+}
+
+unsigned long mt_warn_count(void)
+{
+	return warn_count;
+}
+
+int mt_warn_once_per(unsigned *counter, unsigned max)
+{
+	return (*counter)++ < max;
+}

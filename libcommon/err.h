@@ -1,0 +1,25 @@
+/* Diagnostics for tools: one line on stderr, "prog: fatal: ...".
+ * Library code never calls these; tools do.
+ * Exit codes used by every tool (documented in each --help):
+ *   0 ok, 1 the data had errors (output still written),
+ *   2 usage or unusable input, 111 system error. */
+#ifndef MT_ERR_H
+#define MT_ERR_H
+
+#include <stdarg.h>
+
+enum { MT_EXIT_OK = 0, MT_EXIT_DEGRADED = 1, MT_EXIT_USAGE = 2, MT_EXIT_SYS = 111 };
+
+extern const char *mt_progname;
+
+void mt_set_progname(const char *argv0);
+void mt_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void mt_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Prints "prog: fatal: ..." and exits with @code. */
+void mt_fatal(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
+/* Number of mt_warn() calls so far (tools exit 1 when data was degraded). */
+unsigned long mt_warn_count(void);
+/* Limit repeated warnings: after @max identical-category warnings, stay quiet. */
+int mt_warn_once_per(unsigned *counter, unsigned max);
+
+#endif

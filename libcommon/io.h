@@ -1,0 +1,37 @@
+/* I/O helpers: full reads and writes that loop over short counts and EINTR,
+ * and output files that appear only when complete (temp file + rename). */
+#ifndef MT_IO_H
+#define MT_IO_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* 0 on success, -1 with errno on error. */
+int io_write_all(int fd, const void *buf, size_t len);
+/* Bytes read (< len only at end of file), or -1 with errno. */
+ssize_t io_read_full(int fd, void *buf, size_t len);
+/* Reads a whole file into a malloc'd buffer; -1 with errno on error. */
+int io_slurp(const char *path, uint8_t **buf, size_t *len);
+int io_slurp_fd(int fd, uint8_t **buf, size_t *len);
+
+/* An output that is either a path (written to PATH.tmp.PID, renamed on commit)
+ * or stdout ("-" or NULL).  Refuses a terminal for binary data unless @force. */
+struct io_out {
+	int fd;
+	char *path, *tmp; /* NULL for stdout */
+};
+/* 0 or -1 with errno (ENOTTY-like: EISDIR for "terminal refused"). */
+int io_out_open(struct io_out *o, const char *path, int binary, int force);
+/* fsync-free rename into place; closes fd.  0 or -1 with errno. */
+int io_out_commit(struct io_out *o);
+/* Removes the temp file; closes fd.  Safe to call after commit (no-op). */
+void io_out_abort(struct io_out *o);
+
+/* Opens @path for reading ("-" or NULL: stdin). -1 with errno. */
+int io_open_in(const char *path);
+
+/* Is stderr a terminal (progress reporting)? */
+int io_progress_enabled(void);
+
+#endif

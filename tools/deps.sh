@@ -1,0 +1,25 @@
+#!/bin/sh
+# deps.sh check|install — the Debian packages mt needs.
+# check:   exit 0 if all are present, else say what is missing and how to install.
+# install: as root, apt-get install what is missing; otherwise print the command.
+PKGS="build-essential pkg-config libipt-dev libelf-dev libjansson-dev libcapstone-dev libzstd-dev zlib1g-dev llvm bats linux-perf"
+missing=""
+for p in $PKGS; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+case "$1" in
+install)
+	if [ "$(id -u)" = 0 ]; then
+		echo "deps: installing:$missing" >&2
+		export DEBIAN_FRONTEND=noninteractive
+		apt-get update -qq && apt-get install -y -qq $missing >/dev/null || {
+			echo "deps: fatal: apt-get install failed" >&2; exit 111; }
+	else
+		echo "deps: run as root: apt-get install -y$missing" >&2
+		exit 2
+	fi ;;
+*)
+	echo "deps: missing:$missing — run 'make deps' (as root) or: apt-get install -y$missing" >&2
+	exit 2 ;;
+esac
