@@ -149,6 +149,8 @@ struct cur {
 
 static inline uint64_t get_uv(struct cur *c)
 {
+	if (__builtin_expect(c->p < c->end && *c->p < 0x80, 1))
+		return *c->p++;
 	uint64_t v = 0;
 	unsigned shift = 0;
 	while (c->p < c->end) {
@@ -384,7 +386,6 @@ uint64_t mtev_reader_offset(const mtev_reader *r)
 
 static int parse_payload(mtev_reader *r, unsigned kind, struct cur *c, struct mtev_rec *rec)
 {
-	memset(rec, 0, sizeof *rec);
 	if (kind >= 0x20 && kind <= 0x3f) {
 		rec->kind = MTEV_BRANCH;
 		rec->br.type = kind & 0x0f;
@@ -413,6 +414,7 @@ static int parse_payload(mtev_reader *r, unsigned kind, struct cur *c, struct mt
 		r->have_br_tid = 1;
 		return 0;
 	}
+	memset(rec, 0, sizeof *rec);
 	rec->kind = kind;
 	switch (kind) {
 	case MTEV_CLOCK:
@@ -601,6 +603,14 @@ int mtev_read(mtev_reader *r, struct mtev_rec *rec)
 	unsigned kind = p[0];
 	uint64_t size = 0;
 	size_t hl = 1;
+	if (__builtin_expect(p[1] < 0x80 && kind >= 0x20 && kind <= 0x3f, 1) &&
+	    r->len - r->pos >= 2 + (size_t)p[1]) {
+		/* fast path: a branch record wholly in the buffer */
+		struct cur c = {p + 2, p + 2 + p[1], 0};
+		r->pos += 2 + (size_t)p[1];
+		int e2 = parse_payload(r, kind, &c, rec);
+		return e2 ? e2 : 1;
+	}
 	for (unsigned shift = 0;; shift += 7) {
 		if (hl >= r->len - r->pos) {
 			e = r_fill(r, hl + 1);
@@ -622,7 +632,13 @@ int mtev_read(mtev_reader *r, struct mtev_rec *rec)
 			return -MTEV_ESIZE;
 		r->pos += hl;
 		r->ended = 1;
-		return 0;
+		/* END must be the last byte: anything after it is an error */
+		e = r_fill(r, 1);
+		if (e == 0) {
+			r->rec_off = r->base + r->pos;
+			return -MTEV_EAFTEREND;
+		}
+		return e == -MTEV_ETRUNC ? 0 : e;
 	}
 	e = r_fill(r, hl + size);
 	if (e)
