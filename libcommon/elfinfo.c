@@ -311,22 +311,15 @@ int elfinfo_load(struct elfinfo *ei, const char *path)
 		r = -ENOMEM;
 	if (r)
 		goto out;
-	for (size_t i = 0; i < sv.n; i++)
-		sv.v[i].name = (const char *)(uintptr_t)sv.nameoff[i];
-	/* names are offsets until the pool stops moving; fix them up now */
+	/* names were pool offsets while the pool could move; fix them up now */
 	for (size_t i = 0; i < sv.n; i++)
 		sv.v[i].name = pl.p + sv.nameoff[i];
 	qsort(sv.v, sv.n, sizeof *sv.v, sym_cmp);
-	/* dedup same address: keep the first (sized) */
+	/* one symbol per address: the first after sorting (sized, then by name) */
 	size_t w = 0;
-	for (size_t i = 0; i < sv.n; i++) {
-		if (w && sv.v[w - 1].addr == sv.v[i].addr) {
-			if (sv.v[i].is_plt && !sv.v[w - 1].is_plt)
-				continue;
-			continue;
-		}
-		sv.v[w++] = sv.v[i];
-	}
+	for (size_t i = 0; i < sv.n; i++)
+		if (!w || sv.v[w - 1].addr != sv.v[i].addr)
+			sv.v[w++] = sv.v[i];
 	ei->syms = sv.v;
 	ei->nsyms = w;
 	ei->strpool = pl.p;
