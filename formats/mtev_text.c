@@ -589,7 +589,8 @@ int mtev_text_parse(struct mtev_text_parser *tp, const char *line, size_t len,
 			} else if (keyis(&t, "producer") && t.is_str) {
 				if (t.slen > 63)
 					return fail(tp, "producer longer than 63 bytes");
-				memcpy(hdr->producer, tp->sbuf + t.soff, t.slen);
+				if (t.slen) /* sbuf is NULL until a string has a byte */
+					memcpy(hdr->producer, tp->sbuf + t.soff, t.slen);
 				hdr->producer[t.slen] = 0;
 			} else {
 				return fail(tp, "unknown header key '%.*s'", (int)t.klen, t.key);
