@@ -194,7 +194,7 @@ static int read_symtab(Elf *e, Elf_Scn *scn, GElf_Shdr *sh, struct symvec *sv, s
 static int read_plt(Elf *e, size_t shstrndx, struct symvec *sv, struct pool *pl)
 {
 	Elf_Scn *scn = NULL, *plt = NULL, *pltsec = NULL, *rela = NULL;
-	GElf_Shdr sh, plt_sh, pltsec_sh, rela_sh;
+	GElf_Shdr sh, plt_sh = {0}, pltsec_sh = {0}, rela_sh = {0};
 	while ((scn = elf_nextscn(e, scn))) {
 		if (!gelf_getshdr(scn, &sh))
 			continue;
