@@ -36,6 +36,7 @@ MTLIB_SO := $(BUILD)/libmagictrace.so
 UNITSRC := $(wildcard tests/unit/test_*.c)
 UNITS := $(UNITSRC:tests/unit/%.c=$(BUILD)/tests/%)
 
+.SECONDARY:
 .PHONY: all deps deps-check test unit bats asan install clean trace bench fuzz-smoke programs
 
 all: deps $(TOOLS) $(MTLIB_A) $(MTLIB_SO) programs
