@@ -171,10 +171,12 @@ static int json_quote(tw *t, const char *p, size_t len, uint32_t *off, uint32_t 
 			int ok = n && i + n <= len;
 			for (size_t k = 1; ok && k < n; k++)
 				ok = ((unsigned char)stackbuf[i + k] & 0xc0) == 0x80;
-			if (!ok || !json_stringn(stackbuf + i, n)) {
+			json_t *one = ok ? json_stringn(stackbuf + i, n) : NULL;
+			if (!one) {
 				stackbuf[i++] = '?';
 				continue;
 			}
+			json_decref(one); /* only a validity check */
 			i += n;
 		}
 		s = json_stringn(stackbuf, len);
