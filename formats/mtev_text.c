@@ -515,9 +515,9 @@ static int parse_hexbytes(struct mtev_text_parser *tp, const struct tok *t, uint
 static int parse_span_flags(struct mtev_text_parser *tp, const struct tok *t, uint32_t *out)
 {
 	uint32_t f = 0;
-	const char *p = t->val, *end = t->val + t->vlen;
-	if (t->is_str || !t->vlen)
+	if (t->is_str || !t->vlen) /* a string has no val: no pointer arithmetic on NULL */
 		return fail(tp, "bad flags");
+	const char *p = t->val, *end = t->val + t->vlen;
 	while (p < end) {
 		const char *q = p;
 		while (q < end && *q != ',' && *q != '|')
