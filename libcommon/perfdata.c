@@ -34,6 +34,7 @@ struct pd_reader {
 	uint64_t data_end; /* memory mode: end of the data section */
 	uint64_t err_off;  /* where the last error was found */
 	int truncated;	   /* the file ends before its data section does */
+	int open_end;	   /* data runs to the end of the file (pipe mode, size 0) */
 
 	/* stream-mode buffers */
 	uint8_t *rec;
@@ -70,8 +71,8 @@ static const char *const pd_errs[] = {
 	[0] = "success",
 	[PD_EIO] = "read error",
 	[PD_EMAGIC] = "not a perf.data file (bad magic)",
-	[PD_EENDIAN] = "perf.data of the other byte order (not supported)",
-	[PD_ETRUNC] = "perf.data is truncated",
+	[PD_EENDIAN] = "written on a machine of the other byte order (not supported)",
+	[PD_ETRUNC] = "truncated",
 	[PD_ESIZE] = "impossible record or section size",
 	[PD_ECORRUPT] = "corrupt record",
 	[PD_ENOMEM] = "out of memory",
@@ -204,7 +205,7 @@ static int pd_grow(uint8_t **buf, size_t *cap, size_t need)
 /* ---- attrs and ids ---- */
 
 /* Parses a perf_event_attr of @len available bytes. */
-static int pd_add_attr(pd_reader *r, const uint8_t *p, size_t len, const uint64_t *ids,
+static int pd_add_attr(pd_reader *r, const uint8_t *p, size_t len, const uint8_t *ids,
 		       size_t nids)
 {
 	struct pd_attr *a;
@@ -246,7 +247,8 @@ static int pd_add_attr(pd_reader *r, const uint8_t *p, size_t len, const uint64_
 			return -PD_ENOMEM;
 		}
 		r->idmap = m;
-		memcpy(idcopy, ids, nids * sizeof *idcopy);
+		for (i = 0; i < nids; i++)
+			idcopy[i] = get64(ids + 8 * i);
 		for (i = 0; i < nids; i++) {
 			r->idmap[r->nidmap].id = idcopy[i];
 			r->idmap[r->nidmap].attr = (uint32_t)r->nattrs;
@@ -471,19 +473,9 @@ static int pd_open_file_mode(pd_reader *r)
 	for (i = 0; i < nattr; i++) {
 		const uint8_t *e = r->mem + aoff + i * attr_size;
 		uint64_t ioff = get64(e + attr_size - 16), isz = get64(e + attr_size - 8);
-		const uint64_t *ids = NULL;
-		uint64_t tmp[1];
 		if (isz % 8 || ioff > r->memlen || isz > r->memlen - ioff)
 			return -PD_ESIZE;
-		if (isz) {
-			/* ids are 8-aligned in every perf.data; copy if not */
-			if (((uintptr_t)(r->mem + ioff)) % 8 == 0)
-				ids = (const uint64_t *)(const void *)(r->mem + ioff);
-			else
-				return -PD_ECORRUPT;
-		}
-		(void)tmp;
-		err = pd_add_attr(r, e, attr_size - 16, ids, isz / 8);
+		err = pd_add_attr(r, e, attr_size - 16, r->mem + ioff, isz / 8);
 		if (err < 0)
 			return err;
 	}
@@ -497,6 +489,7 @@ static int pd_open_file_mode(pd_reader *r)
 		 * records as far as they go; pd_next reports truncation */
 		r->data_end = r->memlen;
 		r->truncated = dsz != 0;
+		r->open_end = 1;
 		return 0;
 	}
 	r->data_end = doff + dsz;
@@ -580,6 +573,7 @@ static int pd_init(pd_reader *r)
 		r->info.pipe = 1;
 		r->pos = PD_PIPE_HEADER_SIZE;
 		r->data_end = r->memlen;
+		r->open_end = 1;
 		return 0;
 	}
 	return pd_open_file_mode(r);
@@ -802,15 +796,7 @@ static int pd_user_record(pd_reader *r, struct pd_event *ev)
 		if (asz < PD_ATTR_VER0 || asz > ev->size - 8u)
 			return -PD_ECORRUPT;
 		nids = (ev->size - 8u - asz) / 8;
-		{
-			uint64_t ids[8192];
-			size_t i;
-			if (nids > sizeof ids / sizeof ids[0])
-				return -PD_ECORRUPT;
-			for (i = 0; i < nids; i++)
-				ids[i] = get64(p + 8 + asz + 8 * i);
-			return pd_add_attr(r, p + 8, asz, ids, nids);
-		}
+		return pd_add_attr(r, p + 8, asz, p + 8 + asz, nids);
 	}
 	case PD_REC_HEADER_FEATURE:
 		if (ev->size < 16)
@@ -824,6 +810,11 @@ static int pd_user_record(pd_reader *r, struct pd_event *ev)
 			/* a feature we cannot read costs the feature, not the file */
 			return err == -PD_ENOMEM ? err : 0;
 		}
+	case PD_REC_HEADER_BUILD_ID: {
+		/* pipe mode: one build-id per record, as the feature's entries */
+		int err = pd_feature(r, PD_FEAT_BUILD_ID, p, ev->size);
+		return err == -PD_ENOMEM ? err : 0;
+	}
 	default:
 		return 0;
 	}
@@ -880,6 +871,15 @@ static int pd_decompress(pd_reader *r, const struct pd_event *ev)
 /* Fills @ev from the record at @p (@avail bytes available). */
 static int pd_fill(pd_reader *r, struct pd_event *ev, const uint8_t *p, uint64_t off)
 {
+	if ((uintptr_t)p % 8) {
+		/* pipe-mode streams do not keep records 8-aligned; parsers
+		 * read arrays in place, so give them an aligned copy */
+		uint16_t size = get16(p + 6);
+		if (pd_grow(&r->rec, &r->reccap, 65536) < 0)
+			return -PD_ENOMEM;
+		memcpy(r->rec, p, size);
+		p = r->rec;
+	}
 	memset(ev, 0, sizeof *ev);
 	ev->type = get32(p);
 	ev->misc = get16(p + 4);
@@ -910,7 +910,8 @@ static int pd_next_decompressed(pd_reader *r, struct pd_event *ev)
 		return -PD_ESIZE;
 	}
 	r->zpos += size;
-	pd_fill(r, ev, p, r->zoff);
+	if (pd_fill(r, ev, p, r->zoff) < 0)
+		return -PD_ENOMEM;
 	if (ev->type == PD_REC_AUXTRACE || ev->type == PD_REC_HEADER_TRACING_DATA ||
 	    ev->type == PD_REC_COMPRESSED)
 		return -PD_EUNSUPPORTED;
@@ -930,7 +931,7 @@ static int pd_next_mem(pd_reader *r, struct pd_event *ev)
 	}
 	r->err_off = off;
 	if (r->data_end - off < 8)
-		return -PD_ETRUNC;
+		return r->open_end ? -PD_ETRUNC : -PD_ESIZE;
 	p = r->mem + off;
 	size = get16(p + 6);
 	if (size < 8)
@@ -938,9 +939,10 @@ static int pd_next_mem(pd_reader *r, struct pd_event *ev)
 	if (size > r->data_end - off) {
 		/* a size past the data section: truncation if the file ends,
 		 * else an impossible size */
-		return r->data_end == r->memlen ? -PD_ETRUNC : -PD_ESIZE;
+		return r->open_end ? -PD_ETRUNC : -PD_ESIZE;
 	}
-	pd_fill(r, ev, p, off);
+	if (pd_fill(r, ev, p, off) < 0)
+		return -PD_ENOMEM;
 	err = pd_payload_size(ev, &psz);
 	if (err < 0)
 		return err;
@@ -949,7 +951,7 @@ static int pd_next_mem(pd_reader *r, struct pd_event *ev)
 		ev->payload = p + size;
 		ev->payload_size = r->data_end - off - size;
 		r->pos = r->data_end;
-		return r->data_end == r->memlen ? -PD_ETRUNC : -PD_ESIZE;
+		return r->open_end ? -PD_ETRUNC : -PD_ESIZE;
 	}
 	ev->payload = p + size;
 	ev->payload_size = psz;
@@ -1020,7 +1022,8 @@ int pd_next(pd_reader *r, struct pd_event *ev)
 	ret = r->fd >= 0 ? pd_next_stream(r, ev) : pd_next_mem(r, ev);
 	if (ret <= 0)
 		return ret;
-	if (ev->type == PD_REC_HEADER_ATTR || ev->type == PD_REC_HEADER_FEATURE) {
+	if (ev->type == PD_REC_HEADER_ATTR || ev->type == PD_REC_HEADER_FEATURE ||
+	    ev->type == PD_REC_HEADER_BUILD_ID) {
 		int err = pd_user_record(r, ev);
 		if (err < 0)
 			return err;
