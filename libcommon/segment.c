@@ -213,20 +213,15 @@ static int tgt_add(segmenter *s, uint64_t a)
 	return 0;
 }
 
-/* Entry of the function containing @ip: ELF symbols, else the nearest call
- * target below it (within 64 KiB), else @ip itself. */
+/* Entry of the function containing @ip from ELF symbols; without them the
+ * entry is unknowable (a call target below @ip may belong to another
+ * function), so @ip itself stands for the function. */
 static uint64_t func_entry(segmenter *s, const struct thr *t, uint64_t ip)
 {
 	struct fn_info fi;
 	if (fnmap_lookup(s->o.fns, t->tid, ip, &fi))
 		return fi.entry;
-	uint64_t best = 0;
-	for (size_t i = 0; i < s->captgt; i++) {
-		uint64_t v = s->tgt[i];
-		if (v && v <= ip && ip - v < 65536 && v > best)
-			best = v;
-	}
-	return best ? best : ip;
+	return ip;
 }
 
 /* ---- threads ---- */
