@@ -1,6 +1,7 @@
 #include "segment.h"
 
 #include "fnmap.h"
+#include "vlog.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -62,6 +63,9 @@ struct thr {
 
 	struct sigctx *sig;
 	size_t nsig, capsig;
+
+	uint32_t *blk, blk_one; /* output order scratch */
+	size_t capblk;
 
 	/* function range of one frame (the top, usually) */
 	uint32_t cache_frame;
@@ -147,6 +151,7 @@ static void thr_free(struct thr *t)
 	free(t->wp);
 	free(t->run);
 	free(t->sig);
+	free(t->blk);
 	free(t);
 }
 
@@ -256,48 +261,14 @@ static int run_add(segmenter *s, struct thr *t, uint8_t type, uint64_t val, int3
 	return 0;
 }
 
-static uint8_t *put_uv(uint8_t *p, uint64_t v)
-{
-	while (v >= 0x80) {
-		*p++ = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	*p++ = (uint8_t)v;
-	return p;
-}
-
-static uint64_t get_uv(const uint8_t **pp)
-{
-	const uint8_t *p = *pp;
-	uint64_t v = 0;
-	unsigned sh = 0;
-	while (*p & 0x80) {
-		v |= (uint64_t)(*p++ & 0x7f) << sh;
-		sh += 7;
-	}
-	v |= (uint64_t)*p++ << sh;
-	*pp = p;
-	return v;
-}
-
-static uint64_t zz(int64_t v)
-{
-	return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
-}
-
-static int64_t unzz(uint64_t v)
-{
-	return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
-}
-
 static int wp_append(segmenter *s, struct thr *t, uint64_t time, uint64_t addr, int32_t level)
 {
 	if (t->nwp + 32 > t->capwp && grow((void **)&t->wp, &t->capwp, t->nwp + 32, 1))
 		return s->err = -SEG_ENOMEM;
 	uint8_t *p = t->wp + t->nwp;
-	p = put_uv(p, time - t->wp_time);
-	p = put_uv(p, zz((int64_t)(addr - t->wp_addr)));
-	p = put_uv(p, zz((int64_t)level - t->wp_level));
+	p = vlog_put(p, time - t->wp_time);
+	p = vlog_put(p, vlog_zz((int64_t)(addr - t->wp_addr)));
+	p = vlog_put(p, vlog_zz((int64_t)level - t->wp_level));
 	t->nwp = (size_t)(p - t->wp);
 	t->wp_time = time;
 	t->wp_addr = addr;
@@ -715,9 +686,9 @@ static void wp_next(struct wpcur *c)
 		c->have = 0;
 		return;
 	}
-	c->time += get_uv(&c->p);
-	c->addr += (uint64_t)unzz(get_uv(&c->p));
-	c->level += (int32_t)unzz(get_uv(&c->p));
+	c->time += vlog_get(&c->p);
+	c->addr += (uint64_t)vlog_unzz(vlog_get(&c->p));
+	c->level += (int32_t)vlog_unzz(vlog_get(&c->p));
 	c->have = 1;
 }
 
@@ -737,6 +708,20 @@ static int emit_wps_before(segmenter *s, struct thr *t, struct wpcur *c, uint64_
 		wp_next(c);
 	}
 	return 0;
+}
+
+/* stable sort of frame indices by level (insertion: blocks are small) */
+static void blk_sort(const struct frame *fr, uint32_t *v, size_t n)
+{
+	for (size_t i = 1; i < n; i++) {
+		uint32_t x = v[i];
+		size_t j = i;
+		while (j > 0 && fr[v[j - 1]].level > fr[x].level) {
+			v[j] = v[j - 1];
+			j--;
+		}
+		v[j] = x;
+	}
 }
 
 static int close_seg(segmenter *s, struct thr *t)
@@ -775,12 +760,33 @@ static int close_seg(segmenter *s, struct thr *t)
 	for (size_t i = t->nfr; i-- > 0;)
 		if (t->fr[i].promoted && emit_span(s, t, &t->fr[i]))
 			return s->err;
-	for (size_t i = 0; i < t->nfr; i++) {
+	for (size_t i = 0; i < t->nfr;) {
 		const struct frame *g = &t->fr[i];
-		if (g->promoted || g->kind == FK_DELETED)
+		if (g->promoted || g->kind == FK_DELETED) {
+			i++;
 			continue;
-		if (emit_wps_before(s, t, &c, g->begin, 0) || emit_span(s, t, g))
-			return s->err;
+		}
+		/* frames opened at one time (when the run could not be spread)
+		 * go by depth, as the span order requires */
+		size_t j = i + 1, nb = 0;
+		while (j < t->nfr && t->fr[j].begin == g->begin)
+			j++;
+		if (j - i > 1) {
+			if (grow((void **)&t->blk, &t->capblk, j - i, sizeof *t->blk))
+				return s->err = -SEG_ENOMEM;
+			for (size_t x = i; x < j; x++)
+				if (!t->fr[x].promoted && t->fr[x].kind != FK_DELETED)
+					t->blk[nb++] = (uint32_t)x;
+			blk_sort(t->fr, t->blk, nb);
+		} else
+			t->blk_one = (uint32_t)i, nb = 1;
+		const uint32_t *ord = j - i > 1 ? t->blk : &t->blk_one;
+		for (size_t x = 0; x < nb; x++) {
+			const struct frame *h = &t->fr[ord[x]];
+			if (emit_wps_before(s, t, &c, h->begin, 0) || emit_span(s, t, h))
+				return s->err;
+		}
+		i = j;
 	}
 	if (emit_wps_before(s, t, &c, 0, 1))
 		return s->err;
