@@ -983,9 +983,10 @@ static void resolve_all(struct ctx *c)
 			if (!b->ei.has_symtab && !b->stripped_warned++)
 				warnf(c, 1, "%s is stripped (no .symtab, no debug info): names from .dynsym or [unknown @ ...]",
 				      b->file);
+			/* degraded only when a warning says why (stripped, missing
+			 * symbolizer); an address outside the debug info's ranges
+			 * (padding) in a binary with a symbol table is not */
 			res_elf_fallback(c, r);
-			if (r->kind == RES_ELF)
-				c->st->degraded = 1;
 		} else if (r->kind == RES_SYMTAB) {
 			b->n_symtab++;
 		} else if (r->kind == RES_DEBUG) {
