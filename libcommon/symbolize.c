@@ -876,7 +876,7 @@ static void resolve_want(struct ctx *c, struct want *w)
 		      w->addr, w->tid);
 	if (m && m->bin == NONE)
 		c->st->degraded = 1;
-	res_unknown(c, r, w->addr, m ? base_name(m->path) : "unmapped");
+	res_unknown(c, r, w->addr, !m ? "unmapped" : m->bin == NONE ? m->path : base_name(m->path));
 }
 
 struct batch {
