@@ -260,6 +260,11 @@ cut_input() {
 		grep -q "^$b: fatal: " "$T/err" || { echo "$b: cut at $cut/$size, no fatal line:"; cat "$T/err"; return 1; }
 		[ ! -e "$T/out" ] || { echo "$b: cut at $cut/$size left an output file (status $st)"; return 1; }
 		! ls "$T"/out.tmp.* 2>/dev/null || { echo "$b: left a temporary file"; return 1; }
+		[ "$b" != mt-write ] || continue
+		# on stdout: what went out must not read as a complete stream downstream
+		# shellcheck disable=SC2046
+		head -c "$cut" "$T/in-$b.mt" | "$BIN/$b" $(stage_args "$b") > "$T/out.mt" 2> /dev/null || true
+		"$BIN/mt-dump" "$T/out.mt" > /dev/null 2>&1 && { echo "$b: cut at $cut/$size: stdout is a complete stream"; return 1; }
 	done
 	# nothing at all from upstream
 	# shellcheck disable=SC2046
