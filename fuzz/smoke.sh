@@ -28,7 +28,7 @@ run_one() {
 	esac
 	[ -f "fuzz/$t.dict" ] && extra+=("-dict=fuzz/$t.dict")
 	mkdir -p "fuzz/corpus-$t"
-	"$B/fuzz_$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+	"$B/fuzz_$t" -max_total_time="$secs" -timeout=60 -rss_limit_mb=2048 -print_final_stats=1 \
 		-artifact_prefix="$B/$t-" "${extra[@]}" "fuzz/corpus-$t" "$B/seeds-$t" \
 		> "$B/log-$t-$$.txt" 2>&1
 	echo $? > "$B/rc-$t-$$"
