@@ -458,9 +458,9 @@ static int classify_jump(segmenter *s, struct thr *t, uint64_t to, uint64_t time
 				return pop_to(s, t, i + 1, time);
 			}
 		}
-		if (!have && t->fr[cur].func == fi.entry)
-			return 0;
-		return tail_call(s, t, fi.entry, time);
+		/* into another function's body (a PLT slot's lazy path, shared
+		 * tails of hand-written code): only an entry makes a new frame */
+		return 0;
 	}
 	/* no symbol for the target: only what calls revealed */
 	if (tgt_has(s, to) && to != t->fr[cur].func)
