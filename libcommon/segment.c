@@ -458,8 +458,18 @@ static int classify_jump(segmenter *s, struct thr *t, uint64_t to, uint64_t time
 				return pop_to(s, t, i + 1, time);
 			}
 		}
-		/* into another function's body (a PLT slot's lazy path, shared
-		 * tails of hand-written code): only an entry makes a new frame */
+		/* into another function's body that is on no frame of the stack.
+		 * At a return site (just after a direct call): a longjmp to a
+		 * caller above the root (the trace began below it), revealed
+		 * like a return past the root; how many frames lay between is
+		 * unknowable.  Elsewhere (code shared between functions, the
+		 * lazy-binding path into .plt): the frame stays. */
+		if (fi.is_plt || t->fr[t->stk[0]].callsite || t->fr[t->stk[0]].kind != FK_FUNC ||
+		    !fnmap_is_return_site(s->o.fns, t->tid, to))
+			return 0;
+		s->st.unwinds++;
+		if (pop_to(s, t, 0, time) || add_root(s, t, to, 1))
+			return s->err;
 		return 0;
 	}
 	/* no symbol for the target: only what calls revealed */

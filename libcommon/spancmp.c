@@ -302,7 +302,9 @@ int spancmp_run(struct spanset *truth, struct spanset *actual, const struct span
 				x.begin = w->begin;
 				x.cflags |= SC_BEFORE;
 			}
-			if (x.end > w->end) {
+			/* live after the window: ended later, or never (open at the
+			 * end of the run, which may be the window's end) */
+			if (x.end > w->end || (x.flags & MTEV_SPAN_OPEN_AT_END)) {
 				x.end = w->end;
 				x.cflags |= SC_AFTER;
 			}
