@@ -165,6 +165,26 @@ check_slices() {
 	done
 }
 
+@test "random contract-breaking spans: what is written is a subset of the input, at the input's depths, in both formats" {
+	for seed in 4 5; do
+		awk -v seed=$seed -v n=2000 -f "$W/gen-chaos.awk" > "$T/in.txt"
+		"$BIN/mt-undump" "$T/in.txt" > "$T/in.mt"
+		run "$BIN/mt-write" -s -o "$T/out.fxt" "$T/in.mt"
+		[ "$status" -eq 1 ]
+		written=$(printf '%s\n' "$output" | sed -n 's/^mt-write: \([0-9]*\) spans written.*/\1/p')
+		"$BIN/mt-write" -o "$T/out.json" "$T/in.mt" 2>/dev/null || true
+		expected "$T/in.txt" > "$T/exp"
+		actual "$T/out.fxt" > "$T/f"
+		actual "$T/out.json" > "$T/j"
+		# every slice is an input span with its own name, thread, times and depth
+		[ "$(wc -l < "$T/f")" -eq "$written" ]
+		[ "$written" -gt 100 ]
+		LC_ALL=C comm -23 "$T/f" "$T/exp" > "$T/extra"
+		[ ! -s "$T/extra" ]
+		cmp "$T/f" "$T/j"
+	done
+}
+
 @test "a truncated MTEV stream: fatal, exit 2, no output file; --partial writes what was read" {
 	awk -v seed=5 -v threads=2 -v procs=1 -v spans=300 -f "$W/gen-spans.awk" > "$T/in.txt"
 	"$BIN/mt-undump" "$T/in.txt" > "$T/in.mt"
@@ -195,6 +215,15 @@ check_slices() {
 	run "$BIN/mt-write" -o "$T/out.fxt" /dev/null
 	[ "$status" -eq 2 ]
 	[ ! -e "$T/out.fxt" ]
+	# the project's corrupt MTEV corpus: one fatal line each, never a file
+	for f in "$BATS_TEST_DIRNAME"/corrupt/mtev-*.mt; do
+		run "$BIN/mt-write" -o "$T/out.fxt" "$f"
+		[ "$status" -eq 2 ] || { echo "$f: status $status"; return 1; }
+		[ "${#lines[@]}" -eq 1 ] || { echo "$f: $output"; return 1; }
+		[[ "${lines[0]}" == "mt-write: fatal: "* ]]
+		[ ! -e "$T/out.fxt" ]
+		! ls "$T"/out.fxt.tmp.* 2>/dev/null
+	done
 }
 
 @test "a killed run leaves no output file" {
