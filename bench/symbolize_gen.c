@@ -1,7 +1,8 @@
 /* symbolize_gen BINARY EVENTS UNIQUE: writes (stdout) an MTEV span stream of
  * one thread running code of BINARY: about EVENTS spans + waypoints whose
- * addresses are drawn from UNIQUE distinct addresses (inside the binary's
- * largest functions).  For bench/symbolize.sh. */
+ * addresses are drawn from about UNIQUE distinct addresses: the entries of
+ * UNIQUE/9 functions spread evenly over the binary's code (so over all its
+ * compilation units) and 8 addresses inside each.  For bench/symbolize.sh. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,12 +11,6 @@
 
 #include "elfinfo.h"
 #include "mtev.h"
-
-static int cmp_size(const void *a, const void *b)
-{
-	const struct elf_sym *x = a, *y = b;
-	return x->size < y->size ? 1 : x->size > y->size ? -1 : (x->addr > y->addr) - (x->addr < y->addr);
-}
 
 int main(int argc, char **argv)
 {
@@ -30,16 +25,21 @@ int main(int argc, char **argv)
 		fprintf(stderr, "symbolize_gen: cannot read %s\n", path);
 		return 2;
 	}
-	/* functions, largest first; per function up to 8 addresses 4 bytes apart */
-	struct elf_sym *fs = malloc(ei.nsyms * sizeof *fs);
-	size_t nf = 0;
+	/* functions of 64 bytes or more, in address order; pick nfun evenly */
+	struct elf_sym *all = malloc(ei.nsyms * sizeof *all);
+	size_t nall = 0;
 	for (size_t i = 0; i < ei.nsyms; i++)
 		if (ei.syms[i].size >= 64 && !ei.syms[i].is_plt)
-			fs[nf++] = ei.syms[i];
-	qsort(fs, nf, sizeof *fs, cmp_size);
-	size_t per = 8, nfun = (size_t)((unique + per - 1) / per);
-	if (nfun > nf)
-		nfun = nf;
+			all[nall++] = ei.syms[i];
+	size_t per = 8, nfun = (size_t)((unique + per) / (per + 1));
+	if (nfun > nall)
+		nfun = nall;
+	if (!nfun)
+		nfun = 1;
+	struct elf_sym *fs = malloc(nfun * sizeof *fs);
+	for (size_t i = 0; i < nfun; i++)
+		fs[i] = all[i * nall / nfun];
+	free(all);
 	uint64_t base = ei.is_pie ? 0x555555554000ull : 0;
 	int err;
 	mtev_writer *w = mtev_writer_alloc(1, "symbolize_gen", MTEV_F_SORTED | MTEV_F_SPANS, &err);
@@ -92,9 +92,6 @@ int main(int argc, char **argv)
 			uint64_t off = 4 * ((k++ % per) + 1);
 			if (off >= f->size)
 				off = f->size - 1;
-			/* keep the total number of distinct addresses at UNIQUE */
-			if ((s % nfun) * per + (off / 4) > unique)
-				off = 0;
 			r.waypoint.addr = base + f->addr + off;
 			mtev_write(w, &r);
 		}

@@ -1013,7 +1013,7 @@ static void resolve_all(struct ctx *c)
 				warnf(c, 1, "no symbolizer: names come from ELF symbol tables (no inline frames, no source lines)");
 		} else {
 			struct batch bt = {c, ris, 0};
-			int tmo = c->o->timeout_ms > 0 ? c->o->timeout_ms : 10000;
+			int tmo = c->o->timeout_ms > 0 ? c->o->timeout_ms : 30000;
 			long r = llvmsym_batch(s, nreq, paths, vaddrs, on_reply, &bt, tmo);
 			if (r == -ETIMEDOUT)
 				warnf(c, 1, "%s did not answer for %d ms and was killed; the remaining names come from ELF symbol tables",

@@ -35,7 +35,8 @@ static void usage(FILE *f)
 	      "  -f, --force           write binary to a terminal\n"
 	      "      --symbolizer PROG llvm-symbolizer to run (default: llvm-symbolizer in PATH)\n"
 	      "      --no-symbolizer   ELF symbol tables only\n"
-	      "      --timeout SECS    give the symbolizer this long to answer (default 10)\n"
+	      "      --timeout SECS    no answer for this long: kill the symbolizer\n"
+	      "                        and use fallback names (default 30)\n"
 	      "      --symfs DIR       look binaries up as DIR/PATH before PATH\n"
 	      "      --images DIR      look binaries up in DIR first: perf build-id cache layout\n"
 	      "                        (DIR/.build-id/xx/.../elf, DIR/PATH/BUILD-ID/elf), then\n"
@@ -84,7 +85,7 @@ int main(int argc, char **argv)
 	int force = 0, stats = 0, no_cache = 0, c;
 	char defcache[PATH_MAX];
 	mt_set_progname(argv[0]);
-	o.timeout_ms = 10000;
+	o.timeout_ms = 30000;
 	o.warn = on_warn;
 	while ((c = getopt_long(argc, argv, "o:fsh", lo, NULL)) != -1) {
 		switch (c) {
