@@ -25,6 +25,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#define PTSIM_MAX_THREADS 4096
+
 enum tstate { T_STOPPED, T_INFLIGHT, T_INSYSCALL, T_SIGDELIVER, T_NEW, T_DEAD };
 
 struct tth {
@@ -95,14 +97,15 @@ static struct tth *find_th(struct tracer *t, uint32_t tid)
 
 static struct tth *add_th(struct tracer *t, uint32_t tid, int state)
 {
-	if (t->nth == t->thcap) {
-		size_t ncap = t->thcap ? t->thcap * 2 : 8;
-		struct tth *n = realloc(t->th, ncap * sizeof(*n));
-		if (!n)
+	/* Fixed capacity: pointers into the table stay valid. */
+	if (!t->th) {
+		t->th = calloc(PTSIM_MAX_THREADS, sizeof(*t->th));
+		if (!t->th)
 			return NULL;
-		t->th = n;
-		t->thcap = ncap;
+		t->thcap = PTSIM_MAX_THREADS;
 	}
+	if (t->nth == t->thcap)
+		return NULL;
 	struct tth *h = &t->th[t->nth++];
 	memset(h, 0, sizeof(*h));
 	h->tid = tid;
@@ -476,8 +479,10 @@ static int trace_loop(struct tracer *t)
 				live++;
 		if (!live)
 			break;
-		/* Issue a step when nothing ordinary is in flight. */
-		if (!inflight && !t->exclusive) {
+		/* Issue steps until an ordinary one is in flight (a system call
+		 * may block, so the others go on meanwhile). */
+		int stopping = 0;
+		while (!inflight && !t->exclusive && !stopping) {
 			struct tth *pick = NULL;
 			for (size_t k = 0; k < t->nth; k++) {
 				size_t i = (t->rr + 1 + k) % t->nth;
@@ -487,7 +492,9 @@ static int trace_loop(struct tracer *t)
 					break;
 				}
 			}
-			if (pick) {
+			if (!pick)
+				break;
+			{
 				if (t->stop_addr && pick->rip == t->stop_addr) {
 					struct ptsim_ev ev = {.kind = PTSIM_EV_STOP, .tid = pick->tid,
 							      .ip = pick->rip, .next = pick->rdi,
@@ -495,10 +502,12 @@ static int trace_loop(struct tracer *t)
 					if (log_ev(r, &ev) < 0)
 						return fail(t, PTSIM_E_SYS, "out of memory");
 					r->end = PTSIM_END_STOPPED;
+					stopping = 1;
 					break;
 				}
 				if (t->o->max_insns && r->insns >= t->o->max_insns) {
 					r->end = PTSIM_END_RUNAWAY;
+					stopping = 1;
 					break;
 				}
 				int sig = pick->pending_sig;
@@ -522,6 +531,8 @@ static int trace_loop(struct tracer *t)
 				r->steps++;
 			}
 		}
+		if (stopping)
+			break;
 		if (t->o->progress && (r->steps & 0x3fff) == 0) {
 			double n = now_s();
 			if (n - last_progress > 0.5) {
@@ -540,6 +551,9 @@ static int trace_loop(struct tracer *t)
 			return fail(t, PTSIM_E_SYS, "waitpid: %s", strerror(errno));
 		}
 		struct tth *h = find_th(t, (uint32_t)w);
+		if (getenv("MT_PTSIM_DEBUG"))
+			fprintf(stderr, "wait %d st %#x state %d inflight %d rip %llx\n", (int)w, st, h ? h->state : -1,
+				inflight ? (int)inflight->tid : 0, h ? (unsigned long long)h->rip : 0ull);
 		if (WIFEXITED(st) || WIFSIGNALED(st)) {
 			if (!h)
 				continue;
