@@ -677,6 +677,25 @@ static void window_start(struct synth *s, struct sth *t, uint64_t ip)
 	ts->first_time = ptsim_tsc_to_perf(PTSIM_TSC0 + s->clock);
 }
 
+/* An overflow ends right after a packet that moved time (at its clock, so the
+ * time of what follows is what it would have been): OVF, FUP(resume ip). */
+static void end_loss(struct synth *s, struct sth *t, uint64_t ip)
+{
+	if (!t->in_loss || t->loss_left || !t->enabled)
+		return;
+	t->in_loss = 0;
+	emit_cyc(s, t);
+	emit_simple(s, t, ppt_ovf);
+	t->last_ip = 0;
+	emit_ip(s, t, ppt_fup, ip, 0);
+	t->rs_top = t->rs_bot = 0;
+	t->tnt_n = 0;
+	t->tnt_bits = 0;
+	/* libipt forgets its CYC calibration at OVF: a PSB+ (CBR) restores it. */
+	emit_psb(s, t, 1, ip);
+	mark_time(s, t);
+}
+
 static void do_insn(struct synth *s, struct sth *t, const struct ptsim_ev *e, uint64_t gidx)
 {
 	struct ptsim_tstream *ts = &s->res->ts[t->ts];
@@ -695,22 +714,12 @@ static void do_insn(struct synth *s, struct sth *t, const struct ptsim_ev *e, ui
 			t->force_psb = 1;
 		}
 	}
-	if (t->in_loss && t->loss_left == 0 && t->enabled) {
-		/* The overflow ends: OVF, FUP(resume ip). */
-		t->in_loss = 0;
-		emit_cyc(s, t);
-		emit_simple(s, t, ppt_ovf);
-		t->last_ip = 0;
-		emit_ip(s, t, ppt_fup, e->ip, 0);
-		t->rs_top = t->rs_bot = 0;
-		t->tnt_n = 0;
-		t->tnt_bits = 0;
-		mark_time(s, t);
-	}
 	if (t->in_loss && t->loss_left)
 		t->loss_left--;
-	if (!t->enabled)
+	if (!t->enabled) {
 		enable(s, t, e->ip);
+		end_loss(s, t, e->ip);
+	}
 	s->clock += PTSIM_CYC_INSN;
 	struct cls *c = classify(s, e->ip);
 	if (!c)
@@ -819,6 +828,8 @@ static void do_insn(struct synth *s, struct sth *t, const struct ptsim_ev *e, ui
 			}
 		}
 	}
+	if (emitted && t->in_loss)
+		end_loss(s, t, next);
 	if (t->loss_armed && emitted) {
 		t->loss_armed = 0;
 		t->in_loss = 1;
