@@ -6,7 +6,7 @@
 setup() {
 	cd "$BATS_TEST_DIRNAME/.." || exit 1
 	C=tests/.cache/ptsim
-	PROGS=$(cd build/programs && ls)
+	PROGS=$(cd tests/programs && ls *.c *.cc 2>/dev/null | sed "s/\.[^.]*$//")
 	T=$BATS_TEST_TMPDIR
 }
 

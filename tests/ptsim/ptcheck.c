@@ -247,6 +247,7 @@ static void decode(struct queue *qu, struct pt_image *img, const struct pt_confi
 			continue;
 		struct pt_insn in;
 		memset(&in, 0, sizeof in);
+		uint64_t before = now_time(d); /* the time at a sync point */
 		st = pt_insn_next(d, &in, sizeof in);
 		pt_insn_get_offset(d, &cur_off);
 		cur_off += from;
@@ -256,7 +257,7 @@ static void decode(struct queue *qu, struct pt_image *img, const struct pt_confi
 		last_time = t;
 		if (!started || !enabled) {
 			/* Synced at a PSB+ while tracing was on (a snapshot). */
-			add(&qu->dec, MTEV_BR_TRACE_START, 0, in.ip, t);
+			add(&qu->dec, MTEV_BR_TRACE_START, 0, in.ip, before);
 			started = 1;
 			enabled = 1;
 		}
