@@ -366,6 +366,13 @@ struct pend {
 
 struct seg {
 	uint64_t begin, end; /* in the queue's stream */
+	int lost_before;     /* trace data was lost just before it */
+	uint64_t lost_at;    /* AUX offset of the loss */
+};
+
+struct auxlost { /* an AUX record flagged truncated */
+	uint32_t tid, cpu;
+	uint64_t offset; /* aux_offset + aux_size */
 };
 
 struct ptq {
@@ -378,7 +385,6 @@ struct ptq {
 	uint64_t len;
 	struct seg *segs;
 	size_t nsegs, curseg;
-	int lost_between; /* segments are separated by lost data, not windows */
 
 	struct pt_block_decoder *dec;
 	int state; /* Q_* */
@@ -392,6 +398,8 @@ struct ptq {
 	size_t swi;
 	int synced_once;
 	uint64_t last_sync_off;
+	uint32_t lost_timing; /* libipt's lost mtc + cyc count */
+	int untimed;	      /* after an overflow, until timing is exact again */
 
 	struct mtev_rec *fifo;
 	size_t fhead, fcount, fcap;
@@ -436,6 +444,8 @@ struct ptd {
 	/* queues */
 	struct ptq *q;
 	size_t nq;
+	struct auxlost *auxlost;
+	size_t nauxlost, auxlostcap;
 
 	/* threads, processes */
 	struct thr *thr;
@@ -859,7 +869,7 @@ static void emit_br(struct ptd *d, struct ptq *q, unsigned type, uint64_t from, 
 {
 	struct thr *t;
 	struct mtev_rec *r;
-	if (q->th < 0)
+	if (q->th < 0 || q->untimed)
 		return;
 	t = &d->thr[q->th];
 	if (!t->announced)
@@ -939,6 +949,7 @@ static uint64_t q_now(struct ptd *d, struct ptq *q)
 		uint64_t t = ptd_conv(d, tsc);
 		if (t > q->time)
 			q->time = t;
+		q->lost_timing = lm + lc;
 	}
 	return q->time;
 }
@@ -1143,6 +1154,8 @@ static void handle_event(struct ptd *d, struct ptq *q, const struct pt_event *ev
 	uint64_t t = q_now(d, q);
 	struct thr *th;
 
+	if (q->untimed && !q->lost_timing && ev->type != ptev_overflow)
+		q->untimed = 0;
 	switch (ev->type) {
 	case ptev_enabled:
 		q_set_thread(d, q, t);
@@ -1165,6 +1178,10 @@ static void handle_event(struct ptd *d, struct ptq *q, const struct pt_event *ev
 		if (q->th < 0)
 			break;
 		th = &d->thr[q->th];
+		if (q->untimed) {
+			q->pend.valid = 0;
+			break;
+		}
 		if (q->pend.valid && q->pend.cls == PTD_BR_SYSCALL) {
 			q->pend.valid = 0;
 			emit_br(d, q, MTEV_BR_SYSCALL, q->pend.from, 0, t);
@@ -1204,11 +1221,18 @@ static void handle_event(struct ptd *d, struct ptq *q, const struct pt_event *ev
 			q->need_start = 1;
 			q->start_time = t;
 		}
+		/* libipt drops its cycle calibration at an overflow: CYC
+		 * packets count for nothing until the next PSB+ (CBR) or TSC.
+		 * The branches of that stretch are known but not when they
+		 * ran, so the gap lasts until timing is exact again. */
+		q->untimed = 1;
 		break;
 	}
 	default:
 		break;
 	}
+	if (q->untimed && q->th >= 0)
+		d->thr[q->th].state = TS_GAP; /* what happened is in the gap */
 }
 
 static void handle_block(struct ptd *d, struct ptq *q, const struct pt_block *b, int ok)
@@ -1230,11 +1254,16 @@ static void handle_block(struct ptd *d, struct ptq *q, const struct pt_block *b,
 	if (q->th < 0)
 		return;
 	th = &d->thr[q->th];
+	if (q->untimed && !q->lost_timing) {
+		q->untimed = 0;
+		q->need_start = 1;
+		q->start_time = t;
+	}
 	if (q->need_start) {
 		q->need_start = 0;
 		emit_br(d, q, MTEV_BR_TRACE_START, 0, b->ip, q->start_time);
 	}
-	th->state = TS_ON;
+	th->state = q->untimed ? TS_GAP : TS_ON;
 	th->last_ip = b->end_ip;
 	if (!ok)
 		return;
@@ -1288,11 +1317,23 @@ static void q_step(struct ptd *d, struct ptq *q, uint64_t limit)
 			}
 			if (st < 0) {
 				/* end of segment */
-				{
+				if (q->curseg + 1 < q->nsegs && q->segs[q->curseg + 1].lost_before) {
+					/* data lost here: a gap, tracing resumes at
+					 * the next segment's first PSB */
+					const struct seg *n = &q->segs[q->curseg + 1];
+					char m[128];
+					snprintf(m, sizeof m,
+						 "trace data lost (AUX offset %" PRIu64 ")",
+						 n->lost_at);
+					if (q->th >= 0)
+						set_gap(d, q, MTEV_GAP_LOST, 0, n->begin,
+							d->thr[q->th].last_ip, m);
+					q->pend.valid = 0;
+				} else if (q->curseg + 1 < q->nsegs) {
+					/* the end of a snapshot window */
 					size_t k;
 					for (k = 0; k < d->nthr; k++)
-						if (d->thr[k].lastq == (int)(q - d->q) &&
-						    (q->curseg + 1 < q->nsegs))
+						if (d->thr[k].lastq == (int)(q - d->q))
 							thr_finish(d, q, &d->thr[k]);
 				}
 				pt_blk_free_decoder(q->dec);
@@ -1306,7 +1347,23 @@ static void q_step(struct ptd *d, struct ptq *q, uint64_t limit)
 			q->pend.valid = 0;
 			q->need_start = 1;
 			q->start_time = q_now(d, q);
-			q_set_thread(d, q, q->start_time);
+			{
+				/* libipt may already have looked at code while
+				 * syncing: with this time's images and thread in
+				 * place, sync again at the same PSB */
+				size_t before = d->sb_apply;
+				struct pt_image *img = q->img;
+				uint64_t soff;
+				sb_apply_until(d, q->time);
+				q_set_thread(d, q, q->start_time);
+				if ((before != d->sb_apply || img != q->img) &&
+				    pt_blk_get_sync_offset(q->dec, &soff) >= 0) {
+					st = pt_blk_sync_set(q->dec, soff);
+					if (st < 0)
+						break; /* next round: sync_forward */
+					q->status = st;
+				}
+			}
 			q->state = Q_RUN;
 			break;
 		case Q_RUN:
@@ -1710,49 +1767,64 @@ static int qbuf_cmp(const void *a, const void *b)
 	return x->file_off < y->file_off ? -1 : x->file_off > y->file_off;
 }
 
-/* Builds each queue's stream: buffers in offset order, overlapping parts of
- * consecutive snapshots dropped, a new segment where data is missing. */
+static int seg_cmp(const void *a, const void *b)
+{
+	const struct seg *x = a, *y = b;
+	return x->begin < y->begin ? -1 : x->begin > y->begin;
+}
+
+/* Builds each queue's stream: buffers in offset order; an overlap that is
+ * the previous buffer's zero padding (perf pads AUXTRACE to 8 bytes but
+ * counts offsets unpadded) is trimmed, an overlap that repeats data (the
+ * next snapshot) is skipped; a hole starts a new segment, and so does every
+ * place an AUX record flags as truncated (data lost there). */
 static int q_build(struct ptd *d, struct ptq *q)
 {
 	uint64_t total = 0, end_off = 0, pos = 0;
-	size_t i;
+	uint64_t *bpos; /* stream position of each buffer's offset */
+	size_t i, k, cap;
 
 	qsort(q->bufs, q->nbufs, sizeof *q->bufs, qbuf_cmp);
 	for (i = 0; i < q->nbufs; i++)
 		total += q->bufs[i].size;
+	cap = q->nbufs + d->nauxlost + 1;
 	q->stream = malloc(total ? total : 1);
-	q->segs = calloc(q->nbufs + 1, sizeof *q->segs);
-	if (!q->stream || !q->segs)
+	q->segs = calloc(cap, sizeof *q->segs);
+	bpos = calloc(q->nbufs + 1, sizeof *bpos);
+	if (!q->stream || !q->segs || !bpos) {
+		free(bpos);
 		return ptd_fail(d, PTD_ESYS, "out of memory for %" PRIu64 " bytes of trace", total);
+	}
 	for (i = 0; i < q->nbufs; i++) {
 		const struct qbuf *b = &q->bufs[i];
 		uint64_t skip = 0;
-		int newseg = i == 0;
-		if (i > 0) {
-			if (b->offset < end_off) {
-				/* overlap with the previous snapshot: keep only the
-				 * new part if the shared bytes agree */
-				uint64_t ov = end_off - b->offset;
-				if (ov < b->size && ov <= pos &&
-				    !memcmp(q->stream + pos - ov, b->data, ov)) {
-					skip = ov;
-				} else if (ov >= b->size && ov <= pos &&
-					   !memcmp(q->stream + pos - ov, b->data, b->size)) {
-					continue; /* nothing new */
-				} else {
-					newseg = 1;
-				}
-			} else if (b->offset > end_off) {
-				newseg = 1;
-				q->lost_between = !d->snapshot;
+		int newseg = i == 0, lost = 0;
+		if (i > 0 && b->offset < end_off) {
+			uint64_t ov = end_off - b->offset, z;
+			if (ov > pos)
+				ov = pos;
+			for (z = 0; z < ov && !q->stream[pos - ov + z]; z++)
+				;
+			if (z == ov && (ov > b->size || memcmp(q->stream + pos - ov, b->data, ov))) {
+				pos -= ov; /* the padding of the previous buffer */
+			} else if (ov <= b->size && !memcmp(q->stream + pos - ov, b->data, ov)) {
+				skip = ov;
+			} else {
+				newseg = 1; /* overlapping but different: decode apart */
 			}
+		} else if (i > 0 && b->offset > end_off) {
+			newseg = 1;
+			lost = !d->snapshot;
 		}
 		if (newseg) {
-			if (i > 0)
+			if (q->nsegs)
 				q->segs[q->nsegs - 1].end = pos;
 			q->segs[q->nsegs].begin = pos;
+			q->segs[q->nsegs].lost_before = lost;
+			q->segs[q->nsegs].lost_at = b->offset;
 			q->nsegs++;
 		}
+		bpos[i] = pos - skip;
 		memcpy(q->stream + pos, b->data + skip, b->size - skip);
 		pos += b->size - skip;
 		if (b->offset + b->size > end_off)
@@ -1761,6 +1833,33 @@ static int q_build(struct ptd *d, struct ptq *q)
 	if (q->nsegs)
 		q->segs[q->nsegs - 1].end = pos;
 	q->len = pos;
+
+	/* data the kernel dropped: the AUX record's end is where it was lost */
+	for (k = 0; k < d->nauxlost; k++) {
+		const struct auxlost *l = &d->auxlost[k];
+		uint64_t at = l->offset, sp = UINT64_MAX;
+		size_t j;
+		if (d->per_cpu ? l->cpu != (uint32_t)q->cpu : l->tid != q->tid0)
+			continue;
+		for (i = 0; i < q->nbufs; i++)
+			if (q->bufs[i].offset <= at && at <= q->bufs[i].offset + q->bufs[i].size)
+				sp = bpos[i] + (at - q->bufs[i].offset);
+		if (sp == UINT64_MAX || sp == 0 || sp >= pos)
+			continue;
+		for (j = 0; j < q->nsegs; j++)
+			if (q->segs[j].begin < sp && sp < q->segs[j].end)
+				break;
+		if (j == q->nsegs || q->nsegs >= cap)
+			continue;
+		q->segs[q->nsegs].begin = sp;
+		q->segs[q->nsegs].end = q->segs[j].end;
+		q->segs[q->nsegs].lost_before = 1;
+		q->segs[q->nsegs].lost_at = at;
+		q->segs[j].end = sp;
+		q->nsegs++;
+		qsort(q->segs, q->nsegs, sizeof *q->segs, seg_cmp);
+	}
+	free(bpos);
 	return 0;
 }
 
@@ -1876,10 +1975,18 @@ static int read_perf(struct ptd *d, int fd)
 			if (pd_parse_aux(&ev, &a) < 0)
 				goto corrupt;
 			if (a.flags & PD_AUX_TRUNCATED) {
+				struct auxlost *l;
 				d->st->degraded = 1;
-				ptd_warn(d, "AUX data was truncated by the kernel at offset %" PRIu64
-					    " (cpu %u): trace lost there",
-					 a.aux_offset, ev.sid.cpu);
+				ptd_warn(d, "the kernel lost trace data after AUX offset %" PRIu64
+					    " (%s %u): a gap there",
+					 a.aux_offset + a.aux_size, d->per_cpu ? "cpu" : "tid",
+					 d->per_cpu ? ev.sid.cpu : ev.sid.tid);
+				if (grow(&d->auxlost, &d->auxlostcap, d->nauxlost, sizeof *l) < 0)
+					goto nomem;
+				l = &d->auxlost[d->nauxlost++];
+				l->tid = ev.sid.tid;
+				l->cpu = ev.sid.cpu;
+				l->offset = a.aux_offset + a.aux_size;
 			}
 			break;
 		}
@@ -2133,6 +2240,7 @@ static void ptd_fini(struct ptd *d)
 		free(q->fifo);
 	}
 	free(d->q);
+	free(d->auxlost);
 	for (i = 0; i < d->nproc; i++) {
 		pt_image_free(d->proc[i].img);
 		free(d->proc[i].maps);
