@@ -360,7 +360,9 @@ struct proc {
 
 struct pend {
 	int valid;
-	uint8_t cls, size;
+	uint8_t cls, size; /* size 0 with cls JCC: not looked up yet */
+	int32_t isid;
+	uint8_t mode;
 	uint64_t from, time;
 };
 
@@ -381,7 +383,8 @@ struct ptq {
 	uint32_t tid0, pid0; /* per-thread queue: its thread */
 	struct qbuf *bufs;
 	size_t nbufs, bufcap;
-	uint8_t *stream; /* concatenated data (owned) */
+	uint8_t *stream; /* concatenated data */
+	int stream_owned;
 	uint64_t len;
 	struct seg *segs;
 	size_t nsegs, curseg;
@@ -399,6 +402,8 @@ struct ptq {
 	int synced_once;
 	uint64_t last_sync_off;
 	uint32_t lost_timing; /* libipt's lost mtc + cyc count */
+	uint64_t last_tsc;    /* q->time is its perf time (or later) */
+	uint64_t nblocks, ninsns;
 	int untimed;	      /* after an overflow, until timing is exact again */
 
 	struct mtev_rec *fifo;
@@ -460,12 +465,15 @@ struct ptd {
 	struct mapent *kmaps; /* pid -1 maps */
 	size_t nkmaps, kmapcap;
 
-	/* classifier cache */
+	/* classifier cache: a small hot table in front of a bigger one */
+	struct ccache_ent cc1[2048];
 	struct ccache_ent *cc;
 	size_t ccmask;
 
 	struct strtab strs;
 	mtev_writer *w;
+
+	pd_reader *reader;
 
 	/* final records */
 	struct mtev_rec *fin;
@@ -863,9 +871,11 @@ static void thr_announce(struct ptd *d, struct ptq *q, struct thr *t, uint64_t t
 	r->thread.time = time;
 }
 
+static int write_rec(struct ptd *d, const struct mtev_rec *r);
+
 /* Emits a branch of the queue's current thread. */
-static void emit_br(struct ptd *d, struct ptq *q, unsigned type, uint64_t from, uint64_t to,
-		    uint64_t time)
+static void emit_br_slow(struct ptd *d, struct ptq *q, unsigned type, uint64_t from, uint64_t to,
+			 uint64_t time)
 {
 	struct thr *t;
 	struct mtev_rec *r;
@@ -883,15 +893,66 @@ static void emit_br(struct ptd *d, struct ptq *q, unsigned type, uint64_t from, 
 		t->gap_pending = 0;
 		d->st->gaps++;
 	}
-	r = q_push(d, q);
-	if (!r)
+	if (!q->fcount && d->nq == 1 && (d->sb_emit >= d->nsb || d->sb[d->sb_emit].time > time)) {
+		/* one queue, nothing waiting before it: straight out */
+		struct mtev_rec br;
+		br.kind = MTEV_BRANCH;
+		br.br.tid = t->tid;
+		br.br.time = time;
+		br.br.type = type;
+		br.br.from = from;
+		br.br.to = to;
+		if (d->per_cpu)
+			write_rec(d, &br);
+		else {
+			int e = mtev_write(d->w, &br);
+			if (e < 0)
+				ptd_fail(d, PTD_EOUTPUT, "writing MTEV: %s", mtev_strerror(e));
+		}
+	} else {
+		r = q_push(d, q);
+		if (!r)
+			return;
+		r->kind = MTEV_BRANCH;
+		r->br.tid = t->tid;
+		r->br.time = time;
+		r->br.type = type;
+		r->br.from = from;
+		r->br.to = to;
+	}
+	t->last_time = time;
+	t->has_rec = 1;
+	t->lastq = (int)(q - d->q);
+	d->st->branches++;
+}
+
+/* The common case inline: one queue, its thread known and announced, no
+ * gap to close, no sideband due: straight to the writer. */
+static inline void emit_br(struct ptd *d, struct ptq *q, unsigned type, uint64_t from, uint64_t to,
+			   uint64_t time)
+{
+	struct thr *t;
+	struct mtev_rec br;
+	int e;
+	if (q->th < 0 || q->untimed || q->fcount || d->nq != 1 || d->per_cpu ||
+	    (d->sb_emit < d->nsb && d->sb[d->sb_emit].time <= time)) {
+		emit_br_slow(d, q, type, from, to, time);
 		return;
-	r->kind = MTEV_BRANCH;
-	r->br.tid = t->tid;
-	r->br.time = time;
-	r->br.type = type;
-	r->br.from = from;
-	r->br.to = to;
+	}
+	t = &d->thr[q->th];
+	if (!t->announced || t->gap_pending) {
+		emit_br_slow(d, q, type, from, to, time);
+		return;
+	}
+	br.kind = MTEV_BRANCH;
+	br.br.tid = t->tid;
+	br.br.time = time;
+	br.br.type = type;
+	br.br.from = from;
+	br.br.to = to;
+	e = mtev_write(d->w, &br);
+	if (e < 0)
+		ptd_fail(d, PTD_EOUTPUT, "writing MTEV: %s", mtev_strerror(e));
 	t->last_time = time;
 	t->has_rec = 1;
 	t->lastq = (int)(q - d->q);
@@ -941,14 +1002,18 @@ static void set_gap(struct ptd *d, struct ptq *q, unsigned reason, int code, uin
 /* ------------------------------------------------------------------ */
 /* queue decoding                                                      */
 
-static uint64_t q_now(struct ptd *d, struct ptq *q)
+static inline uint64_t q_now(struct ptd *d, struct ptq *q)
 {
 	uint64_t tsc;
 	uint32_t lm, lc;
 	if (q->dec && pt_blk_time(q->dec, &tsc, &lm, &lc) >= 0) {
-		uint64_t t = ptd_conv(d, tsc);
-		if (t > q->time)
-			q->time = t;
+		/* many blocks share one timing packet: convert once */
+		if (tsc != q->last_tsc) {
+			uint64_t t = ptd_conv(d, tsc);
+			q->last_tsc = tsc;
+			if (t > q->time)
+				q->time = t;
+		}
 		q->lost_timing = lm + lc;
 	}
 	return q->time;
@@ -996,37 +1061,70 @@ static int q_cpu_needs_switch(struct ptd *d, struct ptq *q, uint64_t time)
 	return q->swi + 1 < cl->n && cl->v[q->swi + 1].time <= time;
 }
 
-static enum ptd_brclass classify_at(struct ptd *d, const struct pt_block *b, uint8_t *size)
+/* Class and length of the instruction at @ip of section @isid (cached). */
+static enum ptd_brclass classify_ip(struct ptd *d, uint64_t ip, int32_t isid, uint8_t mode,
+				   uint8_t *size)
 {
-	struct ccache_ent *e = &d->cc[(b->end_ip * 0x9e3779b97f4a7c15ull >> 40) & d->ccmask];
+	struct ccache_ent *e = &d->cc1[(ip ^ (ip >> 11)) & 2047], *e2;
 	uint8_t buf[16];
 	int n, bits;
 	enum ptd_brclass cls;
 
-	if (e->valid && e->ip == b->end_ip && e->isid == b->isid && !b->truncated) {
+	if (e->valid && e->ip == ip && e->isid == isid) {
 		*size = e->size;
 		return (enum ptd_brclass)e->cls;
 	}
-	bits = b->mode == ptem_64bit ? 64 : b->mode == ptem_32bit ? 32 : 16;
-	if (b->truncated) {
-		return ptd_classify(b->raw, b->size, bits, size);
+	e2 = &d->cc[(ip ^ (ip >> 13)) & d->ccmask];
+	if (e2->valid && e2->ip == ip && e2->isid == isid) {
+		*e = *e2;
+		*size = e->size;
+		return (enum ptd_brclass)e->cls;
 	}
-	if (b->isid <= 0) {
-		*size = 0;
+	*size = 0;
+	if (isid <= 0)
 		return PTD_BR_NONE;
-	}
-	n = pt_iscache_read(d->isc, buf, sizeof buf, b->isid, b->end_ip);
-	if (n <= 0) {
-		*size = 0;
+	n = pt_iscache_read(d->isc, buf, sizeof buf, isid, ip);
+	if (n <= 0)
 		return PTD_BR_NONE;
-	}
+	bits = mode == ptem_64bit ? 64 : mode == ptem_32bit ? 32 : 16;
 	cls = ptd_classify(buf, (size_t)n, bits, size);
-	e->ip = b->end_ip;
-	e->isid = b->isid;
+	e->ip = ip;
+	e->isid = isid;
 	e->cls = (uint8_t)cls;
 	e->size = *size;
 	e->valid = 1;
+	*e2 = *e;
 	return cls;
+}
+
+static enum ptd_brclass classify_at(struct ptd *d, const struct pt_block *b, uint8_t *size)
+{
+	/* libipt already knows most classes; only a jcc (its length says
+	 * whether it was taken, looked up lazily), a far transfer (syscall or
+	 * not) and the unknown need a look at the bytes */
+	*size = 0;
+	switch (b->iclass) {
+	case ptic_call:
+		return PTD_BR_CALL;
+	case ptic_return:
+		return PTD_BR_RET;
+	case ptic_jump:
+		return PTD_BR_JMP;
+	case ptic_other:
+	case ptic_ptwrite:
+		return PTD_BR_NONE;
+	case ptic_cond_jump:
+		if (!b->truncated)
+			return PTD_BR_JCC;
+		break;
+	default:
+		break;
+	}
+	if (b->truncated) {
+		int bits = b->mode == ptem_64bit ? 64 : b->mode == ptem_32bit ? 32 : 16;
+		return ptd_classify(b->raw, b->size, bits, size);
+	}
+	return classify_ip(d, b->end_ip, b->isid, (uint8_t)b->mode, size);
 }
 
 static unsigned br_type(uint8_t cls)
@@ -1048,7 +1146,7 @@ static unsigned br_type(uint8_t cls)
 }
 
 /* The instruction after the pending branch is at @next. */
-static void resolve(struct ptd *d, struct ptq *q, uint64_t next)
+static inline void resolve(struct ptd *d, struct ptq *q, uint64_t next)
 {
 	struct pend *p = &q->pend;
 	if (!p->valid)
@@ -1058,6 +1156,13 @@ static void resolve(struct ptd *d, struct ptq *q, uint64_t next)
 	case PTD_BR_NONE:
 		return;
 	case PTD_BR_JCC:
+		if (!p->size) {
+			/* the fall-through is 2 to 15 bytes on: anything else
+			 * was taken without looking at the instruction */
+			uint64_t delta = next - p->from;
+			if (delta >= 2 && delta <= 15)
+				classify_ip(d, p->from, p->isid, p->mode, &p->size);
+		}
 		if (p->size && next == p->from + p->size)
 			return;
 		break;
@@ -1235,7 +1340,7 @@ static void handle_event(struct ptd *d, struct ptq *q, const struct pt_event *ev
 		d->thr[q->th].state = TS_GAP; /* what happened is in the gap */
 }
 
-static void handle_block(struct ptd *d, struct ptq *q, const struct pt_block *b, int ok)
+static inline void handle_block(struct ptd *d, struct ptq *q, const struct pt_block *b, int ok)
 {
 	uint64_t t;
 	uint8_t size;
@@ -1246,8 +1351,8 @@ static void handle_block(struct ptd *d, struct ptq *q, const struct pt_block *b,
 		resolve(d, q, b->ip);
 	if (!b->ninsn)
 		return;
-	d->st->blocks++;
-	d->st->insns += b->ninsn;
+	q->nblocks++;
+	q->ninsns += b->ninsn;
 	t = q_now(d, q);
 	if (q_cpu_needs_switch(d, q, t))
 		q_set_thread(d, q, t);
@@ -1273,6 +1378,8 @@ static void handle_block(struct ptd *d, struct ptq *q, const struct pt_block *b,
 	q->pend.valid = 1;
 	q->pend.cls = (uint8_t)cls;
 	q->pend.size = size;
+	q->pend.isid = b->isid;
+	q->pend.mode = (uint8_t)b->mode;
 	q->pend.from = b->end_ip;
 	q->pend.time = t;
 }
@@ -1290,7 +1397,8 @@ static void q_step(struct ptd *d, struct ptq *q, uint64_t limit)
 
 	while (q->fcount < 256 && q->state != Q_DONE && !d->err &&
 	       (q->time <= limit || q->state == Q_SEG)) {
-		sb_apply_until(d, q->time);
+		if (d->sb_apply < d->nsb && d->sb[d->sb_apply].time <= q->time)
+			sb_apply_until(d, q->time);
 		switch (q->state) {
 		case Q_SEG:
 			if (q->curseg >= q->nsegs) {
@@ -1377,7 +1485,21 @@ static void q_step(struct ptd *d, struct ptq *q, uint64_t limit)
 				handle_event(d, q, &ev);
 				break;
 			}
-			st = pt_blk_next(q->dec, &blk, sizeof blk);
+			/* the hot loop: blocks until an event, an error, a full
+			 * batch, the time limit or sideband to apply */
+			for (;;) {
+				st = pt_blk_next(q->dec, &blk, sizeof blk);
+				if (st < 0)
+					break;
+				q->status = st;
+				handle_block(d, q, &blk, 1);
+				if ((st & pts_event_pending) || q->fcount >= 256 || q->time > limit ||
+				    (d->sb_apply < d->nsb && d->sb[d->sb_apply].time <= q->time) ||
+				    q->state != Q_RUN || d->err)
+					break;
+			}
+			if (st >= 0)
+				break;
 			if (st < 0) {
 				handle_block(d, q, &blk, 0);
 				if (st == -pte_eos) {
@@ -1391,8 +1513,6 @@ static void q_step(struct ptd *d, struct ptq *q, uint64_t limit)
 				q_error(d, q, st, blk.ninsn ? blk.end_ip : blk.ip);
 				break;
 			}
-			q->status = st;
-			handle_block(d, q, &blk, 1);
 			break;
 		default:
 			q->state = Q_DONE;
@@ -1788,6 +1908,20 @@ static int q_build(struct ptd *d, struct ptq *q)
 	for (i = 0; i < q->nbufs; i++)
 		total += q->bufs[i].size;
 	cap = q->nbufs + d->nauxlost + 1;
+	if (q->nbufs == 1 && !(q->bufs[0].file_off >> 63)) {
+		/* one buffer in the mapped file: decode it in place */
+		q->segs = calloc(cap, sizeof *q->segs);
+		if (!q->segs)
+			return ptd_fail(d, PTD_ESYS, "out of memory");
+		q->stream = (uint8_t *)(uintptr_t)q->bufs[0].data;
+		q->len = q->bufs[0].size;
+		q->segs[0].end = q->len;
+		q->nsegs = 1;
+		bpos = NULL;
+		pos = q->len;
+		goto lost;
+	}
+	q->stream_owned = 1;
 	q->stream = malloc(total ? total : 1);
 	q->segs = calloc(cap, sizeof *q->segs);
 	bpos = calloc(q->nbufs + 1, sizeof *bpos);
@@ -1834,6 +1968,7 @@ static int q_build(struct ptd *d, struct ptq *q)
 		q->segs[q->nsegs - 1].end = pos;
 	q->len = pos;
 
+lost:
 	/* data the kernel dropped: the AUX record's end is where it was lost */
 	for (k = 0; k < d->nauxlost; k++) {
 		const struct auxlost *l = &d->auxlost[k];
@@ -1843,7 +1978,7 @@ static int q_build(struct ptd *d, struct ptq *q)
 			continue;
 		for (i = 0; i < q->nbufs; i++)
 			if (q->bufs[i].offset <= at && at <= q->bufs[i].offset + q->bufs[i].size)
-				sp = bpos[i] + (at - q->bufs[i].offset);
+				sp = (bpos ? bpos[i] : 0) + (at - q->bufs[i].offset);
 		if (sp == UINT64_MAX || sp == 0 || sp >= pos)
 			continue;
 		for (j = 0; j < q->nsegs; j++)
@@ -2192,7 +2327,7 @@ static int read_perf(struct ptd *d, int fd)
 				goto out;
 	}
 out:
-	pd_close(r);
+	d->reader = r; /* AUX payloads may point into its mapping */
 	return d->err;
 corrupt:
 	ptd_fail(d, PTD_EINPUT, "perf.data: corrupt %s record at offset 0x%" PRIx64,
@@ -2216,7 +2351,7 @@ static int ptd_init(struct ptd *d, struct ptd_options *opts, struct ptd_stats *s
 	d->opts = opts;
 	d->st = st;
 	d->isc = pt_iscache_alloc(NULL);
-	d->ccmask = (1u << 16) - 1;
+	d->ccmask = (1u << 13) - 1;
 	d->cc = calloc(d->ccmask + 1, sizeof *d->cc);
 	if (!d->isc || !d->cc)
 		return ptd_fail(d, PTD_ESYS, "out of memory");
@@ -2229,18 +2364,22 @@ static void ptd_fini(struct ptd *d)
 	for (i = 0; i < d->nq; i++) {
 		struct ptq *q = &d->q[i];
 		size_t k;
+		d->st->blocks += q->nblocks;
+		d->st->insns += q->ninsns;
 		if (q->dec)
 			pt_blk_free_decoder(q->dec);
 		for (k = 0; k < q->nbufs; k++)
 			if (q->bufs[k].file_off >> 63)
 				free((void *)q->bufs[k].data);
 		free(q->bufs);
-		free(q->stream);
+		if (q->stream_owned)
+			free(q->stream);
 		free(q->segs);
 		free(q->fifo);
 	}
 	free(d->q);
 	free(d->auxlost);
+	pd_close(d->reader);
 	for (i = 0; i < d->nproc; i++) {
 		pt_image_free(d->proc[i].img);
 		free(d->proc[i].maps);
@@ -2398,6 +2537,7 @@ int ptd_decode_raw(const char *pt_file, int (*open_out)(void *ctx, uint32_t flag
 	q->tid0 = opts->raw_tid;
 	q->pid0 = opts->raw_pid;
 	q->stream = buf;
+	q->stream_owned = 1;
 	buf = NULL;
 	q->len = len;
 	q->segs = calloc(1, sizeof *q->segs);
