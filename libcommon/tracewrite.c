@@ -421,18 +421,51 @@ static void jprintf(tw *t, const char *fmt, ...)
 		t->jlen += (size_t)n;
 }
 
+static void jputu(tw *t, uint64_t v)
+{
+	char d[24];
+	int n = 0;
+	do {
+		d[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while (n)
+		t->jb[t->jlen++] = d[--n];
+}
+
 /* Starts an event object: separator, ph, pid, tid, ts (µs with ns digits). */
 static void jevent(tw *t, char ph, uint32_t pid, uint32_t tid, uint64_t ts)
 {
-	jputs(t, t->jfirst ? "\n" : ",\n");
+	jputs(t, t->jfirst ? "\n{\"ph\":\"" : ",\n{\"ph\":\"");
 	t->jfirst = 0;
-	jprintf(t, "{\"ph\":\"%c\",\"pid\":%" PRIu32 ",\"tid\":%" PRIu32 ",\"ts\":%" PRIu64 ".%03u", ph,
-		pid, tid, ts / 1000, (unsigned)(ts % 1000));
+	t->jb[t->jlen++] = ph;
+	jputs(t, "\",\"pid\":");
+	jputu(t, pid);
+	jputs(t, ",\"tid\":");
+	jputu(t, tid);
+	jputs(t, ",\"ts\":");
+	jputu(t, ts / 1000);
+	unsigned ns = (unsigned)(ts % 1000);
+	t->jb[t->jlen++] = '.';
+	t->jb[t->jlen++] = (char)('0' + ns / 100);
+	t->jb[t->jlen++] = (char)('0' + ns / 10 % 10);
+	t->jb[t->jlen++] = (char)('0' + ns % 10);
 }
 
 /* A JSON string literal for a one-off string. */
 static int jquote_tmp(tw *t, const char *p, size_t len)
 {
+	/* fast path: printable ASCII needing no escape is its own literal */
+	size_t i = 0;
+	while (i < len && (unsigned char)p[i] >= 0x20 && (unsigned char)p[i] < 0x7f && p[i] != '"' &&
+	       p[i] != '\\')
+		i++;
+	if (i == len) {
+		t->jb[t->jlen++] = '"';
+		jput(t, p, len);
+		t->jb[t->jlen++] = '"';
+		return 0;
+	}
 	uint32_t off, n;
 	size_t save = t->alen;
 	int r = json_quote(t, p, len, &off, &n);
@@ -598,9 +631,11 @@ static int fxt_span(tw *t, struct thr *th, struct frame *f, unsigned type)
 	size_t flen = f->flags & ~(unsigned)MTEV_SPAN_INLINE ? flags_text(ftext, sizeof ftext, f->flags)
 							     : 0;
 	if (!t->o.no_args) {
-		a[na].type = FXT_ARG_STRING;
-		a[na].name = S("loc", 3, &t->c_loc);
-		a[na++].s = S(t->arena + fn->loc_off, fn->loc_len, &fn->loc_c);
+		if (fn->addr) { /* synthetic and inline spans have no address */
+			a[na].type = FXT_ARG_STRING;
+			a[na].name = S("loc", 3, &t->c_loc);
+			a[na++].s = S(t->arena + fn->loc_off, fn->loc_len, &fn->loc_c);
+		}
 		if (f->flags & MTEV_SPAN_INLINE) {
 			a[na].type = FXT_ARG_BOOL;
 			a[na].name = S("inline", 6, &t->c_inline);
@@ -773,12 +808,21 @@ static int on_span(tw *t, const struct mtev_rec *r)
 		jput(t, t->arena + fn->jname_off, fn->jname_len);
 	}
 	if (!t->o.no_args) {
-		jputs(t, ",\"args\":{\"loc\":");
-		jput(t, t->arena + fn->jloc_off, fn->jloc_len);
-		if (flags & MTEV_SPAN_INLINE)
-			jputs(t, ",\"inline\":true");
+		jputs(t, ",\"args\":{");
+		const char *sep = "";
+		if (fn->addr) {
+			jputs(t, "\"loc\":");
+			jput(t, t->arena + fn->jloc_off, fn->jloc_len);
+			sep = ",";
+		}
+		if (flags & MTEV_SPAN_INLINE) {
+			jputs(t, sep);
+			jputs(t, "\"inline\":true");
+			sep = ",";
+		}
 		if (flen) {
-			jputs(t, ",\"flags\":\"");
+			jputs(t, sep);
+			jputs(t, "\"flags\":\"");
 			jput(t, ftext, flen); /* flag names need no escaping */
 			jputs(t, "\"");
 		}

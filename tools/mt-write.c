@@ -1,5 +1,7 @@
 /* mt-write: MTEV spans -> a Perfetto trace (Fuchsia FXT or Chrome JSON). */
+#include <errno.h>
 #include <getopt.h>
+#include <stdarg.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,6 +62,41 @@ static void on_warn(void *ctx, const char *msg)
 }
 
 enum { OPT_NO_ARGS = 256, OPT_PARTIAL, OPT_FORCE };
+
+/* What a fatal exit must release: the partial output first (so no file that
+ * looks complete is left), then memory (so leak checkers stay quiet). */
+static struct {
+	struct io_out *out;
+	tw *t;
+	zsink *z;
+	mtev_reader *r;
+} g;
+
+static void release(void)
+{
+	int e = errno;
+	if (g.out)
+		io_out_abort(g.out);
+	tw_free(g.t);
+	zsink_free(g.z);
+	mtev_reader_free(g.r);
+	memset(&g, 0, sizeof g);
+	errno = e;
+}
+
+/* The message is formatted before anything is released (it may read the
+ * reader's offset or errno). */
+static void die(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
+static void die(int code, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	release();
+	mt_fatal(code, "%s", msg);
+}
 
 int main(int argc, char **argv)
 {
@@ -131,30 +168,29 @@ int main(int argc, char **argv)
 
 	int fd = io_open_in(in_path);
 	if (fd < 0)
-		mt_fatal(MT_EXIT_USAGE, "unable to open %s: %m", in_path);
+		die(MT_EXIT_USAGE, "unable to open %s: %m", in_path);
 	int err;
-	mtev_reader *r = mtev_reader_alloc(fd, &err);
+	mtev_reader *r = g.r = mtev_reader_alloc(fd, &err);
 	if (!r)
-		mt_fatal(err == -MTEV_EIO ? MT_EXIT_SYS : MT_EXIT_USAGE, "%s: %s", in_path,
+		die(err == -MTEV_EIO ? MT_EXIT_SYS : MT_EXIT_USAGE, "%s: %s", in_path,
 			 mtev_strerror(err));
 
 	struct io_out out;
 	int binary = format == TW_FXT || compress != ZSINK_PLAIN;
 	if (io_out_open(&out, out_path, binary, force) < 0) {
 		if (!out_path)
-			mt_fatal(MT_EXIT_USAGE, "refusing to write binary data to a terminal "
+			die(MT_EXIT_USAGE, "refusing to write binary data to a terminal "
 						"(use -o FILE or --force)");
-		mt_fatal(MT_EXIT_SYS, "unable to create %s: %m", out_path);
+		die(MT_EXIT_SYS, "unable to create %s: %m", out_path);
 	}
-	zsink *z = zsink_alloc(out.fd, (enum zsink_kind)compress, level);
+	g.out = &out;
+	zsink *z = g.z = zsink_alloc(out.fd, (enum zsink_kind)compress, level);
 	struct warn_state ws = {0};
 	struct tw_opts o = {.format = (enum tw_format)format, .no_args = no_args,
 			    .warn = on_warn, .warn_ctx = &ws};
-	tw *t = z ? tw_alloc(z, &o) : NULL;
-	if (!t) {
-		io_out_abort(&out);
-		mt_fatal(MT_EXIT_SYS, "out of memory");
-	}
+	tw *t = g.t = z ? tw_alloc(z, &o) : NULL;
+	if (!t)
+		die(MT_EXIT_SYS, "out of memory");
 
 	const char *where = out_path ? out_path : "stdout";
 	int progress = io_progress_enabled() && out_path;
@@ -173,8 +209,7 @@ int main(int argc, char **argv)
 	if (progress && nrec > 0xfffff)
 		fputc('\n', stderr);
 	if (wrc < 0) {
-		io_out_abort(&out);
-		mt_fatal(wrc == -TW_EIO ? MT_EXIT_SYS : MT_EXIT_USAGE, "writing %s: %s", where,
+		die(wrc == -TW_EIO ? MT_EXIT_SYS : MT_EXIT_USAGE, "writing %s: %s", where,
 			 tw_strerror(wrc));
 	}
 	if (rc < 0) {
@@ -184,8 +219,7 @@ int main(int argc, char **argv)
 				in_path, mtev_strerror(rc), mtev_reader_offset(r));
 			truncated = 1;
 		} else {
-			io_out_abort(&out);
-			mt_fatal(code, "%s: %s at byte offset %" PRIu64 "%s", in_path,
+				die(code, "%s: %s at byte offset %" PRIu64 "%s", in_path,
 				 mtev_strerror(rc), mtev_reader_offset(r),
 				 out_path ? "; no output written" : "");
 		}
@@ -193,23 +227,20 @@ int main(int argc, char **argv)
 	struct tw_stats st;
 	tw_get_stats(t, &st);
 	if (!st.spans_in) {
-		io_out_abort(&out);
-		mt_fatal(MT_EXIT_USAGE,
+		die(MT_EXIT_USAGE,
 			 "%s: no span records (mt-write needs mt-segment, mt-stitch or "
 			 "mt-symbolize output)%s",
 			 in_path, out_path ? "; no output written" : "");
 	}
 	if ((rc = tw_finish(t)) < 0 || zsink_finish(z) < 0) {
-		io_out_abort(&out);
-		mt_fatal(MT_EXIT_SYS, "writing %s: %s", where, rc < 0 ? tw_strerror(rc) : "write failed");
+		die(MT_EXIT_SYS, "writing %s: %s", where, rc < 0 ? tw_strerror(rc) : "write failed");
 	}
 	uint64_t zout = zsink_bytes_out(z);
 	tw_get_stats(t, &st);
-	tw_free(t);
-	zsink_free(z);
-	mtev_reader_free(r);
+	g.out = NULL;
+	release();
 	if (io_out_commit(&out) < 0)
-		mt_fatal(MT_EXIT_SYS, "unable to write %s: %m", out_path);
+		die(MT_EXIT_SYS, "unable to write %s: %m", out_path);
 
 	uint64_t dropped = 0;
 	for (unsigned i = 0; i < TW_DROP__COUNT; i++)
