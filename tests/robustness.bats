@@ -306,7 +306,7 @@ cut_input() {
 		t=${f##*/fuzz-}
 		t=${t%%-*}
 		[ -x "$FUZZ/fuzz_$t" ] || { echo "$f: no target fuzz_$t"; return 1; }
-		"$FUZZ/fuzz_$t" "$f" > "$T/log" 2>&1 || { echo "$f:"; tail -20 "$T/log"; return 1; }
+		(cd "$ROOT" && timeout 300 "$FUZZ/fuzz_$t" "$f") > "$T/log" 2>&1 || { echo "$f:"; tail -20 "$T/log"; return 1; }
 	done
 }
 
@@ -317,7 +317,11 @@ cut_input() {
 		case ${f##*/} in
 		fuzz-mtev_text-*) tool=mt-undump ;;
 		fuzz-mtev-*) tool=mt-dump ;;
-		fuzz-perfdata-* | fuzz-ptdecode-*) tool=mt-decode ;;
+		fuzz-perfdata-*) tool=mt-decode variants=("--no-images") ;;
+		fuzz-ptdecode-*) # raw PT for fuzz_ptdecode's image
+			tool=mt-decode
+			[ -f "$ROOT/build/programs/recursion" ] || continue
+			variants=("--cpu 6/94/3 --image $ROOT/build/programs/recursion:0x1000:0x78000@0x401000 --pt") ;;
 		fuzz-write-*) tool=mt-write variants=("-f fxt" "-f json") ;;
 		*) echo "$f: which tool?"; return 1 ;;
 		esac
@@ -328,7 +332,7 @@ cut_input() {
 			if [ "$tool" = mt-dump ]; then
 				"$BIN/$tool" "$f" > "$T/out" 2> "$T/err" && st=0 || st=$?
 			else
-				"$BIN/$tool" $v -o "$T/out" "$f" 2> "$T/err" < /dev/null && st=0 || st=$?
+				timeout 120 "$BIN/$tool" -o "$T/out" $v "$f" 2> "$T/err" < /dev/null && st=0 || st=$?
 			fi
 			# 0 ok, 1 degraded data (output written, warnings), 2 refused
 			case $st in
