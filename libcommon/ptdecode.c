@@ -2231,6 +2231,13 @@ static int read_perf(struct ptd *d, int fd)
 			} else {
 				b->data = ev.payload;
 			}
+			if (trunc && !d->opts->partial) {
+				ptd_fail(d, PTD_EINPUT, "perf.data is truncated: it ends inside the AUXTRACE "
+					 "data at offset 0x%" PRIx64 " (%" PRIu64 " of %" PRIu64 " bytes; "
+					 "--partial decodes what is there)",
+					 ev.offset, ev.payload_size, a.size);
+				goto out;
+			}
 			if (trunc) {
 				d->st->degraded = 1;
 				ptd_warn(d, "perf.data ends inside the AUXTRACE data at offset 0x%" PRIx64
@@ -2313,7 +2320,12 @@ static int read_perf(struct ptd *d, int fd)
 		}
 	}
 	if (ret < 0) {
-		if (ret == -PD_ETRUNC) {
+		if (ret == -PD_ETRUNC && !d->opts->partial) {
+			/* a killed recorder: no output that looks complete */
+			ptd_fail(d, PTD_EINPUT, "perf.data is truncated at offset 0x%" PRIx64
+				 " (--partial decodes what is there)", pd_offset(r));
+			goto out;
+		} else if (ret == -PD_ETRUNC) {
 			d->st->degraded = 1;
 			ptd_warn(d, "perf.data is truncated at offset 0x%" PRIx64
 				    "; decoding what is there",
