@@ -649,10 +649,18 @@ int ptgen_walk(struct ptsim_run *run, const struct ptgen_opts *o, struct ptgen_s
 	if (!run->cmdline || !run->threads || !w)
 		goto oom;
 	run->nthreads = nthreads;
+	/* The log is written once, in order: ask for transparent huge pages,
+	 * page faults are most of the cost of filling it otherwise. */
 	run->cap = o->insns + o->insns / 8 + 1024;
-	run->ev = malloc(run->cap * sizeof(*run->ev));
-	if (!run->ev)
-		goto oom;
+	{
+		size_t bytes = run->cap * sizeof(*run->ev), huge = 2u << 20;
+		void *p = NULL;
+		if (posix_memalign(&p, huge, bytes))
+			goto oom;
+		if (bytes >= huge)
+			madvise(p, bytes & ~(huge - 1), MADV_HUGEPAGE);
+		run->ev = p;
+	}
 	for (size_t i = 0; i < run->nmaps; i++) {
 		struct ptsim_ev me = {.kind = PTSIM_EV_MAP, .tid = run->pid, .arg = i};
 		if (push_ev(&g, &me) < 0)
