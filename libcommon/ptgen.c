@@ -40,6 +40,7 @@ struct gen {
 	const uint8_t **code; /* per map: bytes; found via maps */
 	struct ptsim_run *run;
 	int32_t *idx;	      /* (ip - lo) -> node index + 1, 0: none */
+	uint8_t *is_entry;    /* (ip - lo) -> a function symbol starts there */
 	struct node *n;
 	size_t nn, ncap;
 	uint32_t *work;
@@ -206,15 +207,20 @@ static void resolve(struct gen *g)
 		struct node nd = g->n[k];
 		uint64_t target = ((uint64_t)nd.dg << 32) | nd.tgt;
 		uint32_t fall = NONE, tgt = NONE;
+		/* Falling through into the next function happens only after a
+		 * call that does not return (the compiler's view); the walk
+		 * must not do it: no edge. */
+		uint64_t next = nd.ip + nd.len;
+		int into_fn = next >= g->lo && next < g->hi && g->is_entry[next - g->lo];
 		switch (nd.kind) {
 		case G_OTHER:
 		case G_SYS:
 		case G_CALLI:
-			fall = node_at(g, nd.ip + nd.len);
+			fall = into_fn ? NONE : node_at(g, next);
 			break;
 		case G_JCC:
 		case G_CALL:
-			fall = node_at(g, nd.ip + nd.len);
+			fall = into_fn ? NONE : node_at(g, next);
 			tgt = node_at(g, target);
 			break;
 		case G_JMP:
@@ -580,10 +586,14 @@ int ptgen_walk(struct ptsim_run *run, const struct ptgen_opts *o, struct ptgen_s
 	cs_option(g.cs, CS_OPT_DETAIL, CS_OPT_ON);
 	g.ci = cs_malloc(g.cs);
 	g.idx = calloc(g.hi - g.lo, sizeof(*g.idx));
+	g.is_entry = calloc(g.hi - g.lo, 1);
 	g.entries = calloc(ei.nsyms, sizeof(*g.entries));
-	if (!g.ci || !g.idx || !g.entries)
+	if (!g.ci || !g.idx || !g.is_entry || !g.entries)
 		goto oom;
 	uint64_t base = ei.is_pie ? PIE_BASE : 0;
+	for (size_t i = 0; i < ei.nsyms; i++)
+		if (base + ei.syms[i].addr >= g.lo && base + ei.syms[i].addr < g.hi)
+			g.is_entry[base + ei.syms[i].addr - g.lo] = 1;
 	const struct elf_sym *root_sym = o->root ? elfinfo_find(&ei, o->root) : NULL;
 	uint32_t root_node = NONE;
 	if (o->root && !root_sym) {
@@ -732,6 +742,7 @@ out:
 			free(w[k].st);
 	free(w);
 	free(g.idx);
+	free(g.is_entry);
 	free(g.n);
 	free(g.work);
 	free(g.entries);
