@@ -29,6 +29,7 @@ struct node {
 	uint32_t fall, tgt; /* node indices or NONE */
 	uint32_t dret;	    /* instructions to a return (callees counted) */
 	uint32_t dg;	    /* root frames: distance to a call in the loop set */
+	uint32_t dsys;	    /* distance to a system call no branch can avoid */
 	uint8_t len, kind, in_g;
 };
 
@@ -189,7 +190,7 @@ static uint32_t node_at(struct gen *g, uint64_t ip)
 	memset(nd, 0, sizeof(*nd));
 	nd->ip = ip;
 	nd->fall = nd->tgt = NONE;
-	nd->dret = nd->dg = INF;
+	nd->dret = nd->dg = nd->dsys = INF;
 	uint64_t target;
 	classify(g, ip, nd, &target);
 	nd->tgt = (uint32_t)(target & 0xffffffffu); /* raw, resolved later */
@@ -270,6 +271,37 @@ static void analyse_dret(struct gen *g)
 	}
 }
 
+/* Distance to a system call that is certain once there (straight-line code,
+ * direct jumps and calls, both ways of a jcc): the walk avoids these most of
+ * the time, else the syscall wrappers of libc, a few instructions long,
+ * dominate the trace.  Least fixpoint by relaxation. */
+#define SYS_NEAR 64
+
+static void analyse_sys(struct gen *g)
+{
+	for (int changed = 1; changed;) {
+		changed = 0;
+		for (size_t i = g->nn; i-- > 0;) {
+			struct node *nd = &g->n[i];
+			uint32_t fd = nd->fall == NONE ? INF : g->n[nd->fall].dsys;
+			uint32_t td = nd->tgt == NONE ? INF : g->n[nd->tgt].dsys;
+			uint32_t d = INF;
+			switch (nd->kind) {
+			case G_SYS: d = 0; break;
+			case G_OTHER: d = sat(1ull + fd); break;
+			case G_JMP:
+			case G_CALL: d = sat(1ull + td); break;
+			case G_JCC: d = sat(1ull + (fd > td ? fd : td)); break;
+			default: break;
+			}
+			if (d < nd->dsys) {
+				nd->dsys = d;
+				changed = 1;
+			}
+		}
+	}
+}
+
 /* A call whose callee can return: the walk may take it. */
 static int good_call(const struct gen *g, const struct node *nd)
 {
@@ -286,8 +318,11 @@ static void analyse_roots(struct gen *g)
 {
 	for (size_t i = 0; i < g->nn; i++) {
 		struct node *nd = &g->n[i];
+		/* no system calls in the root loop, not even in a callee's
+		 * first block: a root loop through a syscall wrapper would
+		 * make the trace mostly system calls */
 		nd->in_g = nd->kind == G_OTHER || nd->kind == G_JCC || nd->kind == G_JMP ||
-			   nd->kind == G_SYS || good_call(g, nd);
+			   (good_call(g, nd) && (nd->kind == G_CALLI || g->n[nd->tgt].dsys >= SYS_NEAR));
 	}
 	for (int removed = 1; removed;) {
 		removed = 0;
@@ -428,7 +463,12 @@ static uint32_t pick_fn(struct gen *g, struct walker *w, int steer)
 {
 	if (steer)
 		return g->cheapest;
-	return g->ret_fns[rng_next(&w->rng) % g->nret_fns];
+	/* Mostly functions that do not begin with a system call. */
+	for (int tries = 0;; tries++) {
+		uint32_t f = g->ret_fns[rng_next(&w->rng) % g->nret_fns];
+		if (g->n[f].dsys >= SYS_NEAR || tries == 8)
+			return f;
+	}
 }
 
 /* One slice of @n instructions of walker @w; -1 out of memory. */
@@ -464,9 +504,16 @@ static int walk(struct gen *g, struct walker *w, uint64_t n, struct ptgen_stats 
 				oka = da < INF;
 				okb = db < INF;
 			}
-			if (oka && okb)
-				next = steer ? (da <= db ? a : b) : (rng_next(&w->rng) & 1 ? a : b);
-			else
+			if (oka && okb && steer) {
+				next = da <= db ? a : b;
+			} else if (oka && okb) {
+				uint64_t r = rng_next(&w->rng);
+				int sa = g->n[a].dsys < SYS_NEAR, sb = g->n[b].dsys < SYS_NEAR;
+				if (sa != sb && (r >> 32) % 64)
+					next = sa ? b : a; /* 63 times in 64: no syscall */
+				else
+					next = r & 1 ? a : b;
+			} else
 				next = oka ? a : b;
 			break;
 		}
@@ -618,6 +665,7 @@ int ptgen_walk(struct ptsim_run *run, const struct ptgen_opts *o, struct ptgen_s
 	st.functions = g.nentries;
 	st.nodes = g.nn;
 	analyse_dret(&g);
+	analyse_sys(&g);
 	g.ret_fns = calloc(g.nentries + 1, sizeof(*g.ret_fns));
 	g.roots = calloc(g.nentries + 1, sizeof(*g.roots));
 	if (!g.ret_fns || !g.roots)
