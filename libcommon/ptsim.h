@@ -116,6 +116,8 @@ struct ptsim_run {
 
 struct ptsim_trace_opts {
 	char *const *argv;	 /* PROG ARGS..., NULL-terminated */
+	const char *path;	 /* the file to execute (no PATH search, no
+				  * shell fallback); NULL: argv[0] */
 	const char *start_at;	 /* symbol or NULL */
 	const char *stop_at;	 /* symbol or NULL: magic_trace_stop_indicator if present */
 	uint64_t max_insns;

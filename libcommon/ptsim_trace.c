@@ -743,7 +743,7 @@ int ptsim_trace(struct ptsim_run *run, const struct ptsim_trace_opts *o, char *e
 			(void)!write(pfd[1], &e, sizeof e);
 			_exit(127);
 		}
-		execvp(prog, o->argv);
+		execv(o->path ? o->path : prog, o->argv);
 		int e = errno;
 		(void)!write(pfd[1], &e, sizeof e);
 		_exit(127);

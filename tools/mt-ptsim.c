@@ -41,7 +41,8 @@ static void usage(FILE *f)
 "      --max-insns N     give up after N instructions (default 2000000)\n"
 "      --inject FAULT    change the PT, never the truth (repeatable).  K is the\n"
 "                        index of an executed instruction (from 0, all threads,\n"
-"                        in execution order, within the run); the fault lands in\n"
+"                        in execution order, within the run; P% means P percent\n"
+"                        of the run's instructions); the fault lands in\n"
 "                        the PT of the thread that executed it, where that\n"
 "                        instruction's packets begin:\n"
 "                          overflow@K[:N]  packets of N instructions (default\n"
@@ -52,6 +53,7 @@ static void usage(FILE *f)
 "                          truncate-aux@K  the AUX record ends there, flagged\n"
 "                                          truncated; data up to the next PSB\n"
 "                                          is lost\n"
+"                        DIR/faults.txt lists where each fault landed.\n"
 "      --save-run FILE   save the execution log (replayable)\n"
 "      --replay FILE     synthesize from a saved log instead of running PROG\n"
 "      --stats           print steps, instructions and steps/second on stderr\n"
@@ -84,7 +86,10 @@ static int parse_u64(const char *s, uint64_t *v)
 	return 0;
 }
 
-static int parse_fault(const char *s, struct ptsim_fault *f)
+/* Faults whose K was given as P% of the run's instructions. */
+static int fault_pct[PTSIM_MAX_FAULTS];
+
+static int parse_fault(const char *s, struct ptsim_fault *f, int *pct)
 {
 	const char *at = strchr(s, '@');
 	if (!at)
@@ -105,7 +110,11 @@ static int parse_fault(const char *s, struct ptsim_fault *f)
 	char *colon = strchr(k, ':');
 	if (colon)
 		*colon = 0;
-	if (parse_u64(k, &f->at) < 0)
+	size_t kl = strlen(k);
+	*pct = kl > 1 && k[kl - 1] == '%';
+	if (*pct)
+		k[kl - 1] = 0;
+	if (parse_u64(k, &f->at) < 0 || (*pct && f->at > 100))
 		return -1;
 	f->len = f->kind == PTSIM_FAULT_OVERFLOW ? 64 : 0;
 	if (colon && parse_u64(colon + 1, &f->len) < 0)
@@ -118,8 +127,9 @@ static int parse_fault(const char *s, struct ptsim_fault *f)
 }
 
 /* Is @prog runnable (a path, or found in PATH)? */
-static int check_prog(const char *prog, char *why, size_t n)
+static int check_prog(const char *prog, char *why, size_t n, char *out, size_t outn)
 {
+	snprintf(out, outn, "%s", prog);
 	if (strchr(prog, '/')) {
 		struct stat st;
 		if (stat(prog, &st) < 0) {
@@ -141,8 +151,10 @@ static int check_prog(const char *prog, char *why, size_t n)
 		size_t len = e ? (size_t)(e - path) : strlen(path);
 		snprintf(buf, sizeof buf, "%.*s/%s", (int)len, len ? path : ".", prog);
 		struct stat st;
-		if (stat(buf, &st) == 0 && S_ISREG(st.st_mode) && access(buf, X_OK) == 0)
+		if (stat(buf, &st) == 0 && S_ISREG(st.st_mode) && access(buf, X_OK) == 0) {
+			snprintf(out, outn, "%s", buf);
 			return 0;
+		}
 		path += len + (e ? 1 : 0);
 		if (!e)
 			break;
@@ -213,7 +225,7 @@ int main(int argc, char **argv)
 		case O_INJECT:
 			if (so.nfaults == PTSIM_MAX_FAULTS)
 				mt_fatal(MT_EXIT_USAGE, "--inject: at most %d faults", PTSIM_MAX_FAULTS);
-			if (parse_fault(optarg, &so.faults[so.nfaults]) < 0)
+			if (parse_fault(optarg, &so.faults[so.nfaults], &fault_pct[so.nfaults]) < 0)
 				mt_fatal(MT_EXIT_USAGE,
 					 "--inject: expected overflow@K[:N], drop@K:LEN, corrupt@K:LEN or "
 					 "truncate-aux@K, got '%s'", optarg);
@@ -243,9 +255,11 @@ int main(int argc, char **argv)
 			mt_fatal(MT_EXIT_USAGE, "%s", err);
 	} else {
 		char why[256];
-		if (check_prog(argv[optind], why, sizeof why) < 0)
+		static char path[4096];
+		if (check_prog(argv[optind], why, sizeof why, path, sizeof path) < 0)
 			mt_fatal(MT_EXIT_USAGE, "cannot execute %s: %s", argv[optind], why);
 		to.argv = argv + optind;
+		to.path = path;
 		to.progress = io_progress_enabled();
 		int rc = ptsim_trace(&run, &to, err, sizeof err);
 		if (rc < 0) {
@@ -270,6 +284,9 @@ int main(int argc, char **argv)
 	if (out) {
 		if (mkdir(out, 0755) < 0 && errno != EEXIST)
 			mt_fatal(MT_EXIT_SYS, "cannot create %s: %s", out, strerror(errno));
+		for (int i = 0; i < so.nfaults; i++)
+			if (fault_pct[i])
+				so.faults[i].at = run.insns * so.faults[i].at / 100;
 		struct ptsim_result truth, pt;
 		struct ptsim_synth_opts clean = so;
 		clean.nfaults = 0;
@@ -283,6 +300,13 @@ int main(int argc, char **argv)
 		write_out(out, "truth-spans.mt", ptsim_write_spans, &run, &truth);
 		write_out(out, "perf.data", ptsim_write_perf, &run, so.nfaults ? &pt : &truth);
 		if (so.nfaults) {
+			static const char *const kinds[] = {"", "overflow", "drop", "corrupt", "truncate-aux"};
+			char fp[4096];
+			snprintf(fp, sizeof fp, "%s/faults.txt", out);
+			FILE *ff = fopen(fp, "we");
+			if (!ff)
+				mt_fatal(MT_EXIT_SYS, "cannot create %s: %s", fp, strerror(errno));
+			fprintf(ff, "# fault kind instruction len tid pt-offset\n");
 			for (int i = 0; i < so.nfaults; i++) {
 				int landed = 0;
 				for (size_t k = 0; k < pt.nts; k++)
@@ -290,11 +314,17 @@ int main(int argc, char **argv)
 						landed = 1;
 						fprintf(stderr, "mt-ptsim: fault %d: thread %u, PT offset %llu\n", i,
 							pt.ts[k].tid, (unsigned long long)pt.ts[k].fault_offset[i]);
+						fprintf(ff, "%d %s %llu %llu %u %llu\n", i, kinds[so.faults[i].kind],
+							(unsigned long long)so.faults[i].at,
+							(unsigned long long)so.faults[i].len, pt.ts[k].tid,
+							(unsigned long long)pt.ts[k].fault_offset[i]);
 					}
 				if (!landed)
 					mt_warn("fault %d: instruction %llu is not in the traced window", i,
 						(unsigned long long)so.faults[i].at);
 			}
+			if (fclose(ff) != 0)
+				mt_fatal(MT_EXIT_SYS, "cannot write %s: %s", fp, strerror(errno));
 			ptsim_result_fini(&pt);
 		}
 		ptsim_result_fini(&truth);

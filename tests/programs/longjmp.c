@@ -5,9 +5,10 @@ static jmp_buf env;
 
 __attribute__((noinline)) static void deep(int n)
 {
-	if (n == 0)
+	if (n <= 0)
 		longjmp(env, 1);
-	deep(n - 1);
+	if (n < 1000)
+		deep(n - 1);
 	__asm__ volatile("" ::: "memory");
 }
 

@@ -52,11 +52,14 @@ static uint8_t *slurp(const char *path, size_t *len)
 struct rec {
 	int type;
 	uint64_t from, to, time;
+	uint64_t off; /* decoder position when it was produced */
 };
 struct recs {
 	struct rec *r;
 	size_t n, cap;
 };
+static uint64_t cur_off;
+
 static void add(struct recs *v, int type, uint64_t from, uint64_t to, uint64_t time)
 {
 	if (v->n == v->cap) {
@@ -65,7 +68,11 @@ static void add(struct recs *v, int type, uint64_t from, uint64_t to, uint64_t t
 		if (!v->r)
 			exit(111);
 	}
-	v->r[v->n++] = (struct rec){type, from, to, time};
+	v->r[v->n++] = (struct rec){type, from, to, time, cur_off};
+	if (getenv("PTCHECK_TRACE") && v->n > (size_t)atol(getenv("PTCHECK_TRACE")))
+		fprintf(stderr, "rec %zu %s %llx %llx %llu off %llu\n", v->n - 1, mtev_branch_name((unsigned)type),
+			(unsigned long long)from, (unsigned long long)to, (unsigned long long)time,
+			(unsigned long long)cur_off);
 }
 
 struct queue {
@@ -77,6 +84,8 @@ struct queue {
 	int fault_code;
 	size_t resumed; /* decoded records after the fault */
 	size_t prefix;	/* decoded records before the fault */
+	struct { uint64_t orig, pos, len; } run[64]; /* contiguous AUX data */
+	int nrun;
 	unsigned time_mismatch;
 };
 
@@ -151,15 +160,17 @@ static void note_fault(struct queue *qu, struct pt_insn_decoder *d, int code)
 }
 
 /* Decodes one thread's stream into taken-branch records. */
-static void decode(struct queue *qu, struct pt_image *img, const struct pt_config *base)
+static void decode(struct queue *qu, struct pt_image *img, const struct pt_config *base, size_t from,
+		   size_t to, uint64_t orig, int last)
 {
 	struct pt_config cfg = *base;
-	cfg.begin = qu->pt;
-	cfg.end = qu->pt + qu->len;
+	cfg.begin = qu->pt + from;
+	cfg.end = qu->pt + to;
 	struct pt_insn_decoder *d = pt_insn_alloc_decoder(&cfg);
 	if (!d)
 		exit(111);
 	pt_insn_set_image(d, img);
+	cur_off = orig;
 	int st = pt_insn_sync_forward(d);
 	int started = 0, dis_async = 0, pend_async = 0, enabled = 0;
 	uint64_t pend_at = 0, pend_time = 0, last_time = 0;
@@ -168,7 +179,10 @@ static void decode(struct queue *qu, struct pt_image *img, const struct pt_confi
 		if (st < 0) {
 			if (st == -pte_eos)
 				break;
-			note_fault(qu, d, -st);
+			if (qu->fault_off < 0) {
+				note_fault(qu, d, -st);
+				qu->fault_off += (int64_t)orig;
+			}
 			p.valid = 0;
 			pend_async = 0;
 			started = 0;
@@ -183,6 +197,9 @@ static void decode(struct queue *qu, struct pt_image *img, const struct pt_confi
 				break;
 			uint64_t t = now_time(d);
 			last_time = t;
+			if (getenv("PTCHECK_TRACE") && qu->dec.n > (size_t)atol(getenv("PTCHECK_TRACE")))
+				fprintf(stderr, "event %d tsc %llu time %llu\n", (int)ev.type,
+					(unsigned long long)to_perf(ev.tsc), (unsigned long long)t);
 			if (ev.has_tsc && to_perf(ev.tsc) != t && ev.type != ptev_exec_mode && ev.type != ptev_cbr) {
 				/* The event's own time and the decoder's time after it
 				 * must agree, so decoders using either are exact. */
@@ -218,7 +235,10 @@ static void decode(struct queue *qu, struct pt_image *img, const struct pt_confi
 				enabled = 0;
 				break;
 			case ptev_overflow:
-				note_fault(qu, d, 0);
+				if (qu->fault_off < 0) {
+					note_fault(qu, d, 0);
+					qu->fault_off += (int64_t)orig;
+				}
 				p.valid = 0;
 				add(&qu->dec, MTEV_BR_TRACE_START, 0, ev.variant.overflow.ip, t);
 				started = 1;
@@ -232,14 +252,17 @@ static void decode(struct queue *qu, struct pt_image *img, const struct pt_confi
 			continue;
 		struct pt_insn in;
 		memset(&in, 0, sizeof in);
+		uint64_t before = now_time(d); /* the time at a sync point */
 		st = pt_insn_next(d, &in, sizeof in);
+		pt_insn_get_offset(d, &cur_off);
+		cur_off += orig;
 		if (in.iclass == ptic_error)
 			continue;
 		uint64_t t = now_time(d);
 		last_time = t;
 		if (!started || !enabled) {
 			/* Synced at a PSB+ while tracing was on (a snapshot). */
-			add(&qu->dec, MTEV_BR_TRACE_START, 0, in.ip, t);
+			add(&qu->dec, MTEV_BR_TRACE_START, 0, in.ip, before);
 			started = 1;
 			enabled = 1;
 		}
@@ -248,7 +271,9 @@ static void decode(struct queue *qu, struct pt_image *img, const struct pt_confi
 		p.in = in;
 		p.time = t;
 	}
-	if (pend_async)
+	if (!last)
+		; /* the stream is cut here (lost data): no end */
+	else if (pend_async)
 		add(&qu->dec, MTEV_BR_TRACE_END, pend_at, 0, pend_time);
 	else if (started && !enabled)
 		add(&qu->dec, MTEV_BR_TRACE_END, 0, 0, last_time);
@@ -261,9 +286,18 @@ static void show(const char *what, const struct rec *r)
 	       (unsigned long long)r->from, (unsigned long long)r->to, (unsigned long long)r->time);
 }
 
+static int flow_only; /* after the fault, compare without times */
+
 static int same(const struct rec *a, const struct rec *b)
 {
 	return a->type == b->type && a->from == b->from && a->to == b->to && a->time == b->time;
+}
+
+static int same_after(const struct rec *a, const struct rec *b)
+{
+	if (flow_only)
+		return a->type == b->type && a->from == b->from && a->to == b->to;
+	return same(a, b);
 }
 
 /* Exact comparison. */
@@ -297,37 +331,61 @@ static int compare_fault(struct queue *qu, int64_t at_off)
 		printf("tid %u no-fault records %zu\n", qu->tid, qu->dec.n);
 		return 0;
 	}
-	for (size_t i = 0; i < qu->prefix; i++)
+	/* Records decoded from the bytes before the injected place are exact
+	 * (after it, until libipt notices, they may be garbage). */
+	for (size_t i = 0; i < qu->prefix; i++) {
+		if (at_off >= 0 && qu->dec.r[i].off > (uint64_t)at_off)
+			break;
 		if (i >= qu->truth.n || !same(&qu->dec.r[i], &qu->truth.r[i])) {
 			printf("tid %u: before the fault, record %zu differs\n", qu->tid, i);
+			show("libipt", &qu->dec.r[i]);
+			if (i < qu->truth.n)
+				show("truth ", &qu->truth.r[i]);
 			return 1;
 		}
+	}
 	if (at_off >= 0 && qu->fault_off < at_off) {
 		printf("tid %u: fault reported at %lld, before the injected offset %lld\n", qu->tid,
 		       (long long)qu->fault_off, (long long)at_off);
 		return 1;
 	}
-	/* After the fault: find the longest tail of decoded records equal to
-	 * the truth's tail. */
-	size_t k = 0;
-	while (k < qu->dec.n - qu->prefix && k < qu->truth.n &&
-	       same(&qu->dec.r[qu->dec.n - 1 - k], &qu->truth.r[qu->truth.n - 1 - k]))
-		k++;
-	/* Everything after the first trace-start following the fault must match. */
+	/* After the fault the decoder resumes with a trace-start; from the
+	 * record after it on, the decoded records must be the truth's, exactly
+	 * (times included), to the end. */
 	size_t first = qu->dec.n;
 	for (size_t i = qu->prefix; i < qu->dec.n; i++)
 		if (qu->dec.r[i].type == MTEV_BR_TRACE_START) {
-			first = i;
+			first = i + 1;
 			break;
 		}
-	/* The resumed trace-start itself is new (the truth has none there). */
-	size_t need = first < qu->dec.n ? qu->dec.n - first - 1 : 0;
-	printf("tid %u fault-at %lld code %d prefix %zu resumed %zu matching-tail %zu truth %zu\n", qu->tid,
-	       (long long)qu->fault_off, qu->fault_code, qu->prefix, need, k, qu->truth.n);
-	if (k < need || need == 0) {
-		printf("tid %u: after the resync the records do not match the truth\n", qu->tid);
+	if (first >= qu->dec.n) {
+		printf("tid %u: nothing decoded after the fault at %lld\n", qu->tid, (long long)qu->fault_off);
 		return 1;
 	}
+	size_t j = qu->prefix;
+	j = 0;
+	while (j < qu->truth.n && !same_after(&qu->dec.r[first], &qu->truth.r[j]))
+		j++;
+	if (j == qu->truth.n) {
+		printf("tid %u: the first record after the resync is not in the truth\n", qu->tid);
+		show("libipt", &qu->dec.r[first]);
+		return 1;
+	}
+	size_t lost = j > qu->prefix ? j - qu->prefix : 0;
+	for (size_t i = first; i < qu->dec.n; i++, j++)
+		if (j >= qu->truth.n || !same_after(&qu->dec.r[i], &qu->truth.r[j])) {
+			printf("tid %u: after the resync, record %zu differs\n", qu->tid, i);
+			show("libipt", &qu->dec.r[i]);
+			if (j < qu->truth.n)
+				show("truth ", &qu->truth.r[j]);
+			return 1;
+		}
+	if (j != qu->truth.n) {
+		printf("tid %u: the decode ends %zu records before the truth\n", qu->tid, qu->truth.n - j);
+		return 1;
+	}
+	printf("tid %u fault-at %lld code %d prefix %zu lost %zu resumed %zu truth %zu\n", qu->tid,
+	       (long long)qu->fault_off, qu->fault_code, qu->prefix, lost, qu->dec.n - first, qu->truth.n);
 	return 0;
 }
 
@@ -343,6 +401,8 @@ int main(int argc, char **argv)
 	for (int i = 2; i < argc; i++) {
 		if (!strcmp(argv[i], "--fault"))
 			fault = 1;
+		else if (!strcmp(argv[i], "--flow-after"))
+			flow_only = 1;
 		else if (!strcmp(argv[i], "--at-offset") && i + 1 < argc)
 			at_off = strtoll(argv[++i], NULL, 0);
 	}
@@ -386,9 +446,26 @@ int main(int argc, char **argv)
 				return 1;
 			}
 		} else if (type == 71) {
-			uint64_t sz = le64(r + 8);
+			uint64_t sz = le64(r + 8), aoff = le64(r + 16);
 			uint32_t tid = le32(r + 36);
 			struct queue *qu = queue_of(tid);
+			/* A new run where the AUX offsets do not continue (lost
+			 * data); the payload's padding is not part of the trace when
+			 * the next record's offset says so. */
+			if (qu->nrun && qu->run[qu->nrun - 1].orig + qu->run[qu->nrun - 1].len > aoff) {
+				uint64_t keep = aoff - qu->run[qu->nrun - 1].orig;
+				qu->len -= qu->run[qu->nrun - 1].len - keep;
+				qu->run[qu->nrun - 1].len = keep;
+			}
+			if (!qu->nrun || qu->run[qu->nrun - 1].orig + qu->run[qu->nrun - 1].len != aoff) {
+				if (qu->nrun == 64)
+					return 2;
+				qu->run[qu->nrun].orig = aoff;
+				qu->run[qu->nrun].pos = qu->len;
+				qu->run[qu->nrun].len = 0;
+				qu->nrun++;
+			}
+			qu->run[qu->nrun - 1].len += sz;
 			qu->pt = realloc(qu->pt, qu->len + sz);
 			memcpy(qu->pt + qu->len, r + size, sz);
 			qu->len += sz;
@@ -435,7 +512,17 @@ int main(int argc, char **argv)
 			}
 			continue;
 		}
-		decode(qu, img, &cfg);
+		/* Runs of contiguous AUX data decode apart: between them data
+		 * was lost (that is the fault, where the offsets jump). */
+		for (int k = 0; k < qu->nrun; k++) {
+			if (k && qu->fault_off < 0) {
+				qu->fault_off = (int64_t)(qu->run[k - 1].orig + qu->run[k - 1].len);
+				qu->fault_code = 0;
+				qu->prefix = qu->dec.n;
+			}
+			decode(qu, img, &cfg, qu->run[k].pos, qu->run[k].pos + qu->run[k].len,
+			       qu->run[k].orig, k == qu->nrun - 1);
+		}
 		if (fault ? compare_fault(qu, at_off) : compare(qu))
 			bad = 1;
 		if (qu->time_mismatch && !fault)
