@@ -161,8 +161,21 @@ static int symvec_push(struct symvec *sv, uint64_t addr, uint64_t size, long nam
 	return 0;
 }
 
-static int read_symtab(Elf *e, Elf_Scn *scn, GElf_Shdr *sh, struct symvec *sv, struct pool *pl,
-		       int funcs_only)
+static int in_exec_segment(const struct elfinfo *ei, uint64_t a)
+{
+	if (!ei->nsegs)
+		return 1; /* no program headers (relocatable object): keep everything */
+	for (size_t i = 0; i < ei->nsegs; i++)
+		if ((ei->segs[i].flags & PF_X) && a >= ei->segs[i].vaddr &&
+		    a < ei->segs[i].vaddr + ei->segs[i].memsz)
+			return 1;
+	return 0;
+}
+
+/* Code symbols only: functions, and untyped labels (hand-written assembly)
+ * that lie in an executable segment. */
+static int read_symtab(const struct elfinfo *ei, Elf *e, Elf_Scn *scn, GElf_Shdr *sh,
+		       struct symvec *sv, struct pool *pl)
 {
 	Elf_Data *d = elf_getdata(scn, NULL);
 	if (!d || !sh->sh_entsize)
@@ -175,10 +188,9 @@ static int read_symtab(Elf *e, Elf_Scn *scn, GElf_Shdr *sh, struct symvec *sv, s
 		int t = GELF_ST_TYPE(s.st_info);
 		if (s.st_shndx == SHN_UNDEF || s.st_value == 0)
 			continue;
-		if (funcs_only && t != STT_FUNC && t != STT_GNU_IFUNC)
+		if (t != STT_FUNC && t != STT_GNU_IFUNC && t != STT_NOTYPE)
 			continue;
-		if (!funcs_only && t != STT_FUNC && t != STT_GNU_IFUNC && t != STT_NOTYPE &&
-		    t != STT_OBJECT)
+		if (!in_exec_segment(ei, s.st_value))
 			continue;
 		const char *name = elf_strptr(e, sh->sh_link, s.st_name);
 		if (!name || !*name)
@@ -194,7 +206,7 @@ static int read_symtab(Elf *e, Elf_Scn *scn, GElf_Shdr *sh, struct symvec *sv, s
 static int read_plt(Elf *e, size_t shstrndx, struct symvec *sv, struct pool *pl)
 {
 	Elf_Scn *scn = NULL, *plt = NULL, *pltsec = NULL, *rela = NULL;
-	GElf_Shdr sh, plt_sh, pltsec_sh, rela_sh;
+	GElf_Shdr sh, plt_sh = {0}, pltsec_sh = {0}, rela_sh = {0};
 	while ((scn = elf_nextscn(e, scn))) {
 		if (!gelf_getshdr(scn, &sh))
 			continue;
@@ -303,30 +315,23 @@ int elfinfo_load(struct elfinfo *ei, const char *path)
 		}
 	}
 	ei->has_symtab = symtab != NULL;
-	if (symtab && read_symtab(e, symtab, &symtab_sh, &sv, &pl, 0) < 0)
+	if (symtab && read_symtab(ei, e, symtab, &symtab_sh, &sv, &pl) < 0)
 		r = -ENOMEM;
-	if (!r && dynsym && read_symtab(e, dynsym, &dynsym_sh, &sv, &pl, 0) < 0)
+	if (!r && dynsym && read_symtab(ei, e, dynsym, &dynsym_sh, &sv, &pl) < 0)
 		r = -ENOMEM;
 	if (!r && read_plt(e, shstrndx, &sv, &pl) < 0)
 		r = -ENOMEM;
 	if (r)
 		goto out;
-	for (size_t i = 0; i < sv.n; i++)
-		sv.v[i].name = (const char *)(uintptr_t)sv.nameoff[i];
-	/* names are offsets until the pool stops moving; fix them up now */
+	/* names were pool offsets while the pool could move; fix them up now */
 	for (size_t i = 0; i < sv.n; i++)
 		sv.v[i].name = pl.p + sv.nameoff[i];
 	qsort(sv.v, sv.n, sizeof *sv.v, sym_cmp);
-	/* dedup same address: keep the first (sized) */
+	/* one symbol per address: the first after sorting (sized, then by name) */
 	size_t w = 0;
-	for (size_t i = 0; i < sv.n; i++) {
-		if (w && sv.v[w - 1].addr == sv.v[i].addr) {
-			if (sv.v[i].is_plt && !sv.v[w - 1].is_plt)
-				continue;
-			continue;
-		}
-		sv.v[w++] = sv.v[i];
-	}
+	for (size_t i = 0; i < sv.n; i++)
+		if (!w || sv.v[w - 1].addr != sv.v[i].addr)
+			sv.v[w++] = sv.v[i];
 	ei->syms = sv.v;
 	ei->nsyms = w;
 	ei->strpool = pl.p;

@@ -43,7 +43,7 @@ int elf_read_build_id(const char *path, uint8_t out[20]);
 /* The function symbol containing @vaddr (by size, or up to the next symbol
  * when size is 0), or NULL. */
 const struct elf_sym *elfinfo_lookup(const struct elfinfo *ei, uint64_t vaddr);
-/* First symbol named @name (any type with an address), or NULL. */
+/* First code symbol named @name, or NULL. */
 const struct elf_sym *elfinfo_find(const struct elfinfo *ei, const char *name);
 /* File offset of @vaddr through the PT_LOAD segments; -1 if unmapped. */
 int64_t elfinfo_vaddr_to_offset(const struct elfinfo *ei, uint64_t vaddr);

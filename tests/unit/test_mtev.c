@@ -1,0 +1,209 @@
+/* MTEV codec: round trips of every kind, truncation at every byte, corrupt
+ * bytes, unknown kinds passed through, version range. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mtev.h"
+#include "t.h"
+
+static uint64_t rng = 88172645463325252ull;
+static uint64_t rnd(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+/* Writes through a pipe-less path: a temp file. */
+static uint8_t *encode(const struct mtev_rec *recs, size_t n, size_t *len)
+{
+	FILE *f = tmpfile();
+	int err;
+	mtev_writer *w = mtev_writer_alloc(fileno(f), "test", MTEV_F_SORTED, &err);
+	for (size_t i = 0; i < n; i++)
+		if (mtev_write(w, &recs[i]))
+			return NULL;
+	mtev_writer_finish(w);
+	mtev_writer_free(w);
+	long sz = ftell(f);
+	uint8_t *buf = malloc((size_t)sz);
+	rewind(f);
+	if (fread(buf, 1, (size_t)sz, f) != (size_t)sz)
+		return NULL;
+	fclose(f);
+	*len = (size_t)sz;
+	return buf;
+}
+
+static int str_eq(struct mtev_str a, struct mtev_str b)
+{
+	return a.len == b.len && (!a.len || !memcmp(a.p, b.p, a.len));
+}
+
+int main(void)
+{
+	enum { N = 20000 };
+	struct mtev_rec *recs = calloc(N, sizeof *recs);
+	static const uint8_t bid[20] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20};
+	static const uint64_t ips[3] = {0x401000, 0x400000, 0x7fffffffe000};
+	static const struct mtev_frame fr[2] = {{{"sq", 2}, {"a.c", 3}, 2, 71}, {{"poly", 4}, {"a.c", 3}, 5, 3}};
+	static const uint8_t raw[3] = {9, 8, 7};
+	uint64_t t[4] = {1000, 1000, 1000, 1000};
+	for (size_t i = 0; i < N; i++) {
+		struct mtev_rec *r = &recs[i];
+		unsigned sel = (unsigned)(rnd() % 16);
+		uint32_t tid = 100 + (uint32_t)(rnd() % 4);
+		t[tid - 100] += rnd() % 50;
+		switch (sel) {
+		default:
+			r->kind = MTEV_BRANCH;
+			r->br.tid = tid;
+			r->br.time = t[tid - 100];
+			r->br.type = (unsigned)(rnd() % MTEV_BR__COUNT);
+			r->br.from = 0x400000 + rnd() % 0x100000;
+			r->br.to = (rnd() & 1) ? 0 : 0x7f0000000000 + rnd() % 0x1000000;
+			break;
+		case 1: r->kind = MTEV_CLOCK; r->clock.time_zero = rnd(); r->clock.time_mult = 123; r->clock.time_shift = 10; break;
+		case 2: r->kind = MTEV_THREAD; r->thread.pid = 5; r->thread.tid = tid; r->thread.time = rnd(); r->thread.name = mtev_cstr("w\"o\\rk"); break;
+		case 3: r->kind = MTEV_MAP; r->map.pid = 5; r->map.start = rnd(); r->map.len = 4096; r->map.prot = 5;
+			r->map.build_id = bid; r->map.build_id_len = 20; r->map.path = mtev_cstr("/usr/lib/x.so"); break;
+		case 4: r->kind = MTEV_SAMPLE; r->sample.tid = tid; r->sample.time = rnd(); r->sample.nips = 3; r->sample.ips = ips; break;
+		case 5: r->kind = MTEV_GAP; r->gap.tid = tid; r->gap.begin = 10; r->gap.end = 20; r->gap.reason = MTEV_GAP_OVERFLOW;
+			r->gap.code = -(int32_t)(rnd() % 30); r->gap.offset = (rnd() & 1) ? UINT64_MAX : rnd(); r->gap.message = mtev_cstr("bad packet"); break;
+		case 6: r->kind = MTEV_SPAN; r->span.tid = tid; r->span.depth = 3; r->span.begin = 5; r->span.end = 5 + rnd() % 100;
+			r->span.func = rnd(); r->span.callsite = rnd(); r->span.flags = 3; r->span.name = mtev_cstr("[syscall]"); break;
+		case 7: r->kind = MTEV_WAYPOINT; r->waypoint.tid = tid; r->waypoint.depth = 2; r->waypoint.time = t[tid - 100]; r->waypoint.addr = rnd(); break;
+		case 8: r->kind = MTEV_SYMBOL; r->symbol.addr = rnd(); r->symbol.entry = 7; r->symbol.nframes = 2; r->symbol.frames = fr; break;
+		case 9: r->kind = MTEV_KIND_RAW; r->raw.kind = 0x77; r->raw.len = 3; r->raw.data = raw; break;
+		case 10: r->kind = MTEV_TRIGGER; r->trigger.tid = tid; r->trigger.addr = rnd(); r->trigger.arg0 = rnd(); r->trigger.symbol = mtev_cstr("magic_trace_stop_indicator"); break;
+		case 11: r->kind = MTEV_SEGMENT; r->segment.tid = tid; r->segment.begin = 1; r->segment.end = 9; r->segment.reason = 1; break;
+		case 12: r->kind = MTEV_PROCESS; r->process.pid = (uint32_t)rnd(); r->process.name = mtev_cstr(""); break;
+		case 13: r->kind = MTEV_STRING; r->string.id = 4; r->string.text = mtev_cstr("hello"); break;
+		}
+	}
+	size_t len = 0;
+	uint8_t *buf = encode(recs, N, &len);
+	T_CHECK(buf != NULL, "encoded %d records into %zu bytes", N, len);
+
+	/* round trip */
+	int err;
+	mtev_reader *r = mtev_reader_alloc_mem(buf, len, &err);
+	T_CHECK(r && !strcmp(mtev_reader_header(r)->producer, "test") &&
+			mtev_reader_header(r)->flags == MTEV_F_SORTED,
+		"header read back");
+	size_t i = 0, bad = 0;
+	struct mtev_rec x;
+	int n;
+	while ((n = mtev_read(r, &x)) == 1) {
+		const struct mtev_rec *e = &recs[i++];
+		int ok = x.kind == e->kind;
+		if (ok) switch (x.kind) {
+		case MTEV_BRANCH: ok = x.br.tid == e->br.tid && x.br.time == e->br.time && x.br.type == e->br.type && x.br.from == e->br.from && x.br.to == e->br.to; break;
+		case MTEV_THREAD: ok = x.thread.tid == e->thread.tid && x.thread.time == e->thread.time && str_eq(x.thread.name, e->thread.name); break;
+		case MTEV_MAP: ok = x.map.start == e->map.start && x.map.build_id_len == 20 && !memcmp(x.map.build_id, bid, 20) && str_eq(x.map.path, e->map.path); break;
+		case MTEV_SAMPLE: ok = x.sample.nips == 3 && !memcmp(x.sample.ips, ips, sizeof ips) && x.sample.time == e->sample.time; break;
+		case MTEV_GAP: ok = x.gap.code == e->gap.code && x.gap.offset == e->gap.offset && x.gap.end == 20 && str_eq(x.gap.message, e->gap.message); break;
+		case MTEV_SPAN: ok = x.span.end == e->span.end && x.span.func == e->span.func && x.span.callsite == e->span.callsite && x.span.flags == 3 && str_eq(x.span.name, e->span.name); break;
+		case MTEV_WAYPOINT: ok = x.waypoint.time == e->waypoint.time && x.waypoint.addr == e->waypoint.addr; break;
+		case MTEV_SYMBOL: ok = x.symbol.nframes == 2 && str_eq(x.symbol.frames[1].name, fr[1].name) && x.symbol.frames[0].column == 71; break;
+		case MTEV_KIND_RAW: ok = x.raw.kind == 0x77 && x.raw.len == 3 && !memcmp(x.raw.data, raw, 3); break;
+		case MTEV_TRIGGER: ok = x.trigger.addr == e->trigger.addr && x.trigger.arg0 == e->trigger.arg0 && str_eq(x.trigger.symbol, e->trigger.symbol); break;
+		case MTEV_CLOCK: ok = x.clock.time_zero == e->clock.time_zero && x.clock.time_mult == 123; break;
+		default: break;
+		}
+		bad += !ok;
+	}
+	T_CHECK(n == 0 && i == N && bad == 0, "round trip of %zu records of every kind (%zu differ, last status %d)", i, bad, n);
+	mtev_reader_free(r);
+
+	/* truncation at every byte: never a record past the cut, always ETRUNC (or
+	 * EMAGIC while the magic itself is cut) */
+	size_t wrong = 0;
+	for (size_t cut = 0; cut < len; cut += (cut < 4000 ? 1 : 997)) {
+		r = mtev_reader_alloc_mem(buf, cut, &err);
+		if (!r) {
+			if (!(err == -MTEV_ETRUNC || (err == -MTEV_EMAGIC && cut < MTEV_MAGIC_LEN + 1)))
+				wrong++;
+			continue;
+		}
+		while ((n = mtev_read(r, &x)) == 1)
+			;
+		if (n != -MTEV_ETRUNC)
+			wrong++;
+		if (mtev_reader_offset(r) > cut)
+			wrong++;
+		mtev_reader_free(r);
+	}
+	T_CHECK(wrong == 0, "every truncation reported as truncated, with an offset inside the data");
+
+	/* random corruption: no crash, and the reader always terminates */
+	uint8_t *cb = malloc(len);
+	size_t finished = 0;
+	for (int k = 0; k < 3000; k++) {
+		memcpy(cb, buf, len);
+		for (int j = 0; j < 4; j++)
+			cb[17 + rnd() % (len - 17)] = (uint8_t)rnd();
+		r = mtev_reader_alloc_mem(cb, len, &err);
+		if (!r)
+			continue;
+		size_t steps = 0;
+		while ((n = mtev_read(r, &x)) == 1 && steps < 2 * N)
+			steps++;
+		finished += steps < 2 * N;
+		mtev_reader_free(r);
+	}
+	T_CHECK(finished == 3000, "3000 corrupted streams read to an end or an error without crashing");
+
+	/* header checks */
+	memcpy(cb, buf, len);
+	cb[8] = 9;
+	r = mtev_reader_alloc_mem(cb, len, &err);
+	T_CHECK(!r && err == -MTEV_EVERSION, "version 9 rejected: %s", mtev_strerror(err));
+	memcpy(cb, buf, len);
+	cb[0] = 'M';
+	r = mtev_reader_alloc_mem(cb, len, &err);
+	T_CHECK(!r && err == -MTEV_EMAGIC, "bad magic rejected: %s", mtev_strerror(err));
+
+	/* data after END */
+	uint8_t *eb = malloc(len + 3);
+	memcpy(eb, buf, len);
+	eb[len] = 0x02; eb[len + 1] = 0; eb[len + 2] = 0;
+	r = mtev_reader_alloc_mem(eb, len + 3, &err);
+	while ((n = mtev_read(r, &x)) == 1)
+		;
+	T_CHECK(n == -MTEV_EAFTEREND, "data after END reported: %s", mtev_strerror(n));
+	mtev_reader_free(r);
+
+	/* impossible size */
+	uint8_t hdr_only[64];
+	size_t hl = 17 + 4;
+	memcpy(hdr_only, buf, hl);
+	uint8_t big[] = {0x01, 0xff, 0xff, 0xff, 0xff, 0x0f};
+	memcpy(hdr_only + hl, big, sizeof big);
+	r = mtev_reader_alloc_mem(hdr_only, hl + sizeof big, &err);
+	n = r ? mtev_read(r, &x) : err;
+	T_CHECK(n == -MTEV_ESIZE, "4 GiB record size rejected: %s", mtev_strerror(n));
+	mtev_reader_free(r);
+
+	/* writer refuses invalid records */
+	FILE *f = tmpfile();
+	mtev_writer *w = mtev_writer_alloc(fileno(f), "t", 0, &err);
+	struct mtev_rec bad_span = {.kind = MTEV_SPAN};
+	bad_span.span.begin = 10;
+	bad_span.span.end = 5;
+	T_CHECK(mtev_write(w, &bad_span) == -MTEV_EINVAL, "span ending before it begins refused");
+	struct mtev_rec bad_raw = {.kind = MTEV_KIND_RAW};
+	bad_raw.raw.kind = MTEV_SPAN;
+	T_CHECK(mtev_write(w, &bad_raw) == -MTEV_EINVAL, "raw record with a known kind refused");
+	mtev_writer_free(w);
+	fclose(f);
+
+	free(cb);
+	free(eb);
+	free(buf);
+	free(recs);
+	return T_DONE();
+}

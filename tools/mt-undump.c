@@ -1,0 +1,133 @@
+/* mt-undump: text (mt-dump's form) back to an MTEV stream. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "err.h"
+#include "io.h"
+#include "mtev.h"
+#include "mtev_text.h"
+
+static void usage(FILE *f)
+{
+	fputs("usage: mt-undump [-o FILE] [-f] [FILE]\n"
+	      "Reads mt-dump's text form (FILE or stdin) and writes the MTEV stream.\n"
+	      "Blank lines and lines starting with # are ignored.  The first line may be the\n"
+	      "`mtev ...` header (default: producer \"mt-undump\", flags 0); keys left out of a\n"
+	      "record are 0 or empty; the END record is always written.\n"
+	      "\n"
+	      "  -o, --output FILE  write to FILE (appears only when complete); default stdout\n"
+	      "  -f, --force        write binary to a terminal\n"
+	      "  -h, --help         this help\n"
+	      "\n"
+	      "Exit status: 0 ok; 2 bad text (the message names the line); 111 system error.\n",
+	      f);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {{"output", required_argument, 0, 'o'},
+					   {"force", no_argument, 0, 'f'},
+					   {"help", no_argument, 0, 'h'},
+					   {0, 0, 0, 0}};
+	const char *outpath = NULL;
+	int force = 0, c;
+	mt_set_progname(argv[0]);
+	while ((c = getopt_long(argc, argv, "o:fh", lo, NULL)) != -1) {
+		switch (c) {
+		case 'o': outpath = optarg; break;
+		case 'f': force = 1; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return MT_EXIT_USAGE;
+		}
+	}
+	if (argc - optind > 1) {
+		usage(stderr);
+		return MT_EXIT_USAGE;
+	}
+	const char *inpath = optind < argc ? argv[optind] : "-";
+	FILE *in = strcmp(inpath, "-") ? fopen(inpath, "r") : stdin;
+	if (!in)
+		mt_fatal(MT_EXIT_USAGE, "unable to open %s: %m", inpath);
+	struct io_out out;
+	if (io_out_open(&out, outpath, 1, force) < 0)
+		mt_fatal(outpath ? MT_EXIT_SYS : MT_EXIT_USAGE, "%s",
+			 outpath ? "unable to create output" : "refusing to write binary to a terminal (use -f)");
+
+	struct mtev_text_parser tp = {0};
+	struct mtev_rec rec;
+	struct mtev_header hdr;
+	mtev_writer *w = NULL;
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	unsigned long lineno = 0;
+	int ended = 0, err;
+	const char *why = NULL;
+
+	while ((n = getline(&line, &cap, in)) >= 0) {
+		lineno++;
+		if (n && line[n - 1] == '\n')
+			n--;
+		int k = mtev_text_parse(&tp, line, (size_t)n, &rec, &hdr);
+		if (k == MTEV_TEXT_EMPTY)
+			continue;
+		if (k == MTEV_TEXT_ERROR) {
+			why = tp.err;
+			goto bad;
+		}
+		if (ended) {
+			why = "record after 'end'";
+			goto bad;
+		}
+		if (k == MTEV_TEXT_HEADER) {
+			if (w) {
+				why = "header line after the first record";
+				goto bad;
+			}
+			if (hdr.version != MTEV_VERSION) {
+				why = "unsupported version in header";
+				goto bad;
+			}
+			w = mtev_writer_alloc(out.fd, hdr.producer, hdr.flags, &err);
+			if (!w)
+				goto syserr;
+			continue;
+		}
+		if (!w && !(w = mtev_writer_alloc(out.fd, "mt-undump", 0, &err)))
+			goto syserr;
+		if (k == MTEV_TEXT_END) {
+			ended = 1;
+			continue;
+		}
+		err = mtev_write(w, &rec);
+		if (err == -MTEV_EINVAL) {
+			why = "record cannot be encoded";
+			goto bad;
+		}
+		if (err)
+			goto syserr;
+	}
+	if (ferror(in)) {
+		io_out_abort(&out);
+		mt_fatal(MT_EXIT_SYS, "read error on %s: %m", inpath);
+	}
+	if (!w && !(w = mtev_writer_alloc(out.fd, "mt-undump", 0, &err)))
+		goto syserr;
+	if ((err = mtev_writer_finish(w)))
+		goto syserr;
+	if (io_out_commit(&out) < 0)
+		mt_fatal(MT_EXIT_SYS, "unable to write %s: %m", outpath);
+	mtev_writer_free(w);
+	mtev_text_parser_fini(&tp);
+	free(line);
+	return 0;
+bad:
+	io_out_abort(&out);
+	mt_fatal(MT_EXIT_USAGE, "%s: line %lu: %s", inpath, lineno, why);
+syserr:
+	io_out_abort(&out);
+	mt_fatal(MT_EXIT_SYS, "write error: %s", mtev_strerror(err));
+}
