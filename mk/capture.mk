@@ -1,5 +1,5 @@
 # mt-capture's test programs (linked with libmagictrace, like a user's program).
-CAPTURE_PROGRAMS := tests/programs/mt_calls
+CAPTURE_PROGRAMS := tests/programs/mt_calls tests/programs/mt_late_thread
 
 programs: $(CAPTURE_PROGRAMS)
 TEST_PREREQS += $(CAPTURE_PROGRAMS)
@@ -12,3 +12,7 @@ clean: clean-capture
 .PHONY: clean-capture
 clean-capture:
 	rm -f $(CAPTURE_PROGRAMS)
+
+tests/programs/mt_late_thread: tests/programs/mt_late_thread.c libmagictrace/magic_trace.h $(MTLIB_A)
+	@$(if $(Q),echo "  CC      $@")
+	$(Q)$(CC) -std=gnu11 -O2 -g -fno-omit-frame-pointer $(WARN) -Ilibmagictrace -o $@ $< $(MTLIB_A) -lpthread
