@@ -218,6 +218,7 @@ struct capture {
 	int perf_exited;
 	int ctl_w, ack_r; /* our ends of perf's control pipes */
 	int no_stop_symbol; /* the default trigger is absent: say so */
+	char comm[MAX_PIDS][64];
 	pid_t child;	  /* run mode */
 	int child_status;
 	int child_exited;
@@ -571,6 +572,22 @@ static void start_perf(struct capture *c, enum mode mode, const char *perf)
 
 /* ---- the event loop ---- */
 
+static void read_comm(pid_t pid, char *out, size_t len)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
+	out[0] = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	ssize_t n = read(fd, out, len - 1);
+	close(fd);
+	out[n > 0 ? n : 0] = 0;
+	char *nl = strchr(out, '\n');
+	if (nl)
+		*nl = 0;
+}
+
 static void write_hits(struct capture *c)
 {
 	char path[PATH_MAX + 16];
@@ -584,20 +601,9 @@ static void write_hits(struct capture *c)
 	if (!w)
 		goto fail;
 	for (int i = 0; i < c->o->npids; i++) {
-		char comm_path[64], comm[64] = "";
-		snprintf(comm_path, sizeof comm_path, "/proc/%d/comm", (int)c->o->pids[i]);
-		int fd = open(comm_path, O_RDONLY | O_CLOEXEC);
-		if (fd >= 0) {
-			ssize_t n = read(fd, comm, sizeof comm - 1);
-			comm[n > 0 ? n : 0] = 0;
-			char *nl = strchr(comm, '\n');
-			if (nl)
-				*nl = 0;
-			close(fd);
-		}
 		struct mtev_rec r = {.kind = MTEV_PROCESS};
 		r.process.pid = (uint32_t)c->o->pids[i];
-		r.process.name = mtev_cstr(comm);
+		r.process.name = mtev_cstr(c->comm[i]);
 		if ((err = mtev_write(w, &r)) < 0)
 			goto fail;
 	}
@@ -764,6 +770,17 @@ static int exit_code_of(int st)
 	if (WIFSIGNALED(st))
 		return 128 + WTERMSIG(st);
 	return MT_EXIT_SYS;
+}
+
+/* A program started stopped must not run on untraced when we fail. */
+static pid_t unreleased_child;
+
+static void kill_unreleased(void)
+{
+	if (unreleased_child > 0) {
+		kill(unreleased_child, SIGKILL);
+		waitpid(unreleased_child, NULL, 0);
+	}
 }
 
 static void child_setup(void *arg)
@@ -1027,7 +1044,7 @@ int main(int argc, char **argv)
 	if (find_in_path(perfname, perf, sizeof perf) < 0 && !o.dry_run)
 		mt_fatal(MT_EXIT_SYS, "perf not found ('%s'): install linux-perf, or set MT_PERF or --perf",
 			 perfname);
-	if (o.dry_run && !perf[0])
+	if (o.dry_run) /* as given: it is what would run on another host */
 		snprintf(perf, sizeof perf, "%s", perfname);
 	snprintf(c.dir_perf, sizeof c.dir_perf, "%s/perf.data", o.dir);
 
@@ -1109,10 +1126,14 @@ int main(int argc, char **argv)
 			mt_fatal(MT_EXIT_SYS, "cannot start '%s': %s", o.cmd[0],
 				 e == ECHILD ? "it died before its first instruction" : strerror(e));
 		}
+		unreleased_child = c.child;
+		atexit(kill_unreleased);
 		o.pids[0] = c.child;
 		o.npids = 1;
 	}
 
+	for (int i = 0; i < o.npids; i++)
+		read_comm(o.pids[i], c.comm[i], sizeof c.comm[i]);
 	int have_trigger = setup_trigger(&c) == 0;
 	start_perf(&c, mode, perf);
 	if (auto_notice) /* once everything is known to work: errors stay one line */
@@ -1121,10 +1142,14 @@ int main(int argc, char **argv)
 	if (c.no_stop_symbol)
 		mt_note("no %s in the program: snapshot at exit%s or Ctrl-C", STOP_SYMBOL,
 			o.duration > 0 ? ", end of --duration" : "");
-	if (!o.attach && tracee_release(c.child) < 0)
-		mt_fatal(MT_EXIT_SYS, "cannot release '%s': %s", o.cmd[0], strerror(errno));
+	if (!o.attach) {
+		if (tracee_release(c.child) < 0)
+			mt_fatal(MT_EXIT_SYS, "cannot release '%s': %s", o.cmd[0], strerror(errno));
+		unreleased_child = 0;
+	}
 	if (o.verbose)
-		mt_note("%s %s; snapshot %s", o.attach ? "attached to" : "started", o.cmd ? o.cmd[0] : "",
+		mt_note("%s %s; snapshot %s", o.attach ? "attached to" : "started",
+			o.attach ? pidlist : o.cmd[0],
 			have_trigger ? (o.multi ? "at every trigger hit" : "at the first trigger hit")
 				     : "at exit or Ctrl-C");
 
@@ -1174,6 +1199,9 @@ int main(int argc, char **argv)
 			drain_hits(&c);
 			if (c.nhits > before) {
 				if (!o.multi) {
+					/* one snapshot: the earliest hit is its trigger */
+					qsort(c.hits, c.nhits, sizeof *c.hits, cmp_hit_time);
+					c.nhits = 1;
 					/* the trace ends at the trigger: hold the program still
 					 * while perf writes the snapshot */
 					if (!o.attach && !c.child_exited)
@@ -1240,7 +1268,8 @@ int main(int argc, char **argv)
 		}
 	}
 	stop_perf(&c);
-	drain_hits(&c);
+	if (o.multi || !c.nhits)
+		drain_hits(&c);
 	if (frozen)
 		kill(c.child, SIGCONT);
 	qsort(c.hits, c.nhits, sizeof *c.hits, cmp_hit_time);
