@@ -36,9 +36,10 @@ MTLIB_SO := $(BUILD)/libmagictrace.so
 UNITSRC := $(wildcard tests/unit/test_*.c)
 UNITS := $(UNITSRC:tests/unit/%.c=$(BUILD)/tests/%)
 
-.PHONY: all deps test unit bats asan install clean trace bench fuzz-smoke programs
+.SECONDARY:
+.PHONY: all deps deps-check test unit bats asan install clean trace bench fuzz-smoke programs
 
-all: deps-check $(TOOLS) $(MTLIB_A) $(MTLIB_SO) programs
+all: deps $(TOOLS) $(MTLIB_A) $(MTLIB_SO) programs
 
 # `make deps` installs what the project needs (as root) or says how.
 deps:

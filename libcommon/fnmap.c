@@ -1,0 +1,251 @@
+#include "fnmap.h"
+
+#include "elfinfo.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct fnfile {
+	char *path;
+	uint8_t build_id[20];
+	uint8_t build_id_len;
+	int state; /* 0 not tried, 1 loaded, -1 failed */
+	struct elfinfo ei;
+};
+
+struct fnmapping {
+	uint32_t pid;
+	uint32_t file;
+	uint64_t start, len, pgoff;
+};
+
+struct fnthread {
+	uint32_t tid, pid;
+};
+
+struct fnmap {
+	char *symfs;
+	struct fnfile *files;
+	size_t nfiles, capfiles;
+	struct fnmapping *maps;
+	size_t nmaps, capmaps;
+	struct fnthread *thr;
+	size_t nthr, capthr;
+	size_t last_map; /* lookup cache */
+	size_t nmissing;
+};
+
+static int grow(void **p, size_t *cap, size_t need, size_t elsz)
+{
+	if (need <= *cap)
+		return 0;
+	size_t nc = *cap ? *cap * 2 : 16;
+	while (nc < need)
+		nc *= 2;
+	void *np = realloc(*p, nc * elsz);
+	if (!np)
+		return -ENOMEM;
+	*p = np;
+	*cap = nc;
+	return 0;
+}
+
+struct fnmap *fnmap_alloc(const char *symfs)
+{
+	struct fnmap *m = calloc(1, sizeof *m);
+	if (!m)
+		return NULL;
+	if (symfs && !(m->symfs = strdup(symfs))) {
+		free(m);
+		return NULL;
+	}
+	return m;
+}
+
+void fnmap_free(struct fnmap *m)
+{
+	if (!m)
+		return;
+	for (size_t i = 0; i < m->nfiles; i++) {
+		if (m->files[i].state == 1)
+			elfinfo_fini(&m->files[i].ei);
+		free(m->files[i].path);
+	}
+	free(m->files);
+	free(m->maps);
+	free(m->thr);
+	free(m->symfs);
+	free(m);
+}
+
+int fnmap_add_thread(struct fnmap *m, uint32_t pid, uint32_t tid)
+{
+	for (size_t i = 0; i < m->nthr; i++)
+		if (m->thr[i].tid == tid) {
+			m->thr[i].pid = pid;
+			return 0;
+		}
+	if (grow((void **)&m->thr, &m->capthr, m->nthr + 1, sizeof *m->thr))
+		return -ENOMEM;
+	m->thr[m->nthr++] = (struct fnthread){tid, pid};
+	return 0;
+}
+
+int fnmap_add_map(struct fnmap *m, uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff,
+		  const char *path, size_t pathlen, const uint8_t *build_id, size_t build_id_len)
+{
+	if (!pathlen || path[0] == '[') /* [vdso], [stack], anonymous: no file */
+		return 0;
+	size_t f;
+	for (f = 0; f < m->nfiles; f++)
+		if (strlen(m->files[f].path) == pathlen && !memcmp(m->files[f].path, path, pathlen))
+			break;
+	if (f == m->nfiles) {
+		if (grow((void **)&m->files, &m->capfiles, m->nfiles + 1, sizeof *m->files))
+			return -ENOMEM;
+		struct fnfile *ff = &m->files[m->nfiles];
+		memset(ff, 0, sizeof *ff);
+		if (!(ff->path = strndup(path, pathlen)))
+			return -ENOMEM;
+		if (build_id_len > 20)
+			build_id_len = 20;
+		if (build_id_len)
+			memcpy(ff->build_id, build_id, build_id_len);
+		ff->build_id_len = (uint8_t)build_id_len;
+		m->nfiles++;
+	}
+	if (grow((void **)&m->maps, &m->capmaps, m->nmaps + 1, sizeof *m->maps))
+		return -ENOMEM;
+	m->maps[m->nmaps++] = (struct fnmapping){pid, (uint32_t)f, start, len, pgoff};
+	return 0;
+}
+
+static int try_load(struct fnfile *ff, const char *path)
+{
+	if (access(path, R_OK))
+		return -1;
+	if (elfinfo_load(&ff->ei, path))
+		return -1;
+	/* a file of the same name but another build: not ours */
+	if (ff->build_id_len && ff->ei.build_id_len &&
+	    (ff->ei.build_id_len != ff->build_id_len ||
+	     memcmp(ff->ei.build_id, ff->build_id, ff->build_id_len))) {
+		elfinfo_fini(&ff->ei);
+		return -1;
+	}
+	return 0;
+}
+
+static void load_file(struct fnmap *m, struct fnfile *ff)
+{
+	char buf[4096];
+	ff->state = -1;
+	if (m->symfs) {
+		const char *base = strrchr(ff->path, '/');
+		base = base ? base + 1 : ff->path;
+		snprintf(buf, sizeof buf, "%s/%s", m->symfs, ff->path);
+		if (!try_load(ff, buf))
+			goto ok;
+		snprintf(buf, sizeof buf, "%s/%s", m->symfs, base);
+		if (!try_load(ff, buf))
+			goto ok;
+		if (ff->build_id_len) {
+			char hex[41];
+			buildid_hex(hex, ff->build_id, ff->build_id_len);
+			snprintf(buf, sizeof buf, "%s/%s", m->symfs, hex);
+			if (!try_load(ff, buf))
+				goto ok;
+			snprintf(buf, sizeof buf, "%s/.build-id/%.2s/%s", m->symfs, hex, hex + 2);
+			if (!try_load(ff, buf))
+				goto ok;
+		}
+	}
+	if (!try_load(ff, ff->path))
+		goto ok;
+	m->nmissing++;
+	return;
+ok:
+	ff->state = 1;
+}
+
+size_t fnmap_missing(const struct fnmap *m)
+{
+	return m->nmissing;
+}
+
+const char *fnmap_missing_path(const struct fnmap *m, size_t i)
+{
+	for (size_t f = 0; f < m->nfiles; f++)
+		if (m->files[f].state == -1 && i-- == 0)
+			return m->files[f].path;
+	return NULL;
+}
+
+static uint32_t pid_of(const struct fnmap *m, uint32_t tid, int *known)
+{
+	for (size_t i = 0; i < m->nthr; i++)
+		if (m->thr[i].tid == tid) {
+			*known = 1;
+			return m->thr[i].pid;
+		}
+	*known = 0;
+	return tid;
+}
+
+static int in_map(const struct fnmapping *mp, uint64_t addr)
+{
+	return addr >= mp->start && addr - mp->start < mp->len;
+}
+
+int fnmap_lookup(struct fnmap *m, uint32_t tid, uint64_t addr, struct fn_info *out)
+{
+	if (!m || !m->nmaps)
+		return 0;
+	int known;
+	uint32_t pid = pid_of(m, tid, &known);
+	const struct fnmapping *mp = NULL;
+	if (m->last_map < m->nmaps && in_map(&m->maps[m->last_map], addr) &&
+	    (m->maps[m->last_map].pid == pid || !known))
+		mp = &m->maps[m->last_map];
+	/* latest mapping wins; an unknown thread searches every process */
+	for (size_t i = m->nmaps; !mp && i-- > 0;)
+		if (in_map(&m->maps[i], addr) && (m->maps[i].pid == pid || !known)) {
+			mp = &m->maps[i];
+			m->last_map = i;
+		}
+	if (!mp)
+		return 0;
+	struct fnfile *ff = &m->files[mp->file];
+	if (ff->state == 0)
+		load_file(m, ff);
+	if (ff->state != 1)
+		return 0;
+	int64_t va = elfinfo_offset_to_vaddr(&ff->ei, addr - mp->start + mp->pgoff);
+	if (va < 0)
+		return 0;
+	const struct elf_sym *s = elfinfo_lookup(&ff->ei, (uint64_t)va);
+	if (!s)
+		return 0;
+	uint64_t bias = addr - (uint64_t)va;
+	uint64_t end;
+	if (s->size)
+		end = s->addr + s->size;
+	else {
+		const struct elf_sym *n = s + 1, *lim = ff->ei.syms + ff->ei.nsyms;
+		while (n < lim && n->addr <= s->addr)
+			n++;
+		end = n < lim ? n->addr : (uint64_t)va + 1;
+		if (n >= lim) { /* last symbol, unsized: up to the end of the mapping */
+			uint64_t mend = mp->start + mp->len - bias;
+			end = mend > s->addr ? mend : (uint64_t)va + 1;
+		}
+	}
+	out->entry = s->addr + bias;
+	out->end = end + bias;
+	out->name = s->name;
+	out->is_plt = s->is_plt;
+	return 1;
+}

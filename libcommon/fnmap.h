@@ -1,0 +1,45 @@
+/* Function ranges of a traced process, from its memory maps and the ELF
+ * symbol tables of the mapped files (libcommon/elfinfo).  Used by mt-segment
+ * to tell an intra-function jump from a tail call and to name the function
+ * that contains an address (the caller revealed by a return).
+ *
+ * Files are found under @symfs first (SYMFS/PATH, SYMFS/BASENAME,
+ * SYMFS/BUILD-ID-HEX), then at PATH itself; each is loaded once, lazily, on
+ * the first lookup that needs it.  A file that cannot be loaded makes its
+ * addresses unknown (lookups return 0), never an error. */
+#ifndef MT_FNMAP_H
+#define MT_FNMAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct fnmap;
+
+struct fn_info {
+	uint64_t entry, end; /* runtime range [entry, end) */
+	const char *name;    /* owned by the fnmap; valid until fnmap_free() */
+	int is_plt;
+};
+
+/* @symfs may be NULL.  NULL on allocation failure. */
+struct fnmap *fnmap_alloc(const char *symfs);
+void fnmap_free(struct fnmap *m);
+
+/* Records a mapping of @path (not NUL-terminated, @pathlen bytes) at
+ * [start, start+len) from file offset @pgoff in process @pid.  0 or -ENOMEM. */
+int fnmap_add_map(struct fnmap *m, uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff,
+		  const char *path, size_t pathlen, const uint8_t *build_id, size_t build_id_len);
+
+/* Tells which process a thread belongs to (from THREAD records).  0 or -ENOMEM. */
+int fnmap_add_thread(struct fnmap *m, uint32_t pid, uint32_t tid);
+
+/* The function containing @addr in the address space of thread @tid.
+ * 1: found, *out filled; 0: unknown (no map, no file, no symbol). */
+int fnmap_lookup(struct fnmap *m, uint32_t tid, uint64_t addr, struct fn_info *out);
+
+/* Number of mapped files that could not be loaded (for a warning). */
+size_t fnmap_missing(const struct fnmap *m);
+/* Path of the @i-th file that could not be loaded, or NULL. */
+const char *fnmap_missing_path(const struct fnmap *m, size_t i);
+
+#endif

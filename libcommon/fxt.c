@@ -1,0 +1,541 @@
+#include "fxt.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Record types (header bits [0..3]). */
+enum { REC_METADATA = 0, REC_INIT = 1, REC_STRING = 2, REC_THREAD = 3, REC_EVENT = 4, REC_KOBJ = 7 };
+enum { KOBJ_PROCESS = 1, KOBJ_THREAD = 2 };
+
+#define MAX_RECORD_WORDS 4095u
+#define MAX_INLINE_LEN 4000u /* per inline string: keeps any record under 4095 words */
+#define BUF_SIZE (256u * 1024)
+#define BUF_ROOM (MAX_RECORD_WORDS * 8u) /* flush when less than one record fits */
+
+/* ---- a table of reference slots with LRU replacement ---- */
+
+struct slot {
+	uint64_t hash;
+	char *key;
+	uint32_t keylen, keycap;
+	uint32_t gen;	 /* bumped each time the slot is given a new value */
+	uint32_t stamp;	 /* record stamp of its last use: pinned while it equals the current one */
+	uint16_t prev, next; /* LRU list: head = most recent */
+};
+
+struct slot_table {
+	unsigned max;	 /* slots 1..max */
+	unsigned used;	 /* slots handed out so far (they are never freed, only reused) */
+	struct slot *s;	 /* [max + 1]; s[0] is the list sentinel */
+	uint16_t *index; /* open addressing, linear probing: slot numbers, 0 = empty */
+	unsigned mask;
+	uint64_t evictions;
+};
+
+struct fxt_writer {
+	fxt_sink_fn sink;
+	void *ctx;
+	uint8_t *buf;
+	size_t len;
+	uint64_t flushed; /* bytes handed to the sink */
+	int err;	  /* sticky */
+	uint32_t stamp;
+	struct slot_table strings, threads;
+	struct fxt_ref_cache process_arg; /* the string "process" */
+	struct fxt_stats st;
+};
+
+static uint64_t hash_bytes(const void *p, size_t n)
+{
+	/* FNV-1a over 8-byte words, then a finalizer: fast enough for names */
+	const uint8_t *b = p;
+	uint64_t h = 0xcbf29ce484222325ull ^ (n * 0x9e3779b97f4a7c15ull);
+	while (n >= 8) {
+		uint64_t w;
+		memcpy(&w, b, 8);
+		h = (h ^ w) * 0x100000001b3ull;
+		h ^= h >> 29;
+		b += 8;
+		n -= 8;
+	}
+	uint64_t w = 0;
+	memcpy(&w, b, n);
+	h = (h ^ w) * 0x100000001b3ull;
+	h ^= h >> 32;
+	h *= 0xd6e8feb86659fd93ull;
+	h ^= h >> 32;
+	return h;
+}
+
+static int table_init(struct slot_table *t, unsigned max)
+{
+	memset(t, 0, sizeof *t);
+	t->max = max;
+	unsigned size = 1;
+	while (size < 2 * (max + 1))
+		size <<= 1;
+	t->mask = size - 1;
+	t->s = calloc(max + 1, sizeof *t->s);
+	t->index = calloc(size, sizeof *t->index);
+	if (!t->s || !t->index)
+		return -FXT_ENOMEM;
+	t->s[0].prev = t->s[0].next = 0;
+	return 0;
+}
+
+static void table_fini(struct slot_table *t)
+{
+	if (t->s)
+		for (unsigned i = 0; i <= t->max; i++)
+			free(t->s[i].key);
+	free(t->s);
+	free(t->index);
+}
+
+static void lru_unlink(struct slot_table *t, unsigned i)
+{
+	t->s[t->s[i].prev].next = t->s[i].next;
+	t->s[t->s[i].next].prev = t->s[i].prev;
+}
+
+static void lru_push_head(struct slot_table *t, unsigned i)
+{
+	t->s[i].prev = 0;
+	t->s[i].next = t->s[0].next;
+	t->s[t->s[0].next].prev = (uint16_t)i;
+	t->s[0].next = (uint16_t)i;
+}
+
+static void touch(struct slot_table *t, unsigned i, uint32_t stamp)
+{
+	t->s[i].stamp = stamp;
+	if (t->s[0].next != i) {
+		lru_unlink(t, i);
+		lru_push_head(t, i);
+	}
+}
+
+/* Position in the index of @key, or of the empty cell where it would go. */
+static unsigned index_find(const struct slot_table *t, uint64_t h, const void *key, size_t len)
+{
+	unsigned pos = (unsigned)h & t->mask;
+	for (;;) {
+		unsigned i = t->index[pos];
+		if (!i)
+			return pos;
+		const struct slot *s = &t->s[i];
+		if (s->hash == h && s->keylen == len && !memcmp(s->key, key, len))
+			return pos;
+		pos = (pos + 1) & t->mask;
+	}
+}
+
+static void index_remove(struct slot_table *t, unsigned pos)
+{
+	/* backward-shift deletion keeps linear probing chains intact */
+	unsigned hole = pos;
+	for (unsigned j = (pos + 1) & t->mask;; j = (j + 1) & t->mask) {
+		unsigned i = t->index[j];
+		if (!i)
+			break;
+		unsigned home = (unsigned)t->s[i].hash & t->mask;
+		/* can the entry at j move to hole? yes unless home lies in (hole, j] */
+		int in_range = hole <= j ? (home > hole && home <= j) : (home > hole || home <= j);
+		if (!in_range) {
+			t->index[hole] = (uint16_t)i;
+			hole = j;
+		}
+	}
+	t->index[hole] = 0;
+}
+
+/* Finds or assigns the slot for @key.  *fresh = 1 when the slot was (re)assigned
+ * and its registration record must be written.  Returns the slot, or 0 when
+ * every slot is pinned by the current record. */
+static unsigned table_get(struct slot_table *t, const void *key, size_t len, uint32_t stamp,
+			  int *fresh)
+{
+	uint64_t h = hash_bytes(key, len);
+	unsigned pos = index_find(t, h, key, len);
+	unsigned i = t->index[pos];
+	*fresh = 0;
+	if (i) {
+		touch(t, i, stamp);
+		return i;
+	}
+	if (t->used < t->max) {
+		i = ++t->used;
+	} else {
+		i = t->s[0].prev; /* least recently used */
+		if (t->s[i].stamp == stamp)
+			return 0;
+		struct slot *old = &t->s[i];
+		index_remove(t, index_find(t, old->hash, old->key, old->keylen));
+		lru_unlink(t, i);
+		t->evictions++;
+		pos = index_find(t, h, key, len); /* the removal may have moved cells */
+	}
+	struct slot *s = &t->s[i];
+	if (s->keycap < len) {
+		uint32_t cap = len < 32 ? 32 : (uint32_t)len;
+		char *k = realloc(s->key, cap);
+		if (!k)
+			return 0; /* the caller fails the writer for good */
+		s->key = k;
+		s->keycap = cap;
+	}
+	memcpy(s->key, key, len);
+	s->keylen = (uint32_t)len;
+	s->hash = h;
+	s->gen++;
+	s->stamp = stamp;
+	t->index[pos] = (uint16_t)i;
+	lru_push_head(t, i);
+	*fresh = 1;
+	return i;
+}
+
+/* ---- output ---- */
+
+static int fail(fxt_writer *w, int err)
+{
+	if (!w->err)
+		w->err = err;
+	return -w->err;
+}
+
+int fxt_flush(fxt_writer *w)
+{
+	if (w->err)
+		return -w->err;
+	if (w->len && w->sink(w->ctx, w->buf, w->len) < 0)
+		return fail(w, FXT_EIO);
+	w->flushed += w->len;
+	w->len = 0;
+	return 0;
+}
+
+/* Makes room for a whole record (at most MAX_RECORD_WORDS). */
+static int room(fxt_writer *w)
+{
+	if (w->err)
+		return -w->err;
+	if (BUF_SIZE - w->len < BUF_ROOM)
+		return fxt_flush(w);
+	return 0;
+}
+
+static inline void put64(fxt_writer *w, uint64_t v)
+{
+	uint8_t *p = w->buf + w->len;
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+	w->len += 8;
+}
+
+/* The string's bytes zero-padded to a multiple of 8. */
+static void put_stream(fxt_writer *w, const char *p, size_t len)
+{
+	if (!len)
+		return;
+	memcpy(w->buf + w->len, p, len);
+	size_t pad = (8 - (len & 7)) & 7;
+	memset(w->buf + w->len + len, 0, pad);
+	w->len += len + pad;
+}
+
+static size_t words(size_t len)
+{
+	return (len + 7) / 8;
+}
+
+static size_t clip_utf8(const char *p, size_t len, size_t max)
+{
+	if (len <= max)
+		return len;
+	len = max;
+	while (len && ((unsigned char)p[len] & 0xc0) == 0x80)
+		len--;
+	return len;
+}
+
+fxt_writer *fxt_writer_alloc(fxt_sink_fn sink, void *ctx)
+{
+	fxt_writer *w = calloc(1, sizeof *w);
+	if (!w)
+		return NULL;
+	w->sink = sink;
+	w->ctx = ctx;
+	w->buf = malloc(BUF_SIZE);
+	if (!w->buf || table_init(&w->strings, FXT_MAX_STRING_SLOTS) < 0 ||
+	    table_init(&w->threads, FXT_MAX_THREAD_SLOTS) < 0) {
+		fxt_writer_free(w);
+		return NULL;
+	}
+	return w;
+}
+
+void fxt_writer_free(fxt_writer *w)
+{
+	if (!w)
+		return;
+	table_fini(&w->strings);
+	table_fini(&w->threads);
+	free(w->buf);
+	free(w);
+}
+
+int fxt_begin(fxt_writer *w, uint64_t ticks_per_second)
+{
+	int r = room(w);
+	if (r < 0)
+		return r;
+	put64(w, FXT_MAGIC_WORD);
+	put64(w, REC_INIT | 2u << 4);
+	put64(w, ticks_per_second);
+	return 0;
+}
+
+/* A resolved string: its 16-bit reference, and for an inline one the bytes
+ * to write in the record. */
+struct rstr {
+	uint16_t ref;
+	const char *p;
+	size_t len; /* inline bytes, 0 if interned/empty */
+};
+
+static int resolve(fxt_writer *w, const struct fxt_str *s, struct rstr *out)
+{
+	out->ref = 0;
+	out->p = NULL;
+	out->len = 0;
+	if (!s->len || !s->p)
+		return 0;
+	if (s->inline_) {
+		out->p = s->p;
+		out->len = clip_utf8(s->p, s->len, MAX_INLINE_LEN);
+		out->ref = out->len ? (uint16_t)(0x8000u | out->len) : 0;
+		return 0;
+	}
+	struct slot_table *t = &w->strings;
+	struct fxt_ref_cache *c = s->cache;
+	if (c && c->slot && c->slot <= t->used && t->s[c->slot].gen == c->gen) {
+		touch(t, c->slot, w->stamp);
+		out->ref = c->slot;
+		return 0;
+	}
+	size_t len = clip_utf8(s->p, s->len, FXT_MAX_STRING_LEN);
+	int fresh;
+	unsigned i = table_get(t, s->p, len, w->stamp, &fresh);
+	if (!i)
+		return fail(w, FXT_ENOMEM);
+	if (fresh) {
+		int r = room(w);
+		if (r < 0)
+			return r;
+		put64(w, REC_STRING | (uint64_t)(1 + words(len)) << 4 | (uint64_t)i << 16 |
+				 (uint64_t)len << 32);
+		put_stream(w, s->p, len);
+		w->st.string_records++;
+	}
+	if (c) {
+		c->slot = (uint16_t)i;
+		c->gen = t->s[i].gen;
+	}
+	out->ref = (uint16_t)i;
+	return 0;
+}
+
+static int resolve_thread(fxt_writer *w, uint64_t pid, uint64_t tid, struct fxt_ref_cache *c,
+			  uint8_t *ref)
+{
+	struct slot_table *t = &w->threads;
+	if (c && c->slot && c->slot <= t->used && t->s[c->slot].gen == c->gen) {
+		touch(t, c->slot, w->stamp);
+		*ref = (uint8_t)c->slot;
+		return 0;
+	}
+	uint64_t key[2] = {pid, tid};
+	int fresh;
+	unsigned i = table_get(t, key, sizeof key, w->stamp, &fresh);
+	if (!i)
+		return fail(w, FXT_ENOMEM);
+	if (fresh) {
+		int r = room(w);
+		if (r < 0)
+			return r;
+		put64(w, REC_THREAD | 3u << 4 | (uint64_t)i << 16);
+		put64(w, pid);
+		put64(w, tid);
+		w->st.thread_records++;
+	}
+	if (c) {
+		c->slot = (uint16_t)i;
+		c->gen = t->s[i].gen;
+	}
+	*ref = (uint8_t)i;
+	return 0;
+}
+
+int fxt_process(fxt_writer *w, uint64_t pid, struct fxt_str name)
+{
+	if (w->err)
+		return -w->err;
+	w->stamp++;
+	struct rstr n;
+	int r = resolve(w, &name, &n);
+	if (r < 0 || (r = room(w)) < 0)
+		return r;
+	size_t size = 2 + words(n.len);
+	put64(w, REC_KOBJ | (uint64_t)size << 4 | (uint64_t)KOBJ_PROCESS << 16 |
+			 (uint64_t)n.ref << 24);
+	put64(w, pid);
+	put_stream(w, n.p, n.len);
+	return 0;
+}
+
+int fxt_thread_name(fxt_writer *w, uint64_t pid, uint64_t tid, struct fxt_str name)
+{
+	if (w->err)
+		return -w->err;
+	w->stamp++;
+	struct rstr n, an;
+	struct fxt_str arg = {"process", 7, &w->process_arg, 0};
+	int r = resolve(w, &name, &n);
+	if (r < 0 || (r = resolve(w, &arg, &an)) < 0 || (r = room(w)) < 0)
+		return r;
+	size_t size = 2 + words(n.len) + 2;
+	put64(w, REC_KOBJ | (uint64_t)size << 4 | (uint64_t)KOBJ_THREAD << 16 |
+			 (uint64_t)n.ref << 24 | (uint64_t)1 << 40);
+	put64(w, tid);
+	put_stream(w, n.p, n.len);
+	put64(w, FXT_ARG_KOID | 2u << 4 | (uint64_t)an.ref << 16);
+	put64(w, pid);
+	return 0;
+}
+
+static size_t arg_words(const struct fxt_arg *a, const struct rstr *name, const struct rstr *val)
+{
+	size_t n = 1 + words(name->len);
+	switch (a->type) {
+	case FXT_ARG_INT64:
+	case FXT_ARG_UINT64:
+	case FXT_ARG_DOUBLE:
+	case FXT_ARG_POINTER:
+	case FXT_ARG_KOID:
+		n += 1;
+		break;
+	case FXT_ARG_STRING:
+		n += words(val->len);
+		break;
+	default:
+		break;
+	}
+	return n;
+}
+
+int fxt_event(fxt_writer *w, unsigned type, uint64_t pid, uint64_t tid,
+	      struct fxt_ref_cache *thread_cache, struct fxt_str category, struct fxt_str name,
+	      uint64_t ts, const struct fxt_arg *args, unsigned nargs, uint64_t extra)
+{
+	if (w->err)
+		return -w->err;
+	if (nargs > FXT_MAX_ARGS || type > FXT_EV_COMPLETE)
+		return -FXT_EINVAL;
+	w->stamp++;
+	uint8_t th = 0;
+	struct rstr cat, nm, an[FXT_MAX_ARGS], av[FXT_MAX_ARGS];
+	int r = resolve_thread(w, pid, tid, thread_cache, &th);
+	if (r < 0 || (r = resolve(w, &category, &cat)) < 0 || (r = resolve(w, &name, &nm)) < 0)
+		return r;
+	size_t size = 2 + words(cat.len) + words(nm.len);
+	for (unsigned i = 0; i < nargs; i++) {
+		static const struct fxt_str none;
+		if ((r = resolve(w, &args[i].name, &an[i])) < 0 ||
+		    (r = resolve(w, args[i].type == FXT_ARG_STRING ? &args[i].s : &none, &av[i])) < 0)
+			return r;
+		size += arg_words(&args[i], &an[i], &av[i]);
+	}
+	if (type == FXT_EV_COMPLETE || type == FXT_EV_COUNTER)
+		size++;
+	if (size > MAX_RECORD_WORDS)
+		return -FXT_EINVAL;
+	if ((r = room(w)) < 0)
+		return r;
+	put64(w, REC_EVENT | (uint64_t)size << 4 | (uint64_t)type << 16 | (uint64_t)nargs << 20 |
+			 (uint64_t)th << 24 | (uint64_t)cat.ref << 32 | (uint64_t)nm.ref << 48);
+	put64(w, ts);
+	put_stream(w, cat.p, cat.len);
+	put_stream(w, nm.p, nm.len);
+	for (unsigned i = 0; i < nargs; i++) {
+		const struct fxt_arg *a = &args[i];
+		uint64_t hdr = a->type | (uint64_t)arg_words(a, &an[i], &av[i]) << 4 |
+			       (uint64_t)an[i].ref << 16;
+		switch (a->type) {
+		case FXT_ARG_INT32:
+			hdr |= (uint64_t)(uint32_t)(int32_t)a->i << 32;
+			break;
+		case FXT_ARG_UINT32:
+			hdr |= (uint64_t)(uint32_t)a->u << 32;
+			break;
+		case FXT_ARG_STRING:
+			hdr |= (uint64_t)av[i].ref << 32;
+			break;
+		case FXT_ARG_BOOL:
+			hdr |= (uint64_t)(a->b != 0) << 32;
+			break;
+		default:
+			break;
+		}
+		put64(w, hdr);
+		put_stream(w, an[i].p, an[i].len);
+		switch (a->type) {
+		case FXT_ARG_INT64:
+		case FXT_ARG_UINT64:
+		case FXT_ARG_POINTER:
+		case FXT_ARG_KOID:
+			put64(w, a->u);
+			break;
+		case FXT_ARG_DOUBLE: {
+			uint64_t v;
+			memcpy(&v, &a->d, 8);
+			put64(w, v);
+			break;
+		}
+		case FXT_ARG_STRING:
+			put_stream(w, av[i].p, av[i].len);
+			break;
+		default:
+			break;
+		}
+	}
+	if (type == FXT_EV_COMPLETE || type == FXT_EV_COUNTER)
+		put64(w, extra);
+	w->st.events++;
+	return 0;
+}
+
+void fxt_writer_stats(const fxt_writer *w, struct fxt_stats *st)
+{
+	*st = w->st;
+	st->string_evictions = w->strings.evictions;
+	st->thread_evictions = w->threads.evictions;
+	st->bytes = w->flushed + w->len;
+}
+
+const char *fxt_strerror(int err)
+{
+	switch (err < 0 ? -err : err) {
+	case 0:
+		return "success";
+	case FXT_EIO:
+		return "write failed";
+	case FXT_ENOMEM:
+		return "out of memory";
+	case FXT_EINVAL:
+		return "invalid argument";
+	default:
+		return "unknown error";
+	}
+}

@@ -1,0 +1,2426 @@
+/* ptdecode: Intel PT (perf.data or raw) to MTEV with libipt.  See ptdecode.h
+ * and formats/mtev-semantics.md.
+ *
+ * Plan: read the whole perf.data first (sideband sorted by time, AUX data
+ * gathered per queue), then run one libipt block decoder per queue as a
+ * resumable step machine and merge their records with the sideband by time.
+ * The block decoder is configured to end blocks at every direct call and
+ * jump (end_on_call / end_on_jump), so a block holds at most one branch, its
+ * last instruction; a small cached x86 classifier says what that instruction
+ * is and how long, and the next block's ip says where it went.
+ */
+#include "ptdecode.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <intel-pt.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "elfinfo.h"
+#include "io.h"
+#include "perfdata.h"
+
+#define PROT_X 4 /* PROT_EXEC */
+
+/* ------------------------------------------------------------------ */
+/* x86 branch classifier                                               */
+
+static size_t modrm_len(const uint8_t *b, size_t n, size_t i, int addr16, int *ok)
+{
+	uint8_t modrm, mod, rm;
+	size_t len = 1;
+	*ok = 0;
+	if (i >= n)
+		return 0;
+	modrm = b[i];
+	mod = modrm >> 6;
+	rm = modrm & 7;
+	if (mod == 3) {
+		*ok = 1;
+		return 1;
+	}
+	if (addr16) {
+		if (mod == 0 && rm == 6)
+			len += 2;
+		else if (mod == 1)
+			len += 1;
+		else if (mod == 2)
+			len += 2;
+	} else {
+		if (rm == 4) {
+			uint8_t base;
+			if (i + 1 >= n)
+				return 0;
+			base = b[i + 1] & 7;
+			len += 1;
+			if (mod == 0 && base == 5)
+				len += 4;
+		}
+		if (mod == 0 && rm == 5)
+			len += 4;
+		else if (mod == 1)
+			len += 1;
+		else if (mod == 2)
+			len += 4;
+	}
+	*ok = 1;
+	return len;
+}
+
+enum ptd_brclass ptd_classify(const uint8_t *b, size_t n, int bits, uint8_t *size)
+{
+	size_t i = 0, sz = 0;
+	int opsz16 = bits == 16, addr16 = bits == 16, ok;
+	enum ptd_brclass cls = PTD_BR_NONE;
+
+	*size = 0;
+	for (; i < n && i < 15; i++) {
+		uint8_t p = b[i];
+		if (p == 0x66)
+			opsz16 = bits != 16;
+		else if (p == 0x67)
+			addr16 = bits == 32;
+		else if (p == 0xf0 || p == 0xf2 || p == 0xf3 || p == 0x2e || p == 0x36 ||
+			 p == 0x3e || p == 0x26 || p == 0x64 || p == 0x65)
+			;
+		else if (bits == 64 && (p & 0xf0) == 0x40)
+			; /* REX (only the last one before the opcode counts) */
+		else
+			break;
+	}
+	if (bits == 64)
+		opsz16 = 0; /* near branches ignore 0x66 in 64-bit mode (Intel) */
+	if (i >= n)
+		return PTD_BR_NONE;
+	switch (b[i]) {
+	case 0x70 ... 0x7f:
+	case 0xe0 ... 0xe3:
+		cls = PTD_BR_JCC;
+		sz = i + 2;
+		break;
+	case 0xe8:
+		cls = PTD_BR_CALL;
+		sz = i + 1 + (opsz16 ? 2 : 4);
+		break;
+	case 0xe9:
+		cls = PTD_BR_JMP;
+		sz = i + 1 + (opsz16 ? 2 : 4);
+		break;
+	case 0xeb:
+		cls = PTD_BR_JMP;
+		sz = i + 2;
+		break;
+	case 0xc3:
+		cls = PTD_BR_RET;
+		sz = i + 1;
+		break;
+	case 0xc2:
+		cls = PTD_BR_RET;
+		sz = i + 3;
+		break;
+	case 0xcb:
+	case 0xcf:
+		cls = PTD_BR_SYSRET;
+		sz = i + 1;
+		break;
+	case 0xca:
+		cls = PTD_BR_SYSRET;
+		sz = i + 3;
+		break;
+	case 0xcc:
+	case 0xce:
+	case 0xf1:
+		cls = PTD_BR_SYSCALL;
+		sz = i + 1;
+		break;
+	case 0xcd:
+		cls = PTD_BR_SYSCALL;
+		sz = i + 2;
+		break;
+	case 0x9a:
+		if (bits == 64)
+			return PTD_BR_NONE;
+		cls = PTD_BR_SYSCALL;
+		sz = i + 1 + (opsz16 ? 4 : 6);
+		break;
+	case 0xea:
+		if (bits == 64)
+			return PTD_BR_NONE;
+		cls = PTD_BR_FARJMP;
+		sz = i + 1 + (opsz16 ? 4 : 6);
+		break;
+	case 0x0f:
+		if (i + 1 >= n)
+			return PTD_BR_NONE;
+		switch (b[i + 1]) {
+		case 0x80 ... 0x8f:
+			cls = PTD_BR_JCC;
+			sz = i + 2 + (opsz16 ? 2 : 4);
+			break;
+		case 0x05:
+		case 0x34:
+			cls = PTD_BR_SYSCALL;
+			sz = i + 2;
+			break;
+		case 0x07:
+		case 0x35:
+			cls = PTD_BR_SYSRET;
+			sz = i + 2;
+			break;
+		default:
+			return PTD_BR_NONE;
+		}
+		break;
+	case 0xff: {
+		uint8_t reg;
+		size_t ml;
+		if (i + 1 >= n)
+			return PTD_BR_NONE;
+		reg = (b[i + 1] >> 3) & 7;
+		if (reg == 2)
+			cls = PTD_BR_CALL;
+		else if (reg == 3)
+			cls = PTD_BR_SYSCALL; /* far call */
+		else if (reg == 4)
+			cls = PTD_BR_JMP;
+		else if (reg == 5)
+			cls = PTD_BR_FARJMP;
+		else
+			return PTD_BR_NONE;
+		ml = modrm_len(b, n, i + 1, addr16, &ok);
+		if (!ok)
+			return cls;
+		sz = i + 1 + ml;
+		break;
+	}
+	default:
+		return PTD_BR_NONE;
+	}
+	if (sz <= 15)
+		*size = (uint8_t)sz;
+	return cls;
+}
+
+/* ------------------------------------------------------------------ */
+/* small utilities                                                     */
+
+struct strtab { /* interned strings, alive until the decode ends */
+	char **v;
+	size_t n, cap;
+	/* open-addressing index */
+	uint32_t *idx;
+	size_t icap;
+};
+
+static uint64_t hash_bytes(const char *s, size_t n)
+{
+	uint64_t h = 1469598103934665603ull;
+	while (n--)
+		h = (h ^ (uint8_t)*s++) * 1099511628211ull;
+	return h;
+}
+
+static const char *strtab_intern(struct strtab *t, const char *s)
+{
+	size_t n = strlen(s), i;
+	uint64_t h = hash_bytes(s, n);
+	char *p;
+	if (t->n * 2 >= t->icap) {
+		size_t ncap = t->icap ? 2 * t->icap : 256, k;
+		uint32_t *ni = malloc(ncap * sizeof *ni);
+		if (!ni)
+			return NULL;
+		memset(ni, 0xff, ncap * sizeof *ni);
+		for (k = 0; k < t->n; k++) {
+			size_t j = hash_bytes(t->v[k], strlen(t->v[k])) & (ncap - 1);
+			while (ni[j] != UINT32_MAX)
+				j = (j + 1) & (ncap - 1);
+			ni[j] = (uint32_t)k;
+		}
+		free(t->idx);
+		t->idx = ni;
+		t->icap = ncap;
+	}
+	for (i = h & (t->icap - 1); t->idx[i] != UINT32_MAX; i = (i + 1) & (t->icap - 1))
+		if (!strcmp(t->v[t->idx[i]], s))
+			return t->v[t->idx[i]];
+	if (t->n == t->cap) {
+		size_t cap = t->cap ? 2 * t->cap : 64;
+		char **v = realloc(t->v, cap * sizeof *v);
+		if (!v)
+			return NULL;
+		t->v = v;
+		t->cap = cap;
+	}
+	p = strdup(s);
+	if (!p)
+		return NULL;
+	t->v[t->n] = p;
+	t->idx[i] = (uint32_t)t->n++;
+	return p;
+}
+
+static void strtab_fini(struct strtab *t)
+{
+	size_t i;
+	for (i = 0; i < t->n; i++)
+		free(t->v[i]);
+	free(t->v);
+	free(t->idx);
+}
+
+/* ------------------------------------------------------------------ */
+/* session state                                                       */
+
+enum sb_kind { SB_MMAP, SB_COMM, SB_FORK, SB_EXIT, SB_SAMPLE, SB_TRIGGER };
+
+struct sb {
+	uint64_t time;
+	uint32_t seq;
+	uint8_t kind;
+	uint32_t pid, tid;
+	union {
+		struct {
+			uint64_t addr, len, pgoff;
+			uint32_t prot;
+			uint8_t bid[20], bidlen;
+			const char *path;
+		} mmap;
+		struct {
+			const char *name;
+			int exec;
+		} comm;
+		struct {
+			uint32_t ppid, ptid;
+		} fork;
+		struct {
+			uint32_t nips;
+			size_t ips; /* index into the ips arena */
+		} sample;
+		struct {
+			uint64_t addr, arg0, arg1;
+			const char *sym;
+		} trig;
+	};
+};
+
+struct sw { /* from time on, the cpu runs pid/tid */
+	uint64_t time;
+	uint32_t pid, tid;
+	uint32_t seq;
+};
+
+struct cpuline {
+	struct sw *v;
+	size_t n, cap;
+};
+
+struct qbuf {
+	uint64_t offset, size;
+	const uint8_t *data;
+	uint64_t file_off;
+};
+
+enum { TS_NONE, TS_ON, TS_SYSCALL, TS_ASYNC, TS_GAP };
+
+struct thr {
+	uint32_t tid, pid;
+	int state;	    /* TS_*: how tracing last stopped */
+	uint64_t last_ip;   /* TS_ON: last executed instruction; TS_ASYNC: the FUP ip */
+	uint64_t last_time; /* time of its last record */
+	uint64_t async_time;
+	int gap_pending;
+	struct mtev_rec gap;
+	int announced;
+	int has_rec;
+	int lastq;
+	uint64_t out_time; /* time of its last record written (per-cpu clamp) */
+};
+
+struct mapent {
+	uint64_t start, end;
+	const char *path;
+	int missing;
+};
+
+struct proc {
+	uint32_t pid;
+	struct pt_image *img;
+	struct mapent *maps;
+	size_t nmaps, mapcap;
+	const char *name;
+	int announced;
+};
+
+struct pend {
+	int valid;
+	uint8_t cls, size;
+	uint64_t from, time;
+};
+
+struct seg {
+	uint64_t begin, end; /* in the queue's stream */
+};
+
+struct ptq {
+	uint32_t idx;
+	int32_t cpu;
+	uint32_t tid0, pid0; /* per-thread queue: its thread */
+	struct qbuf *bufs;
+	size_t nbufs, bufcap;
+	uint8_t *stream; /* concatenated data (owned) */
+	uint64_t len;
+	struct seg *segs;
+	size_t nsegs, curseg;
+	int lost_between; /* segments are separated by lost data, not windows */
+
+	struct pt_block_decoder *dec;
+	int state; /* Q_* */
+	int status;
+	int need_start;
+	uint64_t start_time;
+	struct pend pend;
+	int th; /* current thread index, -1 none */
+	uint64_t time;
+	struct pt_image *img;
+	size_t swi;
+	int synced_once;
+	uint64_t last_sync_off;
+
+	struct mtev_rec *fifo;
+	size_t fhead, fcount, fcap;
+};
+
+enum { Q_SEG, Q_SYNC, Q_RUN, Q_DONE };
+
+struct ccache_ent {
+	uint64_t ip;
+	int32_t isid;
+	uint8_t cls, size, valid;
+};
+
+struct ptd {
+	struct ptd_options *opts;
+	struct ptd_stats *st;
+	int err; /* sticky negative error */
+
+	/* recording facts */
+	int have_clock;
+	uint64_t t_shift, t_mult, t_zero;
+	int have_info;
+	uint64_t priv[64];
+	size_t npriv;
+	const struct pd_attr *pt_attr;
+	struct pd_attr pt_attr_copy;
+	int per_cpu, snapshot;
+	char cpuid[128];
+	struct pd_buildid *bids;
+	size_t nbids;
+
+	/* sideband */
+	struct sb *sb;
+	size_t nsb, sbcap;
+	uint64_t *ips;
+	size_t nips, ipscap;
+	size_t sb_emit, sb_apply;
+	struct cpuline *cpus;
+	size_t ncpus;
+	uint32_t seq;
+
+	/* queues */
+	struct ptq *q;
+	size_t nq;
+
+	/* threads, processes */
+	struct thr *thr;
+	size_t nthr, thrcap;
+	uint32_t *thr_idx;
+	size_t thr_icap;
+	struct proc *proc;
+	size_t nproc, proccap;
+	struct pt_image **oldimgs;
+	size_t noldimgs, oldimgcap;
+	struct pt_image_section_cache *isc;
+	struct mapent *kmaps; /* pid -1 maps */
+	size_t nkmaps, kmapcap;
+
+	/* classifier cache */
+	struct ccache_ent *cc;
+	size_t ccmask;
+
+	struct strtab strs;
+	mtev_writer *w;
+
+	/* final records */
+	struct mtev_rec *fin;
+	size_t nfin, fincap;
+	char msg[1024];
+	unsigned nkmissing; /* kernel images not found */
+	const char *kmissing_first;
+};
+
+static void ptd_warn(struct ptd *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void ptd_warn(struct ptd *d, const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	d->st->warnings++;
+	if (d->opts->warn)
+		d->opts->warn(d->opts->warn_ctx, buf);
+}
+
+static int ptd_fail(struct ptd *d, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int ptd_fail(struct ptd *d, int code, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(d->opts->errmsg, sizeof d->opts->errmsg, fmt, ap);
+	va_end(ap);
+	if (!d->err)
+		d->err = -code;
+	return -code;
+}
+
+static int grow(void *pv, size_t *cap, size_t n, size_t elem)
+{
+	void **p = pv;
+	size_t c;
+	void *np;
+	if (n < *cap)
+		return 0;
+	c = *cap ? *cap * 2 : 16;
+	while (c <= n)
+		c *= 2;
+	np = realloc(*p, c * elem);
+	if (!np)
+		return -1;
+	*p = np;
+	*cap = c;
+	return 0;
+}
+
+static uint64_t ptd_conv(const struct ptd *d, uint64_t tsc)
+{
+	if (!d->have_clock)
+		return tsc;
+	return pd_tsc_to_perf_time(tsc, d->t_shift, d->t_mult, d->t_zero);
+}
+
+/* ---- threads and processes ---- */
+
+static int thr_get(struct ptd *d, uint32_t tid, uint32_t pid)
+{
+	size_t i;
+	if (d->nthr * 2 >= d->thr_icap) {
+		size_t ncap = d->thr_icap ? 2 * d->thr_icap : 64, k;
+		uint32_t *ni = malloc(ncap * sizeof *ni);
+		if (!ni)
+			return -1;
+		memset(ni, 0xff, ncap * sizeof *ni);
+		for (k = 0; k < d->nthr; k++) {
+			size_t j = (d->thr[k].tid * 2654435761u) & (ncap - 1);
+			while (ni[j] != UINT32_MAX)
+				j = (j + 1) & (ncap - 1);
+			ni[j] = (uint32_t)k;
+		}
+		free(d->thr_idx);
+		d->thr_idx = ni;
+		d->thr_icap = ncap;
+	}
+	for (i = (tid * 2654435761u) & (d->thr_icap - 1); d->thr_idx[i] != UINT32_MAX;
+	     i = (i + 1) & (d->thr_icap - 1))
+		if (d->thr[d->thr_idx[i]].tid == tid) {
+			struct thr *t = &d->thr[d->thr_idx[i]];
+			if (pid != UINT32_MAX && t->pid == UINT32_MAX)
+				t->pid = pid;
+			return (int)d->thr_idx[i];
+		}
+	if (grow(&d->thr, &d->thrcap, d->nthr, sizeof *d->thr) < 0)
+		return -1;
+	memset(&d->thr[d->nthr], 0, sizeof d->thr[0]);
+	d->thr[d->nthr].tid = tid;
+	d->thr[d->nthr].pid = pid;
+	d->thr[d->nthr].lastq = -1;
+	d->thr_idx[i] = (uint32_t)d->nthr;
+	return (int)d->nthr++;
+}
+
+static struct proc *proc_get(struct ptd *d, uint32_t pid)
+{
+	size_t i;
+	struct proc *p;
+	for (i = 0; i < d->nproc; i++)
+		if (d->proc[i].pid == pid)
+			return &d->proc[i];
+	if (grow(&d->proc, &d->proccap, d->nproc, sizeof *d->proc) < 0)
+		return NULL;
+	p = &d->proc[d->nproc];
+	memset(p, 0, sizeof *p);
+	p->pid = pid;
+	p->img = pt_image_alloc(NULL);
+	if (!p->img)
+		return NULL;
+	/* kernel maps apply to every process */
+	for (i = 0; i < d->nkmaps; i++) {
+		if (grow(&p->maps, &p->mapcap, p->nmaps, sizeof *p->maps) < 0)
+			return NULL;
+		p->maps[p->nmaps++] = d->kmaps[i];
+	}
+	d->nproc++;
+	return p;
+}
+
+/* ---- images ---- */
+
+static int file_exists(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static int bid_matches(const char *path, const uint8_t *bid, uint8_t bidlen)
+{
+	uint8_t got[20];
+	int n;
+	if (!file_exists(path))
+		return 0;
+	if (!bidlen)
+		return 1;
+	n = elf_read_build_id(path, got);
+	return n > 0 && (size_t)n >= bidlen && !memcmp(got, bid, bidlen);
+}
+
+/* Finds the file for @path with build-id @bid: *out = interned path or NULL.
+ * *why says what was wrong when nothing matched. */
+static const char *find_image(struct ptd *d, const char *path, const uint8_t *bid,
+			      uint8_t bidlen, const char **why)
+{
+	char buf[4096], hex[41];
+	const char *bdir = d->opts->buildid_dir;
+	char home[2048];
+	int mismatch = 0;
+
+	*why = "not found";
+	if (d->opts->no_images)
+		return NULL;
+	if (!bdir) {
+		const char *h = getenv("HOME");
+		snprintf(home, sizeof home, "%s/.debug", h ? h : "/root");
+		bdir = home;
+	}
+	buildid_hex(hex, bid, bidlen);
+	if (d->opts->symfs && path[0] == '/') {
+		snprintf(buf, sizeof buf, "%s%s", d->opts->symfs, path);
+		if (bid_matches(buf, bid, bidlen))
+			return strtab_intern(&d->strs, buf);
+		mismatch |= file_exists(buf);
+	}
+	if (path[0] == '/' && !d->opts->symfs) {
+		if (bid_matches(path, bid, bidlen))
+			return strtab_intern(&d->strs, path);
+		mismatch |= file_exists(path);
+	}
+	if (bidlen) {
+		static const char *const leaf[] = {"elf", "vdso", "debug"};
+		size_t k;
+		snprintf(buf, sizeof buf, "%s/.build-id/%.2s/%s", bdir, hex, hex + 2);
+		if (bid_matches(buf, bid, bidlen))
+			return strtab_intern(&d->strs, buf);
+		for (k = 0; k < 3; k++) {
+			snprintf(buf, sizeof buf, "%s/%s%s/%s/%s", bdir, path[0] == '/' ? "" : "",
+				 path, hex, leaf[k]);
+			if (bid_matches(buf, bid, bidlen))
+				return strtab_intern(&d->strs, buf);
+		}
+	}
+	if (mismatch)
+		*why = "build-id mismatch";
+	return NULL;
+}
+
+static const struct pd_buildid *bid_for_path(struct ptd *d, const char *path)
+{
+	size_t i;
+	for (i = 0; i < d->nbids; i++)
+		if (!strcmp(d->bids[i].filename, path))
+			return &d->bids[i];
+	return NULL;
+}
+
+static void map_note(struct mapent **v, size_t *n, size_t *cap, const struct mapent *m)
+{
+	if (grow(v, cap, *n, sizeof **v) < 0)
+		return;
+	(*v)[(*n)++] = *m;
+}
+
+/* Adds an exec mapping to @p's image (or every image for pid -1). */
+static void image_add(struct ptd *d, uint32_t pid, const struct sb *s)
+{
+	const char *path = s->mmap.path, *file, *why;
+	const uint8_t *bid = s->mmap.bid;
+	uint8_t bidlen = s->mmap.bidlen;
+	struct mapent me;
+	int isid = -1;
+	size_t i;
+
+	if (!bidlen) {
+		const struct pd_buildid *b = bid_for_path(d, path);
+		if (b) {
+			bid = b->id;
+			bidlen = b->len;
+		}
+	}
+	me.start = s->mmap.addr;
+	me.end = s->mmap.addr + s->mmap.len;
+	me.path = strtab_intern(&d->strs, path);
+	me.missing = 1;
+	if (!strncmp(path, "//anon", 6) || !strcmp(path, "[heap]") || !strcmp(path, "[stack]"))
+		return;
+	file = find_image(d, path, bid, bidlen, &why);
+	if (file) {
+		isid = pt_iscache_add_file(d->isc, file, s->mmap.pgoff, s->mmap.len, s->mmap.addr);
+		if (isid < 0) {
+			char hex[41];
+			buildid_hex(hex, bid, bidlen);
+			ptd_warn(d, "cannot load image %s for %s: %s", file, path,
+				 pt_errstr(pt_errcode(isid)));
+		}
+	} else if (!d->opts->no_images && pid == UINT32_MAX) {
+		/* kernel and modules: without --kcore they are never there;
+		 * one line says so */
+		if (!d->nkmissing++)
+			d->kmissing_first = me.path;
+	} else if (!d->opts->no_images) {
+		/* one warning per path */
+		char kbuf[4200];
+		size_t n0 = d->strs.n;
+		snprintf(kbuf, sizeof kbuf, "\x01warned:%s", path);
+		strtab_intern(&d->strs, kbuf);
+		if (d->strs.n != n0) {
+			char hex[41];
+			buildid_hex(hex, bid, bidlen);
+			ptd_warn(d, "image %s%s%s%s: %s; its code will be a gap", path,
+				 bidlen ? " (build-id " : "", bidlen ? hex : "", bidlen ? ")" : "",
+				 why);
+		}
+	}
+	me.missing = isid < 0;
+	if (pid == UINT32_MAX) {
+		map_note(&d->kmaps, &d->nkmaps, &d->kmapcap, &me);
+		for (i = 0; i < d->nproc; i++) {
+			struct proc *p = &d->proc[i];
+			map_note(&p->maps, &p->nmaps, &p->mapcap, &me);
+			if (isid >= 0)
+				pt_image_add_cached(p->img, d->isc, isid, NULL);
+		}
+		return;
+	}
+	{
+		struct proc *p = proc_get(d, pid);
+		if (!p)
+			return;
+		map_note(&p->maps, &p->nmaps, &p->mapcap, &me);
+		if (isid >= 0)
+			pt_image_add_cached(p->img, d->isc, isid, NULL);
+	}
+}
+
+static const struct mapent *map_lookup(struct ptd *d, uint32_t pid, uint64_t ip)
+{
+	struct proc *p = NULL;
+	size_t i;
+	for (i = 0; i < d->nproc; i++)
+		if (d->proc[i].pid == pid)
+			p = &d->proc[i];
+	if (p) {
+		for (i = p->nmaps; i-- > 0;)
+			if (p->maps[i].start <= ip && ip < p->maps[i].end)
+				return &p->maps[i];
+	}
+	for (i = d->nkmaps; i-- > 0;)
+		if (d->kmaps[i].start <= ip && ip < d->kmaps[i].end)
+			return &d->kmaps[i];
+	return NULL;
+}
+
+static void proc_exec(struct ptd *d, uint32_t pid)
+{
+	struct proc *p = proc_get(d, pid);
+	size_t i;
+	if (!p)
+		return;
+	if (grow(&d->oldimgs, &d->oldimgcap, d->noldimgs, sizeof *d->oldimgs) == 0)
+		d->oldimgs[d->noldimgs++] = p->img;
+	else
+		pt_image_free(p->img);
+	p->img = pt_image_alloc(NULL);
+	p->nmaps = 0;
+	for (i = 0; i < d->nkmaps; i++) {
+		map_note(&p->maps, &p->nmaps, &p->mapcap, &d->kmaps[i]);
+	}
+}
+
+static void proc_fork(struct ptd *d, uint32_t pid, uint32_t ppid)
+{
+	struct proc *parent, *child;
+	size_t i;
+	if (pid == ppid)
+		return;
+	parent = proc_get(d, ppid);
+	if (!parent)
+		return;
+	child = proc_get(d, pid);
+	if (!child)
+		return;
+	parent = proc_get(d, ppid); /* proc_get may have moved it */
+	pt_image_copy(child->img, parent->img);
+	child->nmaps = 0;
+	for (i = 0; i < parent->nmaps; i++)
+		map_note(&child->maps, &child->nmaps, &child->mapcap, &parent->maps[i]);
+}
+
+/* Applies the effects of sideband records (images) up to @time. */
+static void sb_apply_until(struct ptd *d, uint64_t time)
+{
+	while (d->sb_apply < d->nsb && d->sb[d->sb_apply].time <= time) {
+		const struct sb *s = &d->sb[d->sb_apply++];
+		switch (s->kind) {
+		case SB_MMAP:
+			if (s->mmap.prot & PROT_X)
+				image_add(d, s->pid, s);
+			break;
+		case SB_COMM:
+			if (s->comm.exec)
+				proc_exec(d, s->pid);
+			break;
+		case SB_FORK:
+			proc_fork(d, s->pid, s->fork.ppid);
+			break;
+		default:
+			break;
+		}
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* record output                                                       */
+
+static struct mtev_rec *q_push(struct ptd *d, struct ptq *q)
+{
+	struct mtev_rec *r;
+	if (q->fcount == q->fcap) {
+		size_t ncap = q->fcap ? 2 * q->fcap : 256, k;
+		struct mtev_rec *nf = malloc(ncap * sizeof *nf);
+		if (!nf) {
+			ptd_fail(d, PTD_ESYS, "out of memory");
+			return NULL;
+		}
+		for (k = 0; k < q->fcount; k++)
+			nf[k] = q->fifo[(q->fhead + k) & (q->fcap - 1)];
+		free(q->fifo);
+		q->fifo = nf;
+		q->fhead = 0;
+		q->fcap = ncap;
+	}
+	r = &q->fifo[(q->fhead + q->fcount++) & (q->fcap - 1)];
+	return r;
+}
+
+static void thr_announce(struct ptd *d, struct ptq *q, struct thr *t, uint64_t time)
+{
+	struct mtev_rec *r;
+	if (t->announced)
+		return;
+	t->announced = 1;
+	r = q_push(d, q);
+	if (!r)
+		return;
+	memset(r, 0, sizeof *r);
+	r->kind = MTEV_THREAD;
+	r->thread.pid = t->pid == UINT32_MAX ? 0 : t->pid;
+	r->thread.tid = t->tid;
+	r->thread.time = time;
+}
+
+/* Emits a branch of the queue's current thread. */
+static void emit_br(struct ptd *d, struct ptq *q, unsigned type, uint64_t from, uint64_t to,
+		    uint64_t time)
+{
+	struct thr *t;
+	struct mtev_rec *r;
+	if (q->th < 0)
+		return;
+	t = &d->thr[q->th];
+	if (!t->announced)
+		thr_announce(d, q, t, time);
+	if (t->gap_pending) {
+		r = q_push(d, q);
+		if (!r)
+			return;
+		*r = t->gap;
+		r->gap.end = time >= r->gap.begin ? time : r->gap.begin;
+		t->gap_pending = 0;
+		d->st->gaps++;
+	}
+	r = q_push(d, q);
+	if (!r)
+		return;
+	r->kind = MTEV_BRANCH;
+	r->br.tid = t->tid;
+	r->br.time = time;
+	r->br.type = type;
+	r->br.from = from;
+	r->br.to = to;
+	t->last_time = time;
+	t->has_rec = 1;
+	t->lastq = (int)(q - d->q);
+	d->st->branches++;
+}
+
+static void q_set_thread(struct ptd *d, struct ptq *q, uint64_t time);
+
+static void set_gap(struct ptd *d, struct ptq *q, unsigned reason, int code, uint64_t offset,
+		    uint64_t ip, const char *msg)
+{
+	struct thr *t;
+	d->st->degraded = 1;
+	if (q->th < 0)
+		q_set_thread(d, q, q->time);
+	if (q->th < 0)
+		return;
+	t = &d->thr[q->th];
+	if (t->gap_pending) {
+		/* consecutive errors without a good record between: each is
+		 * its own gap, the earlier one ends where the next begins */
+		struct mtev_rec *r = q_push(d, q);
+		if (!r)
+			return;
+		*r = t->gap;
+		r->gap.end = q->time > r->gap.begin ? q->time : r->gap.begin;
+		t->last_time = r->gap.end;
+		d->st->gaps++;
+	} else if (!t->has_rec) {
+		t->last_time = q->time;
+	}
+	t->gap_pending = 1;
+	memset(&t->gap, 0, sizeof t->gap);
+	t->gap.kind = MTEV_GAP;
+	t->gap.gap.tid = t->tid;
+	t->gap.gap.begin = t->last_time;
+	t->gap.gap.end = t->last_time;
+	t->gap.gap.reason = reason;
+	t->gap.gap.code = code;
+	t->gap.gap.offset = offset;
+	t->gap.gap.ip = ip;
+	t->gap.gap.message = mtev_cstr(strtab_intern(&d->strs, msg));
+	t->state = TS_GAP;
+	t->lastq = (int)(q - d->q);
+}
+
+/* ------------------------------------------------------------------ */
+/* queue decoding                                                      */
+
+static uint64_t q_now(struct ptd *d, struct ptq *q)
+{
+	uint64_t tsc;
+	uint32_t lm, lc;
+	if (q->dec && pt_blk_time(q->dec, &tsc, &lm, &lc) >= 0) {
+		uint64_t t = ptd_conv(d, tsc);
+		if (t > q->time)
+			q->time = t;
+	}
+	return q->time;
+}
+
+/* Picks the thread running on the queue at @time (per-cpu: from the switch
+ * timeline) and points the decoder at its process image. */
+static void q_set_thread(struct ptd *d, struct ptq *q, uint64_t time)
+{
+	uint32_t tid = q->tid0, pid = q->pid0;
+	struct proc *p;
+	int th;
+
+	if (d->per_cpu && q->cpu >= 0 && (size_t)q->cpu < d->ncpus) {
+		struct cpuline *cl = &d->cpus[q->cpu];
+		while (q->swi + 1 < cl->n && cl->v[q->swi + 1].time <= time)
+			q->swi++;
+		if (cl->n && (cl->v[q->swi].time <= time || q->swi == 0)) {
+			tid = cl->v[q->swi].tid;
+			pid = cl->v[q->swi].pid;
+		}
+	}
+	th = thr_get(d, tid, pid);
+	if (th < 0) {
+		ptd_fail(d, PTD_ESYS, "out of memory");
+		return;
+	}
+	q->th = th;
+	pid = d->thr[th].pid;
+	if (pid == UINT32_MAX)
+		pid = tid;
+	p = proc_get(d, pid);
+	if (p && p->img != q->img) {
+		q->img = p->img;
+		pt_blk_set_image(q->dec, p->img);
+	}
+}
+
+static int q_cpu_needs_switch(struct ptd *d, struct ptq *q, uint64_t time)
+{
+	struct cpuline *cl;
+	if (!d->per_cpu || q->cpu < 0 || (size_t)q->cpu >= d->ncpus)
+		return 0;
+	cl = &d->cpus[q->cpu];
+	return q->swi + 1 < cl->n && cl->v[q->swi + 1].time <= time;
+}
+
+static enum ptd_brclass classify_at(struct ptd *d, const struct pt_block *b, uint8_t *size)
+{
+	struct ccache_ent *e = &d->cc[(b->end_ip * 0x9e3779b97f4a7c15ull >> 40) & d->ccmask];
+	uint8_t buf[16];
+	int n, bits;
+	enum ptd_brclass cls;
+
+	if (e->valid && e->ip == b->end_ip && e->isid == b->isid && !b->truncated) {
+		*size = e->size;
+		return (enum ptd_brclass)e->cls;
+	}
+	bits = b->mode == ptem_64bit ? 64 : b->mode == ptem_32bit ? 32 : 16;
+	if (b->truncated) {
+		return ptd_classify(b->raw, b->size, bits, size);
+	}
+	if (b->isid <= 0) {
+		*size = 0;
+		return PTD_BR_NONE;
+	}
+	n = pt_iscache_read(d->isc, buf, sizeof buf, b->isid, b->end_ip);
+	if (n <= 0) {
+		*size = 0;
+		return PTD_BR_NONE;
+	}
+	cls = ptd_classify(buf, (size_t)n, bits, size);
+	e->ip = b->end_ip;
+	e->isid = b->isid;
+	e->cls = (uint8_t)cls;
+	e->size = *size;
+	e->valid = 1;
+	return cls;
+}
+
+static unsigned br_type(uint8_t cls)
+{
+	switch (cls) {
+	case PTD_BR_JCC:
+		return MTEV_BR_JCC;
+	case PTD_BR_CALL:
+		return MTEV_BR_CALL;
+	case PTD_BR_RET:
+		return MTEV_BR_RETURN;
+	case PTD_BR_SYSCALL:
+		return MTEV_BR_SYSCALL;
+	case PTD_BR_SYSRET:
+		return MTEV_BR_SYSRET;
+	default:
+		return MTEV_BR_JUMP;
+	}
+}
+
+/* The instruction after the pending branch is at @next. */
+static void resolve(struct ptd *d, struct ptq *q, uint64_t next)
+{
+	struct pend *p = &q->pend;
+	if (!p->valid)
+		return;
+	p->valid = 0;
+	switch (p->cls) {
+	case PTD_BR_NONE:
+		return;
+	case PTD_BR_JCC:
+		if (p->size && next == p->from + p->size)
+			return;
+		break;
+	default:
+		break;
+	}
+	emit_br(d, q, br_type(p->cls), p->from, next, p->time);
+}
+
+static void q_error(struct ptd *d, struct ptq *q, int err, uint64_t ip)
+{
+	uint64_t off = 0;
+	char msg[512];
+	unsigned reason = MTEV_GAP_DECODE_ERROR;
+	int code = pt_errcode(err);
+
+	pt_blk_get_offset(q->dec, &off);
+	off += q->segs[q->curseg].begin;
+	if (code == pte_nomap) {
+		const struct mapent *m = q->th >= 0 ? map_lookup(d, d->thr[q->th].pid, ip) : NULL;
+		reason = MTEV_GAP_NO_IMAGE;
+		if (m)
+			snprintf(msg, sizeof msg, "%s: no image for %s", pt_errstr(code), m->path);
+		else
+			snprintf(msg, sizeof msg, "%s: no mapping at 0x%" PRIx64, pt_errstr(code),
+				 ip);
+	} else {
+		snprintf(msg, sizeof msg, "%s", pt_errstr(code));
+	}
+	set_gap(d, q, reason, -code, off, ip, msg);
+	q->pend.valid = 0;
+	q->state = Q_SYNC;
+}
+
+/* The queue's thread stopped tracing or the window ended: write what ends
+ * it (semantics: trace-end from the last traced address, or 0). */
+static void fin_push(struct ptd *d, const struct mtev_rec *r)
+{
+	if (grow(&d->fin, &d->fincap, d->nfin, sizeof *d->fin) < 0) {
+		ptd_fail(d, PTD_ESYS, "out of memory");
+		return;
+	}
+	d->fin[d->nfin++] = *r;
+}
+
+static void thr_finish(struct ptd *d, struct ptq *q, struct thr *t)
+{
+	struct mtev_rec r;
+	memset(&r, 0, sizeof r);
+	if (t->gap_pending) {
+		r = t->gap;
+		t->gap_pending = 0;
+		d->st->gaps++;
+		t->state = TS_NONE;
+		goto push;
+	}
+	if (!t->has_rec) {
+		t->state = TS_NONE;
+		return;
+	}
+	r.kind = MTEV_BRANCH;
+	r.br.tid = t->tid;
+	r.br.time = t->last_time;
+	r.br.type = MTEV_BR_TRACE_END;
+	switch (t->state) {
+	case TS_ON:
+		r.br.from = t->last_ip;
+		break;
+	case TS_ASYNC: /* FUP + TIP.PGD and nothing after: the end */
+		r.br.from = t->last_ip;
+		if (t->async_time > r.br.time)
+			r.br.time = t->async_time;
+		break;
+	case TS_SYSCALL:
+		r.br.from = 0;
+		break;
+	default:
+		return;
+	}
+	t->state = TS_NONE;
+	d->st->branches++;
+push:
+	if (q) {
+		struct mtev_rec *p = q_push(d, q);
+		if (p)
+			*p = r;
+	} else {
+		fin_push(d, &r);
+	}
+}
+
+static void handle_event(struct ptd *d, struct ptq *q, const struct pt_event *ev)
+{
+	uint64_t t = q_now(d, q);
+	struct thr *th;
+
+	switch (ev->type) {
+	case ptev_enabled:
+		q_set_thread(d, q, t);
+		q->need_start = 0;
+		q->pend.valid = 0;
+		if (q->th < 0)
+			break;
+		th = &d->thr[q->th];
+		if (th->state == TS_SYSCALL)
+			emit_br(d, q, MTEV_BR_SYSRET, 0, ev->variant.enabled.ip, t);
+		else if (th->state == TS_ASYNC) {
+			emit_br(d, q, MTEV_BR_INTERRUPT, th->last_ip, 0, th->async_time);
+			emit_br(d, q, MTEV_BR_IRET, 0, ev->variant.enabled.ip, t);
+		} else
+			emit_br(d, q, MTEV_BR_TRACE_START, 0, ev->variant.enabled.ip, t);
+		th->state = TS_ON;
+		th->last_ip = ev->variant.enabled.ip;
+		break;
+	case ptev_disabled:
+		if (q->th < 0)
+			break;
+		th = &d->thr[q->th];
+		if (q->pend.valid && q->pend.cls == PTD_BR_SYSCALL) {
+			q->pend.valid = 0;
+			emit_br(d, q, MTEV_BR_SYSCALL, q->pend.from, 0, t);
+			th->state = TS_SYSCALL;
+		} else {
+			uint64_t from = q->pend.valid ? q->pend.from : th->last_ip;
+			if (q->pend.valid && !ev->ip_suppressed)
+				resolve(d, q, ev->variant.disabled.ip);
+			q->pend.valid = 0;
+			th->last_ip = from;
+			th->state = TS_ON;
+			thr_finish(d, q, th);
+			th->state = TS_NONE;
+		}
+		break;
+	case ptev_async_disabled:
+		if (q->th < 0)
+			break;
+		th = &d->thr[q->th];
+		resolve(d, q, ev->variant.async_disabled.at);
+		th->state = TS_ASYNC;
+		th->last_ip = ev->variant.async_disabled.at;
+		th->async_time = t;
+		break;
+	case ptev_async_branch:
+		resolve(d, q, ev->variant.async_branch.from);
+		emit_br(d, q, MTEV_BR_INTERRUPT, ev->variant.async_branch.from,
+			ev->variant.async_branch.to, t);
+		break;
+	case ptev_overflow: {
+		uint64_t off = 0;
+		q->pend.valid = 0;
+		pt_blk_get_offset(q->dec, &off);
+		off += q->segs[q->curseg].begin;
+		set_gap(d, q, MTEV_GAP_OVERFLOW, 0, off, 0, "overflow");
+		if (!ev->ip_suppressed) {
+			q->need_start = 1;
+			q->start_time = t;
+		}
+		break;
+	}
+	default:
+		break;
+	}
+}
+
+static void handle_block(struct ptd *d, struct ptq *q, const struct pt_block *b, int ok)
+{
+	uint64_t t;
+	uint8_t size;
+	enum ptd_brclass cls;
+	struct thr *th;
+
+	if (q->pend.valid)
+		resolve(d, q, b->ip);
+	if (!b->ninsn)
+		return;
+	d->st->blocks++;
+	d->st->insns += b->ninsn;
+	t = q_now(d, q);
+	if (q_cpu_needs_switch(d, q, t))
+		q_set_thread(d, q, t);
+	if (q->th < 0)
+		return;
+	th = &d->thr[q->th];
+	if (q->need_start) {
+		q->need_start = 0;
+		emit_br(d, q, MTEV_BR_TRACE_START, 0, b->ip, q->start_time);
+	}
+	th->state = TS_ON;
+	th->last_ip = b->end_ip;
+	if (!ok)
+		return;
+	cls = classify_at(d, b, &size);
+	if (cls == PTD_BR_NONE)
+		return;
+	q->pend.valid = 1;
+	q->pend.cls = (uint8_t)cls;
+	q->pend.size = size;
+	q->pend.from = b->end_ip;
+	q->pend.time = t;
+}
+
+static int q_open_seg(struct ptd *d, struct ptq *q);
+
+/* Runs the queue until it has output or is done. */
+/* Runs the queue until it has a batch of output, its time passes @limit,
+ * or it is done. */
+static void q_step(struct ptd *d, struct ptq *q, uint64_t limit)
+{
+	struct pt_block blk;
+	struct pt_event ev;
+	int st;
+
+	while (q->fcount < 256 && q->state != Q_DONE && !d->err &&
+	       (q->time <= limit || q->state == Q_SEG)) {
+		sb_apply_until(d, q->time);
+		switch (q->state) {
+		case Q_SEG:
+			if (q->curseg >= q->nsegs) {
+				q->state = Q_DONE;
+				break;
+			}
+			if (q_open_seg(d, q) < 0)
+				return;
+			q->state = Q_SYNC;
+			break;
+		case Q_SYNC:
+			st = pt_blk_sync_forward(q->dec);
+			if (st < 0 && st != -pte_eos) {
+				/* a broken PSB+: report it and look further on; the
+				 * offset check guarantees progress */
+				uint64_t off = 0;
+				pt_blk_get_offset(q->dec, &off);
+				if (!q->synced_once || off > q->last_sync_off) {
+					q->synced_once = 1;
+					q->last_sync_off = off;
+					q_error(d, q, st, 0);
+					break;
+				}
+			}
+			if (st < 0) {
+				/* end of segment */
+				{
+					size_t k;
+					for (k = 0; k < d->nthr; k++)
+						if (d->thr[k].lastq == (int)(q - d->q) &&
+						    (q->curseg + 1 < q->nsegs))
+							thr_finish(d, q, &d->thr[k]);
+				}
+				pt_blk_free_decoder(q->dec);
+				q->dec = NULL;
+				q->img = NULL;
+				q->curseg++;
+				q->state = Q_SEG;
+				break;
+			}
+			q->status = st;
+			q->pend.valid = 0;
+			q->need_start = 1;
+			q->start_time = q_now(d, q);
+			q_set_thread(d, q, q->start_time);
+			q->state = Q_RUN;
+			break;
+		case Q_RUN:
+			if (q->status & pts_event_pending) {
+				st = pt_blk_event(q->dec, &ev, sizeof ev);
+				if (st < 0) {
+					q_error(d, q, st, q->pend.valid ? q->pend.from : 0);
+					break;
+				}
+				q->status = st;
+				handle_event(d, q, &ev);
+				break;
+			}
+			st = pt_blk_next(q->dec, &blk, sizeof blk);
+			if (st < 0) {
+				handle_block(d, q, &blk, 0);
+				if (st == -pte_eos) {
+					q->state = Q_SYNC; /* sync_forward will say eos */
+					if (q->th >= 0 && q->pend.valid) {
+						/* tracing ran to the end of the data */
+						q->pend.valid = 0;
+					}
+					break;
+				}
+				q_error(d, q, st, blk.ninsn ? blk.end_ip : blk.ip);
+				break;
+			}
+			q->status = st;
+			handle_block(d, q, &blk, 1);
+			break;
+		default:
+			q->state = Q_DONE;
+		}
+	}
+}
+
+static int q_open_seg(struct ptd *d, struct ptq *q)
+{
+	struct pt_config cfg;
+	const struct seg *s = &q->segs[q->curseg];
+
+	pt_config_init(&cfg);
+	cfg.begin = q->stream + s->begin;
+	cfg.end = q->stream + s->end;
+	if (d->opts->cpu_family) {
+		cfg.cpu.vendor = pcv_intel;
+		cfg.cpu.family = (uint16_t)d->opts->cpu_family;
+		cfg.cpu.model = (uint8_t)d->opts->cpu_model;
+		cfg.cpu.stepping = (uint8_t)d->opts->cpu_stepping;
+	} else if (!strncmp(d->cpuid, "GenuineIntel,", 13)) {
+		unsigned fam = 0, mod = 0, step = 0;
+		if (sscanf(d->cpuid + 13, "%u,%u,%u", &fam, &mod, &step) >= 2) {
+			cfg.cpu.vendor = pcv_intel;
+			cfg.cpu.family = (uint16_t)fam;
+			cfg.cpu.model = (uint8_t)mod;
+			cfg.cpu.stepping = (uint8_t)step;
+		}
+	}
+	if (cfg.cpu.vendor == pcv_intel && pt_cpu_errata(&cfg.errata, &cfg.cpu) < 0)
+		memset(&cfg.errata, 0, sizeof cfg.errata);
+	if (d->have_info && d->npriv > 15) {
+		uint64_t mtc_bits = d->priv[11];
+		uint64_t config = d->pt_attr ? d->pt_attr->config : 0;
+		if (mtc_bits) {
+			unsigned shift = (unsigned)__builtin_ctzll(mtc_bits);
+			cfg.mtc_freq = (uint8_t)((config & mtc_bits) >> shift);
+		}
+		cfg.cpuid_0x15_ebx = (uint32_t)d->priv[12];
+		cfg.cpuid_0x15_eax = (uint32_t)d->priv[13];
+		cfg.nom_freq = (uint8_t)d->priv[15];
+	}
+	cfg.flags.variant.block.end_on_call = 1;
+	cfg.flags.variant.block.end_on_jump = 1;
+	q->dec = pt_blk_alloc_decoder(&cfg);
+	if (!q->dec)
+		return ptd_fail(d, PTD_ESYS, "cannot allocate a PT decoder");
+	q->img = NULL;
+	q->swi = 0;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* output merge                                                        */
+
+static int write_rec(struct ptd *d, const struct mtev_rec *r)
+{
+	int e;
+	if (d->per_cpu && (r->kind == MTEV_BRANCH || r->kind == MTEV_GAP)) {
+		/* threads move between cpus: keep each one's records sorted
+		 * even where the queues' clocks disagree */
+		uint32_t tid = r->kind == MTEV_BRANCH ? r->br.tid : r->gap.tid;
+		int th = thr_get(d, tid, UINT32_MAX);
+		if (th >= 0) {
+			struct thr *t = &d->thr[th];
+			uint64_t tm = r->kind == MTEV_BRANCH ? r->br.time : r->gap.begin;
+			if (tm < t->out_time) {
+				struct mtev_rec c = *r;
+				if (c.kind == MTEV_BRANCH)
+					c.br.time = t->out_time;
+				else {
+					c.gap.begin = t->out_time;
+					if (c.gap.end < c.gap.begin)
+						c.gap.end = c.gap.begin;
+				}
+				e = mtev_write(d->w, &c);
+				goto done;
+			}
+			t->out_time = r->kind == MTEV_BRANCH ? tm : r->gap.end;
+		}
+	}
+	e = mtev_write(d->w, r);
+done:
+	if (e < 0)
+		return ptd_fail(d, PTD_EOUTPUT, "writing MTEV: %s", mtev_strerror(e));
+	return 0;
+}
+
+static uint64_t rec_time(const struct mtev_rec *r)
+{
+	switch (r->kind) {
+	case MTEV_BRANCH:
+		return r->br.time;
+	case MTEV_GAP:
+		return r->gap.begin;
+	case MTEV_THREAD:
+		return r->thread.time;
+	case MTEV_MAP:
+		return r->map.time;
+	case MTEV_SAMPLE:
+		return r->sample.time;
+	case MTEV_TRIGGER:
+		return r->trigger.time;
+	default:
+		return 0;
+	}
+}
+
+/* Sideband record @i as MTEV (0: nothing to write). */
+static int sb_to_rec(struct ptd *d, const struct sb *s, struct mtev_rec *r, struct mtev_rec *r2)
+{
+	int n = 0;
+	memset(r, 0, sizeof *r);
+	memset(r2, 0, sizeof *r2);
+	switch (s->kind) {
+	case SB_MMAP:
+		if (!(s->mmap.prot & PROT_X))
+			return 0;
+		r->kind = MTEV_MAP;
+		r->map.pid = s->pid;
+		r->map.time = s->time;
+		r->map.start = s->mmap.addr;
+		r->map.len = s->mmap.len;
+		r->map.pgoff = s->mmap.pgoff;
+		r->map.prot = s->mmap.prot;
+		r->map.path = mtev_cstr(s->mmap.path);
+		if (s->mmap.bidlen) {
+			r->map.build_id_len = s->mmap.bidlen;
+			r->map.build_id = s->mmap.bid;
+		} else {
+			const struct pd_buildid *b = bid_for_path(d, s->mmap.path);
+			if (b) {
+				r->map.build_id_len = b->len;
+				r->map.build_id = b->id;
+			}
+		}
+		return 1;
+	case SB_COMM: {
+		int th = thr_get(d, s->tid, s->pid);
+		if (s->pid == s->tid || s->comm.exec) {
+			r->kind = MTEV_PROCESS;
+			r->process.pid = s->pid;
+			r->process.name = mtev_cstr(s->comm.name);
+			n = 1;
+		}
+		{
+			struct mtev_rec *t = n ? r2 : r;
+			t->kind = MTEV_THREAD;
+			t->thread.pid = s->pid;
+			t->thread.tid = s->tid;
+			t->thread.time = s->time;
+			t->thread.name = mtev_cstr(s->comm.name);
+			(void)th;
+			n++;
+		}
+		return n;
+	}
+	case SB_SAMPLE:
+		r->kind = MTEV_SAMPLE;
+		r->sample.pid = s->pid;
+		r->sample.tid = s->tid;
+		r->sample.time = s->time;
+		r->sample.nips = s->sample.nips;
+		r->sample.ips = d->ips + s->sample.ips;
+		d->st->samples++;
+		return 1;
+	case SB_TRIGGER:
+		r->kind = MTEV_TRIGGER;
+		r->trigger.pid = s->pid;
+		r->trigger.tid = s->tid;
+		r->trigger.time = s->time;
+		r->trigger.addr = s->trig.addr;
+		r->trigger.arg0 = s->trig.arg0;
+		r->trigger.arg1 = s->trig.arg1;
+		r->trigger.symbol = mtev_cstr(s->trig.sym);
+		d->st->triggers++;
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* Writes records (queue heads and sideband) with time <= @safe, earliest
+ * first. */
+static int emit_upto(struct ptd *d, uint64_t safe)
+{
+	for (;;) {
+		int best = -1; /* -1: sideband */
+		uint64_t bt = UINT64_MAX;
+		int have = 0;
+		size_t i;
+
+		if (d->sb_emit < d->nsb && d->sb[d->sb_emit].time <= safe) {
+			bt = d->sb[d->sb_emit].time;
+			have = 1;
+		}
+		for (i = 0; i < d->nq; i++) {
+			struct ptq *q = &d->q[i];
+			uint64_t t;
+			if (!q->fcount)
+				continue;
+			t = rec_time(&q->fifo[q->fhead]);
+			if (t <= safe && (!have || t < bt)) {
+				bt = t;
+				best = (int)i;
+				have = 1;
+			}
+		}
+		if (!have)
+			return 0;
+		if (best < 0) {
+			struct mtev_rec r, r2;
+			int n = sb_to_rec(d, &d->sb[d->sb_emit], &r, &r2);
+			d->sb_emit++;
+			if (n > 0 && write_rec(d, &r) < 0)
+				return d->err;
+			if (n > 1 && write_rec(d, &r2) < 0)
+				return d->err;
+			continue;
+		}
+		{
+			/* drain this queue while it stays the earliest */
+			struct ptq *q = &d->q[best];
+			uint64_t limit = safe;
+			if (d->sb_emit < d->nsb && d->sb[d->sb_emit].time < limit)
+				limit = d->sb[d->sb_emit].time;
+			for (i = 0; i < d->nq; i++)
+				if ((int)i != best && d->q[i].fcount) {
+					uint64_t t = rec_time(&d->q[i].fifo[d->q[i].fhead]);
+					if (t < limit)
+						limit = t;
+				}
+			do {
+				if (write_rec(d, &q->fifo[q->fhead]) < 0)
+					return d->err;
+				q->fhead = (q->fhead + 1) & (q->fcap - 1);
+				q->fcount--;
+			} while (q->fcount && rec_time(&q->fifo[q->fhead]) <= limit);
+		}
+	}
+}
+
+/* Decodes all queues in time order: the queue furthest behind runs until it
+ * passes the next one, so every thread's state changes in time order even
+ * when it moves between cpus; what is older than every queue's position is
+ * written. */
+static int merge(struct ptd *d)
+{
+	size_t i;
+	for (;;) {
+		struct ptq *run = NULL;
+		uint64_t t1 = UINT64_MAX, t2 = UINT64_MAX;
+		for (i = 0; i < d->nq; i++) {
+			struct ptq *q = &d->q[i];
+			if (q->state == Q_DONE)
+				continue;
+			if (!run || q->time < t1) {
+				t2 = t1;
+				t1 = q->time;
+				run = q;
+			} else if (q->time < t2) {
+				t2 = q->time;
+			}
+		}
+		if (!run)
+			break;
+		q_step(d, run, t2);
+		if (d->err)
+			return d->err;
+		/* everything older than the slowest live queue is final */
+		t1 = UINT64_MAX;
+		for (i = 0; i < d->nq; i++)
+			if (d->q[i].state != Q_DONE && d->q[i].time < t1)
+				t1 = d->q[i].time;
+		if (t1 > 0 && emit_upto(d, t1 == UINT64_MAX ? t1 : t1 - 1) < 0)
+			return d->err;
+		/* a full batch must go out even at equal times */
+		if (run->fcount >= 256 && emit_upto(d, run->time) < 0)
+			return d->err;
+	}
+	if (emit_upto(d, UINT64_MAX) < 0)
+		return d->err;
+	if (d->nkmissing)
+		ptd_warn(d, "%u kernel image%s (%s%s) not found; kernel code will be gaps", d->nkmissing,
+			 d->nkmissing > 1 ? "s" : "", d->kmissing_first, d->nkmissing > 1 ? ", ..." : "");
+	/* threads still open at the end of all data */
+	for (i = 0; i < d->nthr; i++)
+		thr_finish(d, NULL, &d->thr[i]);
+	for (i = 0; i < d->nfin; i++)
+		if (write_rec(d, &d->fin[i]) < 0)
+			return d->err;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* reading perf.data                                                   */
+
+static int sb_add(struct ptd *d, const struct sb *s)
+{
+	if (grow(&d->sb, &d->sbcap, d->nsb, sizeof *d->sb) < 0)
+		return ptd_fail(d, PTD_ESYS, "out of memory");
+	d->sb[d->nsb] = *s;
+	d->sb[d->nsb].seq = d->seq++;
+	d->nsb++;
+	return 0;
+}
+
+static int sw_add(struct ptd *d, uint32_t cpu, uint64_t time, uint32_t pid, uint32_t tid)
+{
+	struct cpuline *cl;
+	if (cpu >= 4096)
+		return 0;
+	if (cpu >= d->ncpus) {
+		struct cpuline *nc = realloc(d->cpus, (cpu + 1) * sizeof *nc);
+		if (!nc)
+			return ptd_fail(d, PTD_ESYS, "out of memory");
+		memset(nc + d->ncpus, 0, (cpu + 1 - d->ncpus) * sizeof *nc);
+		d->cpus = nc;
+		d->ncpus = cpu + 1;
+	}
+	cl = &d->cpus[cpu];
+	if (grow(&cl->v, &cl->cap, cl->n, sizeof *cl->v) < 0)
+		return ptd_fail(d, PTD_ESYS, "out of memory");
+	cl->v[cl->n].time = time;
+	cl->v[cl->n].pid = pid;
+	cl->v[cl->n].tid = tid;
+	cl->v[cl->n].seq = d->seq++;
+	cl->n++;
+	return 0;
+}
+
+static struct ptq *q_get(struct ptd *d, uint32_t idx)
+{
+	size_t i;
+	for (i = 0; i < d->nq; i++)
+		if (d->q[i].idx == idx)
+			return &d->q[i];
+	{
+		struct ptq *nq = realloc(d->q, (d->nq + 1) * sizeof *nq);
+		if (!nq)
+			return NULL;
+		d->q = nq;
+		memset(&d->q[d->nq], 0, sizeof d->q[0]);
+		d->q[d->nq].idx = idx;
+		d->q[d->nq].th = -1;
+		d->q[d->nq].cpu = -1;
+		return &d->q[d->nq++];
+	}
+}
+
+static int sb_cmp(const void *a, const void *b)
+{
+	const struct sb *x = a, *y = b;
+	if (x->time != y->time)
+		return x->time < y->time ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static int sw_cmp(const void *a, const void *b)
+{
+	const struct sw *x = a, *y = b;
+	if (x->time != y->time)
+		return x->time < y->time ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static int qbuf_cmp(const void *a, const void *b)
+{
+	const struct qbuf *x = a, *y = b;
+	if (x->offset != y->offset)
+		return x->offset < y->offset ? -1 : 1;
+	return x->file_off < y->file_off ? -1 : x->file_off > y->file_off;
+}
+
+/* Builds each queue's stream: buffers in offset order, overlapping parts of
+ * consecutive snapshots dropped, a new segment where data is missing. */
+static int q_build(struct ptd *d, struct ptq *q)
+{
+	uint64_t total = 0, end_off = 0, pos = 0;
+	size_t i;
+
+	qsort(q->bufs, q->nbufs, sizeof *q->bufs, qbuf_cmp);
+	for (i = 0; i < q->nbufs; i++)
+		total += q->bufs[i].size;
+	q->stream = malloc(total ? total : 1);
+	q->segs = calloc(q->nbufs + 1, sizeof *q->segs);
+	if (!q->stream || !q->segs)
+		return ptd_fail(d, PTD_ESYS, "out of memory for %" PRIu64 " bytes of trace", total);
+	for (i = 0; i < q->nbufs; i++) {
+		const struct qbuf *b = &q->bufs[i];
+		uint64_t skip = 0;
+		int newseg = i == 0;
+		if (i > 0) {
+			if (b->offset < end_off) {
+				/* overlap with the previous snapshot: keep only the
+				 * new part if the shared bytes agree */
+				uint64_t ov = end_off - b->offset;
+				if (ov < b->size && ov <= pos &&
+				    !memcmp(q->stream + pos - ov, b->data, ov)) {
+					skip = ov;
+				} else if (ov >= b->size && ov <= pos &&
+					   !memcmp(q->stream + pos - ov, b->data, b->size)) {
+					continue; /* nothing new */
+				} else {
+					newseg = 1;
+				}
+			} else if (b->offset > end_off) {
+				newseg = 1;
+				q->lost_between = !d->snapshot;
+			}
+		}
+		if (newseg) {
+			if (i > 0)
+				q->segs[q->nsegs - 1].end = pos;
+			q->segs[q->nsegs].begin = pos;
+			q->nsegs++;
+		}
+		memcpy(q->stream + pos, b->data + skip, b->size - skip);
+		pos += b->size - skip;
+		if (b->offset + b->size > end_off)
+			end_off = b->offset + b->size;
+	}
+	if (q->nsegs)
+		q->segs[q->nsegs - 1].end = pos;
+	q->len = pos;
+	return 0;
+}
+
+static int read_perf(struct ptd *d, int fd)
+{
+	pd_reader *r;
+	struct pd_event ev;
+	int ret, pipe_mode;
+	uint64_t ip_n;
+
+	ret = pd_open(&r, fd);
+	if (ret < 0) {
+		if (ret == -PD_EIO)
+			return ptd_fail(d, PTD_ESYS, "reading perf.data: %s", strerror(errno));
+		return ptd_fail(d, PTD_EINPUT, "perf.data: %s", pd_strerror(ret));
+	}
+	pipe_mode = pd_info(r)->pipe;
+	(void)pipe_mode;
+	while ((ret = pd_next(r, &ev)) > 0 || ret == -PD_ETRUNC) {
+		struct sb s;
+		int trunc = ret == -PD_ETRUNC;
+		if (trunc && !ev.raw)
+			break;
+		if (trunc && ev.type != PD_REC_AUXTRACE)
+			break;
+		d->st->records++;
+		if (ev.type < 128)
+			d->st->rec_by_type[ev.type]++;
+		memset(&s, 0, sizeof s);
+		s.time = (ev.sid.have & PD_HAVE_TIME) ? ev.sid.time : 0;
+		s.pid = ev.sid.pid;
+		s.tid = ev.sid.tid;
+		switch (ev.type) {
+		case PD_REC_MMAP:
+		case PD_REC_MMAP2: {
+			struct pd_mmap m;
+			if (pd_parse_mmap(&ev, &m) < 0)
+				goto corrupt;
+			s.kind = SB_MMAP;
+			s.pid = m.pid;
+			s.tid = m.tid;
+			s.mmap.addr = m.addr;
+			s.mmap.len = m.len;
+			s.mmap.pgoff = m.pgoff;
+			s.mmap.prot = m.prot;
+			memcpy(s.mmap.bid, m.build_id, 20);
+			s.mmap.bidlen = m.build_id_len;
+			s.mmap.path = strtab_intern(&d->strs, m.filename);
+			if (!s.mmap.path || sb_add(d, &s) < 0)
+				goto nomem;
+			break;
+		}
+		case PD_REC_COMM: {
+			struct pd_comm c;
+			if (pd_parse_comm(&ev, &c) < 0)
+				goto corrupt;
+			s.kind = SB_COMM;
+			s.pid = c.pid;
+			s.tid = c.tid;
+			s.comm.exec = c.exec;
+			s.comm.name = strtab_intern(&d->strs, c.comm);
+			if (!s.comm.name || sb_add(d, &s) < 0)
+				goto nomem;
+			break;
+		}
+		case PD_REC_FORK: {
+			struct pd_fork f;
+			if (pd_parse_fork(&ev, &f) < 0)
+				goto corrupt;
+			s.kind = SB_FORK;
+			s.time = f.time;
+			s.pid = f.pid;
+			s.tid = f.tid;
+			s.fork.ppid = f.ppid;
+			s.fork.ptid = f.ptid;
+			if (sb_add(d, &s) < 0)
+				goto nomem;
+			break;
+		}
+		case PD_REC_SWITCH:
+		case PD_REC_SWITCH_CPU_WIDE: {
+			struct pd_switch sw;
+			if (pd_parse_switch(&ev, &sw) < 0)
+				goto corrupt;
+			if (!(ev.sid.have & PD_HAVE_CPU))
+				break;
+			if (sw.cpu_wide) {
+				if (sw.out)
+					ret = sw_add(d, ev.sid.cpu, s.time, sw.next_prev_pid,
+						     sw.next_prev_tid);
+				else
+					ret = sw_add(d, ev.sid.cpu, s.time, ev.sid.pid, ev.sid.tid);
+			} else if (!sw.out) {
+				ret = sw_add(d, ev.sid.cpu, s.time, ev.sid.pid, ev.sid.tid);
+			} else {
+				ret = 0;
+			}
+			if (ret < 0)
+				goto nomem;
+			break;
+		}
+		case PD_REC_ITRACE_START: {
+			struct pd_itrace_start is;
+			if (pd_parse_itrace_start(&ev, &is) < 0)
+				goto corrupt;
+			if ((ev.sid.have & PD_HAVE_CPU) &&
+			    sw_add(d, ev.sid.cpu, s.time, is.pid, is.tid) < 0)
+				goto nomem;
+			break;
+		}
+		case PD_REC_AUX: {
+			struct pd_aux a;
+			if (pd_parse_aux(&ev, &a) < 0)
+				goto corrupt;
+			if (a.flags & PD_AUX_TRUNCATED) {
+				d->st->degraded = 1;
+				ptd_warn(d, "AUX data was truncated by the kernel at offset %" PRIu64
+					    " (cpu %u): trace lost there",
+					 a.aux_offset, ev.sid.cpu);
+			}
+			break;
+		}
+		case PD_REC_TIME_CONV: {
+			struct pd_time_conv tc;
+			if (pd_parse_time_conv(&ev, &tc) < 0)
+				goto corrupt;
+			d->t_shift = tc.time_shift;
+			d->t_mult = tc.time_mult;
+			d->t_zero = tc.time_zero;
+			d->have_clock = tc.cap_user_time_zero && tc.time_mult;
+			break;
+		}
+		case PD_REC_AUXTRACE_INFO: {
+			struct pd_auxtrace_info ai;
+			size_t k;
+			if (pd_parse_auxtrace_info(&ev, &ai) < 0)
+				goto corrupt;
+			if (ai.type != 1) {
+				ptd_warn(d, "AUXTRACE_INFO of type %u is not Intel PT; ignored",
+					 ai.type);
+				break;
+			}
+			d->have_info = 1;
+			d->npriv = ai.npriv < 64 ? ai.npriv : 64;
+			for (k = 0; k < d->npriv; k++)
+				d->priv[k] = ai.priv[k];
+			if (!d->have_clock && d->npriv > 4 && d->priv[4] && d->priv[2]) {
+				d->t_shift = d->priv[1];
+				d->t_mult = d->priv[2];
+				d->t_zero = d->priv[3];
+				d->have_clock = 1;
+			}
+			if (d->npriv > 9) {
+				d->snapshot = !!d->priv[8];
+				d->per_cpu = !!d->priv[9];
+			}
+			break;
+		}
+		case PD_REC_AUXTRACE: {
+			struct pd_auxtrace a;
+			struct ptq *q;
+			struct qbuf *b;
+			if (pd_parse_auxtrace(&ev, &a) < 0)
+				goto corrupt;
+			q = q_get(d, a.idx);
+			if (!q)
+				goto nomem;
+			if (grow(&q->bufs, &q->bufcap, q->nbufs, sizeof *q->bufs) < 0)
+				goto nomem;
+			b = &q->bufs[q->nbufs++];
+			b->offset = a.offset;
+			b->size = ev.payload_size;
+			b->file_off = ev.offset;
+			d->st->aux_bytes += ev.payload_size;
+			if (a.cpu >= 0)
+				q->cpu = a.cpu;
+			if (a.tid != UINT32_MAX && a.tid) {
+				q->tid0 = a.tid;
+				q->pid0 = UINT32_MAX;
+			}
+			if (pd_info(r)->pipe || !ev.payload) {
+				uint8_t *copy = malloc(ev.payload_size ? ev.payload_size : 1);
+				if (!copy)
+					goto nomem;
+				if (ev.payload_size)
+					memcpy(copy, ev.payload, ev.payload_size);
+				b->data = copy;
+				/* remember to free: mark with file_off high bit */
+				b->file_off |= 1ull << 63;
+			} else {
+				b->data = ev.payload;
+			}
+			if (trunc) {
+				d->st->degraded = 1;
+				ptd_warn(d, "perf.data ends inside the AUXTRACE data at offset 0x%" PRIx64
+					    ": %" PRIu64 " of %" PRIu64 " bytes present",
+					 ev.offset, ev.payload_size, a.size);
+			}
+			break;
+		}
+		case PD_REC_SAMPLE: {
+			struct pd_sample sm;
+			size_t k, n = 0;
+			if (!ev.attr)
+				break;
+			if (pd_parse_sample(&ev, &sm) < 0)
+				goto corrupt;
+			if (d->pt_attr && ev.attr == d->pt_attr)
+				break;
+			s.time = sm.time;
+			s.pid = sm.pid;
+			s.tid = sm.tid;
+			if (ev.attr->type == PD_TYPE_BREAKPOINT) {
+				int ok;
+				s.kind = SB_TRIGGER;
+				s.trig.addr = sm.ip ? sm.ip : ev.attr->config1;
+				s.trig.arg0 = pd_sample_reg(&sm, ev.attr, 5, &ok);
+				s.trig.arg1 = pd_sample_reg(&sm, ev.attr, 4, &ok);
+				s.trig.sym = ev.attr->name ? strtab_intern(&d->strs, ev.attr->name)
+							   : NULL;
+				if (sb_add(d, &s) < 0)
+					goto nomem;
+				break;
+			}
+			/* an Intel PT recording carries cycles samples too: keep
+			 * them only for sampling recordings */
+			if (d->have_info)
+				break;
+			ip_n = sm.nr_ips + sm.nr_lbr + 1;
+			if (grow(&d->ips, &d->ipscap, d->nips + ip_n, sizeof *d->ips) < 0)
+				goto nomem;
+			s.kind = SB_SAMPLE;
+			s.sample.ips = d->nips;
+			if (sm.nr_ips) {
+				int user_seen = 0;
+				for (k = 0; k < sm.nr_ips; k++) {
+					if (sm.ips[k] >= PD_CONTEXT_MAX) {
+						user_seen |= sm.ips[k] == PD_CONTEXT_USER;
+						continue;
+					}
+					d->ips[d->nips + n++] = sm.ips[k];
+				}
+				if (sm.nr_lbr && (ev.attr->branch_sample_type & (1u << 11))) {
+					/* lbr call stack: the user part is ip then the
+					 * call sites, innermost first */
+					if (!user_seen || n == 0)
+						d->ips[d->nips + n++] = sm.ip;
+					for (k = 0; k < sm.nr_lbr; k++)
+						d->ips[d->nips + n++] = sm.lbr[k].from;
+				}
+			} else {
+				d->ips[d->nips + n++] = sm.ip;
+			}
+			s.sample.nips = (uint32_t)n;
+			d->nips += n;
+			if (sb_add(d, &s) < 0)
+				goto nomem;
+			break;
+		}
+		default:
+			break;
+		}
+		if (trunc)
+			break;
+		/* attrs arrive before data; find the PT event once we can */
+		if (!d->pt_attr && d->have_info && d->npriv > 0) {
+			const struct pd_info *in = pd_info(r);
+			size_t k;
+			for (k = 0; k < in->nattrs; k++)
+				if (in->attrs[k].type == d->priv[0])
+					d->pt_attr = &in->attrs[k];
+		}
+	}
+	if (ret < 0) {
+		if (ret == -PD_ETRUNC) {
+			d->st->degraded = 1;
+			ptd_warn(d, "perf.data is truncated at offset 0x%" PRIx64
+				    "; decoding what is there",
+				 pd_offset(r));
+		} else if (ret == -PD_EIO) {
+			ptd_fail(d, PTD_ESYS, "reading perf.data: %s", strerror(errno));
+			goto out;
+		} else {
+			ptd_fail(d, PTD_EINPUT, "perf.data: %s at offset 0x%" PRIx64,
+				 pd_strerror(ret), pd_offset(r));
+			goto out;
+		}
+	}
+	{
+		const struct pd_info *in = pd_info(r);
+		size_t k;
+		if (in->cpuid)
+			snprintf(d->cpuid, sizeof d->cpuid, "%s", in->cpuid);
+		if (in->nbuildids) {
+			d->bids = calloc(in->nbuildids, sizeof *d->bids);
+			if (!d->bids)
+				goto nomem;
+			for (k = 0; k < in->nbuildids; k++) {
+				d->bids[k] = in->buildids[k];
+				d->bids[k].filename = strtab_intern(&d->strs, in->buildids[k].filename);
+			}
+			d->nbids = in->nbuildids;
+		}
+		/* the pt attr pointer dies with the reader: keep a copy */
+		if (d->pt_attr) {
+			d->pt_attr_copy = *d->pt_attr;
+			d->pt_attr_copy.ids = NULL;
+			d->pt_attr_copy.name = NULL;
+			d->pt_attr = &d->pt_attr_copy;
+		}
+	}
+	/* stream-mode payloads were copied; memory-mode ones point into the
+	 * mapping, which must stay: we keep the reader open until the end */
+	d->msg[0] = 0;
+	qsort(d->sb, d->nsb, sizeof *d->sb, sb_cmp);
+	{
+		size_t k;
+		for (k = 0; k < d->ncpus; k++)
+			qsort(d->cpus[k].v, d->cpus[k].n, sizeof *d->cpus[k].v, sw_cmp);
+		for (k = 0; k < d->nq; k++)
+			if (q_build(d, &d->q[k]) < 0)
+				goto out;
+	}
+out:
+	pd_close(r);
+	return d->err;
+corrupt:
+	ptd_fail(d, PTD_EINPUT, "perf.data: corrupt %s record at offset 0x%" PRIx64,
+		 pd_rec_name(ev.type) ? pd_rec_name(ev.type) : "unknown", ev.offset);
+	pd_close(r);
+	return d->err;
+nomem:
+	ptd_fail(d, PTD_ESYS, "out of memory");
+	pd_close(r);
+	return d->err;
+}
+
+/* ------------------------------------------------------------------ */
+/* driver                                                              */
+
+static int ptd_init(struct ptd *d, struct ptd_options *opts, struct ptd_stats *st)
+{
+	memset(d, 0, sizeof *d);
+	memset(st, 0, sizeof *st);
+	opts->errmsg[0] = 0;
+	d->opts = opts;
+	d->st = st;
+	d->isc = pt_iscache_alloc(NULL);
+	d->ccmask = (1u << 16) - 1;
+	d->cc = calloc(d->ccmask + 1, sizeof *d->cc);
+	if (!d->isc || !d->cc)
+		return ptd_fail(d, PTD_ESYS, "out of memory");
+	return 0;
+}
+
+static void ptd_fini(struct ptd *d)
+{
+	size_t i;
+	for (i = 0; i < d->nq; i++) {
+		struct ptq *q = &d->q[i];
+		size_t k;
+		if (q->dec)
+			pt_blk_free_decoder(q->dec);
+		for (k = 0; k < q->nbufs; k++)
+			if (q->bufs[k].file_off >> 63)
+				free((void *)q->bufs[k].data);
+		free(q->bufs);
+		free(q->stream);
+		free(q->segs);
+		free(q->fifo);
+	}
+	free(d->q);
+	for (i = 0; i < d->nproc; i++) {
+		pt_image_free(d->proc[i].img);
+		free(d->proc[i].maps);
+	}
+	free(d->proc);
+	for (i = 0; i < d->noldimgs; i++)
+		pt_image_free(d->oldimgs[i]);
+	free(d->oldimgs);
+	free(d->kmaps);
+	pt_iscache_free(d->isc);
+	free(d->cc);
+	free(d->sb);
+	free(d->ips);
+	for (i = 0; i < d->ncpus; i++)
+		free(d->cpus[i].v);
+	free(d->cpus);
+	free(d->thr);
+	free(d->thr_idx);
+	free(d->bids);
+	free(d->fin);
+	strtab_fini(&d->strs);
+}
+
+static int write_head(struct ptd *d)
+{
+	struct mtev_rec r;
+	memset(&r, 0, sizeof r);
+	r.kind = MTEV_CLOCK;
+	if (d->have_clock) {
+		r.clock.time_zero = d->t_zero;
+		r.clock.time_mult = d->t_mult;
+		r.clock.time_shift = d->t_shift;
+		if (d->t_mult)
+			r.clock.tsc_hz = (uint64_t)((1000000000.0 * (double)(1ull << d->t_shift)) /
+						    (double)d->t_mult + 0.5);
+	} else {
+		r.clock.time_mult = 1;
+	}
+	return write_rec(d, &r);
+}
+
+int ptd_decode_perf(int fd_in, int (*open_out)(void *ctx, uint32_t flags, mtev_writer **w),
+		    void *out_ctx, struct ptd_options *opts, struct ptd_stats *st)
+{
+	struct ptd d;
+	uint32_t flags = MTEV_F_SORTED;
+	size_t i;
+	int ret;
+
+	if (ptd_init(&d, opts, st) < 0)
+		goto out;
+	if (read_perf(&d, fd_in) < 0)
+		goto out;
+	if (!d.have_info && d.nq == 0)
+		flags |= MTEV_F_SAMPLING;
+	if (d.nq && !d.have_info) {
+		ptd_warn(&d, "AUXTRACE data without AUXTRACE_INFO: assuming Intel PT");
+	}
+	/* queue threads: per-thread queues know theirs */
+	for (i = 0; i < d.nq; i++) {
+		struct ptq *q = &d.q[i];
+		if (!d.per_cpu && q->tid0) {
+			size_t k;
+			for (k = 0; k < d.nsb; k++)
+				if (d.sb[k].tid == q->tid0 && d.sb[k].kind == SB_COMM) {
+					q->pid0 = d.sb[k].pid;
+					break;
+				}
+			if (q->pid0 == UINT32_MAX)
+				q->pid0 = q->tid0;
+		}
+		q->state = Q_SEG;
+	}
+	/* threads named by COMM records are announced by them */
+	for (i = 0; i < d.nsb; i++)
+		if (d.sb[i].kind == SB_COMM) {
+			int th = thr_get(&d, d.sb[i].tid, d.sb[i].pid);
+			if (th >= 0)
+				d.thr[th].announced = 1;
+		}
+	ret = open_out(out_ctx, flags, &d.w);
+	if (ret < 0) {
+		ptd_fail(&d, PTD_EOUTPUT, "cannot open the output");
+		goto out;
+	}
+	if (write_head(&d) < 0)
+		goto out;
+	merge(&d);
+out:
+	ret = d.err;
+	ptd_fini(&d);
+	return ret;
+}
+
+int ptd_parse_image_spec(const char *arg, struct ptd_image_spec *spec)
+{
+	const char *at = strrchr(arg, '@');
+	char *file, *c1, *end;
+	size_t flen;
+
+	memset(spec, 0, sizeof *spec);
+	if (!at || at == arg)
+		return -1;
+	errno = 0;
+	spec->vaddr = strtoull(at + 1, &end, 0);
+	if (errno || end == at + 1 || *end)
+		return -1;
+	flen = (size_t)(at - arg);
+	file = strndup(arg, flen);
+	if (!file)
+		return -1;
+	c1 = strchr(file, ':');
+	if (c1) {
+		char *c2;
+		*c1 = 0;
+		spec->offset = strtoull(c1 + 1, &end, 0);
+		if (end == c1 + 1 || (*end && *end != ':')) {
+			free(file);
+			return -1;
+		}
+		c2 = *end == ':' ? end : NULL;
+		if (c2) {
+			spec->size = strtoull(c2 + 1, &end, 0);
+			if (end == c2 + 1 || *end) {
+				free(file);
+				return -1;
+			}
+		}
+	}
+	spec->file = file; /* owned by the caller now (lives for the run) */
+	return 0;
+}
+
+int ptd_decode_raw(const char *pt_file, int (*open_out)(void *ctx, uint32_t flags, mtev_writer **w),
+		   void *out_ctx, struct ptd_options *opts, struct ptd_stats *st)
+{
+	struct ptd d;
+	struct ptq *q;
+	uint8_t *buf = NULL;
+	size_t len = 0, i;
+	int ret;
+
+	if (ptd_init(&d, opts, st) < 0)
+		goto out;
+	if (io_slurp(pt_file, &buf, &len) < 0) {
+		ptd_fail(&d, errno == ENOENT ? PTD_EINPUT : PTD_ESYS, "cannot read %s: %s",
+			 pt_file, strerror(errno));
+		goto out;
+	}
+	q = q_get(&d, 0);
+	if (!q) {
+		ptd_fail(&d, PTD_ESYS, "out of memory");
+		goto out;
+	}
+	q->tid0 = opts->raw_tid;
+	q->pid0 = opts->raw_pid;
+	q->stream = buf;
+	buf = NULL;
+	q->len = len;
+	q->segs = calloc(1, sizeof *q->segs);
+	if (!q->segs) {
+		ptd_fail(&d, PTD_ESYS, "out of memory");
+		goto out;
+	}
+	q->segs[0].end = len;
+	q->nsegs = 1;
+	q->state = Q_SEG;
+	{
+		struct proc *p = proc_get(&d, opts->raw_pid);
+		if (!p) {
+			ptd_fail(&d, PTD_ESYS, "out of memory");
+			goto out;
+		}
+		for (i = 0; i < opts->nimages; i++) {
+			const struct ptd_image_spec *im = &opts->images[i];
+			uint64_t size = im->size;
+			struct mapent me;
+			int isid;
+			if (!size) {
+				struct stat sb;
+				if (stat(im->file, &sb) < 0 || (uint64_t)sb.st_size < im->offset) {
+					ptd_fail(&d, PTD_EINPUT, "image %s: %s", im->file,
+						 strerror(errno ? errno : EINVAL));
+					goto out;
+				}
+				size = (uint64_t)sb.st_size - im->offset;
+			}
+			isid = pt_iscache_add_file(d.isc, im->file, im->offset, size, im->vaddr);
+			if (isid < 0) {
+				ptd_fail(&d, PTD_EINPUT, "image %s: %s", im->file,
+					 pt_errstr(pt_errcode(isid)));
+				goto out;
+			}
+			pt_image_add_cached(p->img, d.isc, isid, NULL);
+			me.start = im->vaddr;
+			me.end = im->vaddr + size;
+			me.path = strtab_intern(&d.strs, im->file);
+			me.missing = 0;
+			map_note(&p->maps, &p->nmaps, &p->mapcap, &me);
+		}
+	}
+	if (thr_get(&d, opts->raw_tid, opts->raw_pid) < 0) {
+		ptd_fail(&d, PTD_ESYS, "out of memory");
+		goto out;
+	}
+	ret = open_out(out_ctx, MTEV_F_SORTED, &d.w);
+	if (ret < 0) {
+		ptd_fail(&d, PTD_EOUTPUT, "cannot open the output");
+		goto out;
+	}
+	if (write_head(&d) < 0)
+		goto out;
+	merge(&d);
+out:
+	free(buf);
+	ret = d.err;
+	ptd_fini(&d);
+	return ret;
+}
+
+/* ------------------------------------------------------------------ */
+/* record listing                                                      */
+
+int ptd_list_records(int fd_in, FILE *out, struct ptd_options *opts)
+{
+	pd_reader *r;
+	struct pd_event ev;
+	int ret;
+
+	opts->errmsg[0] = 0;
+	ret = pd_open(&r, fd_in);
+	if (ret < 0) {
+		snprintf(opts->errmsg, sizeof opts->errmsg, "perf.data: %s", pd_strerror(ret));
+		return ret == -PD_EIO ? -PTD_ESYS : -PTD_EINPUT;
+	}
+	fprintf(out, "# %s mode\n", pd_info(r)->pipe ? "pipe" : "file");
+	while ((ret = pd_next(r, &ev)) > 0) {
+		const char *name = pd_rec_name(ev.type);
+		fprintf(out, "0x%" PRIx64 " %s type=%u size=%u", ev.offset, name ? name : "UNKNOWN",
+			ev.type, ev.size);
+		if (ev.sid.have & PD_HAVE_TIME)
+			fprintf(out, " time=%" PRIu64, ev.sid.time);
+		if (ev.sid.have & PD_HAVE_CPU)
+			fprintf(out, " cpu=%u", ev.sid.cpu);
+		switch (ev.type) {
+		case PD_REC_AUXTRACE: {
+			struct pd_auxtrace a;
+			if (pd_parse_auxtrace(&ev, &a) == 0)
+				fprintf(out, " idx=%u aux_size=%" PRIu64 " aux_offset=%" PRIu64
+					     " tid=%u aux_cpu=%d",
+					a.idx, a.size, a.offset, a.tid, a.cpu);
+			break;
+		}
+		case PD_REC_MMAP:
+		case PD_REC_MMAP2: {
+			struct pd_mmap m;
+			if (pd_parse_mmap(&ev, &m) == 0)
+				fprintf(out, " pid=%d tid=%d addr=0x%" PRIx64 " len=0x%" PRIx64
+					     " pgoff=0x%" PRIx64 " prot=%u file=%s",
+					(int)m.pid, (int)m.tid, m.addr, m.len, m.pgoff, m.prot,
+					m.filename);
+			break;
+		}
+		case PD_REC_COMM: {
+			struct pd_comm c;
+			if (pd_parse_comm(&ev, &c) == 0)
+				fprintf(out, " pid=%u tid=%u exec=%d comm=%s", c.pid, c.tid, c.exec,
+					c.comm);
+			break;
+		}
+		case PD_REC_SWITCH:
+		case PD_REC_SWITCH_CPU_WIDE: {
+			struct pd_switch s;
+			if (pd_parse_switch(&ev, &s) == 0)
+				fprintf(out, " out=%d next_prev=%u/%u", s.out, s.next_prev_pid,
+					s.next_prev_tid);
+			break;
+		}
+		default:
+			break;
+		}
+		fputc('\n', out);
+	}
+	if (ret < 0)
+		snprintf(opts->errmsg, sizeof opts->errmsg, "perf.data: %s at offset 0x%" PRIx64,
+			 pd_strerror(ret), pd_offset(r));
+	pd_close(r);
+	if (ret == -PD_EIO)
+		return -PTD_ESYS;
+	return ret < 0 ? -PTD_EINPUT : 0;
+}

@@ -1,0 +1,96 @@
+/* ptdecode: Intel PT in perf.data (or raw PT plus memory images) to MTEV
+ * events with libipt's block decoder; sampling recordings to sample and
+ * trigger events.
+ *
+ * The output follows formats/mtev-semantics.md: a clock record, then process,
+ * thread and map records, every taken branch, stack samples, triggers and
+ * gaps, each thread's records in time order (MTEV_F_SORTED).  Threads may be
+ * interleaved; records of all threads come out in (near) global time order.
+ *
+ * Library code: never prints.  Warnings go to opts->warn (one call per
+ * problem; the caller prints them), the return value says how it went.
+ */
+#ifndef MT_PTDECODE_H
+#define MT_PTDECODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "mtev.h"
+
+enum ptd_err {
+	PTD_EINPUT = 1,	 /* unusable input (not perf.data, corrupt container, ...) */
+	PTD_ESYS = 2,	 /* system error (I/O, memory): errno-like detail in the message */
+	PTD_EOUTPUT = 3, /* writing MTEV failed */
+	PTD_EUSAGE = 4,	 /* bad options (e.g. --image spec) */
+};
+
+struct ptd_image_spec { /* raw mode: FILE[:OFFSET[:SIZE]]@VADDR */
+	const char *file;
+	uint64_t offset, size; /* size 0: to the end of the file */
+	uint64_t vaddr;
+};
+
+struct ptd_options {
+	const char *buildid_dir; /* NULL: $HOME/.debug */
+	const char *symfs;	 /* NULL: none */
+	int no_images;		 /* do not look for images at all (-> gaps) */
+	/* raw mode */
+	const struct ptd_image_spec *images;
+	size_t nimages;
+	int cpu_family, cpu_model, cpu_stepping; /* 0: unknown vendor */
+	uint32_t raw_pid, raw_tid;
+	/* diagnostics: called once per problem with a one-line message */
+	void (*warn)(void *ctx, const char *msg);
+	void *warn_ctx;
+	/* a message for fatal errors (filled on a negative return) */
+	char errmsg[512];
+};
+
+struct ptd_stats {
+	uint64_t records;		/* perf records read */
+	uint64_t rec_by_type[128];	/* by PD_REC_* type (type < 128) */
+	uint64_t aux_bytes;		/* AUXTRACE payload bytes */
+	uint64_t branches, gaps, samples, triggers;
+	uint64_t blocks, insns;		/* from the block decoder */
+	uint64_t warnings;
+	int degraded; /* the data had errors: gaps, missing images, truncation */
+};
+
+/* Decodes perf.data read from @fd_in into @w (the caller allocated it with
+ * ptd_header_flags(); it calls mtev_writer_finish() after a successful
+ * return).  Returns 0 (ok or degraded: see stats->degraded) or -PTD_E*
+ * with opts->errmsg set. */
+int ptd_decode_perf(int fd_in, int (*open_out)(void *ctx, uint32_t flags, mtev_writer **w),
+		    void *out_ctx, struct ptd_options *opts, struct ptd_stats *stats);
+
+/* Raw PT in @pt_file decoded with opts->images; one thread (raw_pid/raw_tid),
+ * times are raw TSC (the clock record says so: mult 1, shift 0). */
+int ptd_decode_raw(const char *pt_file, int (*open_out)(void *ctx, uint32_t flags, mtev_writer **w),
+		   void *out_ctx, struct ptd_options *opts, struct ptd_stats *stats);
+
+/* Lists every perf.data record of @fd_in, one line each, to @out:
+ * `OFFSET TYPE key=value ...` (AUXTRACE lines carry idx= size=; see
+ * ptdecode.c).  Returns 0 or -PTD_E* with opts->errmsg set. */
+int ptd_list_records(int fd_in, FILE *out, struct ptd_options *opts);
+
+/* Parses "FILE[:OFFSET[:SIZE]]@VADDR" (numbers in C syntax). 0 or -1. */
+int ptd_parse_image_spec(const char *arg, struct ptd_image_spec *spec);
+
+/* ---- exposed for unit tests ---- */
+enum ptd_brclass {
+	PTD_BR_NONE = 0, /* not a branch (or not decodable) */
+	PTD_BR_JCC,	 /* jcc, loop*, jrcxz */
+	PTD_BR_JMP,	 /* near jmp, direct or indirect */
+	PTD_BR_CALL,	 /* near call, direct or indirect */
+	PTD_BR_RET,	 /* near ret */
+	PTD_BR_SYSCALL,	 /* syscall, sysenter, int n, int3, into, int1, far call */
+	PTD_BR_SYSRET,	 /* sysret, sysexit, iret, far ret */
+	PTD_BR_FARJMP,	 /* far jmp */
+};
+/* Classifies the instruction in @b (@n bytes) in @bits (16, 32, 64) mode;
+ * sets *size for branches (0 when unknown). */
+enum ptd_brclass ptd_classify(const uint8_t *b, size_t n, int bits, uint8_t *size);
+
+#endif

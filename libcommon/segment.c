@@ -1,0 +1,950 @@
+#include "segment.h"
+
+#include "fnmap.h"
+#include "vlog.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Frame kinds.  FK_FUNC and FK_SIGNAL are functions (a signal handler is a
+ * function entered by the kernel, not by a call); the others are synthetic. */
+enum { FK_FUNC, FK_SIGNAL, FK_SYSCALL, FK_INTERRUPT, FK_UNTRACED, FK_DELETED };
+
+/* 40 bytes: the only per-span memory held until the segment is written. */
+struct frame {
+	uint64_t func, callsite, begin, end;
+	int32_t level; /* depth = level - the segment's lowest level */
+	uint16_t flags;
+	uint8_t kind;
+	uint8_t promoted; /* revealed by a return past the root */
+};
+
+/* Events of the current run (branch records with one timestamp), kept until
+ * the next distinct time is known so their times can be spread. */
+enum { RUN_BEGIN, RUN_END, RUN_WP };
+struct runev {
+	uint64_t val; /* frame index or address */
+	int32_t level;
+	uint32_t slot; /* frames opened in the run so far (this one included) */
+	uint8_t type;
+};
+
+struct sigctx {
+	int32_t level;	 /* level of the handler frame */
+	uint64_t resume; /* where the interrupted code resumes, 0 unknown */
+};
+
+struct thr {
+	uint32_t tid;
+	int active, off;
+	uint32_t nseg;
+	unsigned next_reason;
+	uint64_t seg_begin, last_time, off_time;
+	uint64_t expect;
+	int have_expect;
+
+	struct frame *fr;
+	size_t nfr, capfr;
+	uint32_t *stk;
+	size_t nstk, capstk;
+	int32_t min_level;
+
+	uint8_t *wp; /* varint log: dtime, daddr (zigzag), dlevel (zigzag) */
+	size_t nwp, capwp;
+	uint64_t wp_time, wp_addr;
+	int32_t wp_level;
+	uint64_t wp_count;
+
+	struct runev *run;
+	size_t nrun, caprun;
+	uint64_t run_time;
+	uint32_t run_k;
+
+	struct sigctx *sig;
+	size_t nsig, capsig;
+
+	uint32_t *blk, blk_one; /* output order scratch */
+	size_t capblk;
+
+	/* function range of one frame (the top, usually) */
+	uint32_t cache_frame;
+	int cache_state; /* 0 none, 1 known, -1 unknown */
+	uint64_t cache_lo, cache_hi;
+};
+
+struct segmenter {
+	struct seg_opts o;
+	seg_emit_fn emit;
+	void *ctx;
+	struct thr **thr;
+	size_t nthr, capthr;
+	struct thr *last;
+	/* call targets seen (open addressing; 0 = empty) */
+	uint64_t *tgt;
+	size_t ntgt, captgt;
+	struct seg_stats st;
+	unsigned detail;
+	int err;
+};
+
+const char *seg_strerror(int err)
+{
+	switch (err < 0 ? -err : err) {
+	case 0:
+		return "success";
+	case SEG_ENOMEM:
+		return "out of memory";
+	case SEG_EKIND:
+		return "record kind not accepted here";
+	case SEG_EEMIT:
+		return "writing output failed";
+	case SEG_EORDER:
+		return "time went backwards";
+	}
+	return "unknown error";
+}
+
+unsigned seg_error_detail(const segmenter *s)
+{
+	return s->detail;
+}
+
+const struct seg_stats *seg_stats(const segmenter *s)
+{
+	return &s->st;
+}
+
+static int grow(void **p, size_t *cap, size_t need, size_t elsz)
+{
+	if (need <= *cap)
+		return 0;
+	size_t nc = *cap ? *cap * 2 : 64;
+	while (nc < need)
+		nc *= 2;
+	void *np = realloc(*p, nc * elsz);
+	if (!np)
+		return -1;
+	*p = np;
+	*cap = nc;
+	return 0;
+}
+
+segmenter *seg_alloc(const struct seg_opts *opts, seg_emit_fn emit, void *ctx)
+{
+	segmenter *s = calloc(1, sizeof *s);
+	if (!s)
+		return NULL;
+	if (opts)
+		s->o = *opts;
+	s->emit = emit;
+	s->ctx = ctx;
+	return s;
+}
+
+static void thr_free(struct thr *t)
+{
+	if (!t)
+		return;
+	free(t->fr);
+	free(t->stk);
+	free(t->wp);
+	free(t->run);
+	free(t->sig);
+	free(t->blk);
+	free(t);
+}
+
+void seg_free(segmenter *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->nthr; i++)
+		thr_free(s->thr[i]);
+	free(s->thr);
+	free(s->tgt);
+	free(s);
+}
+
+/* ---- call targets: what calls revealed, for code without symbols ---- */
+
+static size_t hash64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	return (size_t)x;
+}
+
+static int tgt_has(const segmenter *s, uint64_t a)
+{
+	if (!s->captgt || !a)
+		return 0;
+	for (size_t i = hash64(a) & (s->captgt - 1);; i = (i + 1) & (s->captgt - 1)) {
+		if (s->tgt[i] == a)
+			return 1;
+		if (!s->tgt[i])
+			return 0;
+	}
+}
+
+static int tgt_add(segmenter *s, uint64_t a)
+{
+	if (!a || tgt_has(s, a))
+		return 0;
+	if ((s->ntgt + 1) * 2 > s->captgt) {
+		size_t nc = s->captgt ? s->captgt * 2 : 1024;
+		uint64_t *nt = calloc(nc, sizeof *nt);
+		if (!nt)
+			return -1;
+		for (size_t j = 0; j < s->captgt; j++) {
+			uint64_t v = s->tgt[j];
+			if (!v)
+				continue;
+			size_t i = hash64(v) & (nc - 1);
+			while (nt[i])
+				i = (i + 1) & (nc - 1);
+			nt[i] = v;
+		}
+		free(s->tgt);
+		s->tgt = nt;
+		s->captgt = nc;
+	}
+	size_t i = hash64(a) & (s->captgt - 1);
+	while (s->tgt[i])
+		i = (i + 1) & (s->captgt - 1);
+	s->tgt[i] = a;
+	s->ntgt++;
+	return 0;
+}
+
+/* Entry of the function containing @ip from ELF symbols; without them the
+ * entry is unknowable (a call target below @ip may belong to another
+ * function), so @ip itself stands for the function. */
+static uint64_t func_entry(segmenter *s, const struct thr *t, uint64_t ip)
+{
+	struct fn_info fi;
+	if (fnmap_lookup(s->o.fns, t->tid, ip, &fi))
+		return fi.entry;
+	return ip;
+}
+
+/* ---- threads ---- */
+
+static struct thr *get_thr(segmenter *s, uint32_t tid)
+{
+	if (s->last && s->last->tid == tid)
+		return s->last;
+	for (size_t i = 0; i < s->nthr; i++)
+		if (s->thr[i]->tid == tid)
+			return s->last = s->thr[i];
+	if (grow((void **)&s->thr, &s->capthr, s->nthr + 1, sizeof *s->thr))
+		return NULL;
+	struct thr *t = calloc(1, sizeof *t);
+	if (!t)
+		return NULL;
+	t->tid = tid;
+	s->thr[s->nthr++] = t;
+	return s->last = t;
+}
+
+static struct frame *top(struct thr *t)
+{
+	return t->nstk ? &t->fr[t->stk[t->nstk - 1]] : NULL;
+}
+
+static int run_add(segmenter *s, struct thr *t, uint8_t type, uint64_t val, int32_t level)
+{
+	if (t->nrun == t->caprun && grow((void **)&t->run, &t->caprun, t->nrun + 1, sizeof *t->run))
+		return s->err = -SEG_ENOMEM;
+	t->run[t->nrun++] = (struct runev){val, level, t->run_k, type};
+	return 0;
+}
+
+static int wp_append(segmenter *s, struct thr *t, uint64_t time, uint64_t addr, int32_t level)
+{
+	if (t->nwp + 32 > t->capwp && grow((void **)&t->wp, &t->capwp, t->nwp + 32, 1))
+		return s->err = -SEG_ENOMEM;
+	uint8_t *p = t->wp + t->nwp;
+	p = vlog_put(p, time - t->wp_time);
+	p = vlog_put(p, vlog_zz((int64_t)(addr - t->wp_addr)));
+	p = vlog_put(p, vlog_zz((int64_t)level - t->wp_level));
+	t->nwp = (size_t)(p - t->wp);
+	t->wp_time = time;
+	t->wp_addr = addr;
+	t->wp_level = level;
+	t->wp_count++;
+	return 0;
+}
+
+/* Gives the events of the current run their times, now that the next
+ * distinct time @next is known (== run_time: no spreading). */
+static int close_run(segmenter *s, struct thr *t, uint64_t next)
+{
+	uint64_t d = s->o.no_smear || next <= t->run_time ? 0 : next - t->run_time;
+	uint32_t k = t->run_k;
+	for (size_t i = 0; i < t->nrun; i++) {
+		const struct runev *e = &t->run[i];
+		uint64_t tm = t->run_time;
+		if (d && k && e->slot)
+			tm += (uint64_t)(((unsigned __int128)(e->slot - 1) * d) / k);
+		switch (e->type) {
+		case RUN_BEGIN:
+			t->fr[e->val].begin = tm;
+			break;
+		case RUN_END:
+			t->fr[e->val].end = tm;
+			break;
+		case RUN_WP:
+			if (wp_append(s, t, tm, e->val, e->level))
+				return s->err;
+			break;
+		}
+	}
+	t->nrun = 0;
+	t->run_k = 0;
+	return 0;
+}
+
+static int new_frame(segmenter *s, struct thr *t, uint8_t kind, uint64_t func, uint64_t callsite,
+		     uint64_t begin, int32_t level, uint16_t flags)
+{
+	if (t->nfr == t->capfr && grow((void **)&t->fr, &t->capfr, t->nfr + 1, sizeof *t->fr))
+		return s->err = -SEG_ENOMEM;
+	if (t->nstk == t->capstk &&
+	    grow((void **)&t->stk, &t->capstk, t->nstk + 1, sizeof *t->stk))
+		return s->err = -SEG_ENOMEM;
+	t->fr[t->nfr] = (struct frame){func, callsite, begin, begin, level, flags, kind, 0};
+	t->stk[t->nstk++] = (uint32_t)t->nfr++;
+	if (t->nfr > s->st.peak_frames)
+		s->st.peak_frames = t->nfr;
+	if (level < t->min_level)
+		t->min_level = level;
+	return 0;
+}
+
+/* A frame opened by an event (call, tail call, syscall, ...): a creating
+ * event of the run. */
+static int push(segmenter *s, struct thr *t, uint8_t kind, uint64_t func, uint64_t callsite,
+		uint64_t time)
+{
+	struct frame *f = top(t);
+	int32_t level = f ? f->level + 1 : 0;
+	if (new_frame(s, t, kind, func, callsite, time, level, 0))
+		return s->err;
+	t->run_k++;
+	return run_add(s, t, RUN_BEGIN, t->nfr - 1, level);
+}
+
+static int pop(segmenter *s, struct thr *t, uint64_t time)
+{
+	uint32_t i = t->stk[--t->nstk];
+	t->fr[i].end = time;
+	/* a signal context lives while its interrupted frame does */
+	int64_t tl = t->nstk ? (int64_t)top(t)->level : INT64_MIN / 2;
+	while (t->nsig && (int64_t)t->sig[t->nsig - 1].level > tl + 1)
+		t->nsig--;
+	return run_add(s, t, RUN_END, i, 0);
+}
+
+static int pop_to(segmenter *s, struct thr *t, size_t n, uint64_t time)
+{
+	while (t->nstk > n)
+		if (pop(s, t, time))
+			return s->err;
+	return 0;
+}
+
+static int waypoint(segmenter *s, struct thr *t, uint64_t addr)
+{
+	if (s->o.no_waypoints || !addr)
+		return 0;
+	struct frame *f = top(t);
+	return run_add(s, t, RUN_WP, addr, f ? f->level : 0);
+}
+
+/* The frame that was live when the segment began (or that a return
+ * revealed): begins at the segment start. */
+static int add_root(segmenter *s, struct thr *t, uint64_t ip, int promoted)
+{
+	int32_t level = t->nfr ? t->min_level - 1 : 0;
+	if (new_frame(s, t, FK_FUNC, func_entry(s, t, ip), 0, t->seg_begin, level,
+		      MTEV_SPAN_INFERRED_START))
+		return s->err;
+	t->fr[t->nfr - 1].promoted = (uint8_t)promoted;
+	if (promoted)
+		s->st.promoted++;
+	return 0;
+}
+
+static int ensure_root(segmenter *s, struct thr *t, uint64_t ip)
+{
+	if (t->nstk)
+		return 0;
+	if (t->nfr) /* everything returned: the caller is revealed */
+		return add_root(s, t, ip, 1);
+	return add_root(s, t, ip, 0);
+}
+
+/* Synthetic frames left open by a lost sysret/iret/trace-start. */
+static int close_synthetic(segmenter *s, struct thr *t, uint64_t time)
+{
+	struct frame *f;
+	while ((f = top(t)) && f->kind >= FK_SYSCALL) {
+		s->st.anomalies++;
+		if (pop(s, t, time))
+			return s->err;
+	}
+	return 0;
+}
+
+/* Function range of frame @fi; 1 known, 0 unknown. */
+static int frame_range(segmenter *s, struct thr *t, uint32_t fi, uint64_t *lo, uint64_t *hi)
+{
+	if (t->cache_state && t->cache_frame == fi) {
+		*lo = t->cache_lo;
+		*hi = t->cache_hi;
+		return t->cache_state > 0;
+	}
+	struct fn_info in;
+	const struct frame *f = &t->fr[fi];
+	int ok = f->kind <= FK_SIGNAL && fnmap_lookup(s->o.fns, t->tid, f->func, &in);
+	t->cache_frame = fi;
+	t->cache_state = ok ? 1 : -1;
+	if (ok) {
+		t->cache_lo = *lo = in.entry;
+		t->cache_hi = *hi = in.end;
+	}
+	return ok;
+}
+
+static int is_cold_part(const char *name)
+{
+	const char *c = name ? strstr(name, ".cold") : NULL;
+	return c && (c[5] == 0 || c[5] == '.');
+}
+
+static int tail_call(segmenter *s, struct thr *t, uint64_t to, uint64_t time)
+{
+	struct frame *f = top(t);
+	uint64_t cs = f->callsite;
+	uint8_t kind = f->kind;
+	s->st.tailcalls++;
+	if (pop(s, t, time) || push(s, t, kind, to, cs, time))
+		return s->err;
+	return 0;
+}
+
+/* Where control went by a jump (or a resume): same function, tail call, or
+ * an ancestor (longjmp). */
+static int classify_jump(segmenter *s, struct thr *t, uint64_t to, uint64_t time)
+{
+	uint64_t lo, hi;
+	uint32_t cur = t->stk[t->nstk - 1];
+	int have = frame_range(s, t, cur, &lo, &hi);
+	if (have && to >= lo && to < hi)
+		return 0;
+	struct fn_info fi;
+	int kn = fnmap_lookup(s->o.fns, t->tid, to, &fi);
+	if (kn) {
+		if (is_cold_part(fi.name))
+			return 0;
+		if (to == fi.entry)
+			return tail_call(s, t, to, time);
+		for (size_t i = t->nstk - 1; i-- > 0;) {
+			uint64_t alo, ahi;
+			if (frame_range(s, t, t->stk[i], &alo, &ahi) && to >= alo && to < ahi) {
+				s->st.unwinds++;
+				return pop_to(s, t, i + 1, time);
+			}
+		}
+		if (!have && t->fr[cur].func == fi.entry)
+			return 0;
+		return tail_call(s, t, fi.entry, time);
+	}
+	/* no symbol for the target: only what calls revealed */
+	if (tgt_has(s, to) && to != t->fr[cur].func)
+		return tail_call(s, t, to, time);
+	return 0;
+}
+
+static int do_call(segmenter *s, struct thr *t, const struct mtev_rec *r)
+{
+	if (ensure_root(s, t, r->br.from) || close_synthetic(s, t, r->br.time) ||
+	    ensure_root(s, t, r->br.from) || waypoint(s, t, r->br.from))
+		return s->err;
+	if (tgt_add(s, r->br.to))
+		return s->err = -SEG_ENOMEM;
+	if (push(s, t, FK_FUNC, r->br.to, r->br.from, r->br.time))
+		return s->err;
+	return waypoint(s, t, r->br.to);
+}
+
+static int do_return(segmenter *s, struct thr *t, const struct mtev_rec *r)
+{
+	uint64_t to = r->br.to, time = r->br.time;
+	if (ensure_root(s, t, r->br.from) || close_synthetic(s, t, time) ||
+	    ensure_root(s, t, r->br.from) || waypoint(s, t, r->br.from))
+		return s->err;
+	size_t i = t->nstk;
+	int matched = 0, at_root = 0;
+	while (i > 0) {
+		const struct frame *g = &t->fr[t->stk[--i]];
+		if (g->kind == FK_SIGNAL && !g->callsite) {
+			matched = i == t->nstk - 1; /* the handler returns to the trampoline */
+			break;
+		}
+		if (g->callsite && to > g->callsite && to - g->callsite <= 15) {
+			matched = 1;
+			break;
+		}
+		if (!g->callsite) {
+			at_root = 1;
+			break;
+		}
+	}
+	if (matched) {
+		if (i + 1 < t->nstk)
+			s->st.unwinds++;
+		if (pop_to(s, t, i, time))
+			return s->err;
+	} else if (at_root && i == t->nstk - 1 && i == 0) {
+		/* the root returns: its caller was live since the segment began */
+		if (pop_to(s, t, 0, time) || add_root(s, t, to, 1))
+			return s->err;
+	} else {
+		/* does not fit the stack: unwind to an ancestor holding the
+		 * target if symbols say so, else return to the parent */
+		size_t j = t->nstk - 1;
+		int found = 0;
+		while (j-- > 0) {
+			uint64_t lo, hi;
+			if (frame_range(s, t, t->stk[j], &lo, &hi) && to >= lo && to < hi) {
+				found = 1;
+				break;
+			}
+		}
+		s->st.anomalies++;
+		if (pop_to(s, t, found ? j + 1 : t->nstk - 1, time))
+			return s->err;
+		if (!t->nstk && add_root(s, t, to, 1))
+			return s->err;
+	}
+	return waypoint(s, t, to);
+}
+
+static int do_jump(segmenter *s, struct thr *t, const struct mtev_rec *r)
+{
+	if (ensure_root(s, t, r->br.from) || close_synthetic(s, t, r->br.time) ||
+	    ensure_root(s, t, r->br.from) || waypoint(s, t, r->br.from) ||
+	    classify_jump(s, t, r->br.to, r->br.time))
+		return s->err;
+	return waypoint(s, t, r->br.to);
+}
+
+static int do_enter_kernel(segmenter *s, struct thr *t, const struct mtev_rec *r, uint8_t kind)
+{
+	if (ensure_root(s, t, r->br.from) || close_synthetic(s, t, r->br.time) ||
+	    ensure_root(s, t, r->br.from) || waypoint(s, t, r->br.from))
+		return s->err;
+	/* syscall, int $0x80, sysenter are 2 bytes; an interrupt resumes at
+	 * the ip it reported */
+	t->expect = kind == FK_SYSCALL ? r->br.from + 2 : r->br.from;
+	t->have_expect = r->br.from != 0;
+	return push(s, t, kind, 0, r->br.from, r->br.time);
+}
+
+static int do_resume(segmenter *s, struct thr *t, const struct mtev_rec *r)
+{
+	uint64_t to = r->br.to, time = r->br.time;
+	if (!t->nstk) { /* the segment begins here */
+		t->have_expect = 0;
+		if (ensure_root(s, t, to))
+			return s->err;
+		return waypoint(s, t, to);
+	}
+	struct frame *f = top(t);
+	if (f->kind == FK_SYSCALL || f->kind == FK_INTERRUPT) {
+		if (pop(s, t, time))
+			return s->err;
+	}
+	if (close_synthetic(s, t, time) || ensure_root(s, t, to))
+		return s->err;
+	int expect = t->have_expect;
+	t->have_expect = 0;
+	if (expect && to == t->expect)
+		return waypoint(s, t, to);
+	/* rt_sigreturn: resumes where a handler's interrupted code stopped */
+	for (size_t i = t->nsig; i-- > 0;) {
+		if (t->sig[i].resume && t->sig[i].resume == to) {
+			int32_t lvl = t->sig[i].level;
+			size_t n = t->nstk;
+			while (n > 0 && t->fr[t->stk[n - 1]].level >= lvl)
+				n--;
+			if (pop_to(s, t, n, time))
+				return s->err;
+			t->nsig = i;
+			if (ensure_root(s, t, to))
+				return s->err;
+			return waypoint(s, t, to);
+		}
+	}
+	/* a restarted system call, or an address in the same function */
+	uint64_t lo, hi;
+	if ((expect && to + 2 == t->expect) ||
+	    (frame_range(s, t, t->stk[t->nstk - 1], &lo, &hi) && to >= lo && to < hi) ||
+	    (!expect && !s->o.fns))
+		return waypoint(s, t, to);
+	/* the kernel entered a signal handler, nested under the interrupted frame */
+	if (t->nsig == t->capsig && grow((void **)&t->sig, &t->capsig, t->nsig + 1, sizeof *t->sig))
+		return s->err = -SEG_ENOMEM;
+	if (push(s, t, FK_SIGNAL, to, 0, time))
+		return s->err;
+	t->sig[t->nsig++] = (struct sigctx){top(t)->level, expect ? t->expect : 0};
+	s->st.signals++;
+	return waypoint(s, t, to);
+}
+
+static int do_trace_start(segmenter *s, struct thr *t, const struct mtev_rec *r)
+{
+	if (!t->nstk) {
+		if (ensure_root(s, t, r->br.to))
+			return s->err;
+		return waypoint(s, t, r->br.to);
+	}
+	struct frame *f = top(t);
+	if (f->kind == FK_UNTRACED && pop(s, t, r->br.time))
+		return s->err;
+	t->off = 0;
+	if (close_synthetic(s, t, r->br.time) || ensure_root(s, t, r->br.to) ||
+	    classify_jump(s, t, r->br.to, r->br.time))
+		return s->err;
+	return waypoint(s, t, r->br.to);
+}
+
+static int do_trace_end(segmenter *s, struct thr *t, const struct mtev_rec *r)
+{
+	if (r->br.from && (ensure_root(s, t, r->br.from) || waypoint(s, t, r->br.from)))
+		return s->err;
+	if (!t->nstk)
+		return 0;
+	t->off = 1;
+	t->off_time = r->br.time;
+	/* [untraced] until tracing resumes; dropped if it never does */
+	return push(s, t, FK_UNTRACED, 0, 0, r->br.time);
+}
+
+/* ---- output ---- */
+
+static int emit(segmenter *s, const struct mtev_rec *r)
+{
+	if (s->emit(s->ctx, r))
+		return s->err = -SEG_EEMIT;
+	return 0;
+}
+
+static int emit_span(segmenter *s, struct thr *t, const struct frame *f)
+{
+	struct mtev_rec r;
+	memset(&r, 0, sizeof r);
+	r.kind = MTEV_SPAN;
+	r.span.tid = t->tid;
+	r.span.depth = (uint32_t)(f->level - t->min_level);
+	r.span.begin = f->begin;
+	r.span.end = f->end;
+	r.span.func = f->kind <= FK_SIGNAL ? f->func : 0;
+	r.span.callsite = f->flags & MTEV_SPAN_SAMPLED ? 0 : f->callsite;
+	r.span.flags = f->flags;
+	switch (f->kind) {
+	case FK_SYSCALL:
+		r.span.flags |= MTEV_SPAN_SYSCALL | MTEV_SPAN_UNTRACED;
+		r.span.name = mtev_cstr("[syscall]");
+		break;
+	case FK_INTERRUPT:
+		r.span.flags |= MTEV_SPAN_INTERRUPT | MTEV_SPAN_UNTRACED;
+		r.span.name = mtev_cstr("[interrupt]");
+		break;
+	case FK_UNTRACED:
+		r.span.flags |= MTEV_SPAN_UNTRACED;
+		r.span.name = mtev_cstr("[untraced]");
+		break;
+	}
+	s->st.spans++;
+	return emit(s, &r);
+}
+
+struct wpcur {
+	const uint8_t *p, *end;
+	uint64_t time, addr;
+	int32_t level;
+	int have;
+};
+
+static void wp_next(struct wpcur *c)
+{
+	if (c->p >= c->end) {
+		c->have = 0;
+		return;
+	}
+	c->time += vlog_get(&c->p);
+	c->addr += (uint64_t)vlog_unzz(vlog_get(&c->p));
+	c->level += (int32_t)vlog_unzz(vlog_get(&c->p));
+	c->have = 1;
+}
+
+static int emit_wps_before(segmenter *s, struct thr *t, struct wpcur *c, uint64_t limit, int all)
+{
+	struct mtev_rec r;
+	memset(&r, 0, sizeof r);
+	r.kind = MTEV_WAYPOINT;
+	r.waypoint.tid = t->tid;
+	while (c->have && (all || c->time < limit)) {
+		r.waypoint.time = c->time;
+		r.waypoint.addr = c->addr;
+		r.waypoint.depth = (uint32_t)(c->level - t->min_level);
+		s->st.waypoints++;
+		if (emit(s, &r))
+			return s->err;
+		wp_next(c);
+	}
+	return 0;
+}
+
+/* stable sort of frame indices by level (insertion: blocks are small) */
+static void blk_sort(const struct frame *fr, uint32_t *v, size_t n)
+{
+	for (size_t i = 1; i < n; i++) {
+		uint32_t x = v[i];
+		size_t j = i;
+		while (j > 0 && fr[v[j - 1]].level > fr[x].level) {
+			v[j] = v[j - 1];
+			j--;
+		}
+		v[j] = x;
+	}
+}
+
+static int close_seg(segmenter *s, struct thr *t)
+{
+	if (!t->active)
+		return 0;
+	if (close_run(s, t, t->run_time))
+		return s->err;
+	struct frame *f = top(t);
+	if (f && f->kind == FK_UNTRACED) { /* tracing never resumed */
+		f->kind = FK_DELETED;
+		t->nstk--;
+	}
+	uint64_t end = t->last_time;
+	for (size_t i = 0; i < t->nstk; i++) {
+		struct frame *g = &t->fr[t->stk[i]];
+		g->end = end;
+		g->flags |= MTEV_SPAN_OPEN_AT_END;
+	}
+	struct mtev_rec r;
+	memset(&r, 0, sizeof r);
+	r.kind = MTEV_SEGMENT;
+	r.segment.tid = t->tid;
+	r.segment.index = t->nseg++;
+	r.segment.begin = t->seg_begin;
+	r.segment.end = end;
+	r.segment.reason = t->next_reason;
+	s->st.segments++;
+	if (emit(s, &r))
+		return s->err;
+	struct wpcur c = {t->wp, t->wp + t->nwp, 0, 0, 0, 0};
+	wp_next(&c);
+	/* pre-order: the promoted roots, outermost first (they began at the
+	 * segment start and hold everything before them), then every other
+	 * frame in creation order */
+	for (size_t i = t->nfr; i-- > 0;)
+		if (t->fr[i].promoted && emit_span(s, t, &t->fr[i]))
+			return s->err;
+	for (size_t i = 0; i < t->nfr;) {
+		const struct frame *g = &t->fr[i];
+		if (g->promoted || g->kind == FK_DELETED) {
+			i++;
+			continue;
+		}
+		/* frames opened at one time (when the run could not be spread)
+		 * go by depth, as the span order requires */
+		size_t j = i + 1, nb = 0;
+		while (j < t->nfr && t->fr[j].begin == g->begin)
+			j++;
+		if (j - i > 1) {
+			if (grow((void **)&t->blk, &t->capblk, j - i, sizeof *t->blk))
+				return s->err = -SEG_ENOMEM;
+			for (size_t x = i; x < j; x++)
+				if (!t->fr[x].promoted && t->fr[x].kind != FK_DELETED)
+					t->blk[nb++] = (uint32_t)x;
+			blk_sort(t->fr, t->blk, nb);
+		} else
+			t->blk_one = (uint32_t)i, nb = 1;
+		const uint32_t *ord = j - i > 1 ? t->blk : &t->blk_one;
+		for (size_t x = 0; x < nb; x++) {
+			const struct frame *h = &t->fr[ord[x]];
+			if (emit_wps_before(s, t, &c, h->begin, 0) || emit_span(s, t, h))
+				return s->err;
+		}
+		i = j;
+	}
+	if (emit_wps_before(s, t, &c, 0, 1))
+		return s->err;
+	t->active = 0;
+	t->off = 0;
+	t->nfr = t->nstk = t->nwp = t->nrun = t->nsig = 0;
+	t->run_k = 0;
+	t->min_level = 0;
+	t->wp_time = t->wp_addr = 0;
+	t->wp_level = 0;
+	t->have_expect = 0;
+	t->cache_state = 0;
+	t->next_reason = 0;
+	return 0;
+}
+
+/* ---- stack samples ----
+ * A frame is the same activation in consecutive samples when its function
+ * and those of all its ancestors are the same and so are the return
+ * addresses that link them.  It begins at the first sample that shows it
+ * and ends at the first sample that no longer does (the last sample of the
+ * thread for frames still shown then, flag open-at-end); frames of the
+ * first sample began before it (flag inferred-start). */
+static int seg_sample(segmenter *s, const struct mtev_rec *r)
+{
+	struct thr *t = get_thr(s, r->sample.tid);
+	if (!t)
+		return s->err = -SEG_ENOMEM;
+	uint64_t time = r->sample.time;
+	int first = !t->active;
+	if (first) {
+		t->active = 1;
+		t->seg_begin = t->last_time = t->run_time = time;
+	}
+	if (time < t->last_time) {
+		s->st.anomalies++;
+		time = t->last_time;
+	}
+	t->last_time = t->run_time = time;
+	uint32_t n = r->sample.nips;
+	const uint64_t *ips = r->sample.ips;
+	/* root first: frame d runs at ips[n-1-d]; its link is its parent's
+	 * return address ips[n-d] (kept in .callsite, written as 0) */
+	size_t d = 0;
+	for (; d < n && d < t->nstk; d++) {
+		const struct frame *f = &t->fr[t->stk[d]];
+		uint64_t ip = ips[n - 1 - d];
+		uint64_t link = d ? ips[n - d] : 0;
+		if (f->callsite != link || f->func != func_entry(s, t, d + 1 < n ? ip - 1 : ip))
+			break;
+	}
+	while (t->nstk > d)
+		t->fr[t->stk[--t->nstk]].end = time;
+	for (; d < n; d++) {
+		uint64_t ip = ips[n - 1 - d];
+		if (new_frame(s, t, FK_FUNC, func_entry(s, t, d + 1 < n ? ip - 1 : ip),
+			      d ? ips[n - d] : 0, time, (int32_t)d,
+			      MTEV_SPAN_SAMPLED | (first ? MTEV_SPAN_INFERRED_START : 0)))
+			return s->err;
+	}
+	if (n && !s->o.no_waypoints)
+		return wp_append(s, t, time, ips[0], (int32_t)n - 1);
+	return 0;
+}
+
+static int do_branch(segmenter *s, const struct mtev_rec *r)
+{
+	struct thr *t = get_thr(s, r->br.tid);
+	if (!t)
+		return s->err = -SEG_ENOMEM;
+	uint64_t time = r->br.time;
+	s->st.branches++;
+	if (!t->active) {
+		t->active = 1;
+		t->seg_begin = t->last_time = t->run_time = time;
+		t->wp_time = 0;
+	}
+	if (time < t->last_time) { /* tolerated: treated as simultaneous */
+		s->st.anomalies++;
+		time = t->last_time;
+	}
+	if (time != t->run_time) {
+		if (close_run(s, t, time))
+			return s->err;
+		t->run_time = time;
+	}
+	t->last_time = time;
+	struct mtev_rec rr = *r;
+	rr.br.time = time;
+	switch (r->br.type) {
+	case MTEV_BR_CALL:
+		return do_call(s, t, &rr);
+	case MTEV_BR_RETURN:
+		return do_return(s, t, &rr);
+	case MTEV_BR_JUMP:
+	case MTEV_BR_JCC:
+		return do_jump(s, t, &rr);
+	case MTEV_BR_SYSCALL:
+		return do_enter_kernel(s, t, &rr, FK_SYSCALL);
+	case MTEV_BR_INTERRUPT:
+		return do_enter_kernel(s, t, &rr, FK_INTERRUPT);
+	case MTEV_BR_SYSRET:
+	case MTEV_BR_IRET:
+		return do_resume(s, t, &rr);
+	case MTEV_BR_TRACE_START:
+		return do_trace_start(s, t, &rr);
+	case MTEV_BR_TRACE_END:
+		return do_trace_end(s, t, &rr);
+	}
+	s->st.anomalies++;
+	return 0;
+}
+
+int seg_feed(segmenter *s, const struct mtev_rec *r)
+{
+	if (s->err)
+		return s->err;
+	switch (r->kind) {
+	case MTEV_BRANCH:
+		return do_branch(s, r);
+	case MTEV_GAP: {
+		struct thr *t = get_thr(s, r->gap.tid);
+		if (!t)
+			return s->err = -SEG_ENOMEM;
+		if (close_seg(s, t))
+			return s->err;
+		t->next_reason = r->gap.reason;
+		return emit(s, r);
+	}
+	case MTEV_SPAN:
+	case MTEV_SEGMENT:
+	case MTEV_WAYPOINT:
+		s->detail = r->kind;
+		return s->err = -SEG_EKIND;
+	case MTEV_THREAD:
+		if (s->o.fns && fnmap_add_thread(s->o.fns, r->thread.pid, r->thread.tid))
+			return s->err = -SEG_ENOMEM;
+		return emit(s, r);
+	case MTEV_MAP:
+		if (s->o.fns && fnmap_add_map(s->o.fns, r->map.pid, r->map.start, r->map.len,
+					      r->map.pgoff, r->map.path.p, r->map.path.len,
+					      r->map.build_id, r->map.build_id_len))
+			return s->err = -SEG_ENOMEM;
+		return emit(s, r);
+	case MTEV_SAMPLE:
+		s->st.samples++;
+		return seg_sample(s, r);
+	default:
+		return emit(s, r);
+	}
+}
+
+int seg_finish(segmenter *s)
+{
+	if (s->err)
+		return s->err;
+	for (size_t i = 0; i < s->nthr; i++)
+		if (close_seg(s, s->thr[i]))
+			return s->err;
+	return 0;
+}

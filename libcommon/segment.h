@@ -1,0 +1,77 @@
+/* The segmenter: per thread, the call-stack history rebuilt from branch
+ * records (or stack samples), written as segment, span and waypoint records.
+ *
+ * Feed every record of a stream with seg_feed() in order, then seg_finish().
+ * Context records (clock, process, thread, map, trigger, string, gap, symbol,
+ * unknown kinds) are handed to the emit callback as they arrive; a thread's
+ * segment is written (segment record, spans in pre-order with its waypoints
+ * merged by time) when it closes: at the thread's next gap, or at the end.
+ * The gap record is emitted after the segment it closes.
+ *
+ * Rules (tools/mt-segment.md has the full story):
+ *  - a call pushes a frame (func = target, callsite = source);
+ *  - a return pops down to the innermost frame whose call site the return
+ *    target follows (up to 15 bytes after the call instruction); a return
+ *    past the root promotes the function containing the target to a new
+ *    root that began at the segment start (flag inferred-start), in O(1);
+ *  - a jump or taken jcc stays in the frame when its target is in the
+ *    frame's function; a jump to another function's entry is a tail call
+ *    (the frame is replaced); a jump into an ancestor's function unwinds to
+ *    it (longjmp); function ranges come from ELF symbols (fnmap), else from
+ *    call targets seen so far;
+ *  - syscall and interrupt open [syscall] / [interrupt] child spans closed
+ *    by sysret / iret; a resume at an unexpected address enters a signal
+ *    handler, nested under the interrupted frame; the resume at the
+ *    interrupted address (rt_sigreturn) unwinds the handler;
+ *  - branch records sharing a timestamp: the frames they open are spread
+ *    evenly over [t, next distinct time); other events take the time of
+ *    the last frame opened before them in that run.
+ *
+ * Memory: per open segment, a 40-byte frame per span and a varint log of
+ * waypoints (a few bytes per branch).  Library code: never prints. */
+#ifndef MT_SEGMENT_H
+#define MT_SEGMENT_H
+
+#include "mtev.h"
+
+struct fnmap;
+
+enum seg_err {
+	SEG_ENOMEM = 1,
+	SEG_EKIND = 2, /* a record that does not belong in mt-segment's input */
+	SEG_EEMIT = 3, /* the emit callback failed */
+	SEG_EORDER = 4 /* time went backwards within a thread */
+};
+
+struct seg_opts {
+	struct fnmap *fns;  /* function ranges; may be NULL */
+	int no_waypoints;   /* do not write waypoint records */
+	int no_smear;	    /* keep raw times for events sharing a timestamp */
+};
+
+struct seg_stats {
+	uint64_t branches, samples, segments, spans, waypoints;
+	uint64_t anomalies; /* events that did not fit the stack (see mt-segment.md) */
+	uint64_t promoted;  /* frames revealed by a return past the root */
+	uint64_t tailcalls, unwinds, signals;
+	uint64_t peak_frames; /* largest number of frames held at once */
+};
+
+/* Returns 0 or a negative errno-like value; the record is valid only during
+ * the call. */
+typedef int (*seg_emit_fn)(void *ctx, const struct mtev_rec *rec);
+
+typedef struct segmenter segmenter;
+
+segmenter *seg_alloc(const struct seg_opts *opts, seg_emit_fn emit, void *ctx);
+void seg_free(segmenter *s);
+/* 0 or -SEG_E*.  After an error the segmenter must only be freed. */
+int seg_feed(segmenter *s, const struct mtev_rec *rec);
+/* Closes every open segment.  0 or -SEG_E*. */
+int seg_finish(segmenter *s);
+const struct seg_stats *seg_stats(const segmenter *s);
+const char *seg_strerror(int err);
+/* The offending record kind after -SEG_EKIND, the thread after -SEG_EORDER. */
+unsigned seg_error_detail(const segmenter *s);
+
+#endif

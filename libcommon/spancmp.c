@@ -1,0 +1,454 @@
+#include "spancmp.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { SC_BEFORE = 1, SC_AFTER = 2, SC_MATCHED = 4, SC_JUDGED = 8, SC_HIDDEN = 16 };
+
+static char **names;
+static size_t nnames, capnames;
+
+uint32_t spancmp_intern(const char *p, size_t len)
+{
+	if (!len)
+		return 0;
+	for (size_t i = 0; i < nnames; i++)
+		if (strlen(names[i]) == len && !memcmp(names[i], p, len))
+			return (uint32_t)i + 1;
+	if (nnames == capnames) {
+		size_t nc = capnames ? capnames * 2 : 64;
+		char **nn = realloc(names, nc * sizeof *nn);
+		if (!nn)
+			return 0;
+		names = nn;
+		capnames = nc;
+	}
+	char *c = strndup(p, len);
+	if (!c)
+		return 0;
+	names[nnames++] = c;
+	return (uint32_t)nnames;
+}
+
+const char *spancmp_name(uint32_t id)
+{
+	return id && id <= nnames ? names[id - 1] : "";
+}
+
+void spanset_init(struct spanset *s)
+{
+	memset(s, 0, sizeof *s);
+}
+
+void spanset_fini(struct spanset *s)
+{
+	free(s->v);
+	free(s->win);
+	memset(s, 0, sizeof *s);
+}
+
+static int grow(void **p, size_t *cap, size_t need, size_t elsz)
+{
+	if (need <= *cap)
+		return 0;
+	size_t nc = *cap ? *cap * 2 : 256;
+	while (nc < need)
+		nc *= 2;
+	void *np = realloc(*p, nc * elsz);
+	if (!np)
+		return -ENOMEM;
+	*p = np;
+	*cap = nc;
+	return 0;
+}
+
+int spanset_add(struct spanset *s, const struct mtev_rec *r)
+{
+	if (grow((void **)&s->v, &s->cap, s->n + 1, sizeof *s->v))
+		return -ENOMEM;
+	struct sc_span *x = &s->v[s->n++];
+	memset(x, 0, sizeof *x);
+	x->tid = r->span.tid;
+	x->depth = r->span.depth;
+	x->begin = r->span.begin;
+	x->end = r->span.end < r->span.begin ? r->span.begin : r->span.end;
+	x->func = r->span.func;
+	x->flags = r->span.flags;
+	x->name = r->span.func ? 0 : spancmp_intern(r->span.name.p, r->span.name.len);
+	return 0;
+}
+
+static struct sc_win *find_win(const struct spanset *s, uint32_t tid)
+{
+	for (size_t i = 0; i < s->nwin; i++)
+		if (s->win[i].tid == tid)
+			return &s->win[i];
+	return NULL;
+}
+
+int spanset_add_window(struct spanset *s, uint32_t tid, uint64_t begin, uint64_t end)
+{
+	struct sc_win *w = find_win(s, tid);
+	if (w) {
+		if (begin < w->begin)
+			w->begin = begin;
+		if (end > w->end)
+			w->end = end;
+		return 0;
+	}
+	if (grow((void **)&s->win, &s->capwin, s->nwin + 1, sizeof *s->win))
+		return -ENOMEM;
+	s->win[s->nwin++] = (struct sc_win){tid, begin, end < begin ? begin : end};
+	return 0;
+}
+
+static int key_cmp(const struct sc_span *a, const struct sc_span *b)
+{
+	if (a->tid != b->tid)
+		return a->tid < b->tid ? -1 : 1;
+	if (a->depth != b->depth)
+		return a->depth < b->depth ? -1 : 1;
+	if (a->func != b->func)
+		return a->func < b->func ? -1 : 1;
+	if (a->name != b->name)
+		return a->name < b->name ? -1 : 1;
+	return 0;
+}
+
+static int span_cmp(const void *x, const void *y)
+{
+	const struct sc_span *a = x, *b = y;
+	int k = key_cmp(a, b);
+	if (k)
+		return k;
+	if (a->begin != b->begin)
+		return a->begin < b->begin ? -1 : 1;
+	if (a->end != b->end)
+		return a->end < b->end ? -1 : 1;
+	return 0;
+}
+
+struct tb { /* a truth boundary time of a thread */
+	uint32_t tid;
+	uint64_t t;
+};
+
+static int tb_cmp(const void *x, const void *y)
+{
+	const struct tb *a = x, *b = y;
+	if (a->tid != b->tid)
+		return a->tid < b->tid ? -1 : 1;
+	return a->t < b->t ? -1 : a->t > b->t;
+}
+
+/* index of the first boundary of @tid greater than @t (or of tid's end) */
+static size_t tb_upper(const struct tb *v, size_t n, uint32_t tid, uint64_t t)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (v[mid].tid < tid || (v[mid].tid == tid && v[mid].t <= t))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+struct ctx {
+	const struct spancmp_opts *o;
+	struct tb *tb;
+	size_t ntb;
+};
+
+/* does actual time @a match truth time @b? */
+static int tmatch(const struct ctx *c, uint32_t tid, uint64_t b, uint64_t a)
+{
+	uint64_t d = a > b ? a - b : b - a;
+	if (d <= c->o->tol)
+		return 1;
+	if (c->o->strict || a < b)
+		return 0;
+	size_t i = tb_upper(c->tb, c->ntb, tid, b);
+	uint64_t next = i < c->ntb && c->tb[i].tid == tid ? c->tb[i].t : UINT64_MAX;
+	return a < next;
+}
+
+/* latest truth boundary of @tid at or before @t (or @t) */
+static uint64_t tb_prev(const struct ctx *c, uint32_t tid, uint64_t t)
+{
+	size_t i = tb_upper(c->tb, c->ntb, tid, t);
+	if (i > 0 && c->tb[i - 1].tid == tid)
+		return c->tb[i - 1].t;
+	return t;
+}
+
+struct iv {
+	uint64_t b, e;
+};
+
+/* union of the intervals of @v[0..n) (sorted by begin) into @out; count */
+static size_t merge_ivs(const struct sc_span *v, size_t n, struct iv *out)
+{
+	size_t m = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (m && v[i].begin <= out[m - 1].e) {
+			if (v[i].end > out[m - 1].e)
+				out[m - 1].e = v[i].end;
+		} else
+			out[m++] = (struct iv){v[i].begin, v[i].end};
+	}
+	return m;
+}
+
+/* first interval whose end >= t */
+static size_t iv_lower(const struct iv *u, size_t m, uint64_t t)
+{
+	size_t lo = 0, hi = m;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (u[mid].e < t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static uint64_t overlap_with(const struct iv *u, size_t m, uint64_t b, uint64_t e)
+{
+	uint64_t sum = 0;
+	for (size_t i = iv_lower(u, m, b); i < m && u[i].b < e; i++) {
+		uint64_t lo = u[i].b > b ? u[i].b : b, hi = u[i].e < e ? u[i].e : e;
+		if (hi > lo)
+			sum += hi - lo;
+	}
+	return sum;
+}
+
+static int intersects(const struct iv *u, size_t m, uint64_t b, uint64_t e)
+{
+	size_t i = iv_lower(u, m, b);
+	return i < m && u[i].b <= e;
+}
+
+static int push_span(struct sc_span **v, size_t *n, size_t *cap, const struct sc_span *x)
+{
+	if (grow((void **)v, cap, *n + 1, sizeof **v))
+		return -ENOMEM;
+	(*v)[(*n)++] = *x;
+	return 0;
+}
+
+int spancmp_run(struct spanset *truth, struct spanset *actual, const struct spancmp_opts *o,
+		struct spancmp_res *res)
+{
+	int ret = -ENOMEM;
+	struct sc_span *T = NULL, *A = NULL;
+	size_t nT = 0, nA = 0, capT = 0, capA = 0, capw = 0, capm = 0;
+	struct iv *ut = NULL, *ua = NULL;
+	struct ctx c = {o, NULL, 0};
+	struct { uint32_t tid, depth; } *cov = NULL;
+	size_t ncov = 0, capcov = 0;
+	uint8_t *tnames = NULL;
+	memset(res, 0, sizeof *res);
+
+	/* windows: segments, else the actual spans' extent */
+	size_t nwin0 = actual->nwin;
+	for (size_t i = 0; i < actual->n; i++) {
+		const struct sc_span *a = &actual->v[i];
+		const struct sc_win *w = find_win(actual, a->tid);
+		if ((!w || (size_t)(w - actual->win) >= nwin0) &&
+		    spanset_add_window(actual, a->tid, a->begin, a->end))
+			goto out;
+	}
+	/* clipped truth */
+	for (size_t i = 0; i < truth->n; i++) {
+		struct sc_span x = truth->v[i];
+		const struct sc_win *w = find_win(actual, x.tid);
+		x.cflags = 0;
+		if (w) {
+			if (x.end < w->begin || x.begin > w->end)
+				continue;
+			if (x.begin < w->begin) {
+				x.begin = w->begin;
+				x.cflags |= SC_BEFORE;
+			}
+			if (x.end > w->end) {
+				x.end = w->end;
+				x.cflags |= SC_AFTER;
+			}
+		}
+		if (push_span(&T, &nT, &capT, &x))
+			goto out;
+		if ((x.cflags & (SC_BEFORE | SC_AFTER)) == (SC_BEFORE | SC_AFTER)) {
+			if (grow((void **)&cov, &capcov, ncov + 1, sizeof *cov))
+				goto out;
+			cov[ncov].tid = x.tid;
+			cov[ncov++].depth = x.depth;
+		}
+	}
+	/* frames no trace can see: a covering frame whose child covers too */
+	if (!o->absolute_depth) {
+		for (size_t i = 0; i < actual->nwin; i++) {
+			uint32_t tid = actual->win[i].tid, k = 0;
+			for (;;) {
+				int h0 = 0, h1 = 0;
+				for (size_t j = 0; j < ncov; j++)
+					if (cov[j].tid == tid) {
+						h0 |= cov[j].depth == k;
+						h1 |= cov[j].depth == k + 1;
+					}
+				if (!(h0 && h1))
+					break;
+				k++;
+			}
+			if (k > res->max_hidden)
+				res->max_hidden = k;
+			if (!k)
+				continue;
+			for (size_t j = 0; j < nT; j++)
+				if (T[j].tid == tid) {
+					if (T[j].depth < k)
+						T[j].cflags |= SC_HIDDEN;
+					else
+						T[j].depth -= k;
+				}
+		}
+		size_t w = 0;
+		for (size_t j = 0; j < nT; j++)
+			if (!(T[j].cflags & SC_HIDDEN))
+				T[w++] = T[j];
+		nT = w;
+	}
+	/* judged actual spans */
+	tnames = calloc(nnames + 2, 1);
+	if (!tnames)
+		goto out;
+	for (size_t j = 0; j < nT; j++)
+		if (!T[j].func && T[j].name <= nnames)
+			tnames[T[j].name] = 1;
+	for (size_t i = 0; i < actual->n; i++) {
+		struct sc_span x = actual->v[i];
+		x.cflags = 0;
+		int judged = !(x.flags & MTEV_SPAN_ERROR) && x.func;
+		if (!judged && !(x.flags & MTEV_SPAN_ERROR) && x.name && x.name <= nnames)
+			judged = tnames[x.name];
+		res->actual++;
+		if (!judged) {
+			res->unjudged++;
+			continue;
+		}
+		if (push_span(&A, &nA, &capA, &x))
+			goto out;
+	}
+	res->truth = nT;
+	res->judged = nA;
+	qsort(T, nT, sizeof *T, span_cmp);
+	qsort(A, nA, sizeof *A, span_cmp);
+	/* truth boundaries per thread */
+	c.tb = malloc((2 * nT + 2 * actual->nwin + 1) * sizeof *c.tb);
+	ut = malloc((nT + 1) * sizeof *ut);
+	ua = malloc((nA + 1) * sizeof *ua);
+	if (!c.tb || !ut || !ua)
+		goto out;
+	for (size_t i = 0; i < nT; i++) {
+		c.tb[c.ntb++] = (struct tb){T[i].tid, T[i].begin};
+		c.tb[c.ntb++] = (struct tb){T[i].tid, T[i].end};
+	}
+	for (size_t i = 0; i < actual->nwin; i++) {
+		c.tb[c.ntb++] = (struct tb){actual->win[i].tid, actual->win[i].begin};
+		c.tb[c.ntb++] = (struct tb){actual->win[i].tid, actual->win[i].end};
+	}
+	qsort(c.tb, c.ntb, sizeof *c.tb, tb_cmp);
+
+	/* walk the groups (same thread, depth, function) */
+	size_t i = 0, j = 0;
+	while (i < nT || j < nA) {
+		int k = i >= nT ? 1 : j >= nA ? -1 : key_cmp(&T[i], &A[j]);
+		size_t i1 = i, j1 = j;
+		if (k <= 0)
+			while (i1 < nT && !key_cmp(&T[i1], &T[i]))
+				i1++;
+		if (k >= 0)
+			while (j1 < nA && !key_cmp(&A[j1], &A[j]))
+				j1++;
+		struct sc_span *t = T + i, *a = A + j;
+		size_t nt = k <= 0 ? i1 - i : 0, na = k >= 0 ? j1 - j : 0;
+		size_t mt = merge_ivs(t, nt, ut), ma = merge_ivs(a, na, ua);
+		uint32_t tid = nt ? t[0].tid : a[0].tid;
+		for (size_t x = 0; x < nt; x++) {
+			res->truth_time += (double)(t[x].end - t[x].begin);
+			res->covered_time += (double)overlap_with(ua, ma, t[x].begin, t[x].end);
+		}
+		for (size_t y = 0; y < na; y++) {
+			struct sc_span *s = &a[y];
+			res->actual_time += (double)(s->end - s->begin);
+			res->true_actual_time += (double)overlap_with(ut, mt, s->begin, s->end);
+			if (!intersects(ut, mt, s->begin, s->end)) {
+				res->wrong++;
+				if (push_span(&res->wrong_spans, &res->nwrong_list, &capw, s))
+					goto out;
+				continue;
+			}
+			/* candidates: truth spans beginning at most tol after it, back
+			 * to the truth boundary at or before it */
+			uint64_t lowb = tb_prev(&c, tid, s->begin);
+			if (s->begin - (s->begin > o->tol ? o->tol : s->begin) < lowb)
+				lowb = s->begin - (s->begin > o->tol ? o->tol : s->begin);
+			size_t lo = 0, hi = nt;
+			while (lo < hi) {
+				size_t mid = (lo + hi) / 2;
+				if (t[mid].begin <= s->begin + o->tol)
+					lo = mid + 1;
+				else
+					hi = mid;
+			}
+			struct sc_span *best = NULL;
+			for (size_t z = lo; z-- > 0 && t[z].begin >= lowb;) {
+				struct sc_span *u = &t[z];
+				if (u->cflags & SC_MATCHED)
+					continue;
+				if (!tmatch(&c, tid, u->begin, s->begin) || !tmatch(&c, tid, u->end, s->end))
+					continue;
+				if ((u->cflags & SC_BEFORE) && !(s->flags & MTEV_SPAN_INFERRED_START))
+					continue;
+				if ((u->cflags & SC_AFTER) && !(s->flags & MTEV_SPAN_OPEN_AT_END))
+					continue;
+				best = u;
+			}
+			if (best) {
+				best->cflags |= SC_MATCHED;
+				s->cflags |= SC_MATCHED;
+				res->matched++;
+				res->exact_time += (double)(best->end - best->begin);
+			}
+		}
+		for (size_t x = 0; x < nt; x++)
+			if (!(t[x].cflags & SC_MATCHED)) {
+				if (push_span(&res->missed_spans, &res->nmissed_list, &capm, &t[x]))
+					goto out;
+			} else
+				res->truth_matched++;
+		i = k <= 0 ? i1 : i;
+		j = k >= 0 ? j1 : j;
+	}
+	ret = 0;
+out:
+	free(T);
+	free(A);
+	free(ut);
+	free(ua);
+	free(c.tb);
+	free(cov);
+	free(tnames);
+	return ret;
+}
+
+void spancmp_res_fini(struct spancmp_res *res)
+{
+	free(res->wrong_spans);
+	free(res->missed_spans);
+	memset(res, 0, sizeof *res);
+}

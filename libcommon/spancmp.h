@@ -1,0 +1,88 @@
+/* Span fidelity: compares actual spans (mt-segment / mt-stitch output) with
+ * the truth (mt-ptsim's truth-spans.mt).
+ *
+ * Per thread, the traced window [wb, we] comes from the actual stream's
+ * segment records (else its spans, else a branch stream given with
+ * spanset_add_window()).  Truth spans are clipped to it: one that began
+ * before wb matches an actual span with begin = wb and flag inferred-start;
+ * likewise at we with open-at-end.
+ *
+ * Depth: frames live across the whole window whose child is also live across
+ * the whole window executed nothing in it, so no trace can see them; they
+ * are the outermost frames.  Unless @absolute_depth, they are dropped and
+ * the truth's depths renumbered from the outermost observable frame (the
+ * root a perfect segmenter finds).
+ *
+ * Matching: same thread, depth, function (name for synthetic spans, func 0),
+ * begin and end.  Two times match when they differ by at most @tol ns, or
+ * (unless @strict) when the actual time lies in [b, next) where b is the
+ * truth time and next the truth's next distinct span boundary on that thread:
+ * the truth cannot order events inside one timestamp, which is where
+ * mt-segment spreads them.
+ *
+ * Judged actual spans: functions (func != 0), and synthetic spans whose name
+ * occurs in the truth ([syscall] ...).  Gap markers (flag error) are not
+ * judged.  A judged span is wrong when no truth span of the same thread,
+ * depth and function intersects it.  Coverage: the fraction of the truth's
+ * frame-time (sum of clipped durations over all depths) during which an
+ * actual span of the same thread, depth and function is live. */
+#ifndef MT_SPANCMP_H
+#define MT_SPANCMP_H
+
+#include "mtev.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct sc_span {
+	uint64_t begin, end, func;
+	uint32_t tid, depth, flags;
+	uint32_t name; /* interned name id, 0 = none */
+	uint32_t cflags; /* comparison state (SC_*) */
+};
+
+struct sc_win {
+	uint32_t tid;
+	uint64_t begin, end;
+};
+
+struct spanset {
+	struct sc_span *v;
+	size_t n, cap;
+	struct sc_win *win;
+	size_t nwin, capwin;
+};
+
+struct spancmp_opts {
+	uint64_t tol;
+	int strict;
+	int absolute_depth;
+};
+
+struct spancmp_res {
+	size_t truth, actual, judged, unjudged, matched, wrong, truth_matched;
+	double truth_time, covered_time, exact_time, actual_time, true_actual_time;
+	/* indices into the actual set (wrong) and into the comparison's clipped
+	 * truth (missed); owned by the result */
+	struct sc_span *wrong_spans, *missed_spans;
+	size_t nwrong_list, nmissed_list;
+	uint32_t max_hidden; /* most outer frames dropped on one thread */
+};
+
+/* Names are interned process-wide (a test tool); returns the id, 0 for "". */
+uint32_t spancmp_intern(const char *p, size_t len);
+const char *spancmp_name(uint32_t id);
+
+void spanset_init(struct spanset *s);
+void spanset_fini(struct spanset *s);
+/* Adds a span record.  0 or -ENOMEM. */
+int spanset_add(struct spanset *s, const struct mtev_rec *span);
+/* Widens thread @tid's window to include [begin, end].  0 or -ENOMEM. */
+int spanset_add_window(struct spanset *s, uint32_t tid, uint64_t begin, uint64_t end);
+
+/* @actual's windows clip @truth; both sets are reordered.  0 or -ENOMEM. */
+int spancmp_run(struct spanset *truth, struct spanset *actual, const struct spancmp_opts *o,
+		struct spancmp_res *res);
+void spancmp_res_fini(struct spancmp_res *res);
+
+#endif

@@ -1,0 +1,73 @@
+/* mt-symbolize's stage logic: names, source lines and inline frames for a
+ * span stream.
+ *
+ * symz_stream() reads a whole MTEV span stream (spans, waypoints, maps, and
+ * context passed through), resolves every unique address it needs (span
+ * entries, call sites, waypoints) through one llvm-symbolizer coprocess
+ * (libcommon/llvmsym.h) and a per-build-id cache, and writes:
+ *   - the input's other records, unchanged and in order;
+ *   - one symbol record per unique runtime address, before the first span;
+ *   - every span with its name filled in, each physical span followed by
+ *     nested inline spans (flag MTEV_SPAN_INLINE) built from its waypoints,
+ *     depths renumbered so that the tree stays a tree;
+ *   - no waypoints (they are consumed).
+ *
+ * Inline spans: the waypoints of one physical span, in time order, each carry
+ * an inline chain (innermost first).  A run of consecutive waypoints whose
+ * chain shares a prefix of inline frames keeps those frames open; a frame
+ * begins at the time of the first waypoint that has it and ends at the time
+ * of the first later waypoint that does not (or at the physical span's end).
+ * This is an approximation: inline frames can only change where an address
+ * was observed (a branch source or target), so code executed between two
+ * waypoints is attributed to the frames of the earlier one.
+ *
+ * Fallbacks when llvm-symbolizer cannot name an address: the ELF symbol
+ * (`name+0xoff`), /tmp/perf-PID.map for anonymous (JIT) code, else
+ * `[unknown @ 0xADDR (binary)]`.  Every degradation is reported once through
+ * @warn and counted in symz_stats.degraded. */
+#ifndef MT_SYMBOLIZE_H
+#define MT_SYMBOLIZE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct symz_opts {
+	const char *symbolizer;	  /* program to run; NULL: "llvm-symbolizer"; "": none */
+	const char *symfs;	  /* NULL, or a root under which map paths are looked up */
+	const char *images;	  /* NULL, or a directory of binaries (by build-id or name) */
+	const char *cache_dir;	  /* NULL: no cache; else the mt cache directory */
+	const char *perf_map_dir; /* NULL: "/tmp" (perf-PID.map files) */
+	int timeout_ms;		  /* no answer for this long: the symbolizer is killed */
+	/* Diagnostics (library code never prints): one call per problem, already
+	 * deduplicated; @degraded says whether names were lost because of it. */
+	void (*warn)(void *ctx, int degraded, const char *msg);
+	void *warn_ctx;
+};
+
+struct symz_stats {
+	uint64_t records_in, spans_in, waypoints_in, spans_out, inline_spans, symbols_out;
+	uint64_t waypoints_unmatched; /* no physical span at their depth and time */
+	uint64_t unique_addrs;	      /* unique (thread, address) pairs */
+	uint64_t unique_binaddrs;     /* unique (binary, address) pairs resolved */
+	uint64_t cache_hits, symbolizer_requests, fallback_names, unknown_names;
+	int degraded; /* some names are fallbacks because of a problem */
+	char err[256]; /* why symz_stream failed */
+};
+
+enum {
+	SYMZ_EINPUT = 2, /* unusable input (corrupt, truncated, no spans); err says why */
+	SYMZ_ESYS = 111, /* system error (write failed, out of memory); err says why */
+};
+
+/* Transforms the MTEV stream in @buf[0..@len) and writes the result to
+ * @out_fd.  0 on success (check stats->degraded), or -SYMZ_EINPUT /
+ * -SYMZ_ESYS with stats->err filled.  Nothing is written when the input is
+ * unusable.  The caller must ignore SIGPIPE. */
+int symz_stream(const void *buf, size_t len, int out_fd, const struct symz_opts *o,
+		struct symz_stats *stats);
+
+/* The mt cache directory: $XDG_CACHE_HOME/mt, else $HOME/.cache/mt, into
+ * @out (@cap bytes).  0, or -1 when neither variable is set. */
+int symz_default_cache_dir(char *out, size_t cap);
+
+#endif

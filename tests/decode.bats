@@ -1,0 +1,167 @@
+#!/usr/bin/env bats
+# mt-decode: perf.data reading checked against perf's own parser (perf script
+# -D) on the real Skylake recording, decoding without its binaries, file vs
+# pipe mode, and the corrupt-input corpus.
+
+setup() {
+	BIN="$BATS_TEST_DIRNAME/../bin"
+	T="$BATS_TEST_TMPDIR"
+	FX=/work/shared/fixtures/intel_pt-skylake-4.14
+	SK="$FX/perf.data.intel_pt-4.14"
+	SKP="$FX/perf.data.piped.intel_pt-4.14"
+}
+
+# perf's list of records: "OFFSET TYPE", offsets as in the file.
+perf_records() { # FILE [pipe]
+	if [ "$2" = pipe ]; then
+		# perf counts pipe offsets from after the 16-byte pipe header
+		cat "$1" | perf script -D -i - 2>/dev/null |
+			sed -n 's/^\(0x[0-9a-f]*\|0\)@pipe \[0x[0-9a-f]*\]: event: \([0-9]*\)$/\1 \2/p' |
+			while read -r o t; do printf '0x%x %s\n' $((o + 16)) "$t"; done
+	else
+		perf script -D -i "$1" 2>/dev/null |
+			sed -n 's/^\(0x[0-9a-f]*\|0\)@[^ ]* \[0x[0-9a-f]*\]: event: \([0-9]*\)$/\1 \2/p' |
+			while read -r o t; do printf '0x%x %s\n' $((o)) "$t"; done
+	fi
+}
+our_records() { # FILE
+	"$BIN/mt-decode" --records "$1" | sed -n 's/^\(0x[0-9a-f]*\) [A-Z_0-9]* type=\([0-9]*\) .*/\1 \2/p'
+}
+
+@test "skylake file mode: every record perf sees, at the same offsets with the same types" {
+	perf_records "$SK" | sort > "$T/perf"
+	our_records "$SK" | sort > "$T/ours"
+	[ "$(wc -l < "$T/perf")" -gt 200 ]
+	diff "$T/perf" "$T/ours"
+}
+
+@test "skylake pipe mode: every record perf sees, at the same offsets with the same types" {
+	perf_records "$SKP" pipe | sort > "$T/perf"
+	cat "$SKP" | "$BIN/mt-decode" --records | sed -n 's/^\(0x[0-9a-f]*\) [A-Z_0-9]* type=\([0-9]*\) .*/\1 \2/p' | sort > "$T/ours"
+	[ "$(wc -l < "$T/perf")" -gt 600 ]
+	diff "$T/perf" "$T/ours"
+}
+
+# per queue (idx) AUXTRACE byte sums, and MMAP2/COMM/SWITCH counts
+perf_counts() { # FILE [pipe]
+	if [ "$2" = pipe ]; then cat "$1" | perf script -D -i - 2>/dev/null; else perf script -D -i "$1" 2>/dev/null; fi > "$T/perfD"
+	sed -n 's/.*PERF_RECORD_AUXTRACE size: \(0x[0-9a-f]*\) .* idx: \([0-9]*\) .*/\2 \1/p' "$T/perfD" |
+		while read -r idx sz; do echo "$idx $((sz))"; done |
+		awk '{ q[$1] += $2 } END { for (x in q) print "aux" x, q[x] }'
+	echo "mmap2 $(grep -c ' PERF_RECORD_MMAP2 ' "$T/perfD")"
+	echo "comm $(grep -Ec ' PERF_RECORD_COMM[: ]' "$T/perfD")"
+	echo "switch $(grep -Ec ' PERF_RECORD_SWITCH(_CPU_WIDE)? ' "$T/perfD")"
+}
+our_counts() { # FILE
+	"$BIN/mt-decode" --records < "$1" > "$T/ours"
+	sed -n 's/.* AUXTRACE .* idx=\([0-9]*\) aux_size=\([0-9]*\) .*/\1 \2/p' "$T/ours" |
+		awk '{ q[$1] += $2 } END { for (x in q) print "aux" x, q[x] }'
+	echo "mmap2 $(grep -c ' MMAP2 ' "$T/ours")"
+	echo "comm $(grep -c ' COMM ' "$T/ours")"
+	echo "switch $(grep -Ec ' SWITCH(_CPU_WIDE)? ' "$T/ours")"
+}
+
+@test "skylake: per-queue AUXTRACE bytes and MMAP2/COMM/SWITCH counts equal perf's (file and pipe)" {
+	perf_counts "$SK" | sort > "$T/p1"; our_counts "$SK" | sort > "$T/o1"
+	cat "$T/p1"
+	grep -q '^aux3 137728$' "$T/p1" # the README's figure, so the awk above parsed perf
+	diff "$T/p1" "$T/o1"
+	perf_counts "$SKP" pipe | sort > "$T/p2"; our_counts "$SKP" | sort > "$T/o2"
+	cat "$T/p2"
+	grep -q '^switch [1-9]' "$T/p2"
+	diff "$T/p2" "$T/o2"
+}
+
+@test "skylake without binaries: exit 1, gaps name the missing images, valid MTEV" {
+	run "$BIN/mt-decode" --buildid-dir "$T/none" -o "$T/o.mt" "$SK"
+	[ "$status" -eq 1 ]
+	echo "$output" | grep -q 'warning: image /lib64/ld-2.23.so (build-id a3f83cd3799ef4149d3763cee54dd18b967b7ddb): not found'
+	echo "$output" | grep -q 'warning: 56 kernel images (\[kernel.kallsyms\]_text, ...) not found'
+	[ "$(echo "$output" | grep -c 'ld-2.23.so')" -eq 1 ] # one warning per image
+	"$BIN/mt-dump" "$T/o.mt" > "$T/o.txt"
+	grep -q '^gap .*reason=no-image .*message="no memory mapped at this address: no image for /lib64/ld-2.23.so"' "$T/o.txt"
+	grep -q '^gap .*message=".*no image for \[kernel.kallsyms\]_text"' "$T/o.txt"
+	# every gap of the two queues is there: their offsets are inside the queue data
+	[ "$(grep -c '^gap ' "$T/o.txt")" -ge 9 ]
+	grep -q '^clock zero=18446744041015200657 mult=1789569706 shift=31' "$T/o.txt"
+	[ "$(grep -c '^map ' "$T/o.txt")" -eq 66 ] # 56 MMAP + 10 MMAP2, all executable
+	tail -1 "$T/o.txt" | grep -q '^end'
+}
+
+@test "skylake: the same recording in file mode, pipe mode and through a pipe decodes the same" {
+	# piped fixture vs its file-mode conversion by perf inject: byte-identical
+	cat "$SKP" | perf inject -i - -o "$T/conv.data"
+	"$BIN/mt-decode" "$SKP" > "$T/a.mt" 2>/dev/null || [ $? -eq 1 ]
+	"$BIN/mt-decode" "$T/conv.data" > "$T/b.mt" 2>/dev/null || [ $? -eq 1 ]
+	cmp "$T/a.mt" "$T/b.mt"
+	# and read from a real pipe
+	cat "$SKP" | "$BIN/mt-decode" > "$T/c.mt" 2>/dev/null || [ $? -eq 1 ]
+	cmp "$T/a.mt" "$T/c.mt"
+	# file fixture vs perf inject's pipe-mode rendering, which carries no
+	# BUILD_ID feature and this machine's CPUID instead of the recording's:
+	# identical but for the maps' build-ids, given the cpu
+	perf inject -i "$SK" -o - > "$T/conv.pipe"
+	"$BIN/mt-decode" --cpu 6/78/3 "$SK" 2>/dev/null | "$BIN/mt-dump" | sed 's/ build_id=[0-9a-f-]*//' > "$T/d.txt"
+	cat "$T/conv.pipe" | "$BIN/mt-decode" --cpu 6/78/3 2>/dev/null | "$BIN/mt-dump" | sed 's/ build_id=[0-9a-f-]*//' > "$T/e.txt"
+	[ "$(grep -c '^gap' "$T/d.txt")" -ge 9 ]
+	diff "$T/d.txt" "$T/e.txt"
+	cat "$SK" | "$BIN/mt-decode" 2>/dev/null | cmp - <("$BIN/mt-decode" "$SK" 2>/dev/null)
+}
+
+# FILE EXIT REGEX: one line on stderr matching REGEX, exit EXIT, never a crash
+check_corrupt() {
+	run timeout 20 "$BIN/mt-decode" --no-images -o "$T/out.mt" "$BATS_TEST_DIRNAME/corrupt/decode-$1.data"
+	echo "$1: status $status: $output"
+	[ "$status" -eq "$2" ]
+	[ "${#lines[@]}" -ge 1 ]
+	echo "$output" | grep -Eq "$3"
+	if [ "$2" -eq 2 ]; then
+		[ "${#lines[@]}" -eq 1 ]
+		echo "$output" | grep -q '^mt-decode: fatal: '
+		[ ! -e "$T/out.mt" ]
+	else
+		"$BIN/mt-dump" "$T/out.mt" > /dev/null # complete, valid MTEV
+	fi
+	rm -f "$T/out.mt"
+}
+
+@test "corrupt perf.data: one clear line, documented exit code, no crash" {
+	check_corrupt empty 2 'truncated'
+	check_corrupt header-cut 2 'truncated'
+	check_corrupt bad-magic 2 'not a perf.data file'
+	check_corrupt other-endian 2 'other byte order'
+	check_corrupt attr-size-zero 2 'impossible record or section size'
+	check_corrupt zero-record-size 2 'impossible record or section size at offset 0x'
+	check_corrupt huge-record-size 2 'impossible record or section size at offset 0x'
+	check_corrupt auxtrace-past-end 2 'impossible record or section size at offset 0x29c0'
+	check_corrupt data-offset-past-end 2 'truncated'
+	check_corrupt truncated 1 'ends inside the AUXTRACE data at offset 0x29c0: 4096 of 12240 bytes'
+}
+
+@test "garbage PT: decode errors become gaps, exit 1, no crash" {
+	for f in garbage-pt all-garbage-pt; do
+		run timeout 20 "$BIN/mt-decode" --no-images -o "$T/g.mt" "$BATS_TEST_DIRNAME/corrupt/decode-$f.data"
+		echo "$f: $status $output"
+		[ "$status" -le 1 ]
+		"$BIN/mt-dump" "$T/g.mt" > "$T/g.txt"
+		tail -1 "$T/g.txt" | grep -q '^end'
+	done
+	run "$BIN/mt-decode" --no-images -o "$T/g.mt" "$BATS_TEST_DIRNAME/corrupt/decode-garbage-pt.data"
+	[ "$status" -eq 1 ]
+	grep -q '^gap .*reason=decode-error' <("$BIN/mt-dump" "$T/g.mt")
+}
+
+@test "mt-decode --help, usage errors, terminal refusal" {
+	run "$BIN/mt-decode" --help
+	[ "$status" -eq 0 ]
+	echo "$output" | grep -q 'Exit status: 0 ok; 1'
+	run "$BIN/mt-decode" --bogus
+	[ "$status" -eq 2 ]
+	run "$BIN/mt-decode" --image foo@0x1000
+	[ "$status" -eq 2 ]
+	run "$BIN/mt-decode" --pt x --image nonsense
+	[ "$status" -eq 2 ]
+	run "$BIN/mt-decode" "$T/does-not-exist"
+	[ "$status" -eq 2 ]
+	echo "$output" | grep -q 'fatal: cannot open'
+}

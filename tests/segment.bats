@@ -1,0 +1,176 @@
+#!/usr/bin/env bats
+# mt-segment and mt-stitch on hand-written streams (tests/golden/segment:
+# NAME.in.txt, and NAME.want.txt written by hand from the rules), bad input,
+# and mt-compare on known differences.
+
+setup() {
+	BIN="$BATS_TEST_DIRNAME/../bin"
+	G="$BATS_TEST_DIRNAME/golden/segment"
+	T="$BATS_TEST_TMPDIR"
+	SYMFS="$BATS_TEST_DIRNAME/../build/tests/segment"
+	[ -x "$SYMFS/segfuncs" ] || skip "build/tests/segment/segfuncs not built (make test builds it)"
+}
+
+# golden NAME PIPELINE...: undump NAME.in.txt, run it through the stages, dump, diff
+golden() {
+	local name=$1
+	shift
+	"$BIN/mt-undump" "$G/$name.in.txt" > "$T/in.mt"
+	eval "$*" < "$T/in.mt" > "$T/out.mt"
+	"$BIN/mt-dump" "$T/out.mt" > "$T/out.txt"
+	diff -u "$G/$name.want.txt" "$T/out.txt"
+}
+
+SEG='"$BIN/mt-segment" --symfs "$SYMFS" --no-waypoints'
+
+@test "segment: a return with an empty stack promotes the callers to the segment start" {
+	golden seg-empty-return "$SEG"
+}
+
+@test "segment: tail call chain, intra-function jcc, jump to a .cold part and back" {
+	golden seg-tailcalls "$SEG"
+}
+
+@test "segment: recursion returns to the innermost matching call site" {
+	golden seg-recursion "$SEG"
+}
+
+@test "segment: longjmp across four frames unwinds them without inventing any" {
+	golden seg-longjmp "$SEG"
+}
+
+@test "segment: a signal handler nests under the interrupted frame; rt_sigreturn resumes it" {
+	golden seg-signal "$SEG"
+}
+
+@test "segment: a thread that starts and ends inside the trace" {
+	golden seg-thread-life "$SEG"
+}
+
+@test "segment: calls sharing a timestamp are spread up to the next time" {
+	golden seg-smear "$SEG"
+}
+
+@test "segment: waypoints for every branch source and target" {
+	golden wp-basic '"$BIN/mt-segment" --symfs "$SYMFS"'
+}
+
+@test "stitch: a gap while only the root is live; the later segment reveals its caller" {
+	golden stitch-gap-depth0 "$SEG | \"\$BIN/mt-stitch\""
+}
+
+@test "stitch: a decode error ten frames deep continues all eleven frames" {
+	golden stitch-gap-depth10 "$SEG | \"\$BIN/mt-stitch\""
+}
+
+@test "segment | stitch equals stitch < saved segment output" {
+	"$BIN/mt-undump" "$G/stitch-gap-depth10.in.txt" | "$BIN/mt-segment" --symfs "$SYMFS" > "$T/seg.mt"
+	"$BIN/mt-stitch" < "$T/seg.mt" > "$T/a.mt"
+	"$BIN/mt-undump" "$G/stitch-gap-depth10.in.txt" | "$BIN/mt-segment" --symfs "$SYMFS" | "$BIN/mt-stitch" > "$T/b.mt"
+	cmp "$T/a.mt" "$T/b.mt"
+}
+
+@test "segment: spans as input: one fatal line, exit 2, no output file" {
+	"$BIN/mt-undump" "$G/seg-recursion.in.txt" | "$BIN/mt-segment" > "$T/seg.mt"
+	run "$BIN/mt-segment" -i "$T/seg.mt" -o "$T/out.mt"
+	[ "$status" -eq 2 ]
+	[ "${#lines[@]}" -eq 1 ]
+	[[ "$output" == "mt-segment: fatal: "*"already carries spans"* ]]
+	[ ! -e "$T/out.mt" ]
+	# span records in a stream whose header does not say so
+	printf 'mtev version=1 producer="x" flags=0x1\nspan tid=1 depth=0 begin=1 end=2 func=0x10\nend\n' | "$BIN/mt-undump" > "$T/sp.mt"
+	run "$BIN/mt-segment" -i "$T/sp.mt" -o "$T/out.mt"
+	[ "$status" -eq 2 ]
+	[ "${#lines[@]}" -eq 1 ]
+	[[ "$output" == "mt-segment: fatal: "*"span record"* ]]
+	[ ! -e "$T/out.mt" ]
+	! ls "$T"/out.mt.tmp.* 2>/dev/null
+}
+
+@test "segment and stitch: not MTEV, or truncated: clear error" {
+	echo "hello" > "$T/junk"
+	run "$BIN/mt-segment" -i "$T/junk" -o "$T/o.mt"
+	[ "$status" -eq 2 ]
+	[ "${#lines[@]}" -eq 1 ]
+	[[ "$output" == "mt-segment: fatal: "* ]]
+	run "$BIN/mt-stitch" -i "$T/junk" -o "$T/o.mt"
+	[ "$status" -eq 2 ]
+	[[ "$output" == "mt-stitch: fatal: "* ]]
+	# branch records given to mt-stitch
+	"$BIN/mt-undump" "$G/seg-recursion.in.txt" > "$T/br.mt"
+	run "$BIN/mt-stitch" -i "$T/br.mt" -o "$T/o.mt"
+	[ "$status" -eq 2 ]
+	[ "${#lines[@]}" -eq 1 ]
+	[[ "$output" == "mt-stitch: fatal: "*"run mt-segment first"* ]]
+	[ ! -e "$T/o.mt" ]
+	# a truncated branch stream: output for what was read, warning, exit 1
+	size=$(stat -c %s "$T/br.mt")
+	head -c $((size - 1)) "$T/br.mt" > "$T/cut.mt"
+	run "$BIN/mt-segment" -i "$T/cut.mt" -o "$T/o.mt"
+	[ "$status" -eq 1 ]
+	[[ "$output" == "mt-segment: warning: "*"truncated"* ]]
+	"$BIN/mt-dump" "$T/o.mt" > /dev/null
+}
+
+@test "tools: --help on stdout with exit 0; a bad option exits 2" {
+	for t in mt-segment mt-stitch mt-compare; do
+		run "$BIN/$t" --help
+		[ "$status" -eq 0 ]
+		[[ "$output" == *"Exit status"* ]]
+		run "$BIN/$t" --no-such-option
+		[ "$status" -eq 2 ]
+	done
+}
+
+cmp_run() {
+	"$BIN/mt-undump" "$G/cmp-truth.txt" > "$T/truth.mt"
+	"$BIN/mt-undump" "$G/$1" > "$T/actual.mt"
+	shift
+	run "$BIN/mt-compare" "$@" "$T/truth.mt" "$T/actual.mt"
+}
+
+@test "compare: clipped truth, hidden outer frame, exact actual: all match" {
+	cmp_run cmp-exact.txt --min-precision 1 --min-recall 1 --min-coverage 1 --max-wrong 0
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "${lines[-1]}" == "mt-compare: precision=1.000000 recall=1.000000 coverage=1.000000 exact_coverage=1.000000 "*" wrong=0 matched=3 truth=3 judged=3" ]]
+	[[ "$output" == *"outer frames hidden: 1"* ]]
+}
+
+@test "compare: --absolute-depth keeps the unobservable root: nothing matches" {
+	cmp_run cmp-exact.txt --absolute-depth --min-recall 1
+	[ "$status" -eq 1 ]
+	[[ "${lines[-1]}" == *" wrong=3 matched=0 truth=4 judged=3" ]]
+}
+
+@test "compare: wrong span, missing inferred-start flag, time within the truth's resolution" {
+	cmp_run cmp-wrong.txt --max-wrong 0
+	echo "$output"
+	[ "$status" -eq 1 ]
+	# main matches; a lacks inferred-start (truth began before the window);
+	# b begins at 310, inside [300, 350): matches; e at depth 1 is invented
+	[[ "${lines[-1]}" == *" wrong=1 matched=2 truth=3 judged=4" ]]
+	[[ "$output" == *"wrong: tid=1 depth=1 func=0x401500 begin=220 end=240"* ]]
+	cmp_run cmp-wrong.txt --strict
+	[[ "${lines[-1]}" == *" wrong=1 matched=1 truth=3 judged=4" ]]
+	# truth frame-time 200 + 50 + 50; b covered from 310 only: 290/300
+	cmp_run cmp-wrong.txt --min-coverage 0.96
+	[ "$status" -eq 0 ]
+	[[ "${lines[-1]}" == *" coverage=0.966667 "* ]]
+	cmp_run cmp-wrong.txt --min-coverage 0.97
+	[ "$status" -eq 1 ]
+	cmp_run cmp-wrong.txt --min-precision 0.6
+	[ "$status" -eq 1 ]
+}
+
+@test "compare: bad input exits 2 with one line" {
+	"$BIN/mt-undump" "$G/seg-recursion.in.txt" > "$T/br.mt"
+	run "$BIN/mt-compare" "$T/br.mt" "$T/br.mt"
+	[ "$status" -eq 2 ]
+	[ "${#lines[@]}" -eq 1 ]
+	[[ "$output" == "mt-compare: fatal: "*"no span records"* ]]
+	run "$BIN/mt-compare" "$T/br.mt"
+	[ "$status" -eq 2 ]
+	run "$BIN/mt-compare" --min-recall 2 "$T/br.mt" "$T/br.mt"
+	[ "$status" -eq 2 ]
+}

@@ -1,0 +1,294 @@
+#!/usr/bin/env bats
+# mt-symbolize: inline spans checked against llvm-symbolizer's own answers on
+# real -O2 -g binaries; fallbacks (stripped, missing binary, missing / hung /
+# dying llvm-symbolizer) with warnings and exit 1; the per-build-id cache.
+
+setup() {
+	ROOT="$BATS_TEST_DIRNAME/.."
+	BIN="$ROOT/bin"
+	PROGS="$(cd "$ROOT" && pwd)/${BUILD:-build}/programs"
+	T="$BATS_TEST_TMPDIR"
+	export XDG_CACHE_HOME="$T/cache"
+	BASE=0x555555554000
+}
+
+# gen PROG FUNC... -> $T/in.txt, $T/in.mt (a walk of every instruction)
+gen() {
+	"$BATS_TEST_DIRNAME/symbolize-gen.sh" "$@" > "$T/in.txt"
+	"$BIN/mt-undump" "$T/in.txt" > "$T/in.mt"
+}
+
+# check PROG OUT.mt: compare OUT's spans with llvm-symbolizer's answers for
+# the input's waypoints and call sites (queried here, not through mt).
+check() {
+	local prog=$1 out=$2
+	"$BIN/mt-dump" -k span "$out" > "$T/spans.txt"
+	awk '/^waypoint/ { for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+		print v["tid"], v["depth"], v["time"], v["addr"] }' "$T/in.txt" > "$T/wps.txt"
+	{ awk '{ print $4 }' "$T/wps.txt"; grep -o 'callsite=0x[0-9a-f]*' "$T/in.txt" | cut -d= -f2; } |
+		grep -v '^0x0$' | sort -u > "$T/addrs.txt"
+	# PIE, mapped at BASE with pgoff 0: file vaddr = addr - BASE (the text
+	# segment's file offset equals its vaddr; checked)
+	readelf -lW "$prog" | awk '$1 == "LOAD" && $7 ~ /E/ { o = $2; v = $3; sub(/^0x0*/, "", o); sub(/^0x0*/, "", v); bad = bad || o != v } END { exit bad }'
+	while read -r a; do printf '%s 0x%x\n' "$prog" $((a - BASE)); done < "$T/addrs.txt" |
+		llvm-symbolizer --output-style=JSON --inlines --demangle |
+		jq -r '[.Symbol[].FunctionName] | reverse | join("|")' | paste -d' ' "$T/addrs.txt" - > "$T/chains.txt"
+	[ "$(wc -l < "$T/chains.txt")" -eq "$(wc -l < "$T/addrs.txt")" ]
+	awk -v CHAINS="$T/chains.txt" -v WPS="$T/wps.txt" -f "$BATS_TEST_DIRNAME/symbolize-check.awk" "$T/spans.txt"
+}
+
+@test "inline spans equal llvm-symbolizer's inline chains (-O2 -g, two and three levels, call inside an inlined frame)" {
+	gen "$PROGS/sym_inline" $BASE sym_accumulate sym_mixed main
+	run "$BIN/mt-symbolize" --no-cache -o "$T/out.mt" "$T/in.mt"
+	[ "$status" -eq 0 ]
+	run check "$PROGS/sym_inline" "$T/out.mt"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	# the test really exercised inlining: inline spans three deep, and a
+	# physical span under an inlined frame
+	grep -q 'flags=inline name="sym_sq"' "$T/spans.txt"
+	grep -q 'flags=inline name="sym_calls_leaf"' "$T/spans.txt"
+	grep -q 'depth=4 .*name="sym_leaf"' "$T/spans.txt"
+	[ "$(grep -c 'flags=inline' "$T/spans.txt")" -ge 10 ]
+	# no waypoint survives; every input span is there, named
+	[ "$("$BIN/mt-dump" -k waypoint "$T/out.mt" | wc -l)" -eq 0 ]
+	[ "$(grep -vc 'flags=inline' "$T/spans.txt")" -eq "$(grep -c '^span ' "$T/in.txt")" ]
+	! grep -v 'flags=inline' "$T/spans.txt" | grep -q 'name=""'
+}
+
+@test "the checker is not vacuous: it rejects a missing, a renamed and a misnested inline span" {
+	gen "$PROGS/sym_inline" $BASE sym_mixed
+	"$BIN/mt-symbolize" --no-cache -o "$T/out.mt" "$T/in.mt"
+	check "$PROGS/sym_inline" "$T/out.mt"
+	"$BIN/mt-dump" "$T/out.mt" > "$T/out.txt"
+	# 1: drop the first sym_sq inline span
+	awk '!done && /flags=inline name="sym_sq"/ { done = 1; next } 1' "$T/out.txt" | "$BIN/mt-undump" > "$T/bad1.mt"
+	run check "$PROGS/sym_inline" "$T/bad1.mt"
+	[ "$status" -ne 0 ]
+	# 2: rename one
+	sed '0,/name="sym_poly"/s//name="sym_polyx"/' "$T/out.txt" | "$BIN/mt-undump" > "$T/bad2.mt"
+	run check "$PROGS/sym_inline" "$T/bad2.mt"
+	[ "$status" -ne 0 ]
+	# 3: no inline spans at all (what --no-symbolizer gives)
+	run "$BIN/mt-symbolize" --no-cache --no-symbolizer -o "$T/bad3.mt" "$T/in.mt"
+	run check "$PROGS/sym_inline" "$T/bad3.mt"
+	[ "$status" -ne 0 ]
+}
+
+@test "C++: names demangled, inline spans checked (llvm-symbolizer and the ELF fallback)" {
+	fn=$(nm "$PROGS/sym_cxx" | awk '$3 ~ /3Acc.*3run/ { print $3; exit }')
+	[ -n "$fn" ]
+	gen "$PROGS/sym_cxx" $BASE "$fn"
+	run "$BIN/mt-symbolize" --no-cache -o "$T/out.mt" "$T/in.mt"
+	[ "$status" -eq 0 ]
+	run check "$PROGS/sym_cxx" "$T/out.mt"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	grep -q 'name="symtest::Acc<long>::run(long)"' "$T/spans.txt"
+	grep -q 'flags=inline name="symtest::Acc<long>::twice(long)"' "$T/spans.txt"
+	run "$BIN/mt-symbolize" --no-cache --no-symbolizer -o "$T/elf.mt" "$T/in.mt"
+	[ "$status" -eq 1 ]
+	"$BIN/mt-dump" -k span "$T/elf.mt" | grep -q 'name="symtest::Acc<long>::run(long)"'
+	! "$BIN/mt-dump" "$T/elf.mt" | grep -q '_ZN'
+}
+
+@test "a binary without debug info: ELF symbol names, no inline spans, a note, exit 0" {
+	gen "$PROGS/sym_inline.nodebug" $BASE sym_mixed
+	run "$BIN/mt-symbolize" --no-cache -o "$T/out.mt" "$T/in.mt"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"has no debug info"* ]]
+	"$BIN/mt-dump" -k span "$T/out.mt" > "$T/s"
+	grep -q 'name="sym_mixed"' "$T/s"
+	! grep -q 'flags=inline' "$T/s"
+	"$BIN/mt-dump" -k symbol "$T/out.mt" | grep -q 'frame="sym_mixed+0x'
+}
+
+@test "stripped binary: one warning, .dynsym or [unknown @ ...] names, exit 1" {
+	gen "$PROGS/sym_inline" $BASE sym_mixed
+	sed "s|path=\"[^\"]*\"|path=\"$PROGS/sym_inline.stripped\"|" "$T/in.txt" | "$BIN/mt-undump" > "$T/s.mt"
+	run "$BIN/mt-symbolize" --no-cache -o "$T/out.mt" "$T/s.mt"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[ "$(grep -c 'warning: .*stripped' <<<"$output")" -eq 1 ]
+	"$BIN/mt-dump" -k span "$T/out.mt" > "$T/s"
+	grep -q 'name="\[unknown @ 0x11f0 (sym_inline.stripped)\]"' "$T/s" ||
+		grep -q 'name="\[unknown @ 0x[0-9a-f]* (sym_inline.stripped)\]"' "$T/s"
+	! grep -q 'name=""' "$T/s"
+}
+
+@test "missing binary: one warning naming it, [unknown @ 0x... (binary)] names, exit 1" {
+	gen "$PROGS/sym_inline" $BASE sym_mixed
+	sed "s|path=\"[^\"]*\"|path=\"$T/gone/sym_inline\"|" "$T/in.txt" | "$BIN/mt-undump" > "$T/m.mt"
+	run "$BIN/mt-symbolize" --no-cache -o "$T/out.mt" "$T/m.mt"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[ "$(grep -c 'warning:' <<<"$output")" -eq 1 ]
+	[[ "$output" == *"$T/gone/sym_inline"*"not found"* ]]
+	"$BIN/mt-dump" -k span "$T/out.mt" | grep -q "name=\"\\[unknown @ 0x5555555551f0 (sym_inline)\\]\"" ||
+		"$BIN/mt-dump" -k span "$T/out.mt" | grep -q 'name="\[unknown @ 0x5555555[0-9a-f]* (sym_inline)\]"'
+}
+
+@test "a binary with another build-id is refused (warning, exit 1); --images finds the right one by build-id" {
+	gen "$PROGS/sym_inline" $BASE sym_mixed
+	cp "$PROGS/sym_cxx" "$T/sym_inline"
+	sed "s|path=\"[^\"]*\"|path=\"$T/sym_inline\"|" "$T/in.txt" | "$BIN/mt-undump" > "$T/w.mt"
+	run "$BIN/mt-symbolize" --no-cache -o "$T/out.mt" "$T/w.mt"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"has build-id"* ]]
+	bid=$(readelf -n "$PROGS/sym_inline" | awk '/Build ID/ { print $3 }')
+	mkdir -p "$T/images"
+	cp "$PROGS/sym_inline" "$T/images/$bid"
+	run "$BIN/mt-symbolize" --no-cache --images "$T/images" -o "$T/out.mt" "$T/w.mt"
+	[ "$status" -eq 0 ]
+	"$BIN/mt-dump" -k span "$T/out.mt" | grep -q 'name="sym_mixed"'
+	# --symfs: DIR/PATH
+	mkdir -p "$T/root$(dirname "$PROGS/sym_inline")"
+	cp "$PROGS/sym_inline" "$T/root$PROGS/sym_inline"
+	sed "s|path=\"[^\"]*\"|path=\"$PROGS/sym_inline\"|" "$T/in.txt" | "$BIN/mt-undump" > "$T/f.mt"
+	run "$BIN/mt-symbolize" --no-cache --symfs "$T/root" -o "$T/out.mt" "$T/f.mt"
+	[ "$status" -eq 0 ]
+}
+
+@test "llvm-symbolizer missing (PATH without it, or --symbolizer /nonexistent): one warning, ELF names, exit 1" {
+	gen "$PROGS/sym_inline" $BASE sym_mixed
+	mkdir -p "$T/emptybin"
+	run env PATH="$T/emptybin" "$BIN/mt-symbolize" --no-cache -o "$T/out.mt" "$T/in.mt"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[ "$(grep -c 'warning:' <<<"$output")" -eq 1 ]
+	[[ "$output" == *"cannot run llvm-symbolizer"* ]]
+	"$BIN/mt-dump" -k span "$T/out.mt" | grep -q 'name="sym_mixed"'
+	run "$BIN/mt-symbolize" --no-cache --symbolizer /nonexistent -o "$T/out2.mt" "$T/in.mt"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"/nonexistent"* ]]
+	cmp "$T/out.mt" "$T/out2.mt"
+}
+
+@test "llvm-symbolizer that hangs: killed after --timeout, one warning, fallback names, exit 1" {
+	gen "$PROGS/sym_inline" $BASE sym_mixed
+	printf '#!/bin/sh\nexec sleep 600\n' > "$T/hang"
+	chmod +x "$T/hang"
+	start=$(date +%s)
+	run timeout 60 "$BIN/mt-symbolize" --no-cache --symbolizer "$T/hang" --timeout 0.5 -o "$T/out.mt" "$T/in.mt"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[ $(( $(date +%s) - start )) -lt 30 ]
+	[[ "$output" == *"did not answer"* ]]
+	"$BIN/mt-dump" -k span "$T/out.mt" | grep -q 'name="sym_mixed"'
+}
+
+@test "llvm-symbolizer that dies after two answers: one warning, the rest from ELF, exit 1" {
+	gen "$PROGS/sym_inline" $BASE sym_mixed
+	cat > "$T/die" <<-EOF2
+	#!/bin/sh
+	head -n 2 | llvm-symbolizer "\$@"
+	EOF2
+	chmod +x "$T/die"
+	run timeout 60 "$BIN/mt-symbolize" --no-cache --symbolizer "$T/die" -o "$T/out.mt" "$T/in.mt"
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[ "$(grep -c 'warning:' <<<"$output")" -eq 1 ]
+	"$BIN/mt-dump" -k span "$T/out.mt" | grep -q 'name="sym_mixed"'
+}
+
+@test "cache: the second run answers from the cache (works without llvm-symbolizer); --no-cache does not" {
+	gen "$PROGS/sym_inline" $BASE sym_accumulate sym_mixed
+	run "$BIN/mt-symbolize" -s -o "$T/a.mt" "$T/in.mt"
+	[ "$status" -eq 0 ]
+	bid=$(readelf -n "$PROGS/sym_inline" | awk '/Build ID/ { print $3 }')
+	[ -s "$XDG_CACHE_HOME/mt/symbolize/$bid" ]
+	run "$BIN/mt-symbolize" -s --symbolizer /nonexistent -o "$T/b.mt" "$T/in.mt"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *" 0 symbolizer requests"* ]]
+	cmp "$T/a.mt" "$T/b.mt"
+	run "$BIN/mt-symbolize" --no-cache --symbolizer /nonexistent -o "$T/c.mt" "$T/in.mt"
+	[ "$status" -eq 1 ]
+	! cmp -s "$T/a.mt" "$T/c.mt"
+	# HOME/.cache/mt when XDG_CACHE_HOME is unset
+	run env -u XDG_CACHE_HOME HOME="$T/home" "$BIN/mt-symbolize" -o "$T/d.mt" "$T/in.mt"
+	[ "$status" -eq 0 ]
+	[ -s "$T/home/.cache/mt/symbolize/$bid" ]
+}
+
+@test "cache: concurrent runs leave a valid cache and the same output" {
+	gen "$PROGS/sym_inline" $BASE sym_accumulate sym_mixed main
+	for i in 1 2 3 4 5 6; do "$BIN/mt-symbolize" -o "$T/o$i.mt" "$T/in.mt" & done
+	wait
+	for i in 2 3 4 5 6; do cmp "$T/o1.mt" "$T/o$i.mt"; done
+	bid=$(readelf -n "$PROGS/sym_inline" | awk '/Build ID/ { print $3 }')
+	f="$XDG_CACHE_HOME/mt/symbolize/$bid"
+	# every line: hex address, space, one JSON object from llvm-symbolizer
+	cut -d' ' -f2- "$f" | jq -e -c '.Symbol' > /dev/null
+	! grep -qv '^[0-9a-f][0-9a-f]* {' "$f"
+	[ -z "$(ls "$XDG_CACHE_HOME/mt/symbolize" | grep tmp)" ]
+	"$BIN/mt-symbolize" --symbolizer /nonexistent -o "$T/w.mt" "$T/in.mt"
+	cmp "$T/o1.mt" "$T/w.mt"
+}
+
+@test "JIT code: /tmp/perf-PID.map names anonymous memory" {
+	cat > "$T/j.txt" <<-EOF2
+	mtev version=1 producer="test" flags=0x3
+	thread pid=77 tid=78 time=0 name="jit"
+	map pid=77 time=0 start=0x7f0000000000 len=0x10000 pgoff=0x0 prot=0x5 path="//anon"
+	span tid=78 depth=0 begin=10 end=100 func=0x7f0000001000 callsite=0x0 flags=0 name=""
+	span tid=78 depth=1 begin=20 end=30 func=0x7f0000002010 callsite=0x7f0000001008 flags=0 name=""
+	end
+	EOF2
+	"$BIN/mt-undump" "$T/j.txt" > "$T/j.mt"
+	printf '7f0000001000 100 jitted_main\n7f0000002000 40 Interp::step\n' > "$T/perf-77.map"
+	run "$BIN/mt-symbolize" --no-cache --perf-map-dir "$T" -o "$T/out.mt" "$T/j.mt"
+	[ "$status" -eq 0 ]
+	"$BIN/mt-dump" -k span "$T/out.mt" > "$T/s"
+	grep -q 'depth=0 .*name="jitted_main"' "$T/s"
+	grep -q 'depth=1 .*name="Interp::step+0x10"' "$T/s"
+	# no perf map: unknown, with a warning
+	run "$BIN/mt-symbolize" --no-cache --perf-map-dir "$T/none" -o "$T/out.mt" "$T/j.mt"
+	[ "$status" -eq 1 ]
+	"$BIN/mt-dump" -k span "$T/out.mt" | grep -q 'name="\[unknown @ 0x7f0000001000 (//anon)\]"'
+}
+
+@test "context records pass through in order; synthetic span names are kept" {
+	gen "$PROGS/sym_inline" $BASE sym_accumulate
+	sed -i 's|^end$|gap tid=4242 begin=5 end=6 reason=overflow code=0 offset=- ip=0x0 message=""\nspan tid=4242 depth=0 begin=2000000000 end=2000000001 func=0x0 callsite=0x0 flags=syscall name="[syscall]"\nend|' "$T/in.txt"
+	"$BIN/mt-undump" "$T/in.txt" > "$T/in.mt"
+	"$BIN/mt-symbolize" --no-cache -o "$T/out.mt" "$T/in.mt"
+	"$BIN/mt-dump" "$T/out.mt" | grep -v -e '^span ' -e '^symbol ' -e '^mtev ' > "$T/ctx.out"
+	grep -v -e '^span ' -e '^waypoint ' -e '^mtev ' "$T/in.txt" > "$T/ctx.in"
+	diff -u "$T/ctx.in" "$T/ctx.out"
+	"$BIN/mt-dump" -k span "$T/out.mt" | grep -q 'flags=syscall name="\[syscall\]"'
+	# header: producer and the symbols flag
+	"$BIN/mt-dump" -k mtev "$T/out.mt" | grep -q 'producer="mt-symbolize" flags=0x7'
+	# symbols come before the first span
+	"$BIN/mt-dump" "$T/out.mt" | awk '/^span/ { s = 1 } /^symbol/ && s { exit 1 }'
+}
+
+@test "unusable input: one fatal line, exit 2, no output file" {
+	printf 'not mtev at all' > "$T/junk"
+	run "$BIN/mt-symbolize" -o "$T/out.mt" "$T/junk"
+	[ "$status" -eq 2 ]
+	[ "$(printf '%s\n' "$output" | wc -l)" -eq 1 ]
+	[[ "$output" == "mt-symbolize: fatal: "* ]]
+	[ ! -e "$T/out.mt" ]
+	printf 'mtev version=1 producer="x" flags=0x1\nbranch tid=1 time=1 type=call from=0x1 to=0x2\nend\n' | "$BIN/mt-undump" > "$T/br.mt"
+	run "$BIN/mt-symbolize" -o "$T/out.mt" "$T/br.mt"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"no spans"* ]]
+	gen "$PROGS/sym_inline" $BASE sym_accumulate
+	head -c 300 "$T/in.mt" > "$T/cut.mt"
+	run "$BIN/mt-symbolize" -o "$T/out.mt" "$T/cut.mt"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"truncated"* ]]
+	[ ! -e "$T/out.mt" ]
+}
+
+@test "--help on stdout exits 0; misuse exits 2" {
+	run "$BIN/mt-symbolize" --help
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"Exit status"* ]]
+	run "$BIN/mt-symbolize" --bogus
+	[ "$status" -eq 2 ]
+	run "$BIN/mt-symbolize" --timeout abc
+	[ "$status" -eq 2 ]
+}

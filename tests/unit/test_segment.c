@@ -1,0 +1,250 @@
+/* segment / stitch / spancmp library tests on records built in memory. */
+#include "segment.h"
+#include "spancmp.h"
+#include "stitch.h"
+#include "t.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct out {
+	struct mtev_rec *v;
+	size_t n, cap;
+	size_t spans, waypoints, segments, other;
+};
+
+static int collect(void *ctx, const struct mtev_rec *r)
+{
+	struct out *o = ctx;
+	if (o->n == o->cap) {
+		o->cap = o->cap ? o->cap * 2 : 1024;
+		o->v = realloc(o->v, o->cap * sizeof *o->v);
+		if (!o->v)
+			return -1;
+	}
+	o->v[o->n] = *r;
+	if (r->kind == MTEV_SPAN) {
+		/* names point into the producer: keep only the synthetic ones we use */
+		o->v[o->n].span.name = r->span.name.len ? mtev_cstr("[named]") : r->span.name;
+		o->spans++;
+	} else if (r->kind == MTEV_WAYPOINT)
+		o->waypoints++;
+	else if (r->kind == MTEV_SEGMENT)
+		o->segments++;
+	else
+		o->other++;
+	o->n++;
+	return 0;
+}
+
+static struct mtev_rec br(uint32_t tid, uint64_t time, unsigned type, uint64_t from, uint64_t to)
+{
+	struct mtev_rec r;
+	memset(&r, 0, sizeof r);
+	r.kind = MTEV_BRANCH;
+	r.br.tid = tid;
+	r.br.time = time;
+	r.br.type = type;
+	r.br.from = from;
+	r.br.to = to;
+	return r;
+}
+
+static const struct mtev_rec *find_span(const struct out *o, uint64_t func, uint32_t depth)
+{
+	for (size_t i = 0; i < o->n; i++)
+		if (o->v[i].kind == MTEV_SPAN && o->v[i].span.func == func && o->v[i].span.depth == depth)
+			return &o->v[i];
+	return NULL;
+}
+
+/* A deep stack revealed entirely by returns: every promotion is O(1) and the
+ * outermost frame ends up at depth 0. */
+static void test_deep_promotion(void)
+{
+	enum { N = 200000 };
+	struct out o = {0};
+	struct seg_opts so = {NULL, 1, 0};
+	segmenter *s = seg_alloc(&so, collect, &o);
+	struct mtev_rec r = br(1, 1000, MTEV_BR_TRACE_START, 0, 0x10000000);
+	int e = seg_feed(s, &r);
+	/* each return goes to a distinct "caller" address */
+	for (uint64_t i = 0; i < N && !e; i++) {
+		r = br(1, 1001 + i, MTEV_BR_RETURN, 0x10000000 + i * 16, 0x10000000 + (i + 1) * 16 + 5);
+		e = seg_feed(s, &r);
+	}
+	T_CHECK(!e, "feeding %d returns past the root", N);
+	T_CHECK(!seg_finish(s), "finish");
+	T_CHECK(o.spans == N + 1, "one span per revealed frame plus the first: %zu", o.spans);
+	T_CHECK(seg_stats(s)->promoted == N, "promoted %llu", (unsigned long long)seg_stats(s)->promoted);
+	const struct mtev_rec *first = NULL, *root = NULL;
+	for (size_t i = 0; i < o.n; i++)
+		if (o.v[i].kind == MTEV_SPAN) {
+			if (!root)
+				root = &o.v[i];
+			if (o.v[i].span.func == 0x10000000)
+				first = &o.v[i];
+		}
+	T_CHECK(root && root->span.depth == 0 && root->span.begin == 1000 &&
+			(root->span.flags & MTEV_SPAN_OPEN_AT_END) &&
+			(root->span.flags & MTEV_SPAN_INFERRED_START),
+		"the outermost frame is written first, at depth 0, from the segment start, open at end");
+	T_CHECK(first && first->span.depth == N && first->span.end == 1001,
+		"the first frame is %d deep and ends at the first return", N);
+	/* pre-order: begins never decrease */
+	uint64_t last = 0;
+	int ordered = 1;
+	for (size_t i = 0; i < o.n; i++)
+		if (o.v[i].kind == MTEV_SPAN) {
+			ordered &= o.v[i].span.begin >= last;
+			last = o.v[i].span.begin;
+		}
+	T_CHECK(ordered, "spans in ascending begin");
+	seg_free(s);
+	free(o.v);
+}
+
+/* A gap closes the segment; the next segment numbers depths from its own root. */
+static void test_gap_segments(void)
+{
+	struct out o = {0};
+	segmenter *s = seg_alloc(NULL, collect, &o);
+	struct mtev_rec r[] = {
+		br(1, 10, MTEV_BR_TRACE_START, 0, 0x1000),
+		br(1, 20, MTEV_BR_CALL, 0x1010, 0x2000),
+	};
+	int e = 0;
+	for (size_t i = 0; i < 2; i++)
+		e |= seg_feed(s, &r[i]);
+	struct mtev_rec g;
+	memset(&g, 0, sizeof g);
+	g.kind = MTEV_GAP;
+	g.gap.tid = 1;
+	g.gap.begin = 20;
+	g.gap.end = 50;
+	g.gap.reason = MTEV_GAP_LOST;
+	e |= seg_feed(s, &g);
+	T_CHECK(o.segments == 1 && o.spans == 2, "the gap closed segment 0 (%zu spans)", o.spans);
+	T_CHECK(o.n && o.v[o.n - 1].kind == MTEV_GAP, "the gap record follows its segment");
+	struct mtev_rec r2[] = {
+		br(1, 50, MTEV_BR_TRACE_START, 0, 0x3000),
+		br(1, 60, MTEV_BR_RETURN, 0x3010, 0x2020),
+		br(1, 70, MTEV_BR_RETURN, 0x2030, 0x1015),
+	};
+	for (size_t i = 0; i < 3; i++)
+		e |= seg_feed(s, &r2[i]);
+	e |= seg_finish(s);
+	T_CHECK(!e, "no error");
+	T_CHECK(o.segments == 2, "two segments");
+	const struct mtev_rec *seg1 = NULL;
+	for (size_t i = 0; i < o.n; i++)
+		if (o.v[i].kind == MTEV_SEGMENT && o.v[i].segment.index == 1)
+			seg1 = &o.v[i];
+	T_CHECK(seg1 && seg1->segment.reason == MTEV_GAP_LOST && seg1->segment.begin == 50,
+		"segment 1 begins after the gap, reason lost");
+	const struct mtev_rec *x = find_span(&o, 0x1015, 0);
+	T_CHECK(x && x->span.begin == 50 && (x->span.flags & MTEV_SPAN_INFERRED_START),
+		"segment 1's revealed root begins at its start, not before the gap");
+	seg_free(s);
+	free(o.v);
+}
+
+static struct mtev_rec span(uint64_t begin, uint64_t end, uint32_t depth, uint64_t func, uint32_t flags)
+{
+	struct mtev_rec r;
+	memset(&r, 0, sizeof r);
+	r.kind = MTEV_SPAN;
+	r.span.tid = 1;
+	r.span.begin = begin;
+	r.span.end = end;
+	r.span.depth = depth;
+	r.span.func = func;
+	r.span.flags = flags;
+	return r;
+}
+
+static struct mtev_rec segrec(uint32_t index, uint64_t begin, uint64_t end)
+{
+	struct mtev_rec r;
+	memset(&r, 0, sizeof r);
+	r.kind = MTEV_SEGMENT;
+	r.segment.tid = 1;
+	r.segment.index = index;
+	r.segment.begin = begin;
+	r.segment.end = end;
+	return r;
+}
+
+/* Segments with no common function are not joined; nothing is invented. */
+static void test_stitch_unaligned(void)
+{
+	struct out o = {0};
+	stitcher *s = stitch_alloc(collect, &o);
+	const uint32_t I = MTEV_SPAN_INFERRED_START, O = MTEV_SPAN_OPEN_AT_END;
+	struct mtev_rec in[] = {
+		segrec(0, 0, 100), span(0, 100, 0, 0xa0, I | O), span(10, 100, 1, 0xb0, O),
+		segrec(1, 200, 300), span(200, 300, 0, 0xc0, I | O), span(210, 220, 1, 0xd0, 0),
+	};
+	int e = 0;
+	for (size_t i = 0; i < 3; i++)
+		e |= stitch_feed(s, &in[i]);
+	struct mtev_rec g;
+	memset(&g, 0, sizeof g);
+	g.kind = MTEV_GAP;
+	g.gap.tid = 1;
+	g.gap.begin = 100;
+	g.gap.end = 200;
+	g.gap.reason = MTEV_GAP_DECODE_ERROR;
+	g.gap.message = mtev_cstr("boom");
+	e |= stitch_feed(s, &g);
+	for (size_t i = 3; i < 6; i++)
+		e |= stitch_feed(s, &in[i]);
+	e |= stitch_finish(s);
+	T_CHECK(!e, "stitch ran");
+	T_CHECK(stitch_stats(s)->unaligned == 1 && stitch_stats(s)->continued == 0,
+		"no common frame: not joined");
+	T_CHECK(o.spans == 5, "four input spans and one gap marker: %zu", o.spans);
+	const struct mtev_rec *c = find_span(&o, 0xc0, 0), *a = find_span(&o, 0xa0, 0);
+	T_CHECK(a && a->span.end == 100 && c && c->span.begin == 200 &&
+			!(c->span.flags & MTEV_SPAN_STITCHED),
+		"both roots keep their own times and depths");
+	stitch_free(s);
+	free(o.v);
+}
+
+/* The stitched span is one span: the same function live across the gap. */
+static void test_stitch_aligned(void)
+{
+	struct out o = {0};
+	stitcher *s = stitch_alloc(collect, &o);
+	const uint32_t I = MTEV_SPAN_INFERRED_START, O = MTEV_SPAN_OPEN_AT_END;
+	struct mtev_rec in[] = {
+		segrec(0, 0, 100),  span(0, 100, 0, 0xa0, I | O),   span(10, 100, 1, 0xb0, O),
+		span(20, 100, 2, 0xc0, O), segrec(1, 200, 300),     span(200, 300, 0, 0xa0, I | O),
+		span(200, 250, 1, 0xb0, I), span(200, 210, 2, 0xe0, I),
+	};
+	int e = 0;
+	for (size_t i = 0; i < 8; i++)
+		e |= stitch_feed(s, &in[i]);
+	e |= stitch_finish(s);
+	T_CHECK(!e && stitch_stats(s)->continued == 2, "a and b continue across the gap");
+	const struct mtev_rec *b = find_span(&o, 0xb0, 1), *x = find_span(&o, 0xe0, 2),
+			      *cc = find_span(&o, 0xc0, 2);
+	T_CHECK(b && b->span.begin == 10 && b->span.end == 250 &&
+			(b->span.flags & MTEV_SPAN_STITCHED) && !(b->span.flags & MTEV_SPAN_OPEN_AT_END),
+		"b is one span from 10 to 250");
+	T_CHECK(x && x->span.begin == 200 && cc && cc->span.end == 100,
+		"the frames that differ (c before, e after) keep their own times");
+	T_CHECK(o.spans == 4, "a, b, c, e: %zu spans", o.spans);
+	stitch_free(s);
+	free(o.v);
+}
+
+int main(void)
+{
+	test_deep_promotion();
+	test_gap_segments();
+	test_stitch_unaligned();
+	test_stitch_aligned();
+	return T_DONE();
+}

@@ -1,0 +1,232 @@
+/* mt-decode: perf.data (Intel PT or sampling) or raw PT to MTEV events. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "err.h"
+#include "io.h"
+#include "mtev.h"
+#include "perfdata.h"
+#include "ptdecode.h"
+
+static void usage(FILE *f)
+{
+	fputs("usage: mt-decode [options] [PERF.DATA]\n"
+	      "       mt-decode --pt FILE --image FILE[:OFFSET[:SIZE]]@VADDR... [--cpu F/M/S]\n"
+	      "       mt-decode --records [PERF.DATA]\n"
+	      "Decodes a perf.data file (file or pipe mode; stdin when no file or `-`) into an\n"
+	      "MTEV stream: a clock record, process/thread/map records, every taken branch\n"
+	      "(call, return, jump, jcc, syscall, sysret, interrupt, iret, trace-start,\n"
+	      "trace-end), gaps where the trace was lost or could not be decoded, each thread's\n"
+	      "records in time order.  Intel PT is decoded with libipt's block decoder, per\n"
+	      "thread or per cpu (threads from the context-switch sideband), snapshots with\n"
+	      "overlapping data removed.  A sampling recording gives stack samples (callchains,\n"
+	      "fp or lbr); hardware-breakpoint samples give trigger records.\n"
+	      "\n"
+	      "Code images come from the MMAP/MMAP2 records: the file at its path (or under\n"
+	      "--symfs), else in the build-id directory, checked by build-id.  A missing image\n"
+	      "is one warning and a gap wherever the trace needed it.\n"
+	      "\n"
+	      "  -o, --output FILE     write MTEV to FILE (atomically) instead of stdout\n"
+	      "  -f, --force           write binary output even to a terminal\n"
+	      "      --buildid-dir DIR build-id cache (default ~/.debug, as perf)\n"
+	      "      --symfs DIR       look for images under DIR first\n"
+	      "      --no-images       use no images at all (every traced ip becomes a gap)\n"
+	      "      --pt FILE         decode raw Intel PT from FILE (ptxed style)\n"
+	      "      --image SPEC      raw mode: load FILE[:OFFSET[:SIZE]]@VADDR (repeatable)\n"
+	      "      --cpu F/M/S       the Intel cpu (family/model/stepping) whose errata apply\n"
+	      "                        (default: the recording's CPUID; raw mode: none)\n"
+	      "      --pid N, --tid N  raw mode: the thread to attribute the trace to (0)\n"
+	      "      --records         list every perf.data record as text (no decoding)\n"
+	      "  -s, --stats           print counts (records, AUX bytes, branches, gaps) to stderr\n"
+	      "  -h, --help            this help\n"
+	      "\n"
+	      "Exit status: 0 ok; 1 the data had errors (gaps, missing images, truncated\n"
+	      "input): the output is complete and says where; 2 usage error or unusable input\n"
+	      "(not perf.data, corrupt container); 111 system error.\n",
+	      f);
+}
+
+struct out_ctx {
+	const char *path;
+	int force;
+	struct io_out out;
+	int opened;
+	mtev_writer *w;
+};
+
+static int open_out(void *ctx, uint32_t flags, mtev_writer **w)
+{
+	struct out_ctx *o = ctx;
+	int err;
+	if (io_out_open(&o->out, o->path, 1, o->force) < 0) {
+		if (errno == EISDIR && (!o->path || !strcmp(o->path, "-")))
+			mt_fatal(MT_EXIT_USAGE, "refusing to write binary MTEV to a terminal "
+						"(use -o FILE or -f)");
+		mt_fatal(MT_EXIT_SYS, "cannot open %s: %s", o->path ? o->path : "stdout",
+			 strerror(errno));
+	}
+	o->opened = 1;
+	o->w = mtev_writer_alloc(o->out.fd, "mt-decode", flags, &err);
+	if (!o->w)
+		return -1;
+	*w = o->w;
+	return 0;
+}
+
+static void warn_cb(void *ctx, const char *msg)
+{
+	(void)ctx;
+	mt_warn("%s", msg);
+}
+
+int main(int argc, char **argv)
+{
+	enum { O_BUILDID = 256, O_SYMFS, O_NOIMG, O_PT, O_IMAGE, O_CPU, O_PID, O_TID, O_RECORDS };
+	static const struct option lo[] = {
+		{"output", required_argument, NULL, 'o'},
+		{"force", no_argument, NULL, 'f'},
+		{"buildid-dir", required_argument, NULL, O_BUILDID},
+		{"symfs", required_argument, NULL, O_SYMFS},
+		{"no-images", no_argument, NULL, O_NOIMG},
+		{"pt", required_argument, NULL, O_PT},
+		{"image", required_argument, NULL, O_IMAGE},
+		{"cpu", required_argument, NULL, O_CPU},
+		{"pid", required_argument, NULL, O_PID},
+		{"tid", required_argument, NULL, O_TID},
+		{"records", no_argument, NULL, O_RECORDS},
+		{"stats", no_argument, NULL, 's'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	static struct ptd_options opts;
+	struct ptd_stats st;
+	struct out_ctx oc;
+	struct ptd_image_spec *images = NULL;
+	size_t nimages = 0;
+	const char *pt = NULL, *in = NULL;
+	int c, records = 0, stats = 0, fd, ret;
+
+	mt_set_progname(argv[0]);
+	memset(&oc, 0, sizeof oc);
+	opts.warn = warn_cb;
+	while ((c = getopt_long(argc, argv, "o:fsh", lo, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			oc.path = optarg;
+			break;
+		case 'f':
+			oc.force = 1;
+			break;
+		case O_BUILDID:
+			opts.buildid_dir = optarg;
+			break;
+		case O_SYMFS:
+			opts.symfs = optarg;
+			break;
+		case O_NOIMG:
+			opts.no_images = 1;
+			break;
+		case O_PT:
+			pt = optarg;
+			break;
+		case O_IMAGE: {
+			struct ptd_image_spec *v = realloc(images, (nimages + 1) * sizeof *v);
+			if (!v)
+				mt_fatal(MT_EXIT_SYS, "out of memory");
+			images = v;
+			if (ptd_parse_image_spec(optarg, &images[nimages]) < 0)
+				mt_fatal(MT_EXIT_USAGE, "bad --image %s (want FILE[:OFFSET[:SIZE]]@VADDR)",
+					 optarg);
+			nimages++;
+			break;
+		}
+		case O_CPU:
+			if (sscanf(optarg, "%d/%d/%d", &opts.cpu_family, &opts.cpu_model,
+				   &opts.cpu_stepping) < 2 ||
+			    opts.cpu_family <= 0)
+				mt_fatal(MT_EXIT_USAGE, "bad --cpu %s (want FAMILY/MODEL[/STEPPING])",
+					 optarg);
+			break;
+		case O_PID:
+			opts.raw_pid = (uint32_t)strtoul(optarg, NULL, 0);
+			break;
+		case O_TID:
+			opts.raw_tid = (uint32_t)strtoul(optarg, NULL, 0);
+			break;
+		case O_RECORDS:
+			records = 1;
+			break;
+		case 's':
+			stats = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return MT_EXIT_USAGE;
+		}
+	}
+	if (optind < argc)
+		in = argv[optind++];
+	if (optind < argc) {
+		usage(stderr);
+		return MT_EXIT_USAGE;
+	}
+	if (nimages && !pt)
+		mt_fatal(MT_EXIT_USAGE, "--image needs --pt");
+	if (pt && in)
+		mt_fatal(MT_EXIT_USAGE, "--pt and a perf.data file are exclusive");
+	opts.images = images;
+	opts.nimages = nimages;
+
+	if (pt) {
+		ret = ptd_decode_raw(pt, open_out, &oc, &opts, &st);
+	} else {
+		fd = io_open_in(in);
+		if (fd < 0)
+			mt_fatal(errno == ENOENT || errno == EISDIR ? MT_EXIT_USAGE : MT_EXIT_SYS,
+				 "cannot open %s: %s", in, strerror(errno));
+		if (records) {
+			ret = ptd_list_records(fd, stdout, &opts);
+			if (fflush(stdout) != 0)
+				mt_fatal(MT_EXIT_SYS, "writing the listing: %s", strerror(errno));
+			if (ret < 0)
+				mt_fatal(ret == -PTD_ESYS ? MT_EXIT_SYS : MT_EXIT_USAGE, "%s",
+					 opts.errmsg);
+			return 0;
+		}
+		ret = ptd_decode_perf(fd, open_out, &oc, &opts, &st);
+	}
+	if (ret < 0) {
+		if (oc.opened)
+			io_out_abort(&oc.out);
+		mt_fatal(ret == -PTD_EINPUT	? MT_EXIT_USAGE
+			 : ret == -PTD_EUSAGE ? MT_EXIT_USAGE
+					      : MT_EXIT_SYS,
+			 "%s", opts.errmsg);
+	}
+	if (mtev_writer_finish(oc.w) < 0) {
+		io_out_abort(&oc.out);
+		mt_fatal(MT_EXIT_SYS, "writing MTEV: %s", strerror(errno));
+	}
+	mtev_writer_free(oc.w);
+	if (io_out_commit(&oc.out) < 0)
+		mt_fatal(MT_EXIT_SYS, "cannot write %s: %s", oc.path ? oc.path : "stdout",
+			 strerror(errno));
+	if (stats) {
+		fprintf(stderr,
+			"mt-decode: %" PRIu64 " records, %" PRIu64 " AUX bytes, %" PRIu64
+			" blocks, %" PRIu64 " instructions, %" PRIu64 " branches, %" PRIu64
+			" gaps, %" PRIu64 " samples, %" PRIu64 " triggers\n",
+			st.records, st.aux_bytes, st.blocks, st.insns, st.branches, st.gaps,
+			st.samples, st.triggers);
+	}
+	free(images);
+	return st.degraded || st.warnings ? MT_EXIT_DEGRADED : MT_EXIT_OK;
+}

@@ -1,0 +1,209 @@
+/* mt-segment: branch records (or stack samples) -> segments, spans, waypoints. */
+#include "err.h"
+#include "fnmap.h"
+#include "io.h"
+#include "mtev.h"
+#include "segment.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void usage(FILE *f)
+{
+	fputs("usage: mt-segment [OPTIONS] [-i IN] [-o OUT]\n"
+	      "Rebuilds each thread's call stacks from MTEV branch records (mt-decode or\n"
+	      "mt-ptsim output) or stack samples, and writes segments, spans (one per\n"
+	      "function activation) and waypoints.  A new segment begins at every gap.\n"
+	      "Other records (clock, process, thread, map, trigger, string, gap, unknown)\n"
+	      "pass through.\n"
+	      "\n"
+	      "  -i, --input FILE     read FILE (default: stdin)\n"
+	      "  -o, --output FILE    write FILE, atomically (default: stdout)\n"
+	      "  -s, --symfs DIR      look for mapped files under DIR first (DIR/PATH,\n"
+	      "                       DIR/BASENAME, DIR/BUILD-ID), then at their PATH;\n"
+	      "                       ELF symbols tell intra-function jumps from tail calls\n"
+	      "      --no-symbols     use no ELF file: only call targets seen tell functions\n"
+	      "      --no-waypoints   do not write waypoint records\n"
+	      "      --no-smear       keep raw times for events sharing a timestamp\n"
+	      "      --stats          print counters on stderr at the end\n"
+	      "  -f, --force          write binary output to a terminal\n"
+	      "  -h, --help           this help\n"
+	      "\n"
+	      "Rules: tools/mt-segment.md.\n"
+	      "Exit status: 0 ok; 1 the input was truncated or corrupt after its header\n"
+	      "(output covers the records before the damage); 2 usage, not an MTEV stream,\n"
+	      "or records that do not belong here (spans, segments, waypoints: already\n"
+	      "segmented); 111 system error.\n",
+	      f);
+}
+
+struct opts {
+	const char *in, *out, *symfs;
+	int no_symbols, no_waypoints, no_smear, stats, force;
+};
+
+static int emit_cb(void *ctx, const struct mtev_rec *r)
+{
+	return mtev_write(ctx, r);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{"input", required_argument, 0, 'i'},	{"output", required_argument, 0, 'o'},
+		{"symfs", required_argument, 0, 's'},	{"no-symbols", no_argument, 0, 'S'},
+		{"no-waypoints", no_argument, 0, 'W'},	{"no-smear", no_argument, 0, 'M'},
+		{"stats", no_argument, 0, 'T'},		{"force", no_argument, 0, 'f'},
+		{"help", no_argument, 0, 'h'},		{0, 0, 0, 0},
+	};
+	struct opts o = {0};
+	int c, rc = MT_EXIT_OK, err = 0;
+	mt_set_progname(argv[0]);
+	while ((c = getopt_long(argc, argv, "i:o:s:fh", lo, NULL)) != -1) {
+		switch (c) {
+		case 'i':
+			o.in = optarg;
+			break;
+		case 'o':
+			o.out = optarg;
+			break;
+		case 's':
+			o.symfs = optarg;
+			break;
+		case 'S':
+			o.no_symbols = 1;
+			break;
+		case 'W':
+			o.no_waypoints = 1;
+			break;
+		case 'M':
+			o.no_smear = 1;
+			break;
+		case 'T':
+			o.stats = 1;
+			break;
+		case 'f':
+			o.force = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return MT_EXIT_USAGE;
+		}
+	}
+	if (optind < argc) {
+		mt_warn("unexpected argument '%s'", argv[optind]);
+		usage(stderr);
+		return MT_EXIT_USAGE;
+	}
+
+	int fd = io_open_in(o.in);
+	if (fd < 0)
+		mt_fatal(MT_EXIT_SYS, "unable to open %s: %s", o.in ? o.in : "stdin", strerror(errno));
+	mtev_reader *rd = mtev_reader_alloc(fd, &err);
+	if (!rd)
+		mt_fatal(err == -MTEV_EIO || err == MTEV_EIO ? MT_EXIT_SYS : MT_EXIT_USAGE,
+			 "%s: %s", o.in ? o.in : "stdin", mtev_strerror(err));
+	const struct mtev_header *h = mtev_reader_header(rd);
+	if (h->flags & MTEV_F_SPANS)
+		mt_fatal(MT_EXIT_USAGE,
+			 "%s: the stream already carries spans (producer %s); mt-segment reads "
+			 "branch records or samples (mt-decode or mt-ptsim truth.mt)",
+			 o.in ? o.in : "stdin", h->producer);
+
+	struct io_out out;
+	if (io_out_open(&out, o.out, 1, o.force) < 0) {
+		if (errno == EISDIR && !o.out)
+			mt_fatal(MT_EXIT_USAGE, "refusing to write binary output to a terminal (use -o or -f)");
+		mt_fatal(MT_EXIT_SYS, "unable to open %s: %s", o.out ? o.out : "stdout", strerror(errno));
+	}
+	uint32_t flags = MTEV_F_SPANS | (h->flags & (MTEV_F_SORTED | MTEV_F_SAMPLING | MTEV_F_SYMBOLS));
+	mtev_writer *w = mtev_writer_alloc(out.fd, "mt-segment", flags, &err);
+	if (!w) {
+		io_out_abort(&out);
+		mt_fatal(MT_EXIT_SYS, "unable to write output: %s", mtev_strerror(err));
+	}
+	struct fnmap *fns = NULL;
+	if (!o.no_symbols && !(fns = fnmap_alloc(o.symfs)))
+		mt_fatal(MT_EXIT_SYS, "out of memory");
+	struct seg_opts so = {fns, o.no_waypoints, o.no_smear};
+	segmenter *s = seg_alloc(&so, emit_cb, w);
+	if (!s)
+		mt_fatal(MT_EXIT_SYS, "out of memory");
+
+	struct mtev_rec rec;
+	int r;
+	uint64_t n = 0;
+	while ((r = mtev_read(rd, &rec)) > 0) {
+		n++;
+		int e = seg_feed(s, &rec);
+		if (e == -SEG_EKIND) {
+			io_out_abort(&out);
+			mt_fatal(MT_EXIT_USAGE,
+				 "%s: record %llu at offset %llu is a %s record: the input is already "
+				 "segmented; mt-segment reads branch records or samples",
+				 o.in ? o.in : "stdin", (unsigned long long)n,
+				 (unsigned long long)mtev_reader_offset(rd),
+				 mtev_kind_name(seg_error_detail(s)) ? mtev_kind_name(seg_error_detail(s)) : "?");
+		}
+		if (e) {
+			io_out_abort(&out);
+			mt_fatal(e == -SEG_EEMIT ? MT_EXIT_SYS : MT_EXIT_SYS, "%s", seg_strerror(e));
+		}
+		if (io_progress_enabled() && !(n & 0xfffff))
+			fprintf(stderr, "\rmt-segment: %llu records", (unsigned long long)n);
+	}
+	if (io_progress_enabled() && n > 0xfffff)
+		fputc('\n', stderr);
+	if (r < 0) {
+		if (r == -MTEV_EIO) {
+			io_out_abort(&out);
+			mt_fatal(MT_EXIT_SYS, "reading %s: %s", o.in ? o.in : "stdin", strerror(errno));
+		}
+		mt_warn("%s: %s at offset %llu; the output covers the records before it",
+			o.in ? o.in : "stdin", mtev_strerror(r),
+			(unsigned long long)mtev_reader_offset(rd));
+		rc = MT_EXIT_DEGRADED;
+	}
+	int e = seg_finish(s);
+	if (e) {
+		io_out_abort(&out);
+		mt_fatal(MT_EXIT_SYS, "%s", seg_strerror(e));
+	}
+	if ((e = mtev_writer_finish(w)) < 0 || io_out_commit(&out) < 0) {
+		io_out_abort(&out);
+		mt_fatal(MT_EXIT_SYS, "writing %s: %s", o.out ? o.out : "stdout",
+			 e < 0 ? mtev_strerror(e) : strerror(errno));
+	}
+	const struct seg_stats *st = seg_stats(s);
+	if (fns && fnmap_missing(fns)) {
+		mt_warn("%zu mapped file(s) not found, e.g. %s: jumps there are classified by "
+			"call targets only (use --symfs)",
+			fnmap_missing(fns), fnmap_missing_path(fns, 0));
+	}
+	if (st->anomalies)
+		mt_warn("%llu branch(es) did not fit the call stack (see mt-segment.md)",
+			(unsigned long long)st->anomalies);
+	if (o.stats)
+		fprintf(stderr,
+			"mt-segment: branches=%llu samples=%llu segments=%llu spans=%llu "
+			"waypoints=%llu promoted=%llu tailcalls=%llu unwinds=%llu signals=%llu "
+			"anomalies=%llu peak_frames=%llu\n",
+			(unsigned long long)st->branches, (unsigned long long)st->samples,
+			(unsigned long long)st->segments, (unsigned long long)st->spans,
+			(unsigned long long)st->waypoints, (unsigned long long)st->promoted,
+			(unsigned long long)st->tailcalls, (unsigned long long)st->unwinds,
+			(unsigned long long)st->signals, (unsigned long long)st->anomalies,
+			(unsigned long long)st->peak_frames);
+	seg_free(s);
+	fnmap_free(fns);
+	mtev_writer_free(w);
+	mtev_reader_free(rd);
+	return rc;
+}

@@ -1,0 +1,155 @@
+/* mt-stitch: joins each thread's segments across gaps. */
+#include "err.h"
+#include "io.h"
+#include "mtev.h"
+#include "stitch.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void usage(FILE *f)
+{
+	fputs("usage: mt-stitch [OPTIONS] [-i IN] [-o OUT]\n"
+	      "Joins each thread's segments (mt-segment output) across the gaps between\n"
+	      "them: the stack live at the end of a segment is aligned with the stack live\n"
+	      "at the start of the next; frames that align (same function, same call site\n"
+	      "when known) continue as one span (flag stitched); the gap becomes a span\n"
+	      "named for its reason ([decode error: MSG], [lost trace], [untraced]) at the\n"
+	      "depth where the stacks diverge.  No frame is invented.\n"
+	      "Heuristics and where they fail: tools/mt-stitch.md.\n"
+	      "\n"
+	      "  -i, --input FILE     read FILE (default: stdin)\n"
+	      "  -o, --output FILE    write FILE, atomically (default: stdout)\n"
+	      "      --stats          print counters on stderr at the end\n"
+	      "  -f, --force          write binary output to a terminal\n"
+	      "  -h, --help           this help\n"
+	      "\n"
+	      "Exit status: 0 ok; 1 the input was truncated or corrupt after its header\n"
+	      "(output covers the records before the damage); 2 usage, not an MTEV\n"
+	      "stream, or branch/sample records (run mt-segment first); 111 system error.\n",
+	      f);
+}
+
+static int emit_cb(void *ctx, const struct mtev_rec *r)
+{
+	return mtev_write(ctx, r);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{"input", required_argument, 0, 'i'}, {"output", required_argument, 0, 'o'},
+		{"stats", no_argument, 0, 'T'},	      {"force", no_argument, 0, 'f'},
+		{"help", no_argument, 0, 'h'},	      {0, 0, 0, 0},
+	};
+	const char *in = NULL, *outp = NULL;
+	int c, stats = 0, force = 0, err = 0, rc = MT_EXIT_OK;
+	mt_set_progname(argv[0]);
+	while ((c = getopt_long(argc, argv, "i:o:fh", lo, NULL)) != -1) {
+		switch (c) {
+		case 'i':
+			in = optarg;
+			break;
+		case 'o':
+			outp = optarg;
+			break;
+		case 'T':
+			stats = 1;
+			break;
+		case 'f':
+			force = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return MT_EXIT_USAGE;
+		}
+	}
+	if (optind < argc) {
+		mt_warn("unexpected argument '%s'", argv[optind]);
+		usage(stderr);
+		return MT_EXIT_USAGE;
+	}
+	const char *iname = in ? in : "stdin";
+	int fd = io_open_in(in);
+	if (fd < 0)
+		mt_fatal(MT_EXIT_SYS, "unable to open %s: %s", iname, strerror(errno));
+	mtev_reader *rd = mtev_reader_alloc(fd, &err);
+	if (!rd)
+		mt_fatal(err == -MTEV_EIO ? MT_EXIT_SYS : MT_EXIT_USAGE, "%s: %s", iname,
+			 mtev_strerror(err));
+	const struct mtev_header *h = mtev_reader_header(rd);
+	struct io_out out;
+	if (io_out_open(&out, outp, 1, force) < 0) {
+		if (errno == EISDIR && !outp)
+			mt_fatal(MT_EXIT_USAGE, "refusing to write binary output to a terminal (use -o or -f)");
+		mt_fatal(MT_EXIT_SYS, "unable to open %s: %s", outp ? outp : "stdout", strerror(errno));
+	}
+	mtev_writer *w = mtev_writer_alloc(out.fd, "mt-stitch", h->flags | MTEV_F_SPANS, &err);
+	if (!w) {
+		io_out_abort(&out);
+		mt_fatal(MT_EXIT_SYS, "unable to write output: %s", mtev_strerror(err));
+	}
+	stitcher *s = stitch_alloc(emit_cb, w);
+	if (!s)
+		mt_fatal(MT_EXIT_SYS, "out of memory");
+	struct mtev_rec rec;
+	int r;
+	uint64_t n = 0;
+	while ((r = mtev_read(rd, &rec)) > 0) {
+		n++;
+		int e = stitch_feed(s, &rec);
+		if (e == -STITCH_EKIND) {
+			io_out_abort(&out);
+			mt_fatal(MT_EXIT_USAGE,
+				 "%s: record %llu at offset %llu is a %s record: mt-stitch reads "
+				 "mt-segment output (run mt-segment first)",
+				 iname, (unsigned long long)n, (unsigned long long)mtev_reader_offset(rd),
+				 mtev_kind_name(stitch_error_detail(s)));
+		}
+		if (e) {
+			io_out_abort(&out);
+			mt_fatal(MT_EXIT_SYS, "%s", stitch_strerror(e));
+		}
+	}
+	if (r < 0) {
+		if (r == -MTEV_EIO) {
+			io_out_abort(&out);
+			mt_fatal(MT_EXIT_SYS, "reading %s: %s", iname, strerror(errno));
+		}
+		mt_warn("%s: %s at offset %llu; the output covers the records before it", iname,
+			mtev_strerror(r), (unsigned long long)mtev_reader_offset(rd));
+		rc = MT_EXIT_DEGRADED;
+	}
+	int e = stitch_finish(s);
+	if (e) {
+		io_out_abort(&out);
+		mt_fatal(MT_EXIT_SYS, "%s", stitch_strerror(e));
+	}
+	if ((e = mtev_writer_finish(w)) < 0 || io_out_commit(&out) < 0) {
+		io_out_abort(&out);
+		mt_fatal(MT_EXIT_SYS, "writing %s: %s", outp ? outp : "stdout",
+			 e < 0 ? mtev_strerror(e) : strerror(errno));
+	}
+	const struct stitch_stats *st = stitch_stats(s);
+	if (st->unaligned)
+		mt_warn("%llu of %llu join(s) found no common frame: the later segment keeps its own "
+			"depths", (unsigned long long)st->unaligned, (unsigned long long)st->joins);
+	if (stats)
+		fprintf(stderr,
+			"mt-stitch: segments=%llu joins=%llu aligned=%llu unaligned=%llu continued=%llu "
+			"revealed=%llu gap_spans=%llu\n",
+			(unsigned long long)st->segments, (unsigned long long)st->joins,
+			(unsigned long long)st->aligned, (unsigned long long)st->unaligned,
+			(unsigned long long)st->continued, (unsigned long long)st->revealed,
+			(unsigned long long)st->gap_spans);
+	stitch_free(s);
+	mtev_writer_free(w);
+	mtev_reader_free(rd);
+	return rc;
+}

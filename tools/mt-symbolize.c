@@ -1,0 +1,159 @@
+/* mt-symbolize: names, source lines and inline frames for a span stream. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "err.h"
+#include "io.h"
+#include "mtev.h"
+#include "symbolize.h"
+
+static void usage(FILE *f)
+{
+	fputs("usage: mt-symbolize [options] [FILE]\n"
+	      "Reads a span stream (mt-segment / mt-stitch output; FILE or stdin) and writes it\n"
+	      "with names: one symbol record per unique address (name, file, line, inline\n"
+	      "chain) before the spans, every span's name filled in, and each function span\n"
+	      "expanded into nested inline spans (flag `inline`) from its waypoints, which are\n"
+	      "consumed.  Other records pass through unchanged.\n"
+	      "\n"
+	      "Addresses are resolved through one `llvm-symbolizer --output-style=JSON\n"
+	      "--inlines --demangle` coprocess and cached by build-id.  An inline frame begins\n"
+	      "at the first waypoint inside it and ends at the first later waypoint outside it:\n"
+	      "frames change only where an address was observed.  Fallbacks: the ELF symbol\n"
+	      "(`name+0xoff`), /tmp/perf-PID.map for JIT code, else `[unknown @ 0xADDR (binary)]`.\n"
+	      "\n"
+	      "  -o, --output FILE     write to FILE (appears only when complete); default stdout\n"
+	      "  -f, --force           write binary to a terminal\n"
+	      "      --symbolizer PROG llvm-symbolizer to run (default: llvm-symbolizer in PATH)\n"
+	      "      --no-symbolizer   ELF symbol tables only\n"
+	      "      --timeout SECS    give the symbolizer this long to answer (default 10)\n"
+	      "      --symfs DIR       look binaries up as DIR/PATH before PATH\n"
+	      "      --images DIR      look binaries up as DIR/BUILD-ID, DIR/PATH, DIR/BASENAME\n"
+	      "                        first (mt-ptsim's images directory)\n"
+	      "      --perf-map-dir DIR  where perf-PID.map files are (default /tmp)\n"
+	      "      --cache-dir DIR   cache directory (default $XDG_CACHE_HOME/mt, else\n"
+	      "                        ~/.cache/mt); entries are keyed by build-id and address\n"
+	      "      --no-cache        neither read nor write the cache\n"
+	      "  -s, --stats           print counts (addresses, cache hits, requests) to stderr\n"
+	      "  -h, --help            this help\n"
+	      "\n"
+	      "Exit status: 0 ok; 1 names degraded (missing or stripped binary, symbolizer\n"
+	      "missing, hung or dead: fallback names used; output complete); 2 usage or\n"
+	      "unusable input (not MTEV, corrupt, no spans); 111 system error.\n",
+	      f);
+}
+
+static void on_warn(void *ctx, int degraded, const char *msg)
+{
+	(void)ctx;
+	if (degraded)
+		mt_warn("%s", msg);
+	else
+		mt_note("%s", msg);
+}
+
+int main(int argc, char **argv)
+{
+	enum { O_SYMBOLIZER = 256, O_NOSYM, O_TIMEOUT, O_SYMFS, O_IMAGES, O_PERFMAP, O_CACHEDIR,
+	       O_NOCACHE };
+	static const struct option lo[] = {{"output", required_argument, 0, 'o'},
+					   {"force", no_argument, 0, 'f'},
+					   {"symbolizer", required_argument, 0, O_SYMBOLIZER},
+					   {"no-symbolizer", no_argument, 0, O_NOSYM},
+					   {"timeout", required_argument, 0, O_TIMEOUT},
+					   {"symfs", required_argument, 0, O_SYMFS},
+					   {"images", required_argument, 0, O_IMAGES},
+					   {"perf-map-dir", required_argument, 0, O_PERFMAP},
+					   {"cache-dir", required_argument, 0, O_CACHEDIR},
+					   {"no-cache", no_argument, 0, O_NOCACHE},
+					   {"stats", no_argument, 0, 's'},
+					   {"help", no_argument, 0, 'h'},
+					   {0, 0, 0, 0}};
+	struct symz_opts o = {0};
+	const char *out_path = NULL, *cache_dir = NULL;
+	int force = 0, stats = 0, no_cache = 0, c;
+	char defcache[PATH_MAX];
+	mt_set_progname(argv[0]);
+	o.timeout_ms = 10000;
+	o.warn = on_warn;
+	while ((c = getopt_long(argc, argv, "o:fsh", lo, NULL)) != -1) {
+		switch (c) {
+		case 'o': out_path = optarg; break;
+		case 'f': force = 1; break;
+		case O_SYMBOLIZER: o.symbolizer = optarg; break;
+		case O_NOSYM: o.symbolizer = ""; break;
+		case O_TIMEOUT: {
+			char *e;
+			double s = strtod(optarg, &e);
+			if (e == optarg || *e || s <= 0 || s > 86400)
+				mt_fatal(MT_EXIT_USAGE, "bad --timeout '%s' (seconds, > 0)", optarg);
+			o.timeout_ms = (int)(s * 1000);
+			if (o.timeout_ms < 1)
+				o.timeout_ms = 1;
+			break;
+		}
+		case O_SYMFS: o.symfs = optarg; break;
+		case O_IMAGES: o.images = optarg; break;
+		case O_PERFMAP: o.perf_map_dir = optarg; break;
+		case O_CACHEDIR: cache_dir = optarg; break;
+		case O_NOCACHE: no_cache = 1; break;
+		case 's': stats = 1; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return MT_EXIT_USAGE;
+		}
+	}
+	if (argc - optind > 1) {
+		usage(stderr);
+		return MT_EXIT_USAGE;
+	}
+	if (!no_cache) {
+		if (cache_dir)
+			o.cache_dir = cache_dir;
+		else if (symz_default_cache_dir(defcache, sizeof defcache) == 0)
+			o.cache_dir = defcache;
+	}
+	/* a symbolizer that dies must not kill us */
+	signal(SIGPIPE, SIG_IGN);
+
+	const char *in_path = optind < argc ? argv[optind] : "-";
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	if (io_slurp(in_path, &buf, &len) < 0)
+		mt_fatal(errno == ENOENT || errno == EISDIR || errno == EACCES ? MT_EXIT_USAGE
+									      : MT_EXIT_SYS,
+			 "unable to read %s: %m", in_path);
+	struct io_out out;
+	if (io_out_open(&out, out_path, 1, force) < 0) {
+		if (errno == EISDIR && !out_path)
+			mt_fatal(MT_EXIT_USAGE, "refusing to write binary to a terminal (use -o FILE or -f)");
+		mt_fatal(MT_EXIT_SYS, "unable to open %s: %m", out_path ? out_path : "stdout");
+	}
+	struct symz_stats st;
+	int r = symz_stream(buf, len, out.fd, &o, &st);
+	free(buf);
+	if (r < 0) {
+		io_out_abort(&out);
+		mt_fatal(r == -SYMZ_EINPUT ? MT_EXIT_USAGE : MT_EXIT_SYS, "%s", st.err);
+	}
+	if (io_out_commit(&out) < 0)
+		mt_fatal(MT_EXIT_SYS, "unable to write %s: %m", out_path);
+	if (stats)
+		fprintf(stderr,
+			"mt-symbolize: %" PRIu64 " records, %" PRIu64 " spans + %" PRIu64
+			" waypoints in; %" PRIu64 " spans out (%" PRIu64 " inline), %" PRIu64
+			" symbols; %" PRIu64 " unique addresses, %" PRIu64 " in binaries, %" PRIu64
+			" cache hits, %" PRIu64 " symbolizer requests, %" PRIu64 " fallback, %" PRIu64
+			" unknown, %" PRIu64 " waypoints unmatched\n",
+			st.records_in, st.spans_in, st.waypoints_in, st.spans_out, st.inline_spans,
+			st.symbols_out, st.unique_addrs, st.unique_binaddrs, st.cache_hits,
+			st.symbolizer_requests, st.fallback_names, st.unknown_names,
+			st.waypoints_unmatched);
+	return st.degraded ? MT_EXIT_DEGRADED : MT_EXIT_OK;
+}
