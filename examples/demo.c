@@ -8,7 +8,7 @@
  * compare_u64).  Request sizes come from a fixed pseudo-random sequence; the
  * first request much larger than usual is "slow", and the demo calls
  * magic_trace_take_snapshot_with_arg(request number) right after it, which is
- * where mt takes the trace.  Then it serves a few more requests and exits.
+ * where mt takes the trace.  Then it serves 100 more requests and exits.
  *
  * Usage: demo [REQUESTS [SCALE]]   (defaults 400 and 12000: about 0.3 s here)
  * Prints the request that triggered on stderr; exit status 0.
@@ -131,7 +131,7 @@ int main(int argc, char **argv)
 			fprintf(stderr, "demo: slow request %u: taking a snapshot\n", req);
 			magic_trace_take_snapshot_with_arg(req);
 		}
-		if (triggered && ++after > 20)
+		if (triggered && ++after > 100)
 			break;
 	}
 	if (!triggered)

@@ -12,6 +12,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1135,6 +1136,14 @@ int main(int argc, char **argv)
 	for (int i = 0; i < o.npids; i++)
 		read_comm(o.pids[i], c.comm[i], sizeof c.comm[i]);
 	int have_trigger = setup_trigger(&c) == 0;
+	/* React to a hit before the program runs far past it: a real-time
+	 * priority when allowed (root), not passed on to perf or CMD. */
+	if (have_trigger) {
+		struct sched_param sp = {.sched_priority = 1};
+		if (sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &sp) < 0 && o.verbose)
+			mt_note("no real-time priority (%s): the snapshot may end a little after the "
+				"trigger", strerror(errno));
+	}
 	start_perf(&c, mode, perf);
 	if (auto_notice) /* once everything is known to work: errors stay one line */
 		mt_note("no Intel PT on this machine (/sys/bus/event_source/devices/intel_pt is "
@@ -1179,21 +1188,19 @@ int main(int argc, char **argv)
 		pf[np++] = (struct pollfd){sfd, POLLIN, 0};
 		if (tfd >= 0)
 			pf[np++] = (struct pollfd){tfd, POLLIN, 0};
-		int first_t = np;
+		/* the rings: their wakeups can come late (see the poll timeout) */
 		for (size_t i = 0; i < ntfds; i++)
 			pf[np++] = (struct pollfd){tfds[i], POLLIN, 0};
 		int first_p = np;
 		for (int i = 0; i < o.npids; i++)
 			pf[np++] = (struct pollfd){pidfds[i], POLLIN, 0};
-		if (poll(pf, (nfds_t)np, -1) < 0) {
+		if (poll(pf, (nfds_t)np, ntfds ? 10 : -1) < 0) {
 			if (errno == EINTR)
 				continue;
 			mt_fatal(MT_EXIT_SYS, "poll: %s", strerror(errno));
 		}
 		/* trigger hits first: they may come just before the exit */
-		int hit = 0;
-		for (int i = first_t; i < first_p; i++)
-			hit |= pf[i].revents != 0;
+		int hit = ntfds > 0; /* look every time: see the poll timeout */
 		if (hit) {
 			size_t before = c.nhits;
 			drain_hits(&c);
