@@ -121,7 +121,7 @@ one_fatal_line() {
 
 @test "PT mode: --per-thread lists every thread of the process for -t" {
 	mkfifo "$T/in" "$T/out"
-	"$ROOT/tests/programs/mt_calls" --wait < "$T/in" > "$T/out" &
+	"$ROOT/tests/programs/capture/mt_calls" --wait < "$T/in" > "$T/out" &
 	victim=$!
 	exec 8> "$T/in"
 	# "ready": by then it has its second thread

@@ -17,7 +17,7 @@ setup() {
 	done
 	export PKG_CONFIG_PATH="$T/inst/lib/pkgconfig"
 	[ "$(echo $(pkg-config --cflags magictrace))" = "-I$T/inst/include" ]
-	cc -O2 -o "$T/calls" "$ROOT/tests/programs/mt_calls.c" $(pkg-config --cflags --libs magictrace) -lpthread
+	cc -O2 -o "$T/calls" "$ROOT/tests/programs/capture/mt_calls.c" $(pkg-config --cflags --libs magictrace) -lpthread
 	# really the shared library, and not a copy of the function in the program
 	LD_LIBRARY_PATH="$T/inst/lib" ldd "$T/calls" | grep -q "libmagictrace.so.1 => $T/inst/lib/libmagictrace.so.1"
 	! nm "$T/calls" | grep -q " T magic_trace_stop_indicator"

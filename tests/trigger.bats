@@ -30,7 +30,7 @@ start_capture() {
 }
 
 @test "a trigger fired from a worker thread created after the start stops the capture" {
-	"$BIN/mt-capture" run -o "$T/d" -- "$ROOT/tests/programs/mt_late_thread" 2> "$T/err"
+	"$BIN/mt-capture" run -o "$T/d" -- "$ROOT/tests/programs/capture/mt_late_thread" 2> "$T/err"
 	pid=$("$BIN/mt-dump" -k process "$T/d/hits.mt" | sed -n 's/^process pid=\([0-9]*\) .*/\1/p')
 	hits "$T/d/hits.mt" > "$T/h"
 	cat "$T/h"
@@ -50,7 +50,7 @@ start_capture() {
 
 @test "attach: threads that existed before and threads created after all fire (--multi-snapshot)" {
 	mkfifo "$T/in" "$T/out"
-	"$ROOT/tests/programs/mt_calls" --wait < "$T/in" > "$T/out" &
+	"$ROOT/tests/programs/capture/mt_calls" --wait < "$T/in" > "$T/out" &
 	victim=$!
 	exec 8> "$T/in"
 	exec 7< "$T/out"
@@ -82,20 +82,20 @@ start_capture() {
 }
 
 @test "--trigger SYMBOL stops at that function" {
-	"$BIN/mt-capture" run -t crunch -o "$T/d" -- "$ROOT/tests/programs/mt_late_thread" 2> "$T/err"
+	"$BIN/mt-capture" run -t crunch -o "$T/d" -- "$ROOT/tests/programs/capture/mt_late_thread" 2> "$T/err"
 	pid=$("$BIN/mt-dump" -k process "$T/d/hits.mt" | sed -n 's/^process pid=\([0-9]*\) .*/\1/p')
 	hits "$T/d/hits.mt" > "$T/h"
 	[ "$(wc -l < "$T/h")" -eq 1 ]
 	grep -q "^trigger pid=$pid tid=$pid .* symbol=\"crunch\"" "$T/h"
 	# the hit's address is crunch's: ELF value + where the program is mapped
 	addr=$(sed -n 's/.* addr=\(0x[0-9a-f]*\) .*/\1/p' "$T/h")
-	val=$(nm "$ROOT/tests/programs/mt_late_thread" | awk '$3 == "crunch" {print $1}')
+	val=$(nm "$ROOT/tests/programs/capture/mt_late_thread" | awk '$3 == "crunch" {print $1}')
 	[ $(( addr & 0xfff )) -eq $(( 0x$val & 0xfff )) ]
 }
 
 @test "--trigger addr:0x... (runtime address) while attached" {
 	mkfifo "$T/in" "$T/out"
-	"$ROOT/tests/programs/mt_calls" --wait < "$T/in" > "$T/out" &
+	"$ROOT/tests/programs/capture/mt_calls" --wait < "$T/in" > "$T/out" &
 	victim=$!
 	exec 8> "$T/in"
 	exec 7< "$T/out"
@@ -124,7 +124,7 @@ start_capture() {
 @test "an unknown --trigger symbol: one clear error, exit 2, the program is not left behind" {
 	# a copy with a name of its own, to look for it afterwards
 	prog="$T/mt_calls_$$_$RANDOM"
-	cp "$ROOT/tests/programs/mt_calls" "$prog"
+	cp "$ROOT/tests/programs/capture/mt_calls" "$prog"
 	"$BIN/mt-capture" run -t no_such_function -o "$T/d" -- "$prog" > "$T/out" 2> "$T/err" && return 1 || st=$?
 	[ "$st" -eq 2 ]
 	[ "$(wc -l < "$T/err")" -eq 1 ]

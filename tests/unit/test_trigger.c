@@ -1,7 +1,7 @@
 /* libmagictrace seen by a hardware execute breakpoint (libcommon/trigger.c,
  * the mechanism mt-capture uses), plus symaddr's address rule.
  *
- * Runs tests/programs/mt_calls (or the program given as argv[1], e.g. one
+ * Runs tests/programs/capture/mt_calls (or the program given as argv[1], e.g. one
  * built against the installed shared library with pkg-config), stopped at its
  * entry point; resolves magic_trace_stop_indicator in it; watches it; lets
  * it run; then checks the hits are exactly the calls mt_calls documents. */
@@ -143,7 +143,7 @@ int main(int argc, char **argv)
 {
 	test_maps();
 	test_errors();
-	const char *prog = argc > 1 ? argv[1] : "tests/programs/mt_calls";
+	const char *prog = argc > 1 ? argv[1] : "tests/programs/capture/mt_calls";
 	/* Some VMs (this project's CI VM among them) accept hardware breakpoint
 	 * events but never deliver them; the trigger then falls back to uprobes. */
 	int hw = trigger_hw_works();
