@@ -631,9 +631,11 @@ static int fxt_span(tw *t, struct thr *th, struct frame *f, unsigned type)
 	size_t flen = f->flags & ~(unsigned)MTEV_SPAN_INLINE ? flags_text(ftext, sizeof ftext, f->flags)
 							     : 0;
 	if (!t->o.no_args) {
-		a[na].type = FXT_ARG_STRING;
-		a[na].name = S("loc", 3, &t->c_loc);
-		a[na++].s = S(t->arena + fn->loc_off, fn->loc_len, &fn->loc_c);
+		if (fn->addr) { /* synthetic and inline spans have no address */
+			a[na].type = FXT_ARG_STRING;
+			a[na].name = S("loc", 3, &t->c_loc);
+			a[na++].s = S(t->arena + fn->loc_off, fn->loc_len, &fn->loc_c);
+		}
 		if (f->flags & MTEV_SPAN_INLINE) {
 			a[na].type = FXT_ARG_BOOL;
 			a[na].name = S("inline", 6, &t->c_inline);
@@ -806,12 +808,21 @@ static int on_span(tw *t, const struct mtev_rec *r)
 		jput(t, t->arena + fn->jname_off, fn->jname_len);
 	}
 	if (!t->o.no_args) {
-		jputs(t, ",\"args\":{\"loc\":");
-		jput(t, t->arena + fn->jloc_off, fn->jloc_len);
-		if (flags & MTEV_SPAN_INLINE)
-			jputs(t, ",\"inline\":true");
+		jputs(t, ",\"args\":{");
+		const char *sep = "";
+		if (fn->addr) {
+			jputs(t, "\"loc\":");
+			jput(t, t->arena + fn->jloc_off, fn->jloc_len);
+			sep = ",";
+		}
+		if (flags & MTEV_SPAN_INLINE) {
+			jputs(t, sep);
+			jputs(t, "\"inline\":true");
+			sep = ",";
+		}
 		if (flen) {
-			jputs(t, ",\"flags\":\"");
+			jputs(t, sep);
+			jputs(t, "\"flags\":\"");
 			jput(t, ftext, flen); /* flag names need no escaping */
 			jputs(t, "\"");
 		}

@@ -4,8 +4,10 @@
 # the spans given to mt-write, derived from the input text by
 # tests/write/expect-slices.awk (never from mt-write's own output).
 
+load perfetto/lib
+
 setup_file() {
-	sh "$BATS_TEST_DIRNAME/perfetto/install.sh"
+	perfetto_install
 }
 
 setup() {
@@ -15,16 +17,14 @@ setup() {
 	TP="$BATS_TEST_DIRNAME/perfetto/tp.js"
 }
 
-SLICES="select s.name, t.tid, s.ts, s.dur, s.depth from slice s join thread_track tt on s.track_id = tt.id join thread t using(utid) where s.category = 'span'"
-
 # expected FILE.txt: the slices the input text asks for, sorted
 expected() {
-	"$BIN/mt-undump" "$1" | "$BIN/mt-dump" | awk -f "$W/expect-slices.awk" | LC_ALL=C sort
+	mtev_slices "$1"
 }
 
-# actual TRACE: the slices Perfetto shows (stats must be clean: -c)
+# actual TRACE: the slices Perfetto shows (stats must be clean)
 actual() {
-	node "$TP" -c "$1" "$SLICES" | LC_ALL=C sort
+	perfetto_slices "$1"
 }
 
 # check_slices INPUT.txt TRACE: slices equal, and there are some
@@ -134,9 +134,45 @@ check_slices() {
 	grep -q 'thread slots reused [1-9]' "$T/err"
 	"$BIN/mt-write" -o "$T/out.json" "$T/in.mt"
 	for o in out.fxt out.json; do
-		actual "$T/$o" > "$T/got"
+		# one load (they are the slow part): the thread count, then the slices
+		tp -c "$T/$o" "select count(*) from thread where name like 'thr %'" \
+			"select s.name, t.tid, s.ts, s.dur, s.depth from slice s join thread_track tt on s.track_id = tt.id join thread t using(utid) where s.category = 'span'" > "$T/res"
+		[ "$(sed -n 2p "$T/res")" -eq 322 ]
+		sed '1,/^== 2$/d' "$T/res" | LC_ALL=C sort > "$T/got"
 		diff -q "$T/exp" "$T/got"
-		[ "$(node "$TP" "$T/$o" "select count(*) from thread where name like 'thr %'")" -eq 322 ]
+	done
+}
+
+@test "pipeline: mt-segment and mt-stitch outputs (tests/golden/segment inputs) load exactly, nothing dropped" {
+	SYMFS="$BATS_TEST_DIRNAME/../build/tests/segment"
+	[ -x "$SYMFS/segfuncs" ] || skip "build/tests/segment/segfuncs not built (make test builds it)"
+	G="$BATS_TEST_DIRNAME/golden/segment"
+	for n in seg-empty-return seg-tailcalls seg-recursion seg-longjmp seg-signal seg-thread-life seg-smear stitch-gap-depth0 stitch-gap-depth10; do
+		"$BIN/mt-undump" "$G/$n.in.txt" | "$BIN/mt-segment" --symfs "$SYMFS" --no-waypoints > "$T/seg.mt"
+		case $n in
+		stitch-*) "$BIN/mt-stitch" < "$T/seg.mt" > "$T/in.mt" ;;
+		*) cp "$T/seg.mt" "$T/in.mt" ;;
+		esac
+		"$BIN/mt-dump" "$T/in.mt" > "$T/in.txt"
+		# exit 0: the stage's spans keep the span contract
+		"$BIN/mt-write" -o "$T/$n.fxt" "$T/in.mt" || { echo "$n: mt-write failed"; return 1; }
+		check_slices "$T/in.txt" "$T/$n.fxt" || { echo "$n"; return 1; }
+	done
+}
+
+@test "pipeline: mt-symbolize output (inline spans of a real -O2 binary) loads exactly, names included" {
+	PROG="$(cd "$BATS_TEST_DIRNAME/.." && pwd)/${BUILD:-build}/programs/sym_inline"
+	[ -x "$PROG" ] || skip "$PROG not built (make test builds it)"
+	export XDG_CACHE_HOME="$T/cache"
+	"$BATS_TEST_DIRNAME/symbolize-gen.sh" "$PROG" 0x555555554000 sym_accumulate sym_mixed main > "$T/gen.txt"
+	"$BIN/mt-undump" "$T/gen.txt" | "$BIN/mt-symbolize" --no-cache > "$T/in.mt"
+	"$BIN/mt-dump" "$T/in.mt" > "$T/in.txt"
+	grep -q 'flags=inline name="sym_sq"' "$T/in.txt"
+	for o in out.fxt out.json; do
+		"$BIN/mt-write" -o "$T/$o" "$T/in.mt"
+		check_slices "$T/in.txt" "$T/$o"
+		# inline spans are marked
+		[ "$(node "$TP" "$T/$o" "select count(*) from slice s join args a using(arg_set_id) where a.key in ('inline', 'args.inline') and s.name = 'sym_sq'")" -gt 0 ]
 	done
 }
 
