@@ -29,8 +29,8 @@ MT_CAT ?= bin/mt-cat
 TRACE_PROG := $(if $(PROG),$(PROG),examples/demo)
 TRACE_CAPTURE_CMD := $(MT_CAPTURE) run --mode $(MODE) $(if $(TRIGGER),--trigger $(TRIGGER)) $(CAPTURE_OPTS) -o $(TRACE_DIR)/capture -- $(TRACE_PROG) $(ARGS)
 # mt-ptsim leaves the code images beside perf.data; the stages look there
-TRACE_IMAGES = $(if $(wildcard $(TRACE_DIR)/capture/images),$(TRACE_DIR)/capture/images)
-TRACE_DECODE_CMD = $(MT_DECODE) $(if $(TRACE_IMAGES),--symfs $(TRACE_IMAGES)) -o $(TRACE_DIR)/decode.only.mt $(TRACE_DIR)/capture/perf.data
+TRACE_IMAGES := $(if $(filter singlestep,$(MODE)),$(TRACE_DIR)/capture/images)
+TRACE_DECODE_CMD = $(MT_DECODE) $(if $(TRACE_IMAGES),--buildid-dir $(TRACE_IMAGES)) -o $(TRACE_DIR)/decode.only.mt $(TRACE_DIR)/capture/perf.data
 TRACE_SEGMENT_CMD = $(MT_SEGMENT) $(if $(TRACE_IMAGES),--symfs $(TRACE_IMAGES)) -i $(TRACE_DIR)/decode.mt -o $(TRACE_DIR)/segment.mt
 TRACE_STITCH_CMD = $(MT_STITCH) -i $(TRACE_DIR)/segment.mt -o $(TRACE_DIR)/stitch.mt
 TRACE_SYMBOLIZE_CMD = $(MT_SYMBOLIZE) $(if $(TRACE_IMAGES),--images $(TRACE_IMAGES)) -o $(TRACE_DIR)/symbolize.mt $(TRACE_DIR)/stitch.mt
@@ -82,7 +82,9 @@ $(TRACE_DIR)/decode.mt: $(TRACE_DIR)/capture/perf.data $(TRACE_DIR)/.decode.cmd 
 	$(call trace_need,decode,$(MT_DECODE))
 	$(call trace_need,decode,$(MT_CAT))
 	$(call trace_run,decode,$(TRACE_DECODE_CMD))
-	$(Q)$(MT_CAT) -o $@ $(TRACE_DIR)/decode.only.mt $(TRACE_DIR)/capture/hits.mt && rm -f $(TRACE_DIR)/decode.only.mt
+	$(Q)if [ -f $(TRACE_DIR)/capture/hits.mt ]; then \
+	  $(MT_CAT) -o $@ $(TRACE_DIR)/decode.only.mt $(TRACE_DIR)/capture/hits.mt && rm -f $(TRACE_DIR)/decode.only.mt; \
+	else mv $(TRACE_DIR)/decode.only.mt $@; fi
 
 $(TRACE_DIR)/segment.mt: $(TRACE_DIR)/decode.mt $(TRACE_DIR)/.segment.cmd $(call trace_dep,$(MT_SEGMENT))
 	$(call trace_need,segment,$(MT_SEGMENT))

@@ -105,3 +105,23 @@ trigger_time() {
 	run "$MT" help
 	[ "$status" -eq 0 ]
 }
+
+@test "mt run --mode singlestep: exactly the truth's spans (mt-compare), Perfetto loads the trace" {
+	for p in snapshot fnptr; do
+		"$MT" run --mode singlestep --dir "$T/$p" -- "$ROOT/build/programs/$p" > /dev/null 2> "$T/err" ||
+			{ cat "$T/err"; return 1; }
+		[ -s "$T/$p/truth-spans.mt" ]
+		"$BIN/mt-compare" --min-precision 1 --min-recall 1 --max-wrong 0 \
+			"$T/$p/truth-spans.mt" "$T/$p/stitch.mt" > "$T/cmp"
+		tail -1 "$T/cmp"
+		matched=$(tail -1 "$T/cmp" | sed -n 's/.* matched=\([0-9]*\) truth=\([0-9]*\) .*/\1 \2/p')
+		set -- $matched
+		[ "$1" -gt 100 ] && [ "$1" -eq "$2" ]
+		n=$(node "$TP" -c "$T/$p/trace.fxt" "select count(*) from slice where category = 'span'")
+		[ "$n" -ge "$1" ]
+	done
+	# snapshot.c calls magic_trace_take_snapshot(): the trace ends in the stop indicator
+	end=$(node "$TP" -c "$T/snapshot/trace.fxt" "$SPAN_END")
+	stop=$(node "$TP" -c "$T/snapshot/trace.fxt" "select ts from slice where name = 'magic_trace_stop_indicator'")
+	[ -n "$stop" ] && [ "$stop" -eq "$end" ]
+}
