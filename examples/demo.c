@@ -8,9 +8,11 @@
  * compare_u64).  Request sizes come from a fixed pseudo-random sequence; the
  * first request much larger than usual is "slow", and the demo calls
  * magic_trace_take_snapshot_with_arg(request number) right after it, which is
- * where mt takes the trace.  Then it serves 100 more requests and exits.
+ * where mt takes the trace.  Then it serves 200 more requests (about half a
+ * second: a capture that missed the trigger would end that much later) and
+ * exits.
  *
- * Usage: demo [REQUESTS [SCALE]]   (defaults 400 and 12000: about 0.3 s here)
+ * Usage: demo [REQUESTS [SCALE]]   (defaults 400 and 12000: about 0.8 s here)
  * Prints the request that triggered on stderr; exit status 0.
  */
 #include <stdint.h>
@@ -131,7 +133,7 @@ int main(int argc, char **argv)
 			fprintf(stderr, "demo: slow request %u: taking a snapshot\n", req);
 			magic_trace_take_snapshot_with_arg(req);
 		}
-		if (triggered && ++after > 100)
+		if (triggered && ++after > 200)
 			break;
 	}
 	if (!triggered)

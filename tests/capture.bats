@@ -176,7 +176,7 @@ one_fatal_line() {
 	echo "first $first last $last trigger $ttime"
 	# the snapshot reaches the trigger, and stops there (the demo ran on after it)
 	[ "$last" -ge $((ttime - 2000000)) ]
-	[ "$last" -le $((ttime + 20000000)) ]
+	[ "$last" -le $((ttime + 100000000)) ]
 	[ "$first" -lt "$ttime" ]
 }
 

@@ -43,11 +43,11 @@ trigger_time() {
 	tt=$(trigger_time "$T/tr/capture")
 	[ -n "$tt" ]
 	[ "$(node "$TP" -c "$T/tr/trace.fxt" "$TRIGGER_FXT")" = "$tt" ]
-	# and the trace ends there: within 20 ms, while the demo served 100
-	# more requests after it (a capture that missed it ends at the exit)
+	# and the trace ends there: within 100 ms, while the demo served 200
+	# more requests after it, ~0.5 s (a capture that missed it ends at the exit)
 	end=$(node "$TP" -c "$T/tr/trace.fxt" "$SPAN_END")
 	echo "trigger $tt, last span end $end"
-	[ "$end" -le $((tt + 20000000)) ]
+	[ "$end" -le $((tt + 100000000)) ]
 	[ "$end" -ge $((tt - 20000000)) ]
 }
 

@@ -45,7 +45,7 @@ start_capture() {
 	grep -q "^ *$tid " "$T/s"
 	last=$(sed -n 's/.* \([0-9]*\)\.\([0-9]\{9\}\):.*/\1\2/p' "$T/s" | sort -n | tail -1)
 	echo "trigger $ttime last sample $last"
-	[ "$last" -le $((ttime + 50000000)) ]
+	[ "$last" -le $((ttime + 150000000)) ]
 }
 
 @test "attach: threads that existed before and threads created after all fire (--multi-snapshot)" {
