@@ -3,6 +3,7 @@
 #include "elfinfo.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@ struct fnfile {
 	uint8_t build_id[20];
 	uint8_t build_id_len;
 	int state; /* 0 not tried, 1 loaded, -1 failed */
+	int fd;	   /* for code bytes: -1 not open, -2 cannot */
 	struct elfinfo ei;
 };
 
@@ -72,6 +74,8 @@ void fnmap_free(struct fnmap *m)
 	for (size_t i = 0; i < m->nfiles; i++) {
 		if (m->files[i].state == 1)
 			elfinfo_fini(&m->files[i].ei);
+		if (m->files[i].fd >= 0)
+			close(m->files[i].fd);
 		free(m->files[i].path);
 	}
 	free(m->files);
@@ -115,6 +119,7 @@ int fnmap_add_map(struct fnmap *m, uint32_t pid, uint64_t start, uint64_t len, u
 		if (build_id_len)
 			memcpy(ff->build_id, build_id, build_id_len);
 		ff->build_id_len = (uint8_t)build_id_len;
+		ff->fd = -1;
 		m->nfiles++;
 	}
 	if (grow((void **)&m->maps, &m->capmaps, m->nmaps + 1, sizeof *m->maps))
@@ -198,6 +203,54 @@ static uint32_t pid_of(const struct fnmap *m, uint32_t tid, int *known)
 static int in_map(const struct fnmapping *mp, uint64_t addr)
 {
 	return addr >= mp->start && addr - mp->start < mp->len;
+}
+
+static const struct fnmapping *find_map(struct fnmap *m, uint32_t tid, uint64_t addr)
+{
+	int known;
+	uint32_t pid = pid_of(m, tid, &known);
+	for (size_t i = m->nmaps; i-- > 0;)
+		if (in_map(&m->maps[i], addr) && (m->maps[i].pid == pid || !known))
+			return &m->maps[i];
+	return NULL;
+}
+
+size_t fnmap_read(struct fnmap *m, uint32_t tid, uint64_t addr, uint8_t *buf, size_t len)
+{
+	if (!m || !m->nmaps)
+		return 0;
+	const struct fnmapping *mp = find_map(m, tid, addr);
+	if (!mp)
+		return 0;
+	struct fnfile *ff = &m->files[mp->file];
+	if (ff->state == 0)
+		load_file(m, ff);
+	if (ff->state != 1)
+		return 0;
+	if (ff->fd == -1) {
+		ff->fd = open(ff->ei.path, O_RDONLY | O_CLOEXEC);
+		if (ff->fd < 0)
+			ff->fd = -2;
+	}
+	if (ff->fd < 0)
+		return 0;
+	uint64_t off = addr - mp->start + mp->pgoff;
+	if (addr + len > mp->start + mp->len)
+		return 0;
+	ssize_t n = pread(ff->fd, buf, len, (off_t)off);
+	return n > 0 ? (size_t)n : 0;
+}
+
+int fnmap_is_return_site(struct fnmap *m, uint32_t tid, uint64_t addr)
+{
+	uint8_t b[5];
+	struct fn_info fi;
+	if (fnmap_read(m, tid, addr - 5, b, 5) != 5 || b[0] != 0xe8)
+		return 0;
+	int32_t rel = (int32_t)((uint32_t)b[1] | (uint32_t)b[2] << 8 | (uint32_t)b[3] << 16 |
+				(uint32_t)b[4] << 24);
+	uint64_t target = addr + (uint64_t)(int64_t)rel;
+	return fnmap_lookup(m, tid, target, &fi) && fi.entry == target;
 }
 
 int fnmap_lookup(struct fnmap *m, uint32_t tid, uint64_t addr, struct fn_info *out)

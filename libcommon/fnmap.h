@@ -37,6 +37,14 @@ int fnmap_add_thread(struct fnmap *m, uint32_t pid, uint32_t tid);
  * 1: found, *out filled; 0: unknown (no map, no file, no symbol). */
 int fnmap_lookup(struct fnmap *m, uint32_t tid, uint64_t addr, struct fn_info *out);
 
+/* Reads @len code bytes at runtime address @addr of thread @tid from the
+ * mapped file.  Returns the number of bytes read (0: unknown). */
+size_t fnmap_read(struct fnmap *m, uint32_t tid, uint64_t addr, uint8_t *buf, size_t len);
+
+/* Is @addr a return site: right after a direct call (E8 rel32) to the entry
+ * of a known function?  1 yes, 0 no or unknown. */
+int fnmap_is_return_site(struct fnmap *m, uint32_t tid, uint64_t addr);
+
 /* Number of mapped files that could not be loaded (for a warning). */
 size_t fnmap_missing(const struct fnmap *m);
 /* Path of the @i-th file that could not be loaded, or NULL. */

@@ -325,6 +325,15 @@ static int new_frame(segmenter *s, struct thr *t, uint8_t kind, uint64_t func, u
 
 /* A frame opened by an event (call, tail call, syscall, ...): a creating
  * event of the run. */
+static int push_at(segmenter *s, struct thr *t, uint8_t kind, uint64_t func, uint64_t callsite,
+		   uint64_t time, int32_t level)
+{
+	if (new_frame(s, t, kind, func, callsite, time, level, 0))
+		return s->err;
+	t->run_k++;
+	return run_add(s, t, RUN_BEGIN, t->nfr - 1, level);
+}
+
 static int push(segmenter *s, struct thr *t, uint8_t kind, uint64_t func, uint64_t callsite,
 		uint64_t time)
 {
@@ -429,8 +438,9 @@ static int tail_call(segmenter *s, struct thr *t, uint64_t to, uint64_t time)
 	struct frame *f = top(t);
 	uint64_t cs = f->callsite;
 	uint8_t kind = f->kind;
+	int32_t level = f->level; /* the root too: same level, not 0 */
 	s->st.tailcalls++;
-	if (pop(s, t, time) || push(s, t, kind, to, cs, time))
+	if (pop(s, t, time) || push_at(s, t, kind, to, cs, time, level))
 		return s->err;
 	return 0;
 }
@@ -458,9 +468,19 @@ static int classify_jump(segmenter *s, struct thr *t, uint64_t to, uint64_t time
 				return pop_to(s, t, i + 1, time);
 			}
 		}
-		if (!have && t->fr[cur].func == fi.entry)
+		/* into another function's body that is on no frame of the stack.
+		 * At a return site (just after a direct call): a longjmp to a
+		 * caller above the root (the trace began below it), revealed
+		 * like a return past the root; how many frames lay between is
+		 * unknowable.  Elsewhere (code shared between functions, the
+		 * lazy-binding path into .plt): the frame stays. */
+		if (fi.is_plt || t->fr[t->stk[0]].callsite || t->fr[t->stk[0]].kind != FK_FUNC ||
+		    !fnmap_is_return_site(s->o.fns, t->tid, to))
 			return 0;
-		return tail_call(s, t, fi.entry, time);
+		s->st.unwinds++;
+		if (pop_to(s, t, 0, time) || add_root(s, t, to, 1))
+			return s->err;
+		return 0;
 	}
 	/* no symbol for the target: only what calls revealed */
 	if (tgt_has(s, to) && to != t->fr[cur].func)

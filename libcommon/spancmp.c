@@ -233,6 +233,33 @@ static int intersects(const struct iv *u, size_t m, uint64_t b, uint64_t e)
 	return i < m && u[i].b <= e;
 }
 
+/* Does a truth span of the group (sorted by begin) intersect @a once its end
+ * is widened by the time tolerance?  Looks at the last few that begin
+ * before @a ends: spans of one group seldom overlap. */
+static int near(const struct ctx *c, const struct sc_span *t, size_t nt, const struct sc_span *a)
+{
+	size_t lo = 0, hi = nt;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (t[mid].begin <= a->end + c->o->tol)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t z = lo, n = 0; z-- > 0 && n < 16; n++) {
+		uint64_t e = t[z].end + c->o->tol;
+		if (!c->o->strict) {
+			size_t i = tb_upper(c->tb, c->ntb, a->tid, t[z].end);
+			uint64_t next = i < c->ntb && c->tb[i].tid == a->tid ? c->tb[i].t : UINT64_MAX;
+			if (next - 1 > e)
+				e = next - 1;
+		}
+		if (a->begin <= e)
+			return 1;
+	}
+	return 0;
+}
+
 static int push_span(struct sc_span **v, size_t *n, size_t *cap, const struct sc_span *x)
 {
 	if (grow((void **)v, cap, *n + 1, sizeof **v))
@@ -275,7 +302,9 @@ int spancmp_run(struct spanset *truth, struct spanset *actual, const struct span
 				x.begin = w->begin;
 				x.cflags |= SC_BEFORE;
 			}
-			if (x.end > w->end) {
+			/* live after the window: ended later, or never (open at the
+			 * end of the run, which may be the window's end) */
+			if (x.end > w->end || (x.flags & MTEV_SPAN_OPEN_AT_END)) {
 				x.end = w->end;
 				x.cflags |= SC_AFTER;
 			}
@@ -378,20 +407,8 @@ int spancmp_run(struct spanset *truth, struct spanset *actual, const struct span
 		size_t nt = k <= 0 ? i1 - i : 0, na = k >= 0 ? j1 - j : 0;
 		size_t mt = merge_ivs(t, nt, ut), ma = merge_ivs(a, na, ua);
 		uint32_t tid = nt ? t[0].tid : a[0].tid;
-		for (size_t x = 0; x < nt; x++) {
-			res->truth_time += (double)(t[x].end - t[x].begin);
-			res->covered_time += (double)overlap_with(ua, ma, t[x].begin, t[x].end);
-		}
 		for (size_t y = 0; y < na; y++) {
 			struct sc_span *s = &a[y];
-			res->actual_time += (double)(s->end - s->begin);
-			res->true_actual_time += (double)overlap_with(ut, mt, s->begin, s->end);
-			if (!intersects(ut, mt, s->begin, s->end)) {
-				res->wrong++;
-				if (push_span(&res->wrong_spans, &res->nwrong_list, &capw, s))
-					goto out;
-				continue;
-			}
 			/* candidates: truth spans beginning at most tol after it, back
 			 * to the truth boundary at or before it */
 			uint64_t lowb = tb_prev(&c, tid, s->begin);
@@ -423,7 +440,25 @@ int spancmp_run(struct spanset *truth, struct spanset *actual, const struct span
 				s->cflags |= SC_MATCHED;
 				res->matched++;
 				res->exact_time += (double)(best->end - best->begin);
+			} else if (!intersects(ut, mt, s->begin, s->end) && !near(&c, t, nt, s)) {
+				res->wrong++;
+				if (push_span(&res->wrong_spans, &res->nwrong_list, &capw, s))
+					goto out;
 			}
+		}
+		/* time: a matched span counts whole (its times are right within
+		 * the truth's resolution), others by their overlap */
+		for (size_t x = 0; x < nt; x++) {
+			res->truth_time += (double)(t[x].end - t[x].begin);
+			res->covered_time += t[x].cflags & SC_MATCHED
+						     ? (double)(t[x].end - t[x].begin)
+						     : (double)overlap_with(ua, ma, t[x].begin, t[x].end);
+		}
+		for (size_t y = 0; y < na; y++) {
+			res->actual_time += (double)(a[y].end - a[y].begin);
+			res->true_actual_time += a[y].cflags & SC_MATCHED
+							 ? (double)(a[y].end - a[y].begin)
+							 : (double)overlap_with(ut, mt, a[y].begin, a[y].end);
 		}
 		for (size_t x = 0; x < nt; x++)
 			if (!(t[x].cflags & SC_MATCHED)) {

@@ -372,11 +372,16 @@ static int gap_span(stitcher *s, struct sthr *t, const struct sgap *g, int32_t l
 
 #define MAXD 4096
 
+/* The group's stack at the end of the segments joined so far, by level from
+ * its bottom: the last segment's end stack, over the frames of earlier
+ * segments that continued beneath its root (the spine). */
 static int join_thread(stitcher *s, struct sthr *t)
 {
-	long *en = malloc(2 * MAXD * sizeof *en), *st = en + MAXD;
-	if (!en)
+	long *g = malloc(3 * MAXD * sizeof *g), *st = g + MAXD, *en = g + 2 * MAXD;
+	if (!g)
 		return s->err = -STITCH_ENOMEM;
+	size_t gn = 0;
+	int32_t gbot = 0;
 	uint32_t group = 0;
 	uint64_t gstart = t->nseg ? t->seg[0].begin : 0;
 	size_t gi = 0;
@@ -386,21 +391,23 @@ static int join_thread(stitcher *s, struct sthr *t)
 			goto fail;
 	for (size_t i = 0; i < t->nseg; i++) {
 		struct sseg *b = &t->seg[i];
-		int32_t gaplevel;
+		size_t m = stack_of(t, b, MTEV_SPAN_OPEN_AT_END, en, MAXD);
+		int32_t gaplevel = 0;
 		if (i == 0) {
 			b->L = 0;
 			b->group = 0;
+			for (gn = 0; gn < m; gn++)
+				g[gn] = en[gn];
+			gbot = 0;
 			continue;
 		}
-		struct sseg *a = &t->seg[i - 1];
-		size_t m = stack_of(t, a, MTEV_SPAN_OPEN_AT_END, en, MAXD);
 		size_t n = stack_of(t, b, MTEV_SPAN_INFERRED_START, st, MAXD);
 		long best_s = 0;
 		size_t best = 0;
-		for (long sh = -(long)n + 1; sh < (long)m; sh++) {
+		for (long sh = -(long)n + 1; sh < (long)gn; sh++) {
 			size_t j0 = sh < 0 ? (size_t)-sh : 0, l = 0;
-			while (j0 + l < n && (long)(j0 + l) + sh < (long)m &&
-			       same_frame(s, &t->sp[canon(t->sp, (size_t)en[(long)(j0 + l) + sh])],
+			while (j0 + l < n && (long)(j0 + l) + sh < (long)gn &&
+			       same_frame(s, &t->sp[canon(t->sp, (size_t)g[(long)(j0 + l) + sh])],
 					  &t->sp[st[j0 + l]]))
 				l++;
 			if (l && l >= best) {
@@ -412,10 +419,10 @@ static int join_thread(stitcher *s, struct sthr *t)
 		if (best) {
 			size_t j0 = best_s < 0 ? (size_t)-best_s : 0;
 			s->st.aligned++;
-			b->L = a->L + (int32_t)best_s;
+			b->L = gbot + (int32_t)best_s;
 			b->group = group;
 			for (size_t j = j0; j < j0 + best; j++) {
-				size_t c = canon(t->sp, (size_t)en[(long)j + best_s]);
+				size_t c = canon(t->sp, (size_t)g[(long)j + best_s]);
 				struct sspan *x = &t->sp[st[j]], *y = &t->sp[c];
 				x->alias = (int32_t)c;
 				y->end = x->end;
@@ -430,13 +437,31 @@ static int join_thread(stitcher *s, struct sthr *t)
 				x->flags |= MTEV_SPAN_STITCHED;
 				s->st.revealed++;
 			}
+			/* frames beneath B's root that B never saw: live through B */
+			for (long j = 0; j < best_s; j++) {
+				struct sspan *y = &t->sp[canon(t->sp, (size_t)g[j])];
+				y->end = b->end;
+				y->flags |= MTEV_SPAN_STITCHED | MTEV_SPAN_OPEN_AT_END;
+				s->st.continued++;
+			}
 			gaplevel = b->L + (int32_t)(j0 + best);
+			/* the group's new end stack */
+			size_t keep = best_s > 0 ? (size_t)best_s : 0;
+			if (keep + m > MAXD)
+				m = MAXD - keep;
+			for (size_t j = 0; j < m; j++)
+				g[keep + j] = (long)canon(t->sp, (size_t)en[j]);
+			gn = keep + m;
+			if (best_s < 0)
+				gbot = b->L;
 		} else {
 			s->st.unaligned++;
 			b->group = ++group;
 			b->L = 0;
 			gstart = b->begin;
-			gaplevel = 0;
+			for (gn = 0; gn < m; gn++)
+				g[gn] = en[gn];
+			gbot = 0;
 		}
 		for (; gi < t->ngap && t->gap[gi].before == i; gi++)
 			if (gap_span(s, t, &t->gap[gi], gaplevel, (uint32_t)i))
@@ -447,10 +472,10 @@ static int join_thread(stitcher *s, struct sthr *t)
 		if (gap_span(s, t, &t->gap[gi], t->nseg ? t->seg[t->nseg - 1].L : 0,
 			     t->nseg ? (uint32_t)t->nseg - 1 : 0))
 			goto fail;
-	free(en);
+	free(g);
 	return 0;
 fail:
-	free(en);
+	free(g);
 	return s->err;
 }
 

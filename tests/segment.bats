@@ -153,12 +153,11 @@ cmp_run() {
 	[[ "$output" == *"wrong: tid=1 depth=1 func=0x401500 begin=220 end=240"* ]]
 	cmp_run cmp-wrong.txt --strict
 	[[ "${lines[-1]}" == *" wrong=1 matched=1 truth=3 judged=4" ]]
-	# truth frame-time 200 + 50 + 50; b covered from 310 only: 290/300
-	cmp_run cmp-wrong.txt --min-coverage 0.96
+	# truth frame-time 200 + 50 + 50: a (flag missing) overlaps its truth fully
+	# and b matches, so all of it is covered; exactly matched: 250/300
+	cmp_run cmp-wrong.txt --min-coverage 1
 	[ "$status" -eq 0 ]
-	[[ "${lines[-1]}" == *" coverage=0.966667 "* ]]
-	cmp_run cmp-wrong.txt --min-coverage 0.97
-	[ "$status" -eq 1 ]
+	[[ "${lines[-1]}" == *" coverage=1.000000 exact_coverage=0.833333 "* ]]
 	cmp_run cmp-wrong.txt --min-precision 0.6
 	[ "$status" -eq 1 ]
 }
