@@ -386,6 +386,8 @@ static int pd_feature(pd_reader *r, unsigned feat, const uint8_t *p, size_t len)
 		if (nr > len / 8)
 			return -PD_ECORRUPT;
 		free(r->pmus);
+		r->info.pmus = NULL; /* not left pointing at the freed table on an error */
+		r->info.npmus = 0;
 		r->pmus = calloc(nr ? nr : 1, sizeof *r->pmus);
 		if (!r->pmus)
 			return -PD_ENOMEM;
