@@ -138,7 +138,7 @@ int main(int argc, char **argv)
 		mt_fatal(MT_EXIT_SYS, "out of memory");
 
 	struct mtev_rec rec;
-	int r;
+	int r, progress = io_progress_enabled();
 	uint64_t n = 0;
 	while ((r = mtev_read(rd, &rec)) > 0) {
 		n++;
@@ -156,10 +156,10 @@ int main(int argc, char **argv)
 			io_out_abort(&out);
 			mt_fatal(e == -SEG_EEMIT ? MT_EXIT_SYS : MT_EXIT_SYS, "%s", seg_strerror(e));
 		}
-		if (io_progress_enabled() && !(n & 0xfffff))
+		if (progress && !(n & 0xfffff))
 			fprintf(stderr, "\rmt-segment: %llu records", (unsigned long long)n);
 	}
-	if (io_progress_enabled() && n > 0xfffff)
+	if (progress && n > 0xfffff)
 		fputc('\n', stderr);
 	if (r < 0) {
 		if (r == -MTEV_EIO) {
