@@ -9,7 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "elfinfo.h"
@@ -176,6 +178,47 @@ static int vec_grow(void **arr, size_t *cap, size_t elem)
 	return 0;
 }
 
+/* Large arrays (per event): anonymous mappings grown with mremap, which
+ * neither copies nor faults the pages in again, with transparent huge pages
+ * where the kernel allows them (page faults dominate otherwise). */
+static int bvec_grow(void **arr, size_t *cap, size_t elem)
+{
+	size_t nc = *cap ? *cap * 2 : ((size_t)2 << 20) / elem;
+	size_t ob = *cap * elem, nb = nc * elem;
+	void *p = *arr ? mremap(*arr, ob, nb, MREMAP_MAYMOVE)
+		       : mmap(NULL, nb, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return -1;
+	madvise(p, nb, MADV_HUGEPAGE);
+	*arr = p;
+	*cap = nc;
+	return 0;
+}
+
+static void *bvec_alloc(size_t *cap, size_t n, size_t elem)
+{
+	void *p = NULL;
+	*cap = 0;
+	while (*cap < n)
+		if (bvec_grow(&p, cap, elem) < 0) {
+			if (p)
+				munmap(p, *cap * elem);
+			return NULL;
+		}
+	return p;
+}
+
+static void bvec_free(void *p, size_t cap, size_t elem)
+{
+	if (p)
+		munmap(p, cap * elem);
+}
+
+#define BVEC_PUSH(arr, n, cap, ...)                                                                \
+	((n) < (cap) || bvec_grow((void **)&(arr), &(cap), sizeof *(arr)) == 0                     \
+		 ? ((arr)[(n)++] = (__VA_ARGS__), 0)                                               \
+		 : -1)
+
 /* ---- the state of one run ---- */
 struct sframe {
 	const char *name, *file; /* in the arena */
@@ -258,9 +301,9 @@ struct span {
 };
 
 struct wp {
-	uint32_t tid, depth;
 	uint64_t time;
 	uint32_t w;
+	uint32_t grp; /* (tid, depth) group while reading; the input order while sorting */
 };
 
 struct node { /* spans 0..nspans-1, then inline frames */
@@ -303,9 +346,14 @@ struct ctx {
 	size_t nspans, capspans;
 	struct wp *wps;
 	size_t nwps, capwps;
-	uint32_t *wporder;   /* waypoint indexes grouped by (tid, depth), time order */
+	struct hmap gidx;    /* (tid, depth) -> waypoint group */
+	uint32_t *gcount;    /* waypoints per group */
+	size_t ng, capg;
+	uint64_t last_gkey[2];
+	uint32_t last_g;
 	uint32_t *wp_span;   /* per waypoint: its span, or NONE */
 	uint32_t *wp_node;   /* per waypoint: the innermost node open after it */
+	size_t cap_wp_span, cap_wp_node;
 	struct node *nodes;
 	size_t nnodes, capnodes;
 	struct inl *inls; /* nodes[nspans + i] */
@@ -412,19 +460,25 @@ static int bin_candidate(struct bin *b, const char *file, uint8_t found[20], int
 
 static void bin_find(struct ctx *c, struct bin *b)
 {
-	char cand[4][4200];
+	char cand[8][4200];
 	int nc = 0;
 	const struct symz_opts *o = c->o;
 	if (o->images) {
-		if (b->bidlen)
+		if (b->bidlen) {
+			/* perf's build-id cache layout (mt-ptsim's images/) */
+			sfmt(cand[nc++], sizeof cand[0], "%s/.build-id/%.2s/%s/elf", o->images,
+			     b->bidhex, b->bidhex + 2);
+			sfmt(cand[nc++], sizeof cand[0], "%s%s%s/%s/elf", o->images,
+			     b->path[0] == '/' ? "" : "/", b->path, b->bidhex);
 			sfmt(cand[nc++], sizeof cand[0], "%s/%s", o->images, b->bidhex);
-		sfmt(cand[nc++], sizeof cand[0], "%s%s", o->images, b->path);
+		}
+		sfmt(cand[nc++], sizeof cand[0], "%s%s%s", o->images, b->path[0] == '/' ? "" : "/",
+		     b->path);
 		sfmt(cand[nc++], sizeof cand[0], "%s/%s", o->images, base_name(b->path));
 	}
-	if (o->symfs && nc < 4)
+	if (o->symfs)
 		sfmt(cand[nc++], sizeof cand[0], "%s%s", o->symfs, b->path);
-	if (nc < 4)
-		sfmt(cand[nc++], sizeof cand[0], "%s", b->path);
+	sfmt(cand[nc++], sizeof cand[0], "%s", b->path);
 	char why[600] = "";
 	for (int i = 0; i < nc; i++) {
 		uint8_t found[20];
@@ -959,7 +1013,7 @@ static void resolve_all(struct ctx *c)
 				warnf(c, 1, "no symbolizer: names come from ELF symbol tables (no inline frames, no source lines)");
 		} else {
 			struct batch bt = {c, ris, 0};
-			int tmo = c->o->timeout_ms > 0 ? c->o->timeout_ms : 10000;
+			int tmo = c->o->timeout_ms > 0 ? c->o->timeout_ms : 30000;
 			long r = llvmsym_batch(s, nreq, paths, vaddrs, on_reply, &bt, tmo);
 			if (r == -ETIMEDOUT)
 				warnf(c, 1, "%s did not answer for %d ms and was killed; the remaining names come from ELF symbol tables",
@@ -1047,7 +1101,7 @@ static int level_eq(const struct ctx *c, const struct result *a, const struct re
 static uint32_t node_new(struct ctx *c, uint64_t begin, uint64_t end)
 {
 	struct node n = {begin, end, NONE, NONE, NONE, NONE, 0};
-	if (VEC_PUSH(c->nodes, c->nnodes, c->capnodes, n) < 0) {
+	if (BVEC_PUSH(c->nodes, c->nnodes, c->capnodes, n) < 0) {
 		c->oom = 1;
 		return NONE;
 	}
@@ -1065,105 +1119,113 @@ static void node_add_child(struct ctx *c, uint32_t parent, uint32_t child)
 	c->nodes[child].parent = parent;
 }
 
-/* Groups waypoints by (tid, depth) in time order and gives each to the span
- * of that thread and depth live at its time. */
+static int cmp_wp(const void *a, const void *b)
+{
+	const struct wp *x = a, *y = b;
+	if (x->time != y->time)
+		return x->time < y->time ? -1 : 1;
+	return (x->grp > y->grp) - (x->grp < y->grp);
+}
+
+struct spk {
+	uint64_t begin;
+	uint32_t seq, si;
+};
+
+static int cmp_spk(const void *a, const void *b)
+{
+	const struct spk *x = a, *y = b;
+	if (x->begin != y->begin)
+		return x->begin < y->begin ? -1 : 1;
+	return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+/* Puts the waypoints in (tid, depth) groups, each in time order, and gives
+ * each one to the span of that thread and depth live at its time. */
 static int assign_waypoints(struct ctx *c)
 {
-	struct hmap gidx = {0};
-	size_t ng = 0, capg = 0;
 	struct grp {
-		size_t nsp, nwp, sp0, wp0, spf, wpf;
+		size_t nsp, wp0, sp0, spf, wpf;
 	} *g = NULL;
-	uint32_t *wg = NULL, *sg = NULL, *sporder = NULL;
+	uint32_t *sg = NULL;
+	struct spk *sporder = NULL;
+	struct wp *sorted = NULL;
+	size_t cap_sorted = 0;
 	int ret = -1;
 	if (!c->nwps)
 		return 0;
-	wg = malloc(c->nwps * sizeof *wg);
+	g = calloc(c->ng, sizeof *g);
 	sg = malloc((c->nspans + 1) * sizeof *sg);
-	c->wporder = malloc(c->nwps * sizeof *c->wporder);
-	c->wp_span = malloc(c->nwps * sizeof *c->wp_span);
-	c->wp_node = malloc(c->nwps * sizeof *c->wp_node);
 	sporder = malloc((c->nspans + 1) * sizeof *sporder);
-	if (!wg || !sg || !c->wporder || !c->wp_span || !c->wp_node || !sporder)
+	sorted = bvec_alloc(&cap_sorted, c->nwps, sizeof *sorted);
+	c->wp_span = bvec_alloc(&c->cap_wp_span, c->nwps, sizeof *c->wp_span);
+	c->wp_node = bvec_alloc(&c->cap_wp_node, c->nwps, sizeof *c->wp_node);
+	if (!g || !sg || !sporder || !sorted || !c->wp_span || !c->wp_node)
 		goto out;
-	for (size_t i = 0; i < c->nwps; i++) {
-		uint32_t k = hmap_put(&gidx, c->wps[i].tid, c->wps[i].depth, (uint32_t)ng);
-		if (k == NONE)
-			goto out;
-		if (k == ng) {
-			struct grp z = {0, 0, 0, 0, 0, 0};
-			if (VEC_PUSH(g, ng, capg, z) < 0)
-				goto out;
-		}
-		wg[i] = k;
-		g[k].nwp++;
-		c->wp_span[i] = NONE;
-		c->wp_node[i] = NONE;
-	}
 	for (size_t i = 0; i < c->nspans; i++) {
-		sg[i] = hmap_get(&gidx, c->spans[i].tid, c->spans[i].depth);
+		sg[i] = hmap_get(&c->gidx, c->spans[i].tid, c->spans[i].depth);
 		if (sg[i] != NONE)
 			g[sg[i]].nsp++;
 	}
 	size_t so = 0, wo = 0;
-	for (size_t k = 0; k < ng; k++) {
+	for (size_t k = 0; k < c->ng; k++) {
 		g[k].sp0 = g[k].spf = so;
 		g[k].wp0 = g[k].wpf = wo;
 		so += g[k].nsp;
-		wo += g[k].nwp;
+		wo += c->gcount[k];
 	}
+	/* counting sort by group: stable, so each group keeps the input order */
 	for (size_t i = 0; i < c->nwps; i++)
-		c->wporder[g[wg[i]].wpf++] = (uint32_t)i;
+		sorted[g[c->wps[i].grp].wpf++] = c->wps[i];
+	bvec_free(c->wps, c->capwps, sizeof *c->wps);
+	c->wps = sorted;
+	c->capwps = cap_sorted;
+	sorted = NULL;
 	for (size_t i = 0; i < c->nspans; i++)
 		if (sg[i] != NONE)
-			sporder[g[sg[i]].spf++] = (uint32_t)i;
-	for (size_t k = 0; k < ng; k++) {
-		uint32_t *wv = c->wporder + g[k].wp0, *sv = sporder + g[k].sp0;
-		size_t nw = g[k].nwp, ns = g[k].nsp;
-		/* streams are in time order per thread; repair if not (stable) */
-		for (size_t i = 1; i < nw; i++) {
-			uint32_t x = wv[i];
-			size_t j = i;
-			while (j > 0 && c->wps[wv[j - 1]].time > c->wps[x].time) {
-				wv[j] = wv[j - 1];
-				j--;
-			}
-			wv[j] = x;
+			sporder[g[sg[i]].spf++] = (struct spk){c->spans[i].begin, (uint32_t)i, (uint32_t)i};
+	for (size_t k = 0; k < c->ng; k++) {
+		struct wp *wv = c->wps + g[k].wp0;
+		struct spk *sv = sporder + g[k].sp0;
+		size_t nw = c->gcount[k], ns = g[k].nsp;
+		/* streams are in time order per thread; sort (stably) if not */
+		size_t i;
+		for (i = 1; i < nw && wv[i - 1].time <= wv[i].time; i++)
+			;
+		if (i < nw) {
+			for (size_t j = 0; j < nw; j++)
+				wv[j].grp = (uint32_t)j;
+			qsort(wv, nw, sizeof *wv, cmp_wp);
 		}
-		for (size_t i = 1; i < ns; i++) {
-			uint32_t x = sv[i];
-			size_t j = i;
-			while (j > 0 && c->spans[sv[j - 1]].begin > c->spans[x].begin) {
-				sv[j] = sv[j - 1];
-				j--;
-			}
-			sv[j] = x;
-		}
+		for (i = 1; i < ns && sv[i - 1].begin <= sv[i].begin; i++)
+			;
+		if (i < ns)
+			qsort(sv, ns, sizeof *sv, cmp_spk);
 		size_t s = 0;
-		for (size_t i = 0; i < nw; i++) {
-			const struct wp *w = &c->wps[wv[i]];
-			while (s < ns && c->spans[sv[s]].end < w->time)
+		for (i = 0; i < nw; i++) {
+			const struct wp *w = &wv[i];
+			uint32_t pos = (uint32_t)(g[k].wp0 + i);
+			c->wp_span[pos] = NONE;
+			c->wp_node[pos] = NONE;
+			while (s < ns && c->spans[sv[s].si].end < w->time)
 				s++;
-			if (s == ns || c->spans[sv[s]].begin > w->time) {
+			if (s == ns || sv[s].begin > w->time) {
 				c->st->waypoints_unmatched++;
 				continue;
 			}
 			/* several spans live at this time (zero-length ones): the one
 			 * whose function holds the address */
 			uint64_t e = w->w != NONE ? c->wants[w->w].entry_rt : 0;
-			if (e && c->spans[sv[s]].func != e) {
-				for (size_t t = s + 1; t < ns && t < s + 8 &&
-						       c->spans[sv[t]].begin <= w->time;
-				     t++) {
-					if (c->spans[sv[t]].func == e) {
+			if (e && c->spans[sv[s].si].func != e) {
+				for (size_t t = s + 1; t < ns && t < s + 8 && sv[t].begin <= w->time; t++) {
+					if (c->spans[sv[t].si].func == e) {
 						s = t;
 						break;
 					}
 				}
 			}
-			struct span *sp = &c->spans[sv[s]];
-			uint32_t pos = (uint32_t)(g[k].wp0 + i);
-			c->wp_span[pos] = sv[s];
+			struct span *sp = &c->spans[sv[s].si];
+			c->wp_span[pos] = sv[s].si;
 			if (sp->wp_first == NONE)
 				sp->wp_first = pos;
 			sp->wp_last = pos;
@@ -1173,9 +1235,8 @@ static int assign_waypoints(struct ctx *c)
 out:
 	if (ret < 0)
 		c->oom = 1;
-	hmap_fini(&gidx);
+	bvec_free(sorted, cap_sorted, sizeof *sorted);
 	free(g);
-	free(wg);
 	free(sg);
 	free(sporder);
 	return ret;
@@ -1198,7 +1259,7 @@ static void expand_span(struct ctx *c, uint32_t si, uint32_t **open, size_t *cap
 	for (uint32_t pos = sp->wp_first; pos <= sp->wp_last && !c->oom; pos++) {
 		if (c->wp_span[pos] != si)
 			continue;
-		const struct wp *w = &c->wps[c->wporder[pos]];
+		const struct wp *w = &c->wps[pos];
 		const struct want *wt = w->w != NONE ? &c->wants[w->w] : NULL;
 		uint32_t ri = wt ? wt->ri : NONE;
 		/* an address outside this function says nothing about its inline frames */
@@ -1257,7 +1318,7 @@ static uint32_t attach_point(struct ctx *c, uint32_t pi, uint64_t b, uint64_t e,
 	uint32_t lo = p->wp_first, hi = p->wp_last + 1;
 	while (lo < hi) {
 		uint32_t mid = lo + (hi - lo) / 2;
-		if (c->wps[c->wporder[mid]].time <= b)
+		if (c->wps[mid].time <= b)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -1266,7 +1327,7 @@ static uint32_t attach_point(struct ctx *c, uint32_t pi, uint64_t b, uint64_t e,
 	for (uint32_t pos = lo; pos-- > p->wp_first;) {
 		if (c->wp_span[pos] != pi)
 			continue;
-		const struct wp *w = &c->wps[c->wporder[pos]];
+		const struct wp *w = &c->wps[pos];
 		if (best == NONE)
 			best = pos;
 		if (w->time != b)
@@ -1496,12 +1557,13 @@ static void ctx_fini(struct ctx *c)
 	free(c->wants);
 	free(c->res);
 	free(c->frames);
-	free(c->spans);
-	free(c->wps);
-	free(c->wporder);
-	free(c->wp_span);
-	free(c->wp_node);
-	free(c->nodes);
+	bvec_free(c->wps, c->capwps, sizeof *c->wps);
+	bvec_free(c->wp_span, c->cap_wp_span, sizeof *c->wp_span);
+	bvec_free(c->wp_node, c->cap_wp_node, sizeof *c->wp_node);
+	bvec_free(c->nodes, c->capnodes, sizeof *c->nodes);
+	bvec_free(c->spans, c->capspans, sizeof *c->spans);
+	free(c->gcount);
+	hmap_fini(&c->gidx);
 	free(c->inls);
 	hmap_fini(&c->tid2pid);
 	hmap_fini(&c->want_idx);
@@ -1550,15 +1612,31 @@ static int read_all(struct ctx *c, const void *buf, size_t len, uint32_t *hdr_fl
 				s.func_w = want_get(c, s.tid, s.func);
 			if (s.callsite)
 				s.cs_w = want_get(c, s.tid, s.callsite);
-			if (VEC_PUSH(c->spans, c->nspans, c->capspans, s) < 0)
+			if (BVEC_PUSH(c->spans, c->nspans, c->capspans, s) < 0)
 				c->oom = 1;
 			c->st->spans_in++;
 			break;
 		}
 		case MTEV_WAYPOINT: {
-			struct wp w = {rec.waypoint.tid, rec.waypoint.depth, rec.waypoint.time,
-				       want_get(c, rec.waypoint.tid, rec.waypoint.addr)};
-			if (VEC_PUSH(c->wps, c->nwps, c->capwps, w) < 0)
+			uint32_t gk;
+			if (c->ng && c->last_gkey[0] == rec.waypoint.tid &&
+			    c->last_gkey[1] == rec.waypoint.depth) {
+				gk = c->last_g;
+			} else {
+				gk = hmap_put(&c->gidx, rec.waypoint.tid, rec.waypoint.depth, (uint32_t)c->ng);
+				if (gk == c->ng && VEC_PUSH(c->gcount, c->ng, c->capg, 0) < 0)
+					gk = NONE;
+				if (gk == NONE) {
+					c->oom = 1;
+					break;
+				}
+				c->last_gkey[0] = rec.waypoint.tid;
+				c->last_gkey[1] = rec.waypoint.depth;
+				c->last_g = gk;
+			}
+			c->gcount[gk]++;
+			struct wp w = {rec.waypoint.time, want_get(c, rec.waypoint.tid, rec.waypoint.addr), gk};
+			if (BVEC_PUSH(c->wps, c->nwps, c->capwps, w) < 0)
 				c->oom = 1;
 			c->st->waypoints_in++;
 			break;
@@ -1579,6 +1657,13 @@ static int read_all(struct ctx *c, const void *buf, size_t len, uint32_t *hdr_fl
 	return 0;
 }
 
+static double cpu_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 int symz_stream(const void *buf, size_t len, int out_fd, const struct symz_opts *o,
 		struct symz_stats *st)
 {
@@ -1591,7 +1676,9 @@ int symz_stream(const void *buf, size_t len, int out_fd, const struct symz_opts 
 	size_t capstk = 0, capkids = 0;
 	mtev_writer *wr = NULL;
 	mtev_reader *rd = NULL;
+	double t0 = cpu_now();
 	int ret = read_all(&c, buf, len, &flags);
+	st->t_read = cpu_now() - t0;
 	if (ret < 0)
 		goto out;
 	if (!c.nspans && !c.nwps && !(flags & MTEV_F_SPANS)) {
@@ -1599,7 +1686,10 @@ int symz_stream(const void *buf, size_t len, int out_fd, const struct symz_opts 
 			   "input has no spans (flag 'spans' unset): run mt-segment before mt-symbolize");
 		goto out;
 	}
+	t0 = cpu_now();
 	resolve_all(&c);
+	st->t_resolve = cpu_now() - t0;
+	t0 = cpu_now();
 	if (c.oom || assign_waypoints(&c) < 0) {
 		ret = fail(st, SYMZ_ESYS, "out of memory");
 		goto out;
@@ -1609,6 +1699,8 @@ int symz_stream(const void *buf, size_t len, int out_fd, const struct symz_opts 
 		ret = fail(st, SYMZ_ESYS, "out of memory");
 		goto out;
 	}
+	st->t_tree = cpu_now() - t0;
+	t0 = cpu_now();
 	/* second pass: pass everything through, spans as expanded trees */
 	int err = 0;
 	rd = mtev_reader_alloc_mem(buf, len, &err);
@@ -1663,6 +1755,7 @@ int symz_stream(const void *buf, size_t len, int out_fd, const struct symz_opts 
 			   r == -MTEV_EIO ? ": " : "", r == -MTEV_EIO ? strerror(errno) : "");
 		goto out;
 	}
+	st->t_write = cpu_now() - t0;
 	ret = 0;
 out:
 	mtev_writer_free(wr);

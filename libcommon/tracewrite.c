@@ -155,6 +155,39 @@ static size_t clip(const char *p, size_t len, size_t max)
 	return len;
 }
 
+/* Length of the valid UTF-8 sequence at @p (RFC 3629: no overlongs, no
+ * surrogates, at most U+10FFFF), or 0. */
+static size_t utf8_seq(const unsigned char *p, size_t len)
+{
+	unsigned c = p[0];
+	size_t n;
+	unsigned lo = 0x80, hi = 0xbf;
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		n = 2;
+	else if (c >= 0xe0 && c <= 0xef) {
+		n = 3;
+		if (c == 0xe0)
+			lo = 0xa0;
+		if (c == 0xed)
+			hi = 0x9f;
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		n = 4;
+		if (c == 0xf0)
+			lo = 0x90;
+		if (c == 0xf4)
+			hi = 0x8f;
+	} else
+		return 0;
+	if (n > len || p[1] < lo || p[1] > hi)
+		return 0;
+	for (size_t k = 2; k < n; k++)
+		if ((p[k] & 0xc0) != 0x80)
+			return 0;
+	return n;
+}
+
 /* JSON string literal (quotes included) of @p, by jansson.  Bytes that are not
  * valid UTF-8 become '?' first (jansson refuses them). */
 static int json_quote(tw *t, const char *p, size_t len, uint32_t *off, uint32_t *olen)
@@ -163,19 +196,13 @@ static int json_quote(tw *t, const char *p, size_t len, uint32_t *off, uint32_t 
 	len = clip(p, len, MAX_NAME);
 	json_t *s = json_stringn(p, len);
 	if (!s) {
-		/* replace invalid bytes; a simple scan is enough for names */
 		memcpy(stackbuf, p, len);
 		for (size_t i = 0; i < len;) {
-			unsigned char c = (unsigned char)stackbuf[i];
-			size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-			int ok = n && i + n <= len;
-			for (size_t k = 1; ok && k < n; k++)
-				ok = ((unsigned char)stackbuf[i + k] & 0xc0) == 0x80;
-			if (!ok || !json_stringn(stackbuf + i, n)) {
+			size_t n = utf8_seq((const unsigned char *)stackbuf + i, len - i);
+			if (!n)
 				stackbuf[i++] = '?';
-				continue;
-			}
-			i += n;
+			else
+				i += n;
 		}
 		s = json_stringn(stackbuf, len);
 		if (!s)

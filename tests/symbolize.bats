@@ -18,30 +18,37 @@ gen() {
 	"$BIN/mt-undump" "$T/in.txt" > "$T/in.mt"
 }
 
-# check PROG OUT.mt: compare OUT's spans with llvm-symbolizer's answers for
-# the input's waypoints and call sites (queried here, not through mt).
+# check PROG DELTA IN.txt OUT.mt: compare OUT's spans with llvm-symbolizer's
+# answers (queried here, not through mt) for the waypoints and call sites of
+# IN.txt (mt-dump text).  DELTA = runtime address - file virtual address.
 check() {
-	local prog=$1 out=$2
+	local prog=$1 delta=$(( $2 )) in=$3 out=$4
 	"$BIN/mt-dump" -k span "$out" > "$T/spans.txt"
 	awk '/^waypoint/ { for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
-		print v["tid"], v["depth"], v["time"], v["addr"] }' "$T/in.txt" > "$T/wps.txt"
-	{ awk '{ print $4 }' "$T/wps.txt"; grep -o 'callsite=0x[0-9a-f]*' "$T/in.txt" | cut -d= -f2; } |
+		print v["tid"], v["depth"], v["time"], v["addr"] }' "$in" > "$T/wps.txt"
+	{ awk '{ print $4 }' "$T/wps.txt"; grep -o 'callsite=0x[0-9a-f]*' "$in" | cut -d= -f2; } |
 		grep -v '^0x0$' | sort -u > "$T/addrs.txt"
-	# PIE, mapped at BASE with pgoff 0: file vaddr = addr - BASE (the text
-	# segment's file offset equals its vaddr; checked)
-	readelf -lW "$prog" | awk '$1 == "LOAD" && $7 ~ /E/ { o = $2; v = $3; sub(/^0x0*/, "", o); sub(/^0x0*/, "", v); bad = bad || o != v } END { exit bad }'
-	while read -r a; do printf '%s 0x%x\n' "$prog" $((a - BASE)); done < "$T/addrs.txt" |
+	while read -r a; do printf '%s 0x%x\n' "$prog" $((a - delta)); done < "$T/addrs.txt" |
 		llvm-symbolizer --output-style=JSON --inlines --demangle |
-		jq -r '[.Symbol[].FunctionName] | reverse | join("|")' | paste -d' ' "$T/addrs.txt" - > "$T/chains.txt"
+		jq -r '(.Symbol | reverse) as $r | ([$r[].FunctionName] | join("|")) + "\t" +
+			([range(1; $r | length) as $j | "\($r[$j].FunctionName)@\($r[$j-1].FileName):\($r[$j-1].Line):\($r[$j-1].Column)"] | join("|"))' |
+		paste "$T/addrs.txt" - > "$T/chains.txt"
 	[ "$(wc -l < "$T/chains.txt")" -eq "$(wc -l < "$T/addrs.txt")" ]
 	awk -v CHAINS="$T/chains.txt" -v WPS="$T/wps.txt" -f "$BATS_TEST_DIRNAME/symbolize-check.awk" "$T/spans.txt"
+}
+
+# The generated streams map PROG (PIE) at BASE with pgoff 0: the text
+# segment's file offset must equal its virtual address for DELTA = BASE.
+pie_delta() {
+	readelf -lW "$1" | awk '$1 == "LOAD" && ($7 ~ /E/ || $8 == "E") { o = $2; v = $3; sub(/^0x0*/, "", o); sub(/^0x0*/, "", v); bad = bad || o != v } END { exit bad }'
+	echo $BASE
 }
 
 @test "inline spans equal llvm-symbolizer's inline chains (-O2 -g, two and three levels, call inside an inlined frame)" {
 	gen "$PROGS/sym_inline" $BASE sym_accumulate sym_mixed main
 	run "$BIN/mt-symbolize" --no-cache -o "$T/out.mt" "$T/in.mt"
 	[ "$status" -eq 0 ]
-	run check "$PROGS/sym_inline" "$T/out.mt"
+	run check "$PROGS/sym_inline" "$(pie_delta "$PROGS/sym_inline")" "$T/in.txt" "$T/out.mt"
 	echo "$output"
 	[ "$status" -eq 0 ]
 	# the test really exercised inlining: inline spans three deep, and a
@@ -56,22 +63,26 @@ check() {
 	! grep -v 'flags=inline' "$T/spans.txt" | grep -q 'name=""'
 }
 
-@test "the checker is not vacuous: it rejects a missing, a renamed and a misnested inline span" {
+@test "the checker is not vacuous: it rejects a missing, a renamed and a shifted inline span, and none at all" {
 	gen "$PROGS/sym_inline" $BASE sym_mixed
 	"$BIN/mt-symbolize" --no-cache -o "$T/out.mt" "$T/in.mt"
-	check "$PROGS/sym_inline" "$T/out.mt"
+	check "$PROGS/sym_inline" "$(pie_delta "$PROGS/sym_inline")" "$T/in.txt" "$T/out.mt"
 	"$BIN/mt-dump" "$T/out.mt" > "$T/out.txt"
 	# 1: drop the first sym_sq inline span
 	awk '!done && /flags=inline name="sym_sq"/ { done = 1; next } 1' "$T/out.txt" | "$BIN/mt-undump" > "$T/bad1.mt"
-	run check "$PROGS/sym_inline" "$T/bad1.mt"
+	run check "$PROGS/sym_inline" $BASE "$T/in.txt" "$T/bad1.mt"
 	[ "$status" -ne 0 ]
 	# 2: rename one
 	sed '0,/name="sym_poly"/s//name="sym_polyx"/' "$T/out.txt" | "$BIN/mt-undump" > "$T/bad2.mt"
-	run check "$PROGS/sym_inline" "$T/bad2.mt"
+	run check "$PROGS/sym_inline" $BASE "$T/in.txt" "$T/bad2.mt"
 	[ "$status" -ne 0 ]
-	# 3: no inline spans at all (what --no-symbolizer gives)
+	# 3: one inline span begins a waypoint late
+	awk '!done && /flags=inline name="sym_deep"/ { sub(/begin=[0-9]*/, "begin=" (substr($4, 7) + 1000)); done = 1 } 1' "$T/out.txt" | "$BIN/mt-undump" > "$T/bad4.mt"
+	run check "$PROGS/sym_inline" $BASE "$T/in.txt" "$T/bad4.mt"
+	[ "$status" -ne 0 ]
+	# 4: no inline spans at all (what --no-symbolizer gives)
 	run "$BIN/mt-symbolize" --no-cache --no-symbolizer -o "$T/bad3.mt" "$T/in.mt"
-	run check "$PROGS/sym_inline" "$T/bad3.mt"
+	run check "$PROGS/sym_inline" $BASE "$T/in.txt" "$T/bad3.mt"
 	[ "$status" -ne 0 ]
 }
 
@@ -81,7 +92,7 @@ check() {
 	gen "$PROGS/sym_cxx" $BASE "$fn"
 	run "$BIN/mt-symbolize" --no-cache -o "$T/out.mt" "$T/in.mt"
 	[ "$status" -eq 0 ]
-	run check "$PROGS/sym_cxx" "$T/out.mt"
+	run check "$PROGS/sym_cxx" "$(pie_delta "$PROGS/sym_cxx")" "$T/in.txt" "$T/out.mt"
 	echo "$output"
 	[ "$status" -eq 0 ]
 	grep -q 'name="symtest::Acc<long>::run(long)"' "$T/spans.txt"
@@ -291,4 +302,40 @@ check() {
 	[ "$status" -eq 2 ]
 	run "$BIN/mt-symbolize" --timeout abc
 	[ "$status" -eq 2 ]
+}
+
+# A real execution: mt-ptsim's truth of tests/programs/inline.c (-O2 -g,
+# static), through mt-segment (waypoints at every branch source and target),
+# then mt-symbolize; every executed branch address is checked.
+ptsim_truth() { # PROG -> prints the directory holding truth.mt and images/
+	local prog=$1 d
+	for d in "$ROOT"/tests/.cache/ptsim/*/"$prog"; do
+		[ -f "$d/truth.mt" ] && [ -d "$d/images" ] && { echo "$d"; return 0; }
+	done
+	[ -x "$BIN/mt-ptsim" ] && [ -x "$PROGS/$prog" ] || return 1
+	"$BIN/mt-ptsim" -o "$T/ptsim" -- "$PROGS/$prog" > /dev/null 2>&1 || [ -f "$T/ptsim/truth.mt" ] || return 1
+	echo "$T/ptsim"
+}
+
+@test "truth of a real run (mt-ptsim, inline.c -O2 -g): inline spans equal llvm-symbolizer's chains at every branch" {
+	d=$(ptsim_truth inline) || skip "no mt-ptsim truth for inline (mt-ptsim not built)"
+	"$BIN/mt-segment" --symfs "$d/images" -i "$d/truth.mt" -o "$T/seg.mt"
+	"$BIN/mt-dump" "$T/seg.mt" > "$T/seg.txt"
+	[ "$(grep -c '^waypoint ' "$T/seg.txt")" -gt 1000 ]
+	run "$BIN/mt-symbolize" --no-cache --images "$d/images" -o "$T/out.mt" "$T/seg.mt"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	# the program's map: its image and the runtime - vaddr delta of its text
+	map=$(grep '^map ' "$T/seg.txt" | grep -v 'path="\[' | head -1)
+	path=$(sed 's/.*path="\([^"]*\)".*/\1/' <<<"$map")
+	start=$(sed 's/.* start=\([^ ]*\).*/\1/' <<<"$map"); pgoff=$(sed 's/.* pgoff=\([^ ]*\).*/\1/' <<<"$map")
+	bid=$(sed 's/.* build_id=\([^ ]*\).*/\1/' <<<"$map")
+	img="$d/images/${path#/}/$bid/elf"
+	[ -f "$img" ] || img=$path
+	read -r off va < <(readelf -lW "$img" | awk '$1 == "LOAD" && ($7 ~ /E/ || $8 == "E") { print $2, $3; exit }')
+	run check "$img" $(( start - pgoff - (va - off) )) "$T/seg.txt" "$T/out.mt"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	"$BIN/mt-dump" -k span "$T/out.mt" | grep -q 'flags=inline name="mix"'
+	"$BIN/mt-dump" -k span "$T/out.mt" | grep -q 'name="score"'
 }

@@ -74,6 +74,15 @@ check_slices() {
 	check_slices "$W/edge.txt" "$T/out.gz"
 }
 
+@test "JSON: names that are not valid UTF-8 are repaired, the file stays valid JSON" {
+	printf 'mtev version=1 producer="t" flags=0\nthread pid=1 tid=1 time=0 name="t\\xff1"\nspan tid=1 depth=0 begin=1 end=2 func=0x0 callsite=0x0 flags=0 name="a\\xc3\\x28b\\xed\\xa0\\x80c\\xe2\\x82\\xacd"\nend\n' | "$BIN/mt-undump" > "$T/in.mt"
+	"$BIN/mt-write" -o "$T/out.json" "$T/in.mt"
+	node -e 'JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"))' "$T/out.json"
+	# each invalid byte becomes "?"; the valid euro sign stays
+	[ "$(tp -c "$T/out.json" "select name from slice")" = "a?(b???c€d" ]
+	[ "$(tp -c "$T/out.json" "select name from thread where tid = 1")" = "t?1" ]
+}
+
 @test "threads and processes carry their names (FXT and JSON)" {
 	"$BIN/mt-undump" "$W/edge.txt" > "$T/in.mt"
 	for o in out.fxt out.json; do

@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "err.h"
@@ -33,10 +35,12 @@ static void usage(FILE *f)
 	      "  -f, --force           write binary to a terminal\n"
 	      "      --symbolizer PROG llvm-symbolizer to run (default: llvm-symbolizer in PATH)\n"
 	      "      --no-symbolizer   ELF symbol tables only\n"
-	      "      --timeout SECS    give the symbolizer this long to answer (default 10)\n"
+	      "      --timeout SECS    no answer for this long: kill the symbolizer\n"
+	      "                        and use fallback names (default 30)\n"
 	      "      --symfs DIR       look binaries up as DIR/PATH before PATH\n"
-	      "      --images DIR      look binaries up as DIR/BUILD-ID, DIR/PATH, DIR/BASENAME\n"
-	      "                        first (mt-ptsim's images directory)\n"
+	      "      --images DIR      look binaries up in DIR first: perf build-id cache layout\n"
+	      "                        (DIR/.build-id/xx/.../elf, DIR/PATH/BUILD-ID/elf), then\n"
+	      "                        DIR/BUILD-ID, DIR/PATH, DIR/BASENAME (mt-ptsim's images/)\n"
 	      "      --perf-map-dir DIR  where perf-PID.map files are (default /tmp)\n"
 	      "      --cache-dir DIR   cache directory (default $XDG_CACHE_HOME/mt, else\n"
 	      "                        ~/.cache/mt); entries are keyed by build-id and address\n"
@@ -81,7 +85,7 @@ int main(int argc, char **argv)
 	int force = 0, stats = 0, no_cache = 0, c;
 	char defcache[PATH_MAX];
 	mt_set_progname(argv[0]);
-	o.timeout_ms = 10000;
+	o.timeout_ms = 30000;
 	o.warn = on_warn;
 	while ((c = getopt_long(argc, argv, "o:fsh", lo, NULL)) != -1) {
 		switch (c) {
@@ -123,12 +127,28 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 
 	const char *in_path = optind < argc ? argv[optind] : "-";
+	/* the whole stream is needed twice (names first, then the spans):
+	 * map a regular file, read anything else into memory */
 	uint8_t *buf = NULL;
 	size_t len = 0;
-	if (io_slurp(in_path, &buf, &len) < 0)
-		mt_fatal(errno == ENOENT || errno == EISDIR || errno == EACCES ? MT_EXIT_USAGE
-									      : MT_EXIT_SYS,
-			 "unable to read %s: %m", in_path);
+	int mapped = 0;
+	int in_fd = io_open_in(in_path);
+	struct stat sb;
+	if (in_fd < 0)
+		mt_fatal(errno == ENOENT || errno == EACCES ? MT_EXIT_USAGE : MT_EXIT_SYS,
+			 "unable to open %s: %m", in_path);
+	if (fstat(in_fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > 0) {
+		void *p = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, in_fd, 0);
+		if (p != MAP_FAILED) {
+			buf = p;
+			len = (size_t)sb.st_size;
+			mapped = 1;
+		}
+	}
+	if (!mapped && io_slurp_fd(in_fd, &buf, &len) < 0)
+		mt_fatal(errno == EISDIR ? MT_EXIT_USAGE : MT_EXIT_SYS, "unable to read %s: %m", in_path);
+	if (in_fd != 0)
+		close(in_fd);
 	struct io_out out;
 	if (io_out_open(&out, out_path, 1, force) < 0) {
 		if (errno == EISDIR && !out_path)
@@ -137,7 +157,10 @@ int main(int argc, char **argv)
 	}
 	struct symz_stats st;
 	int r = symz_stream(buf, len, out.fd, &o, &st);
-	free(buf);
+	if (mapped)
+		munmap(buf, len);
+	else
+		free(buf);
 	if (r < 0) {
 		io_out_abort(&out);
 		mt_fatal(r == -SYMZ_EINPUT ? MT_EXIT_USAGE : MT_EXIT_SYS, "%s", st.err);
@@ -150,10 +173,11 @@ int main(int argc, char **argv)
 			" waypoints in; %" PRIu64 " spans out (%" PRIu64 " inline), %" PRIu64
 			" symbols; %" PRIu64 " unique addresses, %" PRIu64 " in binaries, %" PRIu64
 			" cache hits, %" PRIu64 " symbolizer requests, %" PRIu64 " fallback, %" PRIu64
-			" unknown, %" PRIu64 " waypoints unmatched\n",
+			" unknown, %" PRIu64 " waypoints unmatched; cpu s: read %.3f resolve %.3f"
+			" tree %.3f write %.3f\n",
 			st.records_in, st.spans_in, st.waypoints_in, st.spans_out, st.inline_spans,
 			st.symbols_out, st.unique_addrs, st.unique_binaddrs, st.cache_hits,
 			st.symbolizer_requests, st.fallback_names, st.unknown_names,
-			st.waypoints_unmatched);
+			st.waypoints_unmatched, st.t_read, st.t_resolve, st.t_tree, st.t_write);
 	return st.degraded ? MT_EXIT_DEGRADED : MT_EXIT_OK;
 }
