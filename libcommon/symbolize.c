@@ -1660,7 +1660,7 @@ static int read_all(struct ctx *c, const void *buf, size_t len, uint32_t *hdr_fl
 static double cpu_now(void)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
