@@ -360,12 +360,21 @@ struct proc {
 
 struct pend {
 	int valid;
-	uint8_t cls, size;
+	uint8_t cls, size; /* size 0 with cls JCC: not looked up yet */
+	int32_t isid;
+	uint8_t mode;
 	uint64_t from, time;
 };
 
 struct seg {
 	uint64_t begin, end; /* in the queue's stream */
+	int lost_before;     /* trace data was lost just before it */
+	uint64_t lost_at;    /* AUX offset of the loss */
+};
+
+struct auxlost { /* an AUX record flagged truncated */
+	uint32_t tid, cpu;
+	uint64_t offset; /* aux_offset + aux_size */
 };
 
 struct ptq {
@@ -374,11 +383,11 @@ struct ptq {
 	uint32_t tid0, pid0; /* per-thread queue: its thread */
 	struct qbuf *bufs;
 	size_t nbufs, bufcap;
-	uint8_t *stream; /* concatenated data (owned) */
+	uint8_t *stream; /* concatenated data */
+	int stream_owned;
 	uint64_t len;
 	struct seg *segs;
 	size_t nsegs, curseg;
-	int lost_between; /* segments are separated by lost data, not windows */
 
 	struct pt_block_decoder *dec;
 	int state; /* Q_* */
@@ -392,6 +401,10 @@ struct ptq {
 	size_t swi;
 	int synced_once;
 	uint64_t last_sync_off;
+	uint32_t lost_timing; /* libipt's lost mtc + cyc count */
+	uint64_t last_tsc;    /* q->time is its perf time (or later) */
+	uint64_t nblocks, ninsns;
+	int untimed;	      /* after an overflow, until timing is exact again */
 
 	struct mtev_rec *fifo;
 	size_t fhead, fcount, fcap;
@@ -436,6 +449,8 @@ struct ptd {
 	/* queues */
 	struct ptq *q;
 	size_t nq;
+	struct auxlost *auxlost;
+	size_t nauxlost, auxlostcap;
 
 	/* threads, processes */
 	struct thr *thr;
@@ -450,12 +465,15 @@ struct ptd {
 	struct mapent *kmaps; /* pid -1 maps */
 	size_t nkmaps, kmapcap;
 
-	/* classifier cache */
+	/* classifier cache: a small hot table in front of a bigger one */
+	struct ccache_ent cc1[2048];
 	struct ccache_ent *cc;
 	size_t ccmask;
 
 	struct strtab strs;
 	mtev_writer *w;
+
+	pd_reader *reader;
 
 	/* final records */
 	struct mtev_rec *fin;
@@ -853,13 +871,15 @@ static void thr_announce(struct ptd *d, struct ptq *q, struct thr *t, uint64_t t
 	r->thread.time = time;
 }
 
+static int write_rec(struct ptd *d, const struct mtev_rec *r);
+
 /* Emits a branch of the queue's current thread. */
-static void emit_br(struct ptd *d, struct ptq *q, unsigned type, uint64_t from, uint64_t to,
-		    uint64_t time)
+static void emit_br_slow(struct ptd *d, struct ptq *q, unsigned type, uint64_t from, uint64_t to,
+			 uint64_t time)
 {
 	struct thr *t;
 	struct mtev_rec *r;
-	if (q->th < 0)
+	if (q->th < 0 || q->untimed)
 		return;
 	t = &d->thr[q->th];
 	if (!t->announced)
@@ -873,15 +893,66 @@ static void emit_br(struct ptd *d, struct ptq *q, unsigned type, uint64_t from, 
 		t->gap_pending = 0;
 		d->st->gaps++;
 	}
-	r = q_push(d, q);
-	if (!r)
+	if (!q->fcount && d->nq == 1 && (d->sb_emit >= d->nsb || d->sb[d->sb_emit].time > time)) {
+		/* one queue, nothing waiting before it: straight out */
+		struct mtev_rec br;
+		br.kind = MTEV_BRANCH;
+		br.br.tid = t->tid;
+		br.br.time = time;
+		br.br.type = type;
+		br.br.from = from;
+		br.br.to = to;
+		if (d->per_cpu)
+			write_rec(d, &br);
+		else {
+			int e = mtev_write(d->w, &br);
+			if (e < 0)
+				ptd_fail(d, PTD_EOUTPUT, "writing MTEV: %s", mtev_strerror(e));
+		}
+	} else {
+		r = q_push(d, q);
+		if (!r)
+			return;
+		r->kind = MTEV_BRANCH;
+		r->br.tid = t->tid;
+		r->br.time = time;
+		r->br.type = type;
+		r->br.from = from;
+		r->br.to = to;
+	}
+	t->last_time = time;
+	t->has_rec = 1;
+	t->lastq = (int)(q - d->q);
+	d->st->branches++;
+}
+
+/* The common case inline: one queue, its thread known and announced, no
+ * gap to close, no sideband due: straight to the writer. */
+static inline void emit_br(struct ptd *d, struct ptq *q, unsigned type, uint64_t from, uint64_t to,
+			   uint64_t time)
+{
+	struct thr *t;
+	struct mtev_rec br;
+	int e;
+	if (q->th < 0 || q->untimed || q->fcount || d->nq != 1 || d->per_cpu ||
+	    (d->sb_emit < d->nsb && d->sb[d->sb_emit].time <= time)) {
+		emit_br_slow(d, q, type, from, to, time);
 		return;
-	r->kind = MTEV_BRANCH;
-	r->br.tid = t->tid;
-	r->br.time = time;
-	r->br.type = type;
-	r->br.from = from;
-	r->br.to = to;
+	}
+	t = &d->thr[q->th];
+	if (!t->announced || t->gap_pending) {
+		emit_br_slow(d, q, type, from, to, time);
+		return;
+	}
+	br.kind = MTEV_BRANCH;
+	br.br.tid = t->tid;
+	br.br.time = time;
+	br.br.type = type;
+	br.br.from = from;
+	br.br.to = to;
+	e = mtev_write(d->w, &br);
+	if (e < 0)
+		ptd_fail(d, PTD_EOUTPUT, "writing MTEV: %s", mtev_strerror(e));
 	t->last_time = time;
 	t->has_rec = 1;
 	t->lastq = (int)(q - d->q);
@@ -931,14 +1002,19 @@ static void set_gap(struct ptd *d, struct ptq *q, unsigned reason, int code, uin
 /* ------------------------------------------------------------------ */
 /* queue decoding                                                      */
 
-static uint64_t q_now(struct ptd *d, struct ptq *q)
+static inline uint64_t q_now(struct ptd *d, struct ptq *q)
 {
 	uint64_t tsc;
 	uint32_t lm, lc;
 	if (q->dec && pt_blk_time(q->dec, &tsc, &lm, &lc) >= 0) {
-		uint64_t t = ptd_conv(d, tsc);
-		if (t > q->time)
-			q->time = t;
+		/* many blocks share one timing packet: convert once */
+		if (tsc != q->last_tsc) {
+			uint64_t t = ptd_conv(d, tsc);
+			q->last_tsc = tsc;
+			if (t > q->time)
+				q->time = t;
+		}
+		q->lost_timing = lm + lc;
 	}
 	return q->time;
 }
@@ -985,37 +1061,70 @@ static int q_cpu_needs_switch(struct ptd *d, struct ptq *q, uint64_t time)
 	return q->swi + 1 < cl->n && cl->v[q->swi + 1].time <= time;
 }
 
-static enum ptd_brclass classify_at(struct ptd *d, const struct pt_block *b, uint8_t *size)
+/* Class and length of the instruction at @ip of section @isid (cached). */
+static enum ptd_brclass classify_ip(struct ptd *d, uint64_t ip, int32_t isid, uint8_t mode,
+				   uint8_t *size)
 {
-	struct ccache_ent *e = &d->cc[(b->end_ip * 0x9e3779b97f4a7c15ull >> 40) & d->ccmask];
+	struct ccache_ent *e = &d->cc1[(ip ^ (ip >> 11)) & 2047], *e2;
 	uint8_t buf[16];
 	int n, bits;
 	enum ptd_brclass cls;
 
-	if (e->valid && e->ip == b->end_ip && e->isid == b->isid && !b->truncated) {
+	if (e->valid && e->ip == ip && e->isid == isid) {
 		*size = e->size;
 		return (enum ptd_brclass)e->cls;
 	}
-	bits = b->mode == ptem_64bit ? 64 : b->mode == ptem_32bit ? 32 : 16;
-	if (b->truncated) {
-		return ptd_classify(b->raw, b->size, bits, size);
+	e2 = &d->cc[(ip ^ (ip >> 13)) & d->ccmask];
+	if (e2->valid && e2->ip == ip && e2->isid == isid) {
+		*e = *e2;
+		*size = e->size;
+		return (enum ptd_brclass)e->cls;
 	}
-	if (b->isid <= 0) {
-		*size = 0;
+	*size = 0;
+	if (isid <= 0)
 		return PTD_BR_NONE;
-	}
-	n = pt_iscache_read(d->isc, buf, sizeof buf, b->isid, b->end_ip);
-	if (n <= 0) {
-		*size = 0;
+	n = pt_iscache_read(d->isc, buf, sizeof buf, isid, ip);
+	if (n <= 0)
 		return PTD_BR_NONE;
-	}
+	bits = mode == ptem_64bit ? 64 : mode == ptem_32bit ? 32 : 16;
 	cls = ptd_classify(buf, (size_t)n, bits, size);
-	e->ip = b->end_ip;
-	e->isid = b->isid;
+	e->ip = ip;
+	e->isid = isid;
 	e->cls = (uint8_t)cls;
 	e->size = *size;
 	e->valid = 1;
+	*e2 = *e;
 	return cls;
+}
+
+static enum ptd_brclass classify_at(struct ptd *d, const struct pt_block *b, uint8_t *size)
+{
+	/* libipt already knows most classes; only a jcc (its length says
+	 * whether it was taken, looked up lazily), a far transfer (syscall or
+	 * not) and the unknown need a look at the bytes */
+	*size = 0;
+	switch (b->iclass) {
+	case ptic_call:
+		return PTD_BR_CALL;
+	case ptic_return:
+		return PTD_BR_RET;
+	case ptic_jump:
+		return PTD_BR_JMP;
+	case ptic_other:
+	case ptic_ptwrite:
+		return PTD_BR_NONE;
+	case ptic_cond_jump:
+		if (!b->truncated)
+			return PTD_BR_JCC;
+		break;
+	default:
+		break;
+	}
+	if (b->truncated) {
+		int bits = b->mode == ptem_64bit ? 64 : b->mode == ptem_32bit ? 32 : 16;
+		return ptd_classify(b->raw, b->size, bits, size);
+	}
+	return classify_ip(d, b->end_ip, b->isid, (uint8_t)b->mode, size);
 }
 
 static unsigned br_type(uint8_t cls)
@@ -1037,7 +1146,7 @@ static unsigned br_type(uint8_t cls)
 }
 
 /* The instruction after the pending branch is at @next. */
-static void resolve(struct ptd *d, struct ptq *q, uint64_t next)
+static inline void resolve(struct ptd *d, struct ptq *q, uint64_t next)
 {
 	struct pend *p = &q->pend;
 	if (!p->valid)
@@ -1047,6 +1156,13 @@ static void resolve(struct ptd *d, struct ptq *q, uint64_t next)
 	case PTD_BR_NONE:
 		return;
 	case PTD_BR_JCC:
+		if (!p->size) {
+			/* the fall-through is 2 to 15 bytes on: anything else
+			 * was taken without looking at the instruction */
+			uint64_t delta = next - p->from;
+			if (delta >= 2 && delta <= 15)
+				classify_ip(d, p->from, p->isid, p->mode, &p->size);
+		}
 		if (p->size && next == p->from + p->size)
 			return;
 		break;
@@ -1143,6 +1259,8 @@ static void handle_event(struct ptd *d, struct ptq *q, const struct pt_event *ev
 	uint64_t t = q_now(d, q);
 	struct thr *th;
 
+	if (q->untimed && !q->lost_timing && ev->type != ptev_overflow)
+		q->untimed = 0;
 	switch (ev->type) {
 	case ptev_enabled:
 		q_set_thread(d, q, t);
@@ -1165,6 +1283,10 @@ static void handle_event(struct ptd *d, struct ptq *q, const struct pt_event *ev
 		if (q->th < 0)
 			break;
 		th = &d->thr[q->th];
+		if (q->untimed) {
+			q->pend.valid = 0;
+			break;
+		}
 		if (q->pend.valid && q->pend.cls == PTD_BR_SYSCALL) {
 			q->pend.valid = 0;
 			emit_br(d, q, MTEV_BR_SYSCALL, q->pend.from, 0, t);
@@ -1204,14 +1326,21 @@ static void handle_event(struct ptd *d, struct ptq *q, const struct pt_event *ev
 			q->need_start = 1;
 			q->start_time = t;
 		}
+		/* libipt drops its cycle calibration at an overflow: CYC
+		 * packets count for nothing until the next PSB+ (CBR) or TSC.
+		 * The branches of that stretch are known but not when they
+		 * ran, so the gap lasts until timing is exact again. */
+		q->untimed = 1;
 		break;
 	}
 	default:
 		break;
 	}
+	if (q->untimed && q->th >= 0)
+		d->thr[q->th].state = TS_GAP; /* what happened is in the gap */
 }
 
-static void handle_block(struct ptd *d, struct ptq *q, const struct pt_block *b, int ok)
+static inline void handle_block(struct ptd *d, struct ptq *q, const struct pt_block *b, int ok)
 {
 	uint64_t t;
 	uint8_t size;
@@ -1222,19 +1351,24 @@ static void handle_block(struct ptd *d, struct ptq *q, const struct pt_block *b,
 		resolve(d, q, b->ip);
 	if (!b->ninsn)
 		return;
-	d->st->blocks++;
-	d->st->insns += b->ninsn;
+	q->nblocks++;
+	q->ninsns += b->ninsn;
 	t = q_now(d, q);
 	if (q_cpu_needs_switch(d, q, t))
 		q_set_thread(d, q, t);
 	if (q->th < 0)
 		return;
 	th = &d->thr[q->th];
+	if (q->untimed && !q->lost_timing) {
+		q->untimed = 0;
+		q->need_start = 1;
+		q->start_time = t;
+	}
 	if (q->need_start) {
 		q->need_start = 0;
 		emit_br(d, q, MTEV_BR_TRACE_START, 0, b->ip, q->start_time);
 	}
-	th->state = TS_ON;
+	th->state = q->untimed ? TS_GAP : TS_ON;
 	th->last_ip = b->end_ip;
 	if (!ok)
 		return;
@@ -1244,6 +1378,8 @@ static void handle_block(struct ptd *d, struct ptq *q, const struct pt_block *b,
 	q->pend.valid = 1;
 	q->pend.cls = (uint8_t)cls;
 	q->pend.size = size;
+	q->pend.isid = b->isid;
+	q->pend.mode = (uint8_t)b->mode;
 	q->pend.from = b->end_ip;
 	q->pend.time = t;
 }
@@ -1261,7 +1397,8 @@ static void q_step(struct ptd *d, struct ptq *q, uint64_t limit)
 
 	while (q->fcount < 256 && q->state != Q_DONE && !d->err &&
 	       (q->time <= limit || q->state == Q_SEG)) {
-		sb_apply_until(d, q->time);
+		if (d->sb_apply < d->nsb && d->sb[d->sb_apply].time <= q->time)
+			sb_apply_until(d, q->time);
 		switch (q->state) {
 		case Q_SEG:
 			if (q->curseg >= q->nsegs) {
@@ -1288,11 +1425,23 @@ static void q_step(struct ptd *d, struct ptq *q, uint64_t limit)
 			}
 			if (st < 0) {
 				/* end of segment */
-				{
+				if (q->curseg + 1 < q->nsegs && q->segs[q->curseg + 1].lost_before) {
+					/* data lost here: a gap, tracing resumes at
+					 * the next segment's first PSB */
+					const struct seg *n = &q->segs[q->curseg + 1];
+					char m[128];
+					snprintf(m, sizeof m,
+						 "trace data lost (AUX offset %" PRIu64 ")",
+						 n->lost_at);
+					if (q->th >= 0)
+						set_gap(d, q, MTEV_GAP_LOST, 0, n->begin,
+							d->thr[q->th].last_ip, m);
+					q->pend.valid = 0;
+				} else if (q->curseg + 1 < q->nsegs) {
+					/* the end of a snapshot window */
 					size_t k;
 					for (k = 0; k < d->nthr; k++)
-						if (d->thr[k].lastq == (int)(q - d->q) &&
-						    (q->curseg + 1 < q->nsegs))
+						if (d->thr[k].lastq == (int)(q - d->q))
 							thr_finish(d, q, &d->thr[k]);
 				}
 				pt_blk_free_decoder(q->dec);
@@ -1306,7 +1455,23 @@ static void q_step(struct ptd *d, struct ptq *q, uint64_t limit)
 			q->pend.valid = 0;
 			q->need_start = 1;
 			q->start_time = q_now(d, q);
-			q_set_thread(d, q, q->start_time);
+			{
+				/* libipt may already have looked at code while
+				 * syncing: with this time's images and thread in
+				 * place, sync again at the same PSB */
+				size_t before = d->sb_apply;
+				struct pt_image *img = q->img;
+				uint64_t soff;
+				sb_apply_until(d, q->time);
+				q_set_thread(d, q, q->start_time);
+				if ((before != d->sb_apply || img != q->img) &&
+				    pt_blk_get_sync_offset(q->dec, &soff) >= 0) {
+					st = pt_blk_sync_set(q->dec, soff);
+					if (st < 0)
+						break; /* next round: sync_forward */
+					q->status = st;
+				}
+			}
 			q->state = Q_RUN;
 			break;
 		case Q_RUN:
@@ -1320,7 +1485,21 @@ static void q_step(struct ptd *d, struct ptq *q, uint64_t limit)
 				handle_event(d, q, &ev);
 				break;
 			}
-			st = pt_blk_next(q->dec, &blk, sizeof blk);
+			/* the hot loop: blocks until an event, an error, a full
+			 * batch, the time limit or sideband to apply */
+			for (;;) {
+				st = pt_blk_next(q->dec, &blk, sizeof blk);
+				if (st < 0)
+					break;
+				q->status = st;
+				handle_block(d, q, &blk, 1);
+				if ((st & pts_event_pending) || q->fcount >= 256 || q->time > limit ||
+				    (d->sb_apply < d->nsb && d->sb[d->sb_apply].time <= q->time) ||
+				    q->state != Q_RUN || d->err)
+					break;
+			}
+			if (st >= 0)
+				break;
 			if (st < 0) {
 				handle_block(d, q, &blk, 0);
 				if (st == -pte_eos) {
@@ -1334,8 +1513,6 @@ static void q_step(struct ptd *d, struct ptq *q, uint64_t limit)
 				q_error(d, q, st, blk.ninsn ? blk.end_ip : blk.ip);
 				break;
 			}
-			q->status = st;
-			handle_block(d, q, &blk, 1);
 			break;
 		default:
 			q->state = Q_DONE;
@@ -1710,49 +1887,78 @@ static int qbuf_cmp(const void *a, const void *b)
 	return x->file_off < y->file_off ? -1 : x->file_off > y->file_off;
 }
 
-/* Builds each queue's stream: buffers in offset order, overlapping parts of
- * consecutive snapshots dropped, a new segment where data is missing. */
+static int seg_cmp(const void *a, const void *b)
+{
+	const struct seg *x = a, *y = b;
+	return x->begin < y->begin ? -1 : x->begin > y->begin;
+}
+
+/* Builds each queue's stream: buffers in offset order; an overlap that is
+ * the previous buffer's zero padding (perf pads AUXTRACE to 8 bytes but
+ * counts offsets unpadded) is trimmed, an overlap that repeats data (the
+ * next snapshot) is skipped; a hole starts a new segment, and so does every
+ * place an AUX record flags as truncated (data lost there). */
 static int q_build(struct ptd *d, struct ptq *q)
 {
 	uint64_t total = 0, end_off = 0, pos = 0;
-	size_t i;
+	uint64_t *bpos; /* stream position of each buffer's offset */
+	size_t i, k, cap;
 
 	qsort(q->bufs, q->nbufs, sizeof *q->bufs, qbuf_cmp);
 	for (i = 0; i < q->nbufs; i++)
 		total += q->bufs[i].size;
+	cap = q->nbufs + d->nauxlost + 1;
+	if (q->nbufs == 1 && !(q->bufs[0].file_off >> 63)) {
+		/* one buffer in the mapped file: decode it in place */
+		q->segs = calloc(cap, sizeof *q->segs);
+		if (!q->segs)
+			return ptd_fail(d, PTD_ESYS, "out of memory");
+		q->stream = (uint8_t *)(uintptr_t)q->bufs[0].data;
+		q->len = q->bufs[0].size;
+		q->segs[0].end = q->len;
+		q->nsegs = 1;
+		bpos = NULL;
+		pos = q->len;
+		goto lost;
+	}
+	q->stream_owned = 1;
 	q->stream = malloc(total ? total : 1);
-	q->segs = calloc(q->nbufs + 1, sizeof *q->segs);
-	if (!q->stream || !q->segs)
+	q->segs = calloc(cap, sizeof *q->segs);
+	bpos = calloc(q->nbufs + 1, sizeof *bpos);
+	if (!q->stream || !q->segs || !bpos) {
+		free(bpos);
 		return ptd_fail(d, PTD_ESYS, "out of memory for %" PRIu64 " bytes of trace", total);
+	}
 	for (i = 0; i < q->nbufs; i++) {
 		const struct qbuf *b = &q->bufs[i];
 		uint64_t skip = 0;
-		int newseg = i == 0;
-		if (i > 0) {
-			if (b->offset < end_off) {
-				/* overlap with the previous snapshot: keep only the
-				 * new part if the shared bytes agree */
-				uint64_t ov = end_off - b->offset;
-				if (ov < b->size && ov <= pos &&
-				    !memcmp(q->stream + pos - ov, b->data, ov)) {
-					skip = ov;
-				} else if (ov >= b->size && ov <= pos &&
-					   !memcmp(q->stream + pos - ov, b->data, b->size)) {
-					continue; /* nothing new */
-				} else {
-					newseg = 1;
-				}
-			} else if (b->offset > end_off) {
-				newseg = 1;
-				q->lost_between = !d->snapshot;
+		int newseg = i == 0, lost = 0;
+		if (i > 0 && b->offset < end_off) {
+			uint64_t ov = end_off - b->offset, z;
+			if (ov > pos)
+				ov = pos;
+			for (z = 0; z < ov && !q->stream[pos - ov + z]; z++)
+				;
+			if (z == ov && (ov > b->size || memcmp(q->stream + pos - ov, b->data, ov))) {
+				pos -= ov; /* the padding of the previous buffer */
+			} else if (ov <= b->size && !memcmp(q->stream + pos - ov, b->data, ov)) {
+				skip = ov;
+			} else {
+				newseg = 1; /* overlapping but different: decode apart */
 			}
+		} else if (i > 0 && b->offset > end_off) {
+			newseg = 1;
+			lost = !d->snapshot;
 		}
 		if (newseg) {
-			if (i > 0)
+			if (q->nsegs)
 				q->segs[q->nsegs - 1].end = pos;
 			q->segs[q->nsegs].begin = pos;
+			q->segs[q->nsegs].lost_before = lost;
+			q->segs[q->nsegs].lost_at = b->offset;
 			q->nsegs++;
 		}
+		bpos[i] = pos - skip;
 		memcpy(q->stream + pos, b->data + skip, b->size - skip);
 		pos += b->size - skip;
 		if (b->offset + b->size > end_off)
@@ -1761,6 +1967,34 @@ static int q_build(struct ptd *d, struct ptq *q)
 	if (q->nsegs)
 		q->segs[q->nsegs - 1].end = pos;
 	q->len = pos;
+
+lost:
+	/* data the kernel dropped: the AUX record's end is where it was lost */
+	for (k = 0; k < d->nauxlost; k++) {
+		const struct auxlost *l = &d->auxlost[k];
+		uint64_t at = l->offset, sp = UINT64_MAX;
+		size_t j;
+		if (d->per_cpu ? l->cpu != (uint32_t)q->cpu : l->tid != q->tid0)
+			continue;
+		for (i = 0; i < q->nbufs; i++)
+			if (q->bufs[i].offset <= at && at <= q->bufs[i].offset + q->bufs[i].size)
+				sp = (bpos ? bpos[i] : 0) + (at - q->bufs[i].offset);
+		if (sp == UINT64_MAX || sp == 0 || sp >= pos)
+			continue;
+		for (j = 0; j < q->nsegs; j++)
+			if (q->segs[j].begin < sp && sp < q->segs[j].end)
+				break;
+		if (j == q->nsegs || q->nsegs >= cap)
+			continue;
+		q->segs[q->nsegs].begin = sp;
+		q->segs[q->nsegs].end = q->segs[j].end;
+		q->segs[q->nsegs].lost_before = 1;
+		q->segs[q->nsegs].lost_at = at;
+		q->segs[j].end = sp;
+		q->nsegs++;
+		qsort(q->segs, q->nsegs, sizeof *q->segs, seg_cmp);
+	}
+	free(bpos);
 	return 0;
 }
 
@@ -1876,10 +2110,18 @@ static int read_perf(struct ptd *d, int fd)
 			if (pd_parse_aux(&ev, &a) < 0)
 				goto corrupt;
 			if (a.flags & PD_AUX_TRUNCATED) {
+				struct auxlost *l;
 				d->st->degraded = 1;
-				ptd_warn(d, "AUX data was truncated by the kernel at offset %" PRIu64
-					    " (cpu %u): trace lost there",
-					 a.aux_offset, ev.sid.cpu);
+				ptd_warn(d, "the kernel lost trace data after AUX offset %" PRIu64
+					    " (%s %u): a gap there",
+					 a.aux_offset + a.aux_size, d->per_cpu ? "cpu" : "tid",
+					 d->per_cpu ? ev.sid.cpu : ev.sid.tid);
+				if (grow(&d->auxlost, &d->auxlostcap, d->nauxlost, sizeof *l) < 0)
+					goto nomem;
+				l = &d->auxlost[d->nauxlost++];
+				l->tid = ev.sid.tid;
+				l->cpu = ev.sid.cpu;
+				l->offset = a.aux_offset + a.aux_size;
 			}
 			break;
 		}
@@ -2085,7 +2327,7 @@ static int read_perf(struct ptd *d, int fd)
 				goto out;
 	}
 out:
-	pd_close(r);
+	d->reader = r; /* AUX payloads may point into its mapping */
 	return d->err;
 corrupt:
 	ptd_fail(d, PTD_EINPUT, "perf.data: corrupt %s record at offset 0x%" PRIx64,
@@ -2109,7 +2351,7 @@ static int ptd_init(struct ptd *d, struct ptd_options *opts, struct ptd_stats *s
 	d->opts = opts;
 	d->st = st;
 	d->isc = pt_iscache_alloc(NULL);
-	d->ccmask = (1u << 16) - 1;
+	d->ccmask = (1u << 13) - 1;
 	d->cc = calloc(d->ccmask + 1, sizeof *d->cc);
 	if (!d->isc || !d->cc)
 		return ptd_fail(d, PTD_ESYS, "out of memory");
@@ -2122,17 +2364,22 @@ static void ptd_fini(struct ptd *d)
 	for (i = 0; i < d->nq; i++) {
 		struct ptq *q = &d->q[i];
 		size_t k;
+		d->st->blocks += q->nblocks;
+		d->st->insns += q->ninsns;
 		if (q->dec)
 			pt_blk_free_decoder(q->dec);
 		for (k = 0; k < q->nbufs; k++)
 			if (q->bufs[k].file_off >> 63)
 				free((void *)q->bufs[k].data);
 		free(q->bufs);
-		free(q->stream);
+		if (q->stream_owned)
+			free(q->stream);
 		free(q->segs);
 		free(q->fifo);
 	}
 	free(d->q);
+	free(d->auxlost);
+	pd_close(d->reader);
 	for (i = 0; i < d->nproc; i++) {
 		pt_image_free(d->proc[i].img);
 		free(d->proc[i].maps);
@@ -2290,6 +2537,7 @@ int ptd_decode_raw(const char *pt_file, int (*open_out)(void *ctx, uint32_t flag
 	q->tid0 = opts->raw_tid;
 	q->pid0 = opts->raw_pid;
 	q->stream = buf;
+	q->stream_owned = 1;
 	buf = NULL;
 	q->len = len;
 	q->segs = calloc(1, sizeof *q->segs);

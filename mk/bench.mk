@@ -1,5 +1,5 @@
 # Benchmarks: `make bench` builds and runs everything in bench/.
-BENCH_BINS := $(BUILD)/bench/mtev_bench
+BENCH_BINS := $(BUILD)/bench/mtev_bench $(BUILD)/bench/ptdecode_bench
 
 $(BUILD)/bench/%: bench/%.c $(LIB)
 	@mkdir -p $(dir $@)

@@ -165,3 +165,104 @@ check_corrupt() {
 	[ "$status" -eq 2 ]
 	echo "$output" | grep -q 'fatal: cannot open'
 }
+
+# mt-dump -k map,sample on stdin: samples with user-space ips made
+# map-relative (ip - start + pgoff), which is how perf script prints them
+relative_samples() {
+	local nm=0 kind rest pid ips head out v ip i
+	local -a mp ms ml mo
+	while read -r kind rest; do
+		if [ "$kind" = map ]; then
+			eval "$(echo "$rest" | sed -n 's/^pid=\([0-9]*\) time=[0-9]* start=\(0x[0-9a-f]*\) len=\(0x[0-9a-f]*\) pgoff=\(0x[0-9a-f]*\) .*/mp[$nm]=\1 ms[$nm]=\2 ml[$nm]=\3 mo[$nm]=\4/p')"
+			nm=$((nm + 1))
+			continue
+		fi
+		pid=${rest#pid=}; pid=${pid%% *}
+		ips=${rest##*ips=}; head=${rest% ips=*}
+		out=""
+		for ip in ${ips//,/ }; do
+			v=$ip
+			case $ip in 0xffff*) ;; *)
+				for ((i = nm - 1; i >= 0; i--)); do
+					if [ "${mp[$i]}" = "$pid" ] && ((ip >= ms[i] && ip < ms[i] + ml[i])); then
+						v=$(printf '0x%x' $((ip - ms[i] + mo[i])))
+						break
+					fi
+				done ;;
+			esac
+			out="$out${out:+,}$v"
+		done
+		echo "sample $head ips=$out"
+	done
+}
+
+@test "sampling: perf record --call-graph fp gives sample records whose callchains equal perf script's" {
+	cat > "$T/spin.c" <<'C'
+#include <stdio.h>
+__attribute__((noinline)) static long leaf(long x) { long s = 0; for (long i = 0; i < x; i++) s += i ^ (s >> 3); return s; }
+__attribute__((noinline)) static long mid(long x) { return leaf(x) + leaf(x / 2); }
+__attribute__((noinline)) static long top(long x) { long s = 0; for (int k = 0; k < 200; k++) s += mid(x); return s; }
+int main(void) { printf("%ld\n", top(200000)); return 0; }
+C
+	gcc -O1 -fno-omit-frame-pointer -o "$T/spin" "$T/spin.c"
+	perf record -q -e cpu-clock -c 100000 --call-graph fp -o "$T/perf.data" "$T/spin" > /dev/null 2>&1
+	perf script -i "$T/perf.data" -F pid,tid,time,ip --ns 2>/dev/null | awk '
+		/^ *[0-9]+\/[0-9]+ / { if (h != "") print h " ips=" ips; split($1, a, "/"); t = $2; sub(":", "", t); sub("\\.", "", t); sub("^0+", "", t)
+			h = "sample pid=" a[1] " tid=" a[2] " time=" t; ips = ""; next }
+		/^[ \t]+[0-9a-f]+/ { ips = ips (ips == "" ? "" : ",") "0x" $1; next }
+		END { if (h != "") print h " ips=" ips }' > "$T/perf.txt"
+	run "$BIN/mt-decode" -o "$T/s.mt" "$T/perf.data"
+	[ "$status" -eq 0 ]
+	"$BIN/mt-dump" "$T/s.mt" | head -1 | grep -q 'flags=0x11' # sorted, sampling
+	"$BIN/mt-dump" -k map,sample "$T/s.mt" | relative_samples > "$T/ours.txt"
+	[ "$(wc -l < "$T/perf.txt")" -ge 20 ]
+	# the program's own frames are in there: leaf called from mid from top
+	[ "$(grep -c ',0x[0-9a-f]*,0x[0-9a-f]*,0x[0-9a-f]*,0x[0-9a-f]*' "$T/ours.txt")" -ge 10 ]
+	diff "$T/perf.txt" "$T/ours.txt"
+}
+
+# ---- against mt-ptsim's truth (cached runs, see notes/ptsim.md) ----
+PTSIM_CACHE="$BATS_TEST_DIRNAME/.cache/ptsim"
+
+ptsim_dirs() { # VARIANT-REGEX: cached run dirs holding perf.data and truth.mt
+	local d
+	for d in "$PTSIM_CACHE"/*/*/; do
+		[ -f "$d/perf.data" ] && [ -f "$d/truth.mt" ] || continue
+		basename "$(dirname "$d")" | grep -Eq "$1" && echo "${d%/}"
+	done
+}
+
+decode_run() { # DIR -> DIR/decode.mt (images from the run's build-id cache)
+	"$BIN/mt-decode" --buildid-dir "$1/images" -o "$T/decode.mt" "$1/perf.data"
+}
+
+@test "ptsim truth: every clean, --window and --noretcomp run decodes to exactly truth.mt's branches, times included" {
+	local n=0 d
+	for d in $(ptsim_dirs '^(clean|window|noretcomp|.*psb.*)$'); do
+		run decode_run "$d"
+		echo "$d: status $status $output"
+		[ "$status" -eq 0 ]
+		"$BIN/mt-dump" -k branch "$d/truth.mt" > "$T/truth.txt"
+		"$BIN/mt-dump" -k branch "$T/decode.mt" > "$T/decode.txt"
+		[ -s "$T/truth.txt" ]
+		diff "$T/truth.txt" "$T/decode.txt" > "$T/diff" || { head -20 "$T/diff"; return 1; }
+		n=$((n + 1))
+	done
+	[ "$n" -gt 0 ] || skip "no mt-ptsim runs cached in $PTSIM_CACHE"
+	echo "$n runs equal"
+}
+
+@test "ptsim faults: a gap where each fault is, everything outside the gaps equal to truth.mt" {
+	local n=0 d
+	for d in $(ptsim_dirs '(overflow|drop|corrupt|trunc|fault)'); do
+		run decode_run "$d"
+		echo "$d: status $status $output"
+		[ "$status" -eq 1 ]
+		"$BIN/mt-dump" -k branch "$d/truth.mt" > "$T/truth.txt"
+		"$BIN/mt-dump" -k branch,gap "$T/decode.mt" > "$T/decode.txt"
+		grep -q '^gap ' "$T/decode.txt"
+		awk -f "$BATS_TEST_DIRNAME/lib/gapcheck.awk" "$T/truth.txt" "$T/decode.txt"
+		n=$((n + 1))
+	done
+	[ "$n" -gt 0 ] || skip "no mt-ptsim fault runs cached in $PTSIM_CACHE"
+}

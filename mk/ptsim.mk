@@ -1,0 +1,46 @@
+# mt-ptsim cache: one single-stepped run per test program, re-synthesized
+# (mt-ptsim --replay, no stepping) into each variant.  Layout (notes/ptsim.md):
+#   tests/.cache/ptsim/runs/PROG.run                 the execution log
+#   tests/.cache/ptsim/VARIANT/PROG/{perf.data,truth.mt,truth-spans.mt,images/}
+# perf.data is written last, so it is the target of each variant.
+PTSIM_CACHE := tests/.cache/ptsim
+PTSIM_VARIANTS := clean window noretcomp overflow drop corrupt truncate
+# A PSB every ~2 KB so that every program's stream has several sync points
+# (faults need one after them); the same for all variants, so that the faulted
+# variants' truth is the clean one.
+PTSIM_COMMON := --psb-period 2048
+PTSIM_ARGS_clean :=
+PTSIM_ARGS_window := --window 10000
+PTSIM_ARGS_noretcomp := --noretcomp
+PTSIM_ARGS_overflow := --inject overflow@50%
+PTSIM_ARGS_drop := --inject drop@50%:64
+PTSIM_ARGS_corrupt := --inject corrupt@50%:16
+PTSIM_ARGS_truncate := --inject truncate-aux@50%
+# Per-program options of the stepped run.
+PTSIM_RUN_exception := --start-at main
+
+PTSIM_RUNS := $(PROG_NAMES:%=$(PTSIM_CACHE)/runs/%.run)
+PTSIM_OUTS := $(foreach v,$(PTSIM_VARIANTS),$(PROG_NAMES:%=$(PTSIM_CACHE)/$(v)/%/perf.data))
+PTCHECK := $(BUILD)/tests/ptcheck
+
+$(PTSIM_CACHE)/runs/%.run: $(PROG_DIR)/% libcommon/ptsim_trace.c libcommon/ptsim.h | bin/mt-ptsim
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  PTSIM   $@")
+	$(Q)bin/mt-ptsim $(PTSIM_RUN_$*) --save-run $@ -- $< >/dev/null
+
+define ptsim_variant
+$(PTSIM_CACHE)/$(1)/%/perf.data: $(PTSIM_CACHE)/runs/%.run bin/mt-ptsim
+	@mkdir -p $$(dir $$@)
+	$(Q)bin/mt-ptsim --replay $$< $(PTSIM_COMMON) $(PTSIM_ARGS_$(1)) -o $$(dir $$@) 2>/dev/null
+endef
+$(foreach v,$(PTSIM_VARIANTS),$(eval $(call ptsim_variant,$(v))))
+
+$(PTCHECK): tests/ptsim/ptcheck.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $< $(LIB) $(LDLIBS)
+
+.PRECIOUS: $(PTSIM_CACHE)/runs/%.run
+.PHONY: ptsim-cache
+ptsim-cache: $(PTSIM_OUTS)
+
+TEST_PREREQS += $(PTCHECK) $(PTSIM_OUTS)

@@ -1,0 +1,23 @@
+/* A dynamically linked program (lazy PLT binding): calls into libc go
+ * through the PLT, resolved by ld.so on first use. */
+#include <stdlib.h>
+#include <string.h>
+
+int main(int argc, char **argv)
+{
+	(void)argv;
+	char buf[64];
+	size_t n = 0;
+	for (int i = 0; i < 5; i++) {
+		memset(buf, 'a' + i, sizeof buf - 1);
+		buf[sizeof buf - 1] = 0;
+		n += strlen(buf);
+	}
+	char *p = malloc(100);
+	if (!p)
+		return 2;
+	strcpy(p, "hello");
+	n += strlen(p);
+	free(p);
+	return (int)(n + (size_t)argc) == 321 ? 0 : 1;
+}

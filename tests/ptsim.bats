@@ -1,0 +1,192 @@
+#!/usr/bin/env bats
+# mt-ptsim: its PT decodes (libipt, perf) to exactly its truth; faults change
+# the PT and never the truth; bad use fails cleanly.  Uses the cached runs
+# built by mk/ptsim.mk (make test builds them first).
+
+setup() {
+	cd "$BATS_TEST_DIRNAME/.." || exit 1
+	C=tests/.cache/ptsim
+	PROGS=$(cd tests/programs && ls *.c *.cc 2>/dev/null | sed "s/\.[^.]*$//")
+	T=$BATS_TEST_TMPDIR
+}
+
+# "tid kind from to" per branch, perf script's view (kinds folded the way perf
+# prints them: a syscall is "tr end syscall", every resume "tr strt").
+perf_branches() {
+	perf --buildid-dir "$1/images" script -i "$1/perf.data" --itrace=b -F tid,flags,ip,addr 2>/dev/null |
+	awk '{tid=$1; $1=""; sub(/^ +/,"");
+	  n=split($0,a," "); to=a[n]; from=a[n-2]; k=$0; sub(/ +[0-9a-f]+ +=> +[0-9a-f]+$/,"",k);
+	  if (k=="jmp") k="jump"; else if (k=="tr strt") k="start"; else if (k=="tr end syscall") k="syscall";
+	  else if (k ~ /^tr end/) k="end";
+	  print tid, k, from, to}' | sort -s -k1,1n
+}
+
+# The same from truth.mt.  perf shows no record for the end of a thread whose
+# last act was a system call (exit): that "trace-end 0 -> 0" is dropped.
+truth_branches() {
+	bin/mt-dump "$1/truth.mt" | awk '$1=="branch"{for(i=2;i<=NF;i++){split($i,kv,"="); v[kv[1]]=kv[2]}
+	  k=v["type"]; if (k=="trace-start"||k=="sysret"||k=="iret") k="start"; else if (k=="trace-end"||k=="interrupt") k="end";
+	  f=v["from"]; t=v["to"]; sub(/^0x/,"",f); sub(/^0x/,"",t);
+	  if (!(k=="end" && f=="0" && t=="0")) print v["tid"], k, f, t}' | sort -s -k1,1n
+}
+
+@test "mt-ptsim --help documents the options, the cycle model and exit codes" {
+	run bin/mt-ptsim --help
+	[ "$status" -eq 0 ]
+	for w in --window --start-at --stop-at --psb-period --noretcomp --seed --max-insns \
+		overflow@ drop@ corrupt@ truncate-aux@ --save-run --replay "Cycle model" "Exit codes"; do
+		[[ "$output" == *"$w"* ]] || { echo "missing: $w"; false; }
+	done
+}
+
+@test "every test program is in the cache with all variants" {
+	for p in $PROGS; do
+		for v in clean window noretcomp overflow drop corrupt truncate; do
+			for f in perf.data truth.mt truth-spans.mt images; do
+				[ -e "$C/$v/$p/$f" ] || { echo "missing $C/$v/$p/$f"; false; }
+			done
+		done
+	done
+}
+
+@test "libipt decodes the clean PT of every program to exactly the truth (flow and times)" {
+	for p in $PROGS; do
+		run build/tests/ptcheck "$C/clean/$p"
+		echo "$p: $output"
+		[ "$status" -eq 0 ]
+	done
+}
+
+@test "libipt: windowed (snapshot) PT decodes to exactly the window's truth" {
+	for p in $PROGS; do
+		run build/tests/ptcheck "$C/window/$p"
+		echo "$p: $output"
+		[ "$status" -eq 0 ]
+	done
+}
+
+@test "libipt: PT without return compression decodes to exactly the truth" {
+	for p in $PROGS; do
+		run build/tests/ptcheck "$C/noretcomp/$p"
+		echo "$p: $output"
+		[ "$status" -eq 0 ]
+	done
+}
+
+@test "perf script --itrace=b gives the truth's branches for every program" {
+	for p in $PROGS; do
+		perf_branches "$C/clean/$p" >"$T/perf.txt"
+		truth_branches "$C/clean/$p" >"$T/truth.txt"
+		[ -s "$T/truth.txt" ]
+		diff "$T/perf.txt" "$T/truth.txt" | head -5 >"$T/diff.txt"
+		[ ! -s "$T/diff.txt" ] || { echo "$p:"; cat "$T/diff.txt"; false; }
+	done
+}
+
+@test "perf script agrees on the windowed and noretcomp variants too" {
+	for v in window noretcomp; do
+		for p in $PROGS; do
+			perf_branches "$C/$v/$p" >"$T/perf.txt"
+			# perf prints no "tr strt" where it syncs at a PSB+ with
+			# tracing on (a window's start): drop each thread's first
+			# record if it is such a start.
+			truth_branches "$C/$v/$p" | awk -v v=$v '{ if (v=="window" && !seen[$1]++ && $2=="start" && $3=="0") next; print }' >"$T/truth.txt"
+			diff "$T/perf.txt" "$T/truth.txt" | head -5 >"$T/diff.txt"
+			[ ! -s "$T/diff.txt" ] || { echo "$v/$p:"; cat "$T/diff.txt"; false; }
+		done
+	done
+}
+
+@test "faults never change the truth" {
+	for p in $PROGS; do
+		for v in overflow drop corrupt truncate; do
+			cmp "$C/clean/$p/truth.mt" "$C/$v/$p/truth.mt"
+			cmp "$C/clean/$p/truth-spans.mt" "$C/$v/$p/truth-spans.mt"
+		done
+		run cmp -s "$C/clean/$p/perf.data" "$C/overflow/$p/perf.data"
+		[ "$status" -ne 0 ]
+	done
+}
+
+@test "every injected fault: libipt reports it at the injected place and decodes the rest" {
+	# ptcheck --fault: records decoded from the bytes before the place are
+	# the truth's; libipt reports the fault (an error, an overflow event, or
+	# the AUX data lost there) at or after it; after it resynchronizes, every
+	# record to the end equals the truth, times included.
+	for v in overflow drop corrupt truncate; do
+		for p in $PROGS; do
+			off=$(awk '!/^#/{print $6; exit}' "$C/$v/$p/faults.txt")
+			[ -n "$off" ]
+			run build/tests/ptcheck "$C/$v/$p" --fault --at-offset "$off"
+			echo "$v/$p (offset $off): $output"
+			[ "$status" -eq 0 ]
+			[[ "$output" == *"fault-at"* ]]
+			case $v in drop|truncate) [[ "$output" == *"fault-at $(( (off + 7) / 8 * 8 )) "* ]] ;; esac
+		done
+	done
+}
+
+@test "replay re-synthesizes exactly what the stepped run wrote" {
+	bin/mt-ptsim --save-run "$T/r.run" -o "$T/a" -- build/programs/tailcall
+	bin/mt-ptsim --replay "$T/r.run" -o "$T/b"
+	for f in perf.data truth.mt truth-spans.mt; do cmp "$T/a/$f" "$T/b/$f"; done
+}
+
+@test "bad use: missing or non-executable PROG, bad options: one line, exit 2" {
+	run bin/mt-ptsim -o "$T/x" -- /nonexistent/prog
+	[ "$status" -eq 2 ]
+	[[ "$output" == "mt-ptsim: fatal: cannot execute /nonexistent/prog"* ]]
+	[ "${#lines[@]}" -eq 1 ]
+	printf 'not a program' >"$T/np"
+	chmod 644 "$T/np"
+	run bin/mt-ptsim -o "$T/x" -- "$T/np"
+	[ "$status" -eq 2 ]
+	[ "${#lines[@]}" -eq 1 ]
+	chmod 755 "$T/np"
+	run bin/mt-ptsim -o "$T/x" -- "$T/np"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"cannot execute"* ]]
+	run bin/mt-ptsim -o "$T/x" --inject bogus@1 -- /bin/true
+	[ "$status" -eq 2 ]
+	run bin/mt-ptsim -o "$T/x" --start-at no_such_symbol -- build/programs/tailcall
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"no_such_symbol"* ]]
+	run bin/mt-ptsim --replay /dev/null -o "$T/x"
+	[ "$status" -eq 2 ]
+}
+
+@test "a crashing PROG: one error line, exit 1, the trace up to the crash, no tracee left" {
+	printf 'int main(void){volatile int *p = 0; return *p;}\n' >"$T/crash.c"
+	cc -O0 -static -o "$T/crash" "$T/crash.c"
+	run bin/mt-ptsim -o "$T/c" -- "$T/crash"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"killed by signal 11"* ]]
+	[ "${#lines[@]}" -eq 1 ]
+	run build/tests/ptcheck "$T/c"
+	[ "$status" -eq 0 ]
+	! pgrep -f "$T/crash"
+}
+
+@test "a runaway PROG: --max-insns stops it with one error, exit 1, no tracee left" {
+	printf 'int main(void){for(;;);}\n' >"$T/spin.c"
+	cc -O0 -static -o "$T/spin" "$T/spin.c"
+	run bin/mt-ptsim --max-insns 3000 -o "$T/s" -- "$T/spin"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"--max-insns"* ]]
+	[ "${#lines[@]}" -eq 1 ]
+	! pgrep -f "$T/spin"
+	run build/tests/ptcheck "$T/s"
+	[ "$status" -eq 0 ]
+}
+
+@test "--stop-at and the default stop indicator end the trace at the trigger" {
+	run bin/mt-dump "$C/clean/snapshot/truth.mt"
+	[[ "$output" == *'trigger '*'symbol="magic_trace_stop_indicator"'* ]]
+	addr=$(nm build/programs/snapshot | awk '$3=="magic_trace_stop_indicator"{print $1}' | sed 's/^0*//')
+	last=$(echo "$output" | grep '^branch' | tail -1)
+	[[ "$last" == *"type=trace-end from=0x$addr "* ]]
+	bin/mt-ptsim --stop-at busy -o "$T/b" -- build/programs/snapshot
+	run bin/mt-dump "$T/b/truth.mt"
+	addr=$(nm build/programs/snapshot | awk '$3=="busy"{print $1}' | sed 's/^0*//')
+	[[ "$(echo "$output" | grep '^branch' | tail -1)" == *"type=trace-end from=0x$addr "* ]]
+}

@@ -1,0 +1,345 @@
+/* mt-ptsim: run a program under ptrace single-step and write the Intel PT
+ * perf.data a real recording would have produced, plus the exact truth. */
+#include "err.h"
+#include "io.h"
+#include "ptsim.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static void usage(FILE *f)
+{
+	fputs(
+"usage: mt-ptsim [options] -o DIR -- PROG [ARGS...]\n"
+"       mt-ptsim [options] -o DIR --replay RUNFILE\n"
+"\n"
+"Runs PROG under ptrace, single-steps every thread and writes what\n"
+"`perf record -e intel_pt/cyc=1,mtc=0/u --per-thread` would have recorded on an\n"
+"Intel CPU, and the exact ground truth:\n"
+"  DIR/perf.data        PT (libipt encoder), sideband, build-ids, CPUID\n"
+"  DIR/images/          every executable mapping, perf build-id cache layout\n"
+"                       (perf --buildid-dir DIR/images script ...)\n"
+"  DIR/truth.mt         MTEV: every taken branch (formats/mtev-semantics.md)\n"
+"  DIR/truth-spans.mt   MTEV: the call tree of every thread, whole run\n"
+"\n"
+"Options:\n"
+"  -o, --output DIR      output directory (created)\n"
+"      --window N        keep only the PT of the last N instructions of each\n"
+"                        thread (a snapshot); truth.mt holds that window's\n"
+"                        branches, truth-spans.mt the whole tree\n"
+"      --start-at SYM    run freely to SYM (a symbol of PROG), then step\n"
+"      --stop-at SYM     stop when a thread reaches SYM (default:\n"
+"                        magic_trace_stop_indicator when PROG has it)\n"
+"      --psb-period B    bytes between PSB packets (default 16384)\n"
+"      --noretcomp       no return compression (every ret is a TIP)\n"
+"      --seed N          seed (reserved: faults are deterministic)\n"
+"      --max-insns N     give up after N instructions (default 2000000)\n"
+"      --inject FAULT    change the PT, never the truth (repeatable).  K is the\n"
+"                        index of an executed instruction (from 0, all threads,\n"
+"                        in execution order, within the run; P% means P percent\n"
+"                        of the run's instructions); the fault lands in\n"
+"                        the PT of the thread that executed it, where that\n"
+"                        instruction's packets begin:\n"
+"                          overflow@K[:N]  packets of N instructions (default\n"
+"                                          64) after the first packet at or\n"
+"                                          after K are lost, then OVF, FUP\n"
+"                          drop@K:LEN      LEN bytes removed\n"
+"                          corrupt@K:LEN   LEN bytes overwritten (02 04 ...)\n"
+"                          truncate-aux@K  the AUX record ends there, flagged\n"
+"                                          truncated; data up to the next PSB\n"
+"                                          is lost\n"
+"                        DIR/faults.txt lists where each fault landed.\n"
+"      --save-run FILE   save the execution log (replayable)\n"
+"      --replay FILE     synthesize from a saved log instead of running PROG\n"
+"      --stats           print steps, instructions and steps/second on stderr\n"
+"  -h, --help            this help\n"
+"\n"
+"Cycle model (decoded times are exact): one global clock; each instruction\n"
+"costs 1 cycle, each system call 500 more, each signal delivery 1000; the\n"
+"core:bus ratio (CBR) is the maximum non-turbo ratio (22), so one CYC cycle is\n"
+"one TSC tick, TSC = 1e12 + clock.  PSB+ carries TSC; a CYC precedes every TNT,\n"
+"TIP, TIP.PGE and OVF packet.  See tools/mt-ptsim.md.\n"
+"\n"
+"Not handled: self-modifying code, fork/exec (children are not traced),\n"
+"stack switching (makecontext), 32-bit code, symbols outside PROG for\n"
+"--start-at/--stop-at.\n"
+"\n"
+"Exit codes: 0 ok; 1 PROG crashed or ran past --max-insns (outputs cover the\n"
+"run up to there); 2 usage error, PROG missing or not executable, bad run\n"
+"file; 111 system error.\n",
+	      f);
+}
+
+static int parse_u64(const char *s, uint64_t *v)
+{
+	char *end;
+	errno = 0;
+	unsigned long long x = strtoull(s, &end, 0);
+	if (errno || end == s || *end || s[0] == '-')
+		return -1;
+	*v = x;
+	return 0;
+}
+
+/* Faults whose K was given as P% of the run's instructions. */
+static int fault_pct[PTSIM_MAX_FAULTS];
+
+static int parse_fault(const char *s, struct ptsim_fault *f, int *pct)
+{
+	const char *at = strchr(s, '@');
+	if (!at)
+		return -1;
+	size_t n = (size_t)(at - s);
+	if (n == 8 && !strncmp(s, "overflow", n))
+		f->kind = PTSIM_FAULT_OVERFLOW;
+	else if (n == 4 && !strncmp(s, "drop", n))
+		f->kind = PTSIM_FAULT_DROP;
+	else if (n == 7 && !strncmp(s, "corrupt", n))
+		f->kind = PTSIM_FAULT_CORRUPT;
+	else if (n == 12 && !strncmp(s, "truncate-aux", n))
+		f->kind = PTSIM_FAULT_TRUNCATE;
+	else
+		return -1;
+	char k[64];
+	snprintf(k, sizeof k, "%s", at + 1);
+	char *colon = strchr(k, ':');
+	if (colon)
+		*colon = 0;
+	size_t kl = strlen(k);
+	*pct = kl > 1 && k[kl - 1] == '%';
+	if (*pct)
+		k[kl - 1] = 0;
+	if (parse_u64(k, &f->at) < 0 || (*pct && f->at > 100))
+		return -1;
+	f->len = f->kind == PTSIM_FAULT_OVERFLOW ? 64 : 0;
+	if (colon && parse_u64(colon + 1, &f->len) < 0)
+		return -1;
+	if ((f->kind == PTSIM_FAULT_DROP || f->kind == PTSIM_FAULT_CORRUPT) && (!colon || !f->len))
+		return -1;
+	if (f->kind == PTSIM_FAULT_TRUNCATE && colon)
+		return -1;
+	return 0;
+}
+
+/* Is @prog runnable (a path, or found in PATH)? */
+static int check_prog(const char *prog, char *why, size_t n, char *out, size_t outn)
+{
+	snprintf(out, outn, "%s", prog);
+	if (strchr(prog, '/')) {
+		struct stat st;
+		if (stat(prog, &st) < 0) {
+			snprintf(why, n, "%s", strerror(errno));
+			return -1;
+		}
+		if (!S_ISREG(st.st_mode) || access(prog, X_OK) < 0) {
+			snprintf(why, n, "not an executable file");
+			return -1;
+		}
+		return 0;
+	}
+	const char *path = getenv("PATH");
+	if (!path)
+		path = "/usr/bin:/bin";
+	char buf[4096];
+	while (*path) {
+		const char *e = strchr(path, ':');
+		size_t len = e ? (size_t)(e - path) : strlen(path);
+		snprintf(buf, sizeof buf, "%.*s/%s", (int)len, len ? path : ".", prog);
+		struct stat st;
+		if (stat(buf, &st) == 0 && S_ISREG(st.st_mode) && access(buf, X_OK) == 0) {
+			snprintf(out, outn, "%s", buf);
+			return 0;
+		}
+		path += len + (e ? 1 : 0);
+		if (!e)
+			break;
+	}
+	snprintf(why, n, "not found in PATH");
+	return -1;
+}
+
+typedef int (*writer_fn)(int, const struct ptsim_run *, const struct ptsim_result *, char *, size_t);
+
+static void write_out(const char *dir, const char *name, writer_fn fn, const struct ptsim_run *run,
+		      const struct ptsim_result *res)
+{
+	char path[4096], err[512];
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	struct io_out o;
+	if (io_out_open(&o, path, 1, 1) < 0)
+		mt_fatal(MT_EXIT_SYS, "cannot create %s: %s", path, strerror(errno));
+	if (fn(o.fd, run, res, err, sizeof err) < 0) {
+		io_out_abort(&o);
+		mt_fatal(MT_EXIT_SYS, "%s: %s", path, err);
+	}
+	if (io_out_commit(&o) < 0)
+		mt_fatal(MT_EXIT_SYS, "cannot write %s: %s", path, strerror(errno));
+}
+
+int main(int argc, char **argv)
+{
+	mt_set_progname(argv[0]);
+	enum { O_WINDOW = 256, O_START, O_STOP, O_PSB, O_NORETCOMP, O_SEED, O_MAX, O_INJECT, O_SAVE,
+	       O_REPLAY, O_STATS };
+	static const struct option lo[] = {
+		{"output", required_argument, 0, 'o'},	 {"window", required_argument, 0, O_WINDOW},
+		{"start-at", required_argument, 0, O_START}, {"stop-at", required_argument, 0, O_STOP},
+		{"psb-period", required_argument, 0, O_PSB}, {"noretcomp", no_argument, 0, O_NORETCOMP},
+		{"seed", required_argument, 0, O_SEED},	 {"max-insns", required_argument, 0, O_MAX},
+		{"inject", required_argument, 0, O_INJECT}, {"save-run", required_argument, 0, O_SAVE},
+		{"replay", required_argument, 0, O_REPLAY}, {"stats", no_argument, 0, O_STATS},
+		{"help", no_argument, 0, 'h'},		 {0, 0, 0, 0},
+	};
+	const char *out = NULL, *save = NULL, *replay = NULL;
+	struct ptsim_trace_opts to = {.max_insns = 2000000};
+	struct ptsim_synth_opts so = {.psb_period = 16384};
+	int stats = 0, c;
+	while ((c = getopt_long(argc, argv, "+o:h", lo, NULL)) != -1) {
+		switch (c) {
+		case 'o': out = optarg; break;
+		case 'h': usage(stdout); return 0;
+		case O_WINDOW:
+			if (parse_u64(optarg, &so.window) < 0 || !so.window)
+				mt_fatal(MT_EXIT_USAGE, "--window: expected a positive count, got '%s'", optarg);
+			break;
+		case O_START: to.start_at = optarg; break;
+		case O_STOP: to.stop_at = optarg; break;
+		case O_PSB:
+			if (parse_u64(optarg, &so.psb_period) < 0 || so.psb_period < 64)
+				mt_fatal(MT_EXIT_USAGE, "--psb-period: expected bytes >= 64, got '%s'", optarg);
+			break;
+		case O_NORETCOMP: so.noretcomp = 1; break;
+		case O_SEED:
+			if (parse_u64(optarg, &so.seed) < 0)
+				mt_fatal(MT_EXIT_USAGE, "--seed: expected a number, got '%s'", optarg);
+			break;
+		case O_MAX:
+			if (parse_u64(optarg, &to.max_insns) < 0 || !to.max_insns)
+				mt_fatal(MT_EXIT_USAGE, "--max-insns: expected a positive count, got '%s'", optarg);
+			break;
+		case O_INJECT:
+			if (so.nfaults == PTSIM_MAX_FAULTS)
+				mt_fatal(MT_EXIT_USAGE, "--inject: at most %d faults", PTSIM_MAX_FAULTS);
+			if (parse_fault(optarg, &so.faults[so.nfaults], &fault_pct[so.nfaults]) < 0)
+				mt_fatal(MT_EXIT_USAGE,
+					 "--inject: expected overflow@K[:N], drop@K:LEN, corrupt@K:LEN or "
+					 "truncate-aux@K, got '%s'", optarg);
+			so.nfaults++;
+			break;
+		case O_SAVE: save = optarg; break;
+		case O_REPLAY: replay = optarg; break;
+		case O_STATS: stats = 1; break;
+		default:
+			fprintf(stderr, "Try 'mt-ptsim --help'.\n");
+			return MT_EXIT_USAGE;
+		}
+	}
+	if (optind < argc && !strcmp(argv[optind], "--"))
+		optind++;
+	if (!out && !save)
+		mt_fatal(MT_EXIT_USAGE, "missing -o DIR (see --help)");
+	if (replay && optind < argc)
+		mt_fatal(MT_EXIT_USAGE, "--replay takes no PROG");
+	if (!replay && optind >= argc)
+		mt_fatal(MT_EXIT_USAGE, "missing PROG (see --help)");
+
+	struct ptsim_run run;
+	char err[1024];
+	if (replay) {
+		if (ptsim_run_load(&run, replay, err, sizeof err) < 0)
+			mt_fatal(MT_EXIT_USAGE, "%s", err);
+	} else {
+		char why[256];
+		static char path[4096];
+		if (check_prog(argv[optind], why, sizeof why, path, sizeof path) < 0)
+			mt_fatal(MT_EXIT_USAGE, "cannot execute %s: %s", argv[optind], why);
+		to.argv = argv + optind;
+		to.path = path;
+		to.progress = io_progress_enabled();
+		int rc = ptsim_trace(&run, &to, err, sizeof err);
+		if (rc < 0) {
+			ptsim_run_fini(&run);
+			mt_fatal(rc == PTSIM_E_USAGE ? MT_EXIT_USAGE : MT_EXIT_SYS, "%s", err);
+		}
+	}
+	if (stats)
+		fprintf(stderr, "mt-ptsim: %llu steps, %llu instructions, %zu threads, %.2f s, %.0f steps/s\n",
+			(unsigned long long)run.steps, (unsigned long long)run.insns, run.nthreads,
+			run.seconds, run.seconds > 0 ? (double)run.steps / run.seconds : 0.0);
+	if (save && !replay) {
+		char tmp[4096];
+		snprintf(tmp, sizeof tmp, "%s.tmp.%d", save, (int)getpid());
+		if (ptsim_run_save(&run, tmp, err, sizeof err) < 0) {
+			unlink(tmp);
+			mt_fatal(MT_EXIT_SYS, "%s", err);
+		}
+		if (rename(tmp, save) < 0)
+			mt_fatal(MT_EXIT_SYS, "cannot write %s: %s", save, strerror(errno));
+	}
+	if (out) {
+		if (mkdir(out, 0755) < 0 && errno != EEXIST)
+			mt_fatal(MT_EXIT_SYS, "cannot create %s: %s", out, strerror(errno));
+		for (int i = 0; i < so.nfaults; i++)
+			if (fault_pct[i])
+				so.faults[i].at = run.insns * so.faults[i].at / 100;
+		struct ptsim_result truth, pt;
+		struct ptsim_synth_opts clean = so;
+		clean.nfaults = 0;
+		if (ptsim_synth(&truth, &run, &clean, err, sizeof err) < 0)
+			mt_fatal(MT_EXIT_SYS, "%s", err);
+		if (so.nfaults && ptsim_synth(&pt, &run, &so, err, sizeof err) < 0)
+			mt_fatal(MT_EXIT_SYS, "%s", err);
+		if (ptsim_write_images(out, &run, err, sizeof err) < 0)
+			mt_fatal(MT_EXIT_SYS, "%s", err);
+		write_out(out, "truth.mt", ptsim_write_truth, &run, &truth);
+		write_out(out, "truth-spans.mt", ptsim_write_spans, &run, &truth);
+		write_out(out, "perf.data", ptsim_write_perf, &run, so.nfaults ? &pt : &truth);
+		if (so.nfaults) {
+			static const char *const kinds[] = {"", "overflow", "drop", "corrupt", "truncate-aux"};
+			char fp[4096];
+			snprintf(fp, sizeof fp, "%s/faults.txt", out);
+			FILE *ff = fopen(fp, "we");
+			if (!ff)
+				mt_fatal(MT_EXIT_SYS, "cannot create %s: %s", fp, strerror(errno));
+			fprintf(ff, "# fault kind instruction len tid pt-offset\n");
+			for (int i = 0; i < so.nfaults; i++) {
+				int landed = 0;
+				for (size_t k = 0; k < pt.nts; k++)
+					if (pt.ts[k].fault_offset[i] != UINT64_MAX) {
+						landed = 1;
+						fprintf(stderr, "mt-ptsim: fault %d: thread %u, PT offset %llu\n", i,
+							pt.ts[k].tid, (unsigned long long)pt.ts[k].fault_offset[i]);
+						fprintf(ff, "%d %s %llu %llu %u %llu\n", i, kinds[so.faults[i].kind],
+							(unsigned long long)so.faults[i].at,
+							(unsigned long long)so.faults[i].len, pt.ts[k].tid,
+							(unsigned long long)pt.ts[k].fault_offset[i]);
+					}
+				if (!landed)
+					mt_warn("fault %d: instruction %llu is not in the traced window", i,
+						(unsigned long long)so.faults[i].at);
+			}
+			if (fclose(ff) != 0)
+				mt_fatal(MT_EXIT_SYS, "cannot write %s: %s", fp, strerror(errno));
+			ptsim_result_fini(&pt);
+		}
+		ptsim_result_fini(&truth);
+	}
+	int code = MT_EXIT_OK;
+	if (run.end == PTSIM_END_SIGNALED) {
+		fprintf(stderr, "%s: error: %s was killed by signal %d (%s) at 0x%llx after %llu instructions\n",
+			mt_progname, run.comm, run.status, strsignal(run.status),
+			(unsigned long long)run.end_ip, (unsigned long long)run.insns);
+		code = MT_EXIT_DEGRADED;
+	} else if (run.end == PTSIM_END_RUNAWAY) {
+		fprintf(stderr, "%s: error: %s still running after %llu instructions (--max-insns); stopped it\n",
+			mt_progname, run.comm, (unsigned long long)run.insns);
+		code = MT_EXIT_DEGRADED;
+	}
+	ptsim_run_fini(&run);
+	return code;
+}
