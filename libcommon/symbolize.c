@@ -263,6 +263,7 @@ struct bin {
 	char *file;
 	struct elfinfo ei;
 	int no_debug_noted, stripped_warned;
+	int syms_loaded; /* ei has the symbol table (loaded on first need) */
 	size_t n_debug, n_symtab; /* answers with and without source lines */
 	/* cache */
 	int cache_loaded;
@@ -484,7 +485,7 @@ static void bin_find(struct ctx *c, struct bin *b)
 		uint8_t found[20];
 		int flen = -1;
 		if (bin_candidate(b, cand[i], found, &flen)) {
-			int r = elfinfo_load(&b->ei, cand[i]);
+			int r = elfinfo_load_nosyms(&b->ei, cand[i]);
 			if (r < 0) {
 				sfmt(why, sizeof why, "%s: %s", cand[i],
 					 r == -ENOEXEC ? "not an ELF file" : strerror(-r));
@@ -552,11 +553,25 @@ static void res_unknown(struct ctx *c, struct result *r, uint64_t addr, const ch
 	c->st->unknown_names++;
 }
 
+/* The binary's symbol table, loaded on first need (a warm cache needs none). */
+static const struct elfinfo *bin_syms(struct bin *b)
+{
+	if (!b->syms_loaded) {
+		struct elfinfo full;
+		b->syms_loaded = 1;
+		if (elfinfo_load(&full, b->file) == 0) {
+			elfinfo_fini(&b->ei);
+			b->ei = full;
+		}
+	}
+	return &b->ei;
+}
+
 /* ELF symbol table fallback for a result in a found binary. */
 static void res_elf_fallback(struct ctx *c, struct result *r)
 {
 	struct bin *b = &c->bins[r->bin];
-	const struct elf_sym *s = elfinfo_lookup(&b->ei, r->vaddr);
+	const struct elf_sym *s = elfinfo_lookup(bin_syms(b), r->vaddr);
 	if (!s) {
 		res_unknown(c, r, r->vaddr, base_name(b->path));
 		return;
@@ -636,7 +651,7 @@ static int res_from_json(struct ctx *c, struct result *r, const char *line, size
 		/* symbol-table answer: say where in the function, as the ELF fallback does */
 		struct bin *b = &c->bins[r->bin];
 		if (!r->entry_vaddr) {
-			const struct elf_sym *s = elfinfo_lookup(&b->ei, r->vaddr);
+			const struct elf_sym *s = elfinfo_lookup(bin_syms(b), r->vaddr);
 			if (s)
 				r->entry_vaddr = s->addr;
 		}
