@@ -44,3 +44,9 @@ $(PTCHECK): tests/ptsim/ptcheck.c $(LIB)
 ptsim-cache: $(PTSIM_OUTS)
 
 TEST_PREREQS += $(PTCHECK) $(PTSIM_OUTS)
+
+SPANCHECK := $(BUILD)/tests/spancheck
+$(SPANCHECK): tests/ptsim/spancheck.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $< $(LIB) $(LDLIBS)
+TEST_PREREQS += $(SPANCHECK)

@@ -190,3 +190,58 @@ truth_branches() {
 	addr=$(nm build/programs/snapshot | awk '$3=="busy"{print $1}' | sed 's/^0*//')
 	[[ "$(echo "$output" | grep '^branch' | tail -1)" == *"type=trace-end from=0x$addr "* ]]
 }
+
+@test "truth spans: nesting, pre-order, and each program's known call tree" {
+	S=build/tests/spancheck; P=build/programs
+	for p in $PROGS; do
+		for v in clean window; do
+			run $S "$C/$v/$p/truth-spans.mt" "$P/$p"
+			[ "$status" -eq 0 ] || { echo "$v/$p: $output"; false; }
+		done
+	done
+	# 3 x down(300): chains of 301 nested frames (deeper than the return stack).
+	$S $C/clean/recursion/truth-spans.mt $P/recursion --min-chain down 301 --count down 903
+	# The window's spans are the whole tree too.
+	$S $C/window/recursion/truth-spans.mt $P/recursion --min-chain down 301 --count down 903
+	# top -> jmp middle -> jmp leaf: one frame running three functions in turn.
+	$S $C/clean/tailcall/truth-spans.mt $P/tailcall --count top 200 --count middle 200 --count leaf 200 \
+		--same-depth top middle --same-depth top leaf
+	# longjmp ends every deep frame together with the longjmp frames under it.
+	$S $C/clean/longjmp/truth-spans.mt $P/longjmp --count attempt 20 --count deep 310 --ends-with deep
+	# raise() x3 runs the handler on the way out of kill(); the fault goes
+	# through an [interrupt] to on_segv, which leaves by siglongjmp.
+	$S $C/clean/signal/truth-spans.mt $P/signal --count on_usr1 3 --count on_segv 1 --name "[interrupt]" 1 \
+		--count crash 1 --ends-with on_segv --ends-with crash
+	$S $C/clean/threads/truth-spans.mt $P/threads --threads 2 --count worker 1 --count work 2
+	# middle(4) twice: inner(4..0) unwound by the exception.
+	$S $C/clean/exception/truth-spans.mt $P/exception --count _ZL5inneri 10 --count _ZL6middlei 2 \
+		--ends-with _ZL5inneri
+	$S $C/clean/fnptr/truth-spans.mt $P/fnptr --count twice 100 --count square 100 --count negate 100
+	$S $C/clean/snapshot/truth-spans.mt $P/snapshot --count interesting 1 --count busy 2
+	run $S $C/clean/dynamic/truth-spans.mt $P/dynamic --count main 1 --name "[syscall]" 0
+	[ "$status" -eq 1 ] # it makes system calls
+}
+
+@test "dynamic: lazy PLT binding (into ld.so) and vdso code are traced, and decode" {
+	run bin/mt-dump "$C/clean/dynamic/truth.mt"
+	[ "$status" -eq 0 ]
+	# map ranges by path
+	range() { echo "$output" | awk -v pat="$1" '$1=="map" && index($0, pat) {
+		for(i=2;i<=NF;i++){split($i,kv,"="); v[kv[1]]=kv[2]} print v["start"], v["len"]; exit}'; }
+	read vs vl < <(range 'path="[vdso]"')
+	read ls ll < <(range 'ld-linux')
+	read ps pl < <(range 'programs/dynamic"')
+	[ -n "$vs" ] && [ -n "$ls" ] && [ -n "$ps" ]
+	counts=$(echo "$output" | perl -ne '
+		BEGIN { ($vs, $ve, $ls, $le, $ps, $pe) = map { hex } @ARGV[0..5]; @ARGV = () }
+		next unless /^branch/;
+		my ($t) = /type=(\S+)/; my ($f) = /from=0x(\S+)/; my ($to) = / to=0x(\S+)/;
+		$f = hex $f; $to = hex $to;
+		$vdso++ if $f >= $vs && $f < $ve;
+		$lazy++ if $t eq "jump" && $f >= $ps && $f < $pe && $to >= $ls && $to < $le;
+		END { printf "%d %d\n", $vdso, $lazy }' \
+		$(printf '%x %x %x %x %x %x' $((vs)) $((vs + vl)) $((ls)) $((ls + ll)) $((ps)) $((ps + pl))))
+	echo "vdso branches, PLT jumps into ld.so: $counts"
+	read nv nl <<<"$counts"
+	[ "$nv" -gt 0 ] && [ "$nl" -gt 0 ]
+}

@@ -163,7 +163,7 @@ int main(int argc, char **argv)
 			io_out_abort(&out);
 			mt_fatal(e == -SEG_EEMIT ? MT_EXIT_SYS : MT_EXIT_SYS, "%s", seg_strerror(e));
 		}
-		if (io_progress_enabled() && !(n & 0xfffff))
+		if (!(n & 0xfffff) && io_progress_enabled())
 			fprintf(stderr, "\rmt-segment: %llu records", (unsigned long long)n);
 	}
 	if (io_progress_enabled() && n > 0xfffff)
