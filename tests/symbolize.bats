@@ -257,6 +257,7 @@ base_of() {
 	# no perf map: unknown, with a warning
 	run "$BIN/mt-symbolize" --no-cache --perf-map-dir "$T/none" -o "$T/out.mt" "$T/j.mt"
 	[ "$status" -eq 1 ]
+	[ "$(grep -c 'warning: .*perf-77.map' <<<"$output")" -eq 1 ]
 	"$BIN/mt-dump" -k span "$T/out.mt" | grep -q 'name="\[unknown @ 0x7f0000001000 (//anon)\]"'
 }
 
