@@ -493,6 +493,8 @@ static int parse_payload(mtev_reader *r, unsigned kind, struct cur *c, struct mt
 		rec->gap.tid = get_u32(c);
 		rec->gap.begin = get_uv(c);
 		rec->gap.end = rec->gap.begin + get_uv(c);
+		if (rec->gap.end < rec->gap.begin) /* the writer never wraps: corrupt */
+			c->bad = 1;
 		rec->gap.reason = get_u32(c);
 		int64_t code = get_sv(c);
 		if (code < INT32_MIN || code > INT32_MAX)
@@ -508,6 +510,8 @@ static int parse_payload(mtev_reader *r, unsigned kind, struct cur *c, struct mt
 		rec->segment.index = get_u32(c);
 		rec->segment.begin = get_uv(c);
 		rec->segment.end = rec->segment.begin + get_uv(c);
+		if (rec->segment.end < rec->segment.begin)
+			c->bad = 1;
 		rec->segment.reason = get_u32(c);
 		break;
 	case MTEV_SPAN:
@@ -515,6 +519,8 @@ static int parse_payload(mtev_reader *r, unsigned kind, struct cur *c, struct mt
 		rec->span.depth = get_u32(c);
 		rec->span.begin = get_uv(c);
 		rec->span.end = rec->span.begin + get_uv(c);
+		if (rec->span.end < rec->span.begin)
+			c->bad = 1;
 		rec->span.func = get_uv(c);
 		rec->span.callsite = get_uv(c);
 		rec->span.flags = get_u32(c);

@@ -515,9 +515,9 @@ static int parse_hexbytes(struct mtev_text_parser *tp, const struct tok *t, uint
 static int parse_span_flags(struct mtev_text_parser *tp, const struct tok *t, uint32_t *out)
 {
 	uint32_t f = 0;
-	const char *p = t->val, *end = t->val + t->vlen;
-	if (t->is_str || !t->vlen)
+	if (t->is_str || !t->vlen) /* a string has no val: no pointer arithmetic on NULL */
 		return fail(tp, "bad flags");
+	const char *p = t->val, *end = t->val + t->vlen;
 	while (p < end) {
 		const char *q = p;
 		while (q < end && *q != ',' && *q != '|')
@@ -589,7 +589,8 @@ int mtev_text_parse(struct mtev_text_parser *tp, const char *line, size_t len,
 			} else if (keyis(&t, "producer") && t.is_str) {
 				if (t.slen > 63)
 					return fail(tp, "producer longer than 63 bytes");
-				memcpy(hdr->producer, tp->sbuf + t.soff, t.slen);
+				if (t.slen) /* sbuf is NULL until a string has a byte */
+					memcpy(hdr->producer, tp->sbuf + t.soff, t.slen);
 				hdr->producer[t.slen] = 0;
 			} else {
 				return fail(tp, "unknown header key '%.*s'", (int)t.klen, t.key);

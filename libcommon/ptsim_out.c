@@ -564,6 +564,16 @@ static int write_context(mtev_writer *w, const struct ptsim_run *run, const stru
 	return rc;
 }
 
+static const struct ptsim_result *cmp_res;
+static int br_cmp(const void *x, const void *y)
+{
+	size_t a = *(const size_t *)x, b = *(const size_t *)y;
+	uint64_t ta = cmp_res->times[cmp_res->br[a].slot], tb = cmp_res->times[cmp_res->br[b].slot];
+	if (ta != tb)
+		return ta < tb ? -1 : 1;
+	return a < b ? -1 : a > b;
+}
+
 int ptsim_write_truth(int fd, const struct ptsim_run *run, const struct ptsim_result *res,
 		      char *err, size_t errlen)
 {
@@ -574,8 +584,20 @@ int ptsim_write_truth(int fd, const struct ptsim_run *run, const struct ptsim_re
 		return -1;
 	}
 	int rc = write_context(w, run, res);
-	for (size_t i = 0; i < res->nbr && !rc; i++) {
-		const struct ptsim_branch *b = &res->br[i];
+	/* In time order across threads (each thread's records already are;
+	 * ties keep execution order): a stable sort. */
+	size_t *ord = malloc((res->nbr ? res->nbr : 1) * sizeof(*ord));
+	if (!ord) {
+		mtev_writer_free(w);
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	for (size_t i = 0; i < res->nbr; i++)
+		ord[i] = i;
+	cmp_res = res;
+	qsort(ord, res->nbr, sizeof(*ord), br_cmp);
+	for (size_t k = 0; k < res->nbr && !rc; k++) {
+		const struct ptsim_branch *b = &res->br[ord[k]];
 		struct mtev_rec r;
 		memset(&r, 0, sizeof r);
 		r.kind = MTEV_BRANCH;
@@ -586,6 +608,7 @@ int ptsim_write_truth(int fd, const struct ptsim_run *run, const struct ptsim_re
 		r.br.to = b->to;
 		rc = mtev_write(w, &r);
 	}
+	free(ord);
 	if (!rc)
 		rc = mtev_writer_finish(w);
 	mtev_writer_free(w);
@@ -597,7 +620,6 @@ int ptsim_write_truth(int fd, const struct ptsim_run *run, const struct ptsim_re
 }
 
 /* ---- truth-spans.mt ---- */
-static const struct ptsim_result *cmp_res;
 static int span_cmp(const void *x, const void *y)
 {
 	const struct ptsim_span *p = *(const struct ptsim_span *const *)x;

@@ -710,8 +710,6 @@ static void do_insn(struct synth *s, struct sth *t, const struct ptsim_ev *e, ui
 		if (f->kind == PTSIM_FAULT_OVERFLOW) {
 			t->loss_armed = 1;
 			t->loss_left = f->len;
-		} else if (f->kind == PTSIM_FAULT_TRUNCATE) {
-			t->force_psb = 1;
 		}
 	}
 	if (t->in_loss && t->loss_left)
@@ -754,8 +752,12 @@ static void do_insn(struct synth *s, struct sth *t, const struct ptsim_ev *e, ui
 		break;
 	case K_RET:
 		if (!s->o->noretcomp && !t->in_loss && rs_pop_if(t, next)) {
+			/* The TNT packet goes out at once: a return then has the
+			 * same time compressed or not, so clearing the return
+			 * stack (PSB, OVF) or --noretcomp never moves time. */
 			add_tnt(s, t, 1);
-			emitted = t->tnt_n == 0;
+			flush_tnt(s, t);
+			emitted = 1;
 		} else {
 			flush_tnt(s, t);
 			emit_cyc(s, t);
@@ -886,11 +888,27 @@ static void do_signal(struct synth *s, struct sth *t, const struct ptsim_ev *e)
 	}
 }
 
+/* Lost bytes are holes in the AUX offsets (as when perf loses data): the
+ * stream is cut into AUX pieces around them; the piece before a truncation is
+ * flagged truncated.  Corruption overwrites bytes in place. */
+struct hole {
+	uint64_t a, b;
+	int truncated;
+};
+
+static int hole_cmp(const void *x, const void *y)
+{
+	const struct hole *p = x, *q = y;
+	return p->a < q->a ? -1 : p->a > q->a;
+}
+
 static void apply_faults(struct synth *s)
 {
 	for (size_t i = 0; i < s->nth; i++) {
 		struct sth *t = &s->th[i];
 		struct ptsim_tstream *ts = &s->res->ts[t->ts];
+		struct hole h[PTSIM_MAX_FAULTS];
+		int nh = 0;
 		for (int k = 0; k < s->o->nfaults; k++) {
 			const struct ptsim_fault *f = &s->o->faults[k];
 			uint64_t off = ts->fault_offset[k];
@@ -898,8 +916,7 @@ static void apply_faults(struct synth *s)
 				continue;
 			if (f->kind == PTSIM_FAULT_DROP) {
 				uint64_t n = f->len < ts->len - off ? f->len : ts->len - off;
-				memmove(ts->pt + off, ts->pt + off + n, ts->len - off - n);
-				ts->len -= n;
+				h[nh++] = (struct hole){off, off + n, 0};
 			} else if (f->kind == PTSIM_FAULT_CORRUPT) {
 				/* 02 04: an extended opcode no packet uses. */
 				for (uint64_t j = 0; j < f->len && off + j < ts->len; j++)
@@ -907,23 +924,38 @@ static void apply_faults(struct synth *s)
 			} else if (f->kind == PTSIM_FAULT_TRUNCATE) {
 				size_t cut = ts->len;
 				for (size_t j = 0; j < t->npsbs; j++)
-					if (t->psbs[j] >= off) {
+					if (t->psbs[j] > off) {
 						cut = t->psbs[j];
 						break;
 					}
-				memmove(ts->pt + off, ts->pt + cut, ts->len - cut);
-				ts->len -= cut - off;
-				struct ptsim_aux *a = realloc(ts->aux, 2 * sizeof(*a));
-				if (!a) {
-					s->oom = 1;
-					return;
-				}
-				ts->aux = a;
-				a[0] = (struct ptsim_aux){0, off, PTSIM_AUX_TRUNCATED, ts->end_time};
-				a[1] = (struct ptsim_aux){off, ts->len - off, 0, ts->end_time};
-				ts->naux = 2;
+				h[nh++] = (struct hole){off, cut, 1};
 			}
 		}
+		if (!nh || !ts->len)
+			continue;
+		qsort(h, (size_t)nh, sizeof h[0], hole_cmp);
+		struct ptsim_aux *a = calloc((size_t)nh + 1, sizeof(*a));
+		if (!a) {
+			s->oom = 1;
+			return;
+		}
+		size_t na = 0;
+		uint64_t pos = 0;
+		for (int k = 0; k < nh; k++) {
+			if (h[k].b <= pos)
+				continue;
+			if (h[k].a > pos) {
+				a[na++] = (struct ptsim_aux){pos, h[k].a - pos, 0, ts->end_time};
+			}
+			if (h[k].truncated && na)
+				a[na - 1].flags |= PTSIM_AUX_TRUNCATED;
+			pos = h[k].b > pos ? h[k].b : pos;
+		}
+		if (pos < ts->len)
+			a[na++] = (struct ptsim_aux){pos, ts->len - pos, 0, ts->end_time};
+		free(ts->aux);
+		ts->aux = a;
+		ts->naux = na;
 	}
 }
 

@@ -1,10 +1,13 @@
 # Benchmarks: `make bench` builds and runs everything in bench/.
+# bench/pipeline.sh (the issue-9 table: bare libipt loop, mt-decode, perf
+# script, the whole pipeline, peak RSS) walks build/programs/fnptr with
+# mt-ptgen; BENCH_INSNS (default 50M) and BENCH_REPS (default 3) size it.
 BENCH_BINS := $(BUILD)/bench/mtev_bench $(BUILD)/bench/ptdecode_bench
 
 $(BUILD)/bench/%: bench/%.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS)
 
-bench: all $(BENCH_BINS)
+bench: all $(BENCH_BINS) $(PROG_DIR)/fnptr
 	$(BUILD)/bench/mtev_bench 10000000
 	$(Q)for s in bench/*.sh; do [ -f "$$s" ] && sh "$$s" || exit 1; done; true

@@ -5,6 +5,10 @@
 # perf.data is written last, so it is the target of each variant.
 PTSIM_CACHE := tests/.cache/ptsim
 PTSIM_VARIANTS := clean window noretcomp overflow drop corrupt truncate
+# A PSB every ~2 KB so that every program's stream has several sync points
+# (faults need one after them); the same for all variants, so that the faulted
+# variants' truth is the clean one.
+PTSIM_COMMON := --psb-period 2048
 PTSIM_ARGS_clean :=
 PTSIM_ARGS_window := --window 10000
 PTSIM_ARGS_noretcomp := --noretcomp
@@ -27,7 +31,7 @@ $(PTSIM_CACHE)/runs/%.run: $(PROG_DIR)/% libcommon/ptsim_trace.c libcommon/ptsim
 define ptsim_variant
 $(PTSIM_CACHE)/$(1)/%/perf.data: $(PTSIM_CACHE)/runs/%.run bin/mt-ptsim
 	@mkdir -p $$(dir $$@)
-	$(Q)bin/mt-ptsim --replay $$< $(PTSIM_ARGS_$(1)) -o $$(dir $$@) 2>/dev/null
+	$(Q)bin/mt-ptsim --replay $$< $(PTSIM_COMMON) $(PTSIM_ARGS_$(1)) -o $$(dir $$@) 2>/dev/null
 endef
 $(foreach v,$(PTSIM_VARIANTS),$(eval $(call ptsim_variant,$(v))))
 
@@ -40,3 +44,9 @@ $(PTCHECK): tests/ptsim/ptcheck.c $(LIB)
 ptsim-cache: $(PTSIM_OUTS)
 
 TEST_PREREQS += $(PTCHECK) $(PTSIM_OUTS)
+
+SPANCHECK := $(BUILD)/tests/spancheck
+$(SPANCHECK): tests/ptsim/spancheck.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $< $(LIB) $(LDLIBS)
+TEST_PREREQS += $(SPANCHECK)

@@ -103,10 +103,15 @@ SEG='"$BIN/mt-segment" --symfs "$SYMFS" --no-waypoints'
 	[ "${#lines[@]}" -eq 1 ]
 	[[ "$output" == "mt-stitch: fatal: "*"run mt-segment first"* ]]
 	[ ! -e "$T/o.mt" ]
-	# a truncated branch stream: output for what was read, warning, exit 1
+	# a truncated branch stream (killed upstream): fatal, exit 2, no output;
+	# with --partial: output for what was read, warning, exit 1
 	size=$(stat -c %s "$T/br.mt")
 	head -c $((size - 1)) "$T/br.mt" > "$T/cut.mt"
 	run "$BIN/mt-segment" -i "$T/cut.mt" -o "$T/o.mt"
+	[ "$status" -eq 2 ]
+	[[ "$output" == "mt-segment: fatal: "*"truncated"* ]]
+	[ ! -e "$T/o.mt" ]
+	run "$BIN/mt-segment" --partial -i "$T/cut.mt" -o "$T/o.mt"
 	[ "$status" -eq 1 ]
 	[[ "$output" == "mt-segment: warning: "*"truncated"* ]]
 	"$BIN/mt-dump" "$T/o.mt" > /dev/null

@@ -53,6 +53,7 @@ static void usage(FILE *f)
 "                          truncate-aux@K  the AUX record ends there, flagged\n"
 "                                          truncated; data up to the next PSB\n"
 "                                          is lost\n"
+"                        DIR/faults.txt lists where each fault landed.\n"
 "      --save-run FILE   save the execution log (replayable)\n"
 "      --replay FILE     synthesize from a saved log instead of running PROG\n"
 "      --stats           print steps, instructions and steps/second on stderr\n"
@@ -299,6 +300,13 @@ int main(int argc, char **argv)
 		write_out(out, "truth-spans.mt", ptsim_write_spans, &run, &truth);
 		write_out(out, "perf.data", ptsim_write_perf, &run, so.nfaults ? &pt : &truth);
 		if (so.nfaults) {
+			static const char *const kinds[] = {"", "overflow", "drop", "corrupt", "truncate-aux"};
+			char fp[4096];
+			snprintf(fp, sizeof fp, "%s/faults.txt", out);
+			FILE *ff = fopen(fp, "we");
+			if (!ff)
+				mt_fatal(MT_EXIT_SYS, "cannot create %s: %s", fp, strerror(errno));
+			fprintf(ff, "# fault kind instruction len tid pt-offset\n");
 			for (int i = 0; i < so.nfaults; i++) {
 				int landed = 0;
 				for (size_t k = 0; k < pt.nts; k++)
@@ -306,11 +314,17 @@ int main(int argc, char **argv)
 						landed = 1;
 						fprintf(stderr, "mt-ptsim: fault %d: thread %u, PT offset %llu\n", i,
 							pt.ts[k].tid, (unsigned long long)pt.ts[k].fault_offset[i]);
+						fprintf(ff, "%d %s %llu %llu %u %llu\n", i, kinds[so.faults[i].kind],
+							(unsigned long long)so.faults[i].at,
+							(unsigned long long)so.faults[i].len, pt.ts[k].tid,
+							(unsigned long long)pt.ts[k].fault_offset[i]);
 					}
 				if (!landed)
 					mt_warn("fault %d: instruction %llu is not in the traced window", i,
 						(unsigned long long)so.faults[i].at);
 			}
+			if (fclose(ff) != 0)
+				mt_fatal(MT_EXIT_SYS, "cannot write %s: %s", fp, strerror(errno));
 			ptsim_result_fini(&pt);
 		}
 		ptsim_result_fini(&truth);

@@ -30,20 +30,23 @@ static void usage(FILE *f)
 	      "      --no-waypoints   do not write waypoint records\n"
 	      "      --no-smear       keep raw times for events sharing a timestamp\n"
 	      "      --stats          print counters on stderr at the end\n"
+	      "      --partial        on a truncated or corrupt input, still write what was\n"
+	      "                       read (exit 1); by default nothing is (exit 2)\n"
 	      "  -f, --force          write binary output to a terminal\n"
 	      "  -h, --help           this help\n"
 	      "\n"
 	      "Rules: tools/mt-segment.md.\n"
-	      "Exit status: 0 ok; 1 the input was truncated or corrupt after its header\n"
-	      "(output covers the records before the damage); 2 usage, not an MTEV stream,\n"
-	      "or records that do not belong here (spans, segments, waypoints: already\n"
-	      "segmented); 111 system error.\n",
+	      "Exit status: 0 ok; 1 --partial and the input was truncated or corrupt after\n"
+	      "its header (output covers the records before the damage); 2 usage, not an\n"
+	      "MTEV stream, a truncated or corrupt input (a killed upstream stage: no output\n"
+	      "file is left, stdout gets no END record), or records that do not belong here\n"
+	      "(spans, segments, waypoints: already segmented); 111 system error.\n",
 	      f);
 }
 
 struct opts {
 	const char *in, *out, *symfs;
-	int no_symbols, no_waypoints, no_smear, stats, force;
+	int no_symbols, no_waypoints, no_smear, stats, force, partial;
 };
 
 static int emit_cb(void *ctx, const struct mtev_rec *r)
@@ -58,7 +61,8 @@ int main(int argc, char **argv)
 		{"symfs", required_argument, 0, 's'},	{"no-symbols", no_argument, 0, 'S'},
 		{"no-waypoints", no_argument, 0, 'W'},	{"no-smear", no_argument, 0, 'M'},
 		{"stats", no_argument, 0, 'T'},		{"force", no_argument, 0, 'f'},
-		{"help", no_argument, 0, 'h'},		{0, 0, 0, 0},
+		{"help", no_argument, 0, 'h'},		{"partial", no_argument, 0, 'P'},
+		{0, 0, 0, 0},
 	};
 	struct opts o = {0};
 	int c, rc = MT_EXIT_OK, err = 0;
@@ -88,6 +92,9 @@ int main(int argc, char **argv)
 			break;
 		case 'f':
 			o.force = 1;
+			break;
+		case 'P':
+			o.partial = 1;
 			break;
 		case 'h':
 			usage(stdout);
@@ -156,7 +163,7 @@ int main(int argc, char **argv)
 			io_out_abort(&out);
 			mt_fatal(e == -SEG_EEMIT ? MT_EXIT_SYS : MT_EXIT_SYS, "%s", seg_strerror(e));
 		}
-		if (io_progress_enabled() && !(n & 0xfffff))
+		if (!(n & 0xfffff) && io_progress_enabled())
 			fprintf(stderr, "\rmt-segment: %llu records", (unsigned long long)n);
 	}
 	if (io_progress_enabled() && n > 0xfffff)
@@ -165,6 +172,12 @@ int main(int argc, char **argv)
 		if (r == -MTEV_EIO) {
 			io_out_abort(&out);
 			mt_fatal(MT_EXIT_SYS, "reading %s: %s", o.in ? o.in : "stdin", strerror(errno));
+		}
+		if (!o.partial) { /* an upstream stage died: do not pass on a complete-looking stream */
+			io_out_abort(&out);
+			mt_fatal(MT_EXIT_USAGE, "%s: %s at offset %llu%s", o.in ? o.in : "stdin",
+				 mtev_strerror(r), (unsigned long long)mtev_reader_offset(rd),
+				 o.out ? "; no output written (--partial writes what was read)" : "");
 		}
 		mt_warn("%s: %s at offset %llu; the output covers the records before it",
 			o.in ? o.in : "stdin", mtev_strerror(r),

@@ -24,12 +24,16 @@ static void usage(FILE *f)
 	      "  -i, --input FILE     read FILE (default: stdin)\n"
 	      "  -o, --output FILE    write FILE, atomically (default: stdout)\n"
 	      "      --stats          print counters on stderr at the end\n"
+	      "      --partial        on a truncated or corrupt input, still write what was\n"
+	      "                       read (exit 1); by default nothing is (exit 2)\n"
 	      "  -f, --force          write binary output to a terminal\n"
 	      "  -h, --help           this help\n"
 	      "\n"
-	      "Exit status: 0 ok; 1 the input was truncated or corrupt after its header\n"
-	      "(output covers the records before the damage); 2 usage, not an MTEV\n"
-	      "stream, or branch/sample records (run mt-segment first); 111 system error.\n",
+	      "Exit status: 0 ok; 1 --partial and the input was truncated or corrupt after\n"
+	      "its header (output covers the records before the damage); 2 usage, not an\n"
+	      "MTEV stream, a truncated or corrupt input (a killed upstream stage: no output\n"
+	      "file is left, stdout gets no END record), or branch/sample records (run\n"
+	      "mt-segment first); 111 system error.\n",
 	      f);
 }
 
@@ -43,10 +47,11 @@ int main(int argc, char **argv)
 	static const struct option lo[] = {
 		{"input", required_argument, 0, 'i'}, {"output", required_argument, 0, 'o'},
 		{"stats", no_argument, 0, 'T'},	      {"force", no_argument, 0, 'f'},
-		{"help", no_argument, 0, 'h'},	      {0, 0, 0, 0},
+		{"help", no_argument, 0, 'h'},	      {"partial", no_argument, 0, 'P'},
+		{0, 0, 0, 0},
 	};
 	const char *in = NULL, *outp = NULL;
-	int c, stats = 0, force = 0, err = 0, rc = MT_EXIT_OK;
+	int c, stats = 0, force = 0, partial = 0, err = 0, rc = MT_EXIT_OK;
 	mt_set_progname(argv[0]);
 	while ((c = getopt_long(argc, argv, "i:o:fh", lo, NULL)) != -1) {
 		switch (c) {
@@ -61,6 +66,9 @@ int main(int argc, char **argv)
 			break;
 		case 'f':
 			force = 1;
+			break;
+		case 'P':
+			partial = 1;
 			break;
 		case 'h':
 			usage(stdout);
@@ -121,6 +129,12 @@ int main(int argc, char **argv)
 		if (r == -MTEV_EIO) {
 			io_out_abort(&out);
 			mt_fatal(MT_EXIT_SYS, "reading %s: %s", iname, strerror(errno));
+		}
+		if (!partial) { /* an upstream stage died: do not pass on a complete-looking stream */
+			io_out_abort(&out);
+			mt_fatal(MT_EXIT_USAGE, "%s: %s at offset %llu%s", iname, mtev_strerror(r),
+				 (unsigned long long)mtev_reader_offset(rd),
+				 outp ? "; no output written (--partial writes what was read)" : "");
 		}
 		mt_warn("%s: %s at offset %llu; the output covers the records before it", iname,
 			mtev_strerror(r), (unsigned long long)mtev_reader_offset(rd));

@@ -84,7 +84,8 @@ struct queue {
 	int fault_code;
 	size_t resumed; /* decoded records after the fault */
 	size_t prefix;	/* decoded records before the fault */
-	uint64_t split;	/* end of an AUX record flagged truncated, or 0 */
+	struct { uint64_t orig, pos, len; } run[64]; /* contiguous AUX data */
+	int nrun;
 	unsigned time_mismatch;
 };
 
@@ -160,7 +161,7 @@ static void note_fault(struct queue *qu, struct pt_insn_decoder *d, int code)
 
 /* Decodes one thread's stream into taken-branch records. */
 static void decode(struct queue *qu, struct pt_image *img, const struct pt_config *base, size_t from,
-		   size_t to)
+		   size_t to, uint64_t orig, int last)
 {
 	struct pt_config cfg = *base;
 	cfg.begin = qu->pt + from;
@@ -169,7 +170,7 @@ static void decode(struct queue *qu, struct pt_image *img, const struct pt_confi
 	if (!d)
 		exit(111);
 	pt_insn_set_image(d, img);
-	cur_off = from;
+	cur_off = orig;
 	int st = pt_insn_sync_forward(d);
 	int started = 0, dis_async = 0, pend_async = 0, enabled = 0;
 	uint64_t pend_at = 0, pend_time = 0, last_time = 0;
@@ -178,8 +179,10 @@ static void decode(struct queue *qu, struct pt_image *img, const struct pt_confi
 		if (st < 0) {
 			if (st == -pte_eos)
 				break;
-			note_fault(qu, d, -st);
-			qu->fault_off += (int64_t)from;
+			if (qu->fault_off < 0) {
+				note_fault(qu, d, -st);
+				qu->fault_off += (int64_t)orig;
+			}
 			p.valid = 0;
 			pend_async = 0;
 			started = 0;
@@ -232,8 +235,10 @@ static void decode(struct queue *qu, struct pt_image *img, const struct pt_confi
 				enabled = 0;
 				break;
 			case ptev_overflow:
-				note_fault(qu, d, 0);
-				qu->fault_off += (int64_t)from;
+				if (qu->fault_off < 0) {
+					note_fault(qu, d, 0);
+					qu->fault_off += (int64_t)orig;
+				}
 				p.valid = 0;
 				add(&qu->dec, MTEV_BR_TRACE_START, 0, ev.variant.overflow.ip, t);
 				started = 1;
@@ -250,7 +255,7 @@ static void decode(struct queue *qu, struct pt_image *img, const struct pt_confi
 		uint64_t before = now_time(d); /* the time at a sync point */
 		st = pt_insn_next(d, &in, sizeof in);
 		pt_insn_get_offset(d, &cur_off);
-		cur_off += from;
+		cur_off += orig;
 		if (in.iclass == ptic_error)
 			continue;
 		uint64_t t = now_time(d);
@@ -266,8 +271,8 @@ static void decode(struct queue *qu, struct pt_image *img, const struct pt_confi
 		p.in = in;
 		p.time = t;
 	}
-	if (to < qu->len)
-		; /* the stream is cut here (truncated AUX): no end */
+	if (!last)
+		; /* the stream is cut here (lost data): no end */
 	else if (pend_async)
 		add(&qu->dec, MTEV_BR_TRACE_END, pend_at, 0, pend_time);
 	else if (started && !enabled)
@@ -281,9 +286,18 @@ static void show(const char *what, const struct rec *r)
 	       (unsigned long long)r->from, (unsigned long long)r->to, (unsigned long long)r->time);
 }
 
+static int flow_only; /* after the fault, compare without times */
+
 static int same(const struct rec *a, const struct rec *b)
 {
 	return a->type == b->type && a->from == b->from && a->to == b->to && a->time == b->time;
+}
+
+static int same_after(const struct rec *a, const struct rec *b)
+{
+	if (flow_only)
+		return a->type == b->type && a->from == b->from && a->to == b->to;
+	return same(a, b);
 }
 
 /* Exact comparison. */
@@ -350,7 +364,7 @@ static int compare_fault(struct queue *qu, int64_t at_off)
 	}
 	size_t j = qu->prefix;
 	j = 0;
-	while (j < qu->truth.n && !same(&qu->dec.r[first], &qu->truth.r[j]))
+	while (j < qu->truth.n && !same_after(&qu->dec.r[first], &qu->truth.r[j]))
 		j++;
 	if (j == qu->truth.n) {
 		printf("tid %u: the first record after the resync is not in the truth\n", qu->tid);
@@ -359,7 +373,7 @@ static int compare_fault(struct queue *qu, int64_t at_off)
 	}
 	size_t lost = j > qu->prefix ? j - qu->prefix : 0;
 	for (size_t i = first; i < qu->dec.n; i++, j++)
-		if (j >= qu->truth.n || !same(&qu->dec.r[i], &qu->truth.r[j])) {
+		if (j >= qu->truth.n || !same_after(&qu->dec.r[i], &qu->truth.r[j])) {
 			printf("tid %u: after the resync, record %zu differs\n", qu->tid, i);
 			show("libipt", &qu->dec.r[i]);
 			if (j < qu->truth.n)
@@ -387,6 +401,8 @@ int main(int argc, char **argv)
 	for (int i = 2; i < argc; i++) {
 		if (!strcmp(argv[i], "--fault"))
 			fault = 1;
+		else if (!strcmp(argv[i], "--flow-after"))
+			flow_only = 1;
 		else if (!strcmp(argv[i], "--at-offset") && i + 1 < argc)
 			at_off = strtoll(argv[++i], NULL, 0);
 	}
@@ -429,14 +445,27 @@ int main(int argc, char **argv)
 				fprintf(stderr, "ptcheck: %s: %s\n", file, pt_errstr(pt_errcode(e)));
 				return 1;
 			}
-		} else if (type == 11) {
-			uint64_t aoff = le64(r + 8), asz = le64(r + 16), aflags = le64(r + 24);
-			if (aflags & 1)
-				queue_of(le32(r + 36))->split = aoff + asz;
 		} else if (type == 71) {
-			uint64_t sz = le64(r + 8);
+			uint64_t sz = le64(r + 8), aoff = le64(r + 16);
 			uint32_t tid = le32(r + 36);
 			struct queue *qu = queue_of(tid);
+			/* A new run where the AUX offsets do not continue (lost
+			 * data); the payload's padding is not part of the trace when
+			 * the next record's offset says so. */
+			if (qu->nrun && qu->run[qu->nrun - 1].orig + qu->run[qu->nrun - 1].len > aoff) {
+				uint64_t keep = aoff - qu->run[qu->nrun - 1].orig;
+				qu->len -= qu->run[qu->nrun - 1].len - keep;
+				qu->run[qu->nrun - 1].len = keep;
+			}
+			if (!qu->nrun || qu->run[qu->nrun - 1].orig + qu->run[qu->nrun - 1].len != aoff) {
+				if (qu->nrun == 64)
+					return 2;
+				qu->run[qu->nrun].orig = aoff;
+				qu->run[qu->nrun].pos = qu->len;
+				qu->run[qu->nrun].len = 0;
+				qu->nrun++;
+			}
+			qu->run[qu->nrun - 1].len += sz;
 			qu->pt = realloc(qu->pt, qu->len + sz);
 			memcpy(qu->pt + qu->len, r + size, sz);
 			qu->len += sz;
@@ -483,18 +512,16 @@ int main(int argc, char **argv)
 			}
 			continue;
 		}
-		if (qu->split && qu->split < qu->len) {
-			/* A truncated AUX record: the data after it does not
-			 * continue it; decode the pieces apart. */
-			decode(qu, img, &cfg, 0, qu->split);
-			if (qu->fault_off < 0) {
-				qu->fault_off = (int64_t)qu->split;
+		/* Runs of contiguous AUX data decode apart: between them data
+		 * was lost (that is the fault, where the offsets jump). */
+		for (int k = 0; k < qu->nrun; k++) {
+			if (k && qu->fault_off < 0) {
+				qu->fault_off = (int64_t)(qu->run[k - 1].orig + qu->run[k - 1].len);
 				qu->fault_code = 0;
 				qu->prefix = qu->dec.n;
 			}
-			decode(qu, img, &cfg, qu->split, qu->len);
-		} else {
-			decode(qu, img, &cfg, 0, qu->len);
+			decode(qu, img, &cfg, qu->run[k].pos, qu->run[k].pos + qu->run[k].len,
+			       qu->run[k].orig, k == qu->nrun - 1);
 		}
 		if (fault ? compare_fault(qu, at_off) : compare(qu))
 			bad = 1;

@@ -1,0 +1,64 @@
+#!/bin/sh
+# seeds.sh BUILD TARGET... — assemble each fuzz target's seed corpus from the
+# tests into BUILD/seeds-TARGET/ (rebuilt every time; small and cheap).
+# Seeds: fuzz/seeds/TARGET/ (committed), the golden and corrupt test inputs,
+# the Skylake fixture, and mt-ptsim runs cached in tests/.cache when present.
+# Large files are cut to MAXSEED bytes: a cut stream is still a good seed
+# (truncation is one of the things to survive).
+cd "$(dirname "$0")/.." || exit 111
+build=$1; shift
+MAXSEED=${MAXSEED:-65536}
+FIX=/work/shared/fixtures/intel_pt-skylake-4.14
+[ -d "$FIX" ] || FIX=tests/fixtures/intel_pt-skylake-4.14
+
+n=0
+put() { # put DIR FILE [NAME]: copy, cut to MAXSEED
+	n=$((n + 1))
+	head -c "$MAXSEED" "$2" > "$1/${3:-$(basename "$2")}.$n" 2>/dev/null || true
+}
+cached() { # cached PATTERN: files in tests/.cache matching a find -name pattern
+	[ -d tests/.cache ] && find tests/.cache -type f -name "$1" -size -64M 2>/dev/null | sort | head -50
+}
+
+for t in "$@"; do
+	d=$build/seeds-$t
+	rm -rf "$d" && mkdir -p "$d" || exit 111
+	[ -d "fuzz/seeds/$t" ] && for f in fuzz/seeds/"$t"/*; do [ -f "$f" ] && put "$d" "$f"; done
+	case $t in
+	mtev)
+		for f in tests/corrupt/*.mt tests/golden/*.mt; do [ -f "$f" ] && put "$d" "$f"; done
+		for f in tests/golden/*.txt; do
+			[ -f "$f" ] && bin/mt-undump -o "$d/$(basename "$f").mt" "$f" 2>/dev/null
+		done
+		for f in $(cached '*.mt'); do put "$d" "$f"; done
+		;;
+	mtev_text)
+		for f in tests/golden/*.txt tests/corrupt/*.txt; do [ -f "$f" ] && put "$d" "$f"; done
+		for f in $(cached '*.mt'); do
+			n=$((n + 1))
+			bin/mt-dump "$f" 2>/dev/null | head -c "$MAXSEED" > "$d/$(basename "$f").txt.$n"
+		done
+		;;
+	perfdata)
+		for f in "$FIX"/perf.data* tests/corrupt/perfdata-* tests/corrupt/*.data; do
+			[ -f "$f" ] && MAXSEED=1048576 put "$d" "$f"
+		done
+		for f in $(cached 'perf.data*') $(cached '*.data'); do MAXSEED=1048576 put "$d" "$f"; done
+		;;
+	ptdecode)
+		for f in tests/corrupt/pt-* tests/corrupt/*.pt; do [ -f "$f" ] && put "$d" "$f"; done
+		for f in $(cached '*.pt') $(cached '*.aux'); do put "$d" "$f"; done
+		;;
+	write)
+		for f in tests/corrupt/write-*.mt tests/golden/*.mt; do [ -f "$f" ] && put "$d" "$f"; done
+		for f in tests/golden/*.txt; do
+			[ -f "$f" ] && bin/mt-undump -o "$d/$(basename "$f").mt" "$f" 2>/dev/null
+		done
+		for f in $(cached '*span*.mt') $(cached '*stitch*.mt') $(cached '*sym*.mt') $(cached 'truth*.mt'); do
+			put "$d" "$f"
+		done
+		;;
+	esac
+	# libFuzzer needs at least one input; an empty file is a fine start
+	[ -n "$(ls -A "$d")" ] || : > "$d/empty"
+done

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# smoke.sh [-t SECONDS] [-j JOBS] TARGET... — run each libFuzzer target
+# (build/fuzz/fuzz_TARGET) for SECONDS, JOBS at a time, over its growing corpus
+# fuzz/corpus-TARGET/ and its seeds build/fuzz/seeds-TARGET/.
+# Prints one line per target (execs, coverage, corpus); on a finding prints the
+# end of the fuzzer's log and the crashing input, and exits 1.
+# Logs: build/fuzz/log-TARGET-PID.txt; crashers: build/fuzz/TARGET-crash-*.
+cd "$(dirname "$0")/.." || exit 111
+secs=30 jobs=2
+while getopts t:j: o; do
+	case $o in
+	t) secs=$OPTARG ;;
+	j) jobs=$OPTARG ;;
+	*) echo "usage: smoke.sh [-t SECONDS] [-j JOBS] TARGET..." >&2; exit 2 ;;
+	esac
+done
+shift $((OPTIND - 1))
+[ $# -gt 0 ] || { echo "smoke.sh: no targets" >&2; exit 2; }
+B=build/fuzz
+
+run_one() {
+	local t=$1 extra=()
+	case $t in
+	mtev | write) extra=(-max_len=65536) ;;
+	mtev_text) extra=(-max_len=16384) ;;
+	perfdata) extra=(-max_len=1048576) ;;
+	ptdecode) extra=(-max_len=16384) ;;
+	esac
+	[ -f "fuzz/$t.dict" ] && extra+=("-dict=fuzz/$t.dict")
+	mkdir -p "fuzz/corpus-$t"
+	"$B/fuzz_$t" -max_total_time="$secs" -timeout=60 -rss_limit_mb=2048 -print_final_stats=1 \
+		-artifact_prefix="$B/$t-" "${extra[@]}" "fuzz/corpus-$t" "$B/seeds-$t" \
+		> "$B/log-$t-$$.txt" 2>&1
+	echo $? > "$B/rc-$t-$$"
+}
+
+for t in "$@"; do
+	[ -x "$B/fuzz_$t" ] || { echo "smoke.sh: $B/fuzz_$t not built" >&2; exit 2; }
+	rm -f "$B/rc-$t-$$"
+done
+for t in "$@"; do
+	while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
+	run_one "$t" &
+done
+wait
+
+fail=0
+for t in "$@"; do
+	log=$B/log-$t-$$.txt rc=$(cat "$B/rc-$t-$$" 2>/dev/null || echo 111)
+	execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+	done_line=$(grep -E '^#[0-9]+[[:space:]]+DONE' "$log" | tail -1)
+	cov=$(sed -n 's/.* cov: \([0-9]*\).*/\1/p' <<<"$done_line")
+	corp=$(sed -n 's/.* corp: \([0-9]*\/[0-9]*[a-zA-Z]*\).*/\1/p' <<<"$done_line")
+	if [ "$rc" -eq 0 ]; then
+		echo "fuzz_$t: ok: ${execs:-?} execs in ${secs}s, cov ${cov:-?}, corpus ${corp:-?}"
+	else
+		fail=1
+		echo "fuzz_$t: FINDING (exit $rc) after ${execs:-?} execs; log $log"
+		grep -E 'FUZZ FINDING|ERROR: |SUMMARY: |runtime error|Test unit written' "$log" | head -10
+		tail -30 "$log" | sed 's/^/    /'
+	fi
+done
+exit $fail

@@ -1,0 +1,71 @@
+# Fuzzing: libFuzzer targets in fuzz/fuzz_*.c, built with clang (ASan + UBSan)
+# against the library sources compiled again into build/fuzz/.
+#
+#   make fuzz            build every target (build/fuzz/fuzz_NAME)
+#   make fuzz-smoke      run each target FUZZ_SECONDS (30) seconds, FUZZ_JOBS (2) at a time
+#   make fuzz-run T=NAME run one target FUZZ_SECONDS seconds (longer campaigns)
+#
+# The corpus that grows while fuzzing is fuzz/corpus-NAME/ (git-ignored); the
+# seeds are assembled from the tests into build/fuzz/seeds-NAME/ by
+# fuzz/seeds.sh.  When clang's libFuzzer runtime is installed, the targets are
+# built before `make test` and tests/robustness.bats runs the smoke test.
+
+FUZZ_CC ?= clang
+FUZZ_BUILD := build/fuzz
+FUZZ_SECONDS ?= 30
+FUZZ_JOBS ?= 2
+FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+FUZZ_CFLAGS := -std=gnu11 -O1 -g $(FUZZ_SAN) -fsanitize=fuzzer-no-link -D_GNU_SOURCE \
+	-Iformats -Ilibcommon -Ilibmagictrace -Ifuzz -MMD -MP
+# The library is other parts' code: their warnings are theirs (gcc -Werror
+# guards them); only the fuzz sources are held to -Werror here.
+FUZZ_LIBWARN := $(filter-out -Werror,$(WARN))
+FUZZ_LDFLAGS := $(FUZZ_SAN) -fsanitize=fuzzer -Wl,--wrap=read -Wl,--wrap=write
+
+FUZZ_RUNTIME := $(wildcard $(shell $(FUZZ_CC) -print-runtime-dir 2>/dev/null)/libclang_rt.fuzzer-x86_64.a)
+FUZZ_SRC := $(wildcard fuzz/fuzz_*.c)
+FUZZ_TARGETS := $(FUZZ_SRC:fuzz/fuzz_%.c=$(FUZZ_BUILD)/fuzz_%)
+FUZZ_LIBOBJ := $(LIBSRC:%.c=$(FUZZ_BUILD)/%.o)
+FUZZ_LIB := $(FUZZ_BUILD)/libmt.a
+
+.PHONY: fuzz fuzz-run fuzz-seeds
+
+ifneq ($(FUZZ_RUNTIME),)
+TEST_PREREQS += fuzz fuzz-seeds
+endif
+
+fuzz: $(FUZZ_TARGETS)
+
+$(FUZZ_BUILD)/libcommon/%.o: libcommon/%.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  FUZZCC  $<")
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_LIBWARN) -c -o $@ $<
+$(FUZZ_BUILD)/formats/%.o: formats/%.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  FUZZCC  $<")
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_LIBWARN) -c -o $@ $<
+$(FUZZ_BUILD)/fuzz/%.o: fuzz/%.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  FUZZCC  $<")
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) $(WARN) -c -o $@ $<
+
+$(FUZZ_LIB): $(FUZZ_LIBOBJ)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(FUZZ_BUILD)/fuzz_%: $(FUZZ_BUILD)/fuzz/fuzz_%.o $(FUZZ_BUILD)/fuzz/memfd.o $(FUZZ_LIB)
+	@$(if $(Q),echo "  FUZZLD  $@")
+	$(Q)$(FUZZ_CC) $(FUZZ_LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# Seeds come from the tests (and mt-undump turns the golden text into MTEV).
+fuzz-seeds: bin/mt-undump bin/mt-dump
+	$(Q)sh fuzz/seeds.sh $(FUZZ_BUILD) $(FUZZ_SRC:fuzz/fuzz_%.c=%)
+
+fuzz-smoke: fuzz fuzz-seeds
+	$(Q)bash fuzz/smoke.sh -t $(FUZZ_SECONDS) -j $(FUZZ_JOBS) $(FUZZ_SRC:fuzz/fuzz_%.c=%)
+
+fuzz-run: fuzz fuzz-seeds
+	$(Q)bash fuzz/smoke.sh -t $(FUZZ_SECONDS) -j 1 $(T)
+
+.SECONDARY: $(FUZZ_SRC:fuzz/%.c=$(FUZZ_BUILD)/fuzz/%.o) $(FUZZ_BUILD)/fuzz/memfd.o
+
+-include $(FUZZ_LIBOBJ:.o=.d) $(FUZZ_SRC:fuzz/%.c=$(FUZZ_BUILD)/fuzz/%.d) $(FUZZ_BUILD)/fuzz/memfd.d
