@@ -279,3 +279,30 @@ decode_run() { # DIR -> DIR/decode.mt (images from the run's build-id cache)
 	# notices packets later, and times right after a mid-stream resync
 	[ $((ok * 100)) -ge $((n * 75)) ]
 }
+
+@test "raw PT (ptxed style): --pt with --image FILE:OFFSET:SIZE@VADDR gives truth.mt's branches" {
+	local d line off sz args k pid tm start len pgoff prot bid path f
+	d=$(ptsim_dirs '^clean$' | head -1)
+	[ -n "$d" ] || skip "no mt-ptsim runs cached in $PTSIM_CACHE"
+	# the PT bytes of the run's one AUXTRACE record
+	line=$("$BIN/mt-decode" --records "$d/perf.data" | grep ' AUXTRACE ' | head -1)
+	off=${line%% *}
+	sz=$(echo "$line" | sed 's/.*aux_size=\([0-9]*\).*/\1/')
+	dd if="$d/perf.data" of="$T/raw.pt" bs=1 skip=$((off + 48)) count="$sz" 2>/dev/null
+	# one --image per executable map, from the run's build-id cache
+	"$BIN/mt-decode" --buildid-dir "$d/images" "$d/perf.data" 2>/dev/null | "$BIN/mt-dump" -k map > "$T/maps"
+	args=""
+	while read -r k pid tm start len pgoff prot bid path; do
+		path=${path#path=}; path=${path//\"/}
+		f=$(ls "$d/images/$path/${bid#build_id=}/elf" "$d/images/$path/${bid#build_id=}/vdso" 2>/dev/null | head -1)
+		args="$args --image $f:${pgoff#pgoff=}:${len#len=}@${start#start=}"
+	done < "$T/maps"
+	run "$BIN/mt-decode" --pt "$T/raw.pt" $args --cpu 6/106/6 -o "$T/raw.mt"
+	[ "$status" -eq 0 ]
+	# raw mode knows no threads and no time conversion: compare the rest
+	"$BIN/mt-dump" -k branch "$T/raw.mt" | sed 's/ time=[0-9]*//; s/tid=[0-9]* //' > "$T/a"
+	"$BIN/mt-dump" -k branch "$d/truth.mt" | sed 's/ time=[0-9]*//; s/tid=[0-9]* //' > "$T/b"
+	[ "$(wc -l < "$T/b")" -gt 1000 ]
+	diff "$T/a" "$T/b"
+	"$BIN/mt-dump" "$T/raw.mt" | grep -q '^clock zero=0 mult=1 shift=0'
+}
