@@ -16,6 +16,14 @@
  *       "plain", blocks run through direct calls and jumps (libipt's
  *       default): the floor for any block-decoder loop, which cannot see
  *       every taken branch.
+ *
+ *   ptdecode_bench par PERF.DATA IMAGEDIR JOBS
+ *       The same loop (end_on_call/end_on_jump), serially and then with the
+ *       PT of every queue cut at PSBs into chunks decoded by JOBS threads
+ *       (one block decoder and one image copy per chunk, the section cache
+ *       shared).  Prints both: instructions, errors, wall and CPU seconds.
+ *       The instruction counts must be equal (each chunk ends where the next
+ *       one's PSB begins; libipt decodes up to the end of its buffer).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -27,6 +35,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <pthread.h>
 
 #include "elfinfo.h"
 #include "io.h"
@@ -115,7 +124,10 @@ struct qdata {
 	size_t len, cap;
 };
 
-static int bare(const char *path, const char *imgdir, int plain)
+static int par(struct qdata *q, size_t nq, struct pt_image *img, const struct pd_info *info,
+	       unsigned jobs);
+
+static int bare(const char *path, const char *imgdir, int plain, unsigned jobs)
 {
 	pd_reader *r;
 	struct pd_event ev;
@@ -176,6 +188,8 @@ static int bare(const char *path, const char *imgdir, int plain)
 			q[i].len += ev.payload_size;
 		}
 	}
+	if (jobs)
+		return par(q, nq, img, info, jobs);
 	t0 = now();
 	for (i = 0; i < nq; i++) {
 		struct pt_config cfg;
@@ -237,12 +251,187 @@ static int bare(const char *path, const char *imgdir, int plain)
 	return 0;
 }
 
+/* ---- par: PSB-delimited chunks decoded in parallel ---- */
+struct chunk {
+	const uint8_t *begin, *end;
+	uint64_t insns, blocks, errors;
+};
+
+struct pjob {
+	struct chunk *c;
+	size_t nc;
+	size_t *next; /* shared work counter */
+	pthread_mutex_t *mu;
+	struct pt_image *img;
+	const struct pt_config *base;
+};
+
+static void decode_chunk(struct chunk *c, struct pt_image *img, const struct pt_config *base)
+{
+	struct pt_config cfg = *base;
+	struct pt_block_decoder *dec;
+	struct pt_block blk;
+	struct pt_event pev;
+	int st;
+
+	cfg.begin = (uint8_t *)c->begin;
+	cfg.end = (uint8_t *)c->end;
+	dec = pt_blk_alloc_decoder(&cfg);
+	if (!dec) {
+		c->errors++;
+		return;
+	}
+	pt_blk_set_image(dec, img);
+	for (;;) {
+		st = pt_blk_sync_forward(dec);
+		if (st < 0)
+			break;
+		for (;;) {
+			uint64_t tsc;
+			uint32_t lm, lc;
+			while (st & pts_event_pending) {
+				st = pt_blk_event(dec, &pev, sizeof pev);
+				if (st < 0)
+					break;
+			}
+			if (st < 0)
+				break;
+			st = pt_blk_next(dec, &blk, sizeof blk);
+			c->blocks++;
+			c->insns += blk.ninsn;
+			pt_blk_time(dec, &tsc, &lm, &lc);
+			if (st < 0)
+				break;
+		}
+		if (st != -pte_eos)
+			c->errors++;
+	}
+	pt_blk_free_decoder(dec);
+}
+
+static void *pworker(void *arg)
+{
+	struct pjob *j = arg;
+	struct pt_image *img = pt_image_alloc(NULL);
+	pt_image_copy(img, j->img);
+	for (;;) {
+		pthread_mutex_lock(j->mu);
+		size_t k = (*j->next)++;
+		pthread_mutex_unlock(j->mu);
+		if (k >= j->nc)
+			break;
+		decode_chunk(&j->c[k], img, j->base);
+	}
+	pt_image_free(img);
+	return NULL;
+}
+
+static double cpu_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int run_chunks(struct chunk *c, size_t nc, struct pt_image *img, const struct pt_config *base,
+		      unsigned jobs, double *wall, double *cpu)
+{
+	pthread_t th[64];
+	pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+	size_t next = 0;
+	struct pjob j = {c, nc, &next, &mu, img, base};
+	double w0 = now(), c0 = cpu_s();
+	if (jobs > 64)
+		jobs = 64;
+	for (unsigned t = 0; t < jobs; t++)
+		if (pthread_create(&th[t], NULL, pworker, &j))
+			return -1;
+	for (unsigned t = 0; t < jobs; t++)
+		pthread_join(th[t], NULL);
+	*wall = now() - w0;
+	*cpu = cpu_s() - c0;
+	return 0;
+}
+
+static int par(struct qdata *q, size_t nq, struct pt_image *img, const struct pd_info *info,
+	       unsigned jobs)
+{
+	struct pt_config base;
+	unsigned fam = 0, mod = 0, step = 0;
+	struct chunk *whole = calloc(nq + 1, sizeof(*whole)), *cut = NULL;
+	size_t ncut = 0, capcut = 0;
+	uint64_t total = 0;
+
+	pt_config_init(&base);
+	if (info->cpuid && sscanf(info->cpuid, "GenuineIntel,%u,%u,%u", &fam, &mod, &step) >= 2) {
+		base.cpu.vendor = pcv_intel;
+		base.cpu.family = (uint16_t)fam;
+		base.cpu.model = (uint8_t)mod;
+		base.cpu.stepping = (uint8_t)step;
+		pt_cpu_errata(&base.errata, &base.cpu);
+	}
+	base.nom_freq = 22;
+	base.flags.variant.block.end_on_call = 1;
+	base.flags.variant.block.end_on_jump = 1;
+	for (size_t i = 0; i < nq; i++)
+		total += q[i].len;
+	/* Chunks of about total / (8 * jobs) bytes, cut at PSBs. */
+	uint64_t want = total / (8 * jobs) + 1;
+	for (size_t i = 0; i < nq; i++) {
+		struct pt_config pc = base;
+		struct pt_packet_decoder *pd;
+		uint64_t off, start = 0;
+		whole[i].begin = q[i].buf;
+		whole[i].end = q[i].buf + q[i].len;
+		pc.begin = q[i].buf;
+		pc.end = q[i].buf + q[i].len;
+		pd = pt_pkt_alloc_decoder(&pc);
+		while (pd && pt_pkt_sync_forward(pd) >= 0) {
+			if (pt_pkt_get_sync_offset(pd, &off) < 0)
+				break;
+			if (off - start >= want) {
+				if (ncut == capcut) {
+					capcut = capcut ? capcut * 2 : 64;
+					cut = realloc(cut, capcut * sizeof(*cut));
+				}
+				cut[ncut++] = (struct chunk){q[i].buf + start, q[i].buf + off, 0, 0, 0};
+				start = off;
+			}
+		}
+		if (pd)
+			pt_pkt_free_decoder(pd);
+		if (ncut == capcut) {
+			capcut = capcut ? capcut * 2 : 64;
+			cut = realloc(cut, capcut * sizeof(*cut));
+		}
+		cut[ncut++] = (struct chunk){q[i].buf + start, q[i].buf + q[i].len, 0, 0, 0};
+	}
+	double sw, sc, pw, pcpu;
+	uint64_t si = 0, se = 0, pi = 0, pe = 0;
+	run_chunks(whole, nq, img, &base, 1, &sw, &sc);
+	run_chunks(cut, ncut, img, &base, jobs, &pw, &pcpu);
+	for (size_t i = 0; i < nq; i++)
+		si += whole[i].insns, se += whole[i].errors;
+	for (size_t i = 0; i < ncut; i++)
+		pi += cut[i].insns, pe += cut[i].errors;
+	printf("serial: %zu queues %" PRIu64 " insns %" PRIu64 " errors %.3f s wall %.3f s cpu\n", nq, si, se,
+	       sw, sc);
+	printf("par %u: %zu chunks %" PRIu64 " insns %" PRIu64 " errors %.3f s wall %.3f s cpu "
+	       "speedup %.2fx %s\n",
+	       jobs, ncut, pi, pe, pw, pcpu, sw / pw, si == pi && se == pe ? "same" : "DIFFERENT");
+	free(whole);
+	free(cut);
+	return si == pi && se == pe ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 5 && !strcmp(argv[1], "amplify"))
 		return amplify(argv[2], argv[3], strtoul(argv[4], NULL, 0));
 	if ((argc == 4 || argc == 5) && !strcmp(argv[1], "bare"))
-		return bare(argv[2], argv[3], argc == 5 && !strcmp(argv[4], "plain"));
-	fprintf(stderr, "usage: ptdecode_bench amplify IN OUT N | bare PERF.DATA IMAGEDIR [plain]\n");
+		return bare(argv[2], argv[3], argc == 5 && !strcmp(argv[4], "plain"), 0);
+	if (argc == 5 && !strcmp(argv[1], "par") && atoi(argv[4]) >= 1)
+		return bare(argv[2], argv[3], 0, (unsigned)atoi(argv[4]));
+	fprintf(stderr, "usage: ptdecode_bench amplify IN OUT N | bare PERF.DATA IMAGEDIR [plain] | par PERF.DATA IMAGEDIR JOBS\n");
 	return 2;
 }

@@ -1473,8 +1473,10 @@ static int cmp_child(const void *a, const void *b, void *arg)
 	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
 	if (nodes[x].begin != nodes[y].begin)
 		return nodes[x].begin < nodes[y].begin ? -1 : 1;
+	/* Siblings never overlap, so of two that begin together one is empty
+	 * ([t, t]) and comes first: the other may end after t. */
 	if (nodes[x].end != nodes[y].end)
-		return nodes[x].end > nodes[y].end ? -1 : 1;
+		return nodes[x].end < nodes[y].end ? -1 : 1;
 	return x < y ? -1 : x > y;
 }
 

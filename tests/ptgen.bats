@@ -134,3 +134,14 @@ truth_branches() {
 	run bin/mt-ptgen --threads 65 -o "$T/x" "$B"
 	[ "$status" -eq 2 ]
 }
+
+@test "the whole pipeline on a generated trace: every span obeys the span contract (mt-write leaves none out)" {
+	bin/mt-ptgen -n 300k --seed 2 --no-spans -o "$T/g" "$B"
+	bin/mt-decode --buildid-dir "$T/g/images" "$T/g/perf.data" | bin/mt-segment | bin/mt-stitch |
+		bin/mt-symbolize --images "$T/g/images" --cache-dir "$T/cache" >"$T/sym.mt"
+	run bin/mt-write -o "$T/out.fxt" "$T/sym.mt"
+	echo "$output" | head -5
+	[ "$status" -eq 0 ]
+	[ -z "$output" ]
+	[ -s "$T/out.fxt" ]
+}

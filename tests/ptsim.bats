@@ -221,3 +221,27 @@ truth_branches() {
 	run $S $C/clean/dynamic/truth-spans.mt $P/dynamic --count main 1 --name "[syscall]" 0
 	[ "$status" -eq 1 ] # it makes system calls
 }
+
+@test "dynamic: lazy PLT binding (into ld.so) and vdso code are traced, and decode" {
+	run bin/mt-dump "$C/clean/dynamic/truth.mt"
+	[ "$status" -eq 0 ]
+	# map ranges by path
+	range() { echo "$output" | awk -v pat="$1" '$1=="map" && index($0, pat) {
+		for(i=2;i<=NF;i++){split($i,kv,"="); v[kv[1]]=kv[2]} print v["start"], v["len"]; exit}'; }
+	read vs vl < <(range 'path="[vdso]"')
+	read ls ll < <(range 'ld-linux')
+	read ps pl < <(range 'programs/dynamic"')
+	[ -n "$vs" ] && [ -n "$ls" ] && [ -n "$ps" ]
+	counts=$(echo "$output" | perl -ne '
+		BEGIN { ($vs, $ve, $ls, $le, $ps, $pe) = map { hex } @ARGV[0..5]; @ARGV = () }
+		next unless /^branch/;
+		my ($t) = /type=(\S+)/; my ($f) = /from=0x(\S+)/; my ($to) = / to=0x(\S+)/;
+		$f = hex $f; $to = hex $to;
+		$vdso++ if $f >= $vs && $f < $ve;
+		$lazy++ if $t eq "jump" && $f >= $ps && $f < $pe && $to >= $ls && $to < $le;
+		END { printf "%d %d\n", $vdso, $lazy }' \
+		$(printf '%x %x %x %x %x %x' $((vs)) $((vs + vl)) $((ls)) $((ls + ll)) $((ps)) $((ps + pl))))
+	echo "vdso branches, PLT jumps into ld.so: $counts"
+	read nv nl <<<"$counts"
+	[ "$nv" -gt 0 ] && [ "$nl" -gt 0 ]
+}

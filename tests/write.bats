@@ -65,13 +65,15 @@ check_slices() {
 	[ "$(zstd -dcq "$T/out.fxt.zst" | head -c 8 | od -An -tx1 | tr -d ' \n')" = "1000044678541600" ]
 }
 
-@test "-f overrides the name, -z compresses stdout" {
+@test "-f overrides the name, -z compresses stdout, -i reads a file" {
 	"$BIN/mt-undump" "$W/edge.txt" > "$T/in.mt"
 	"$BIN/mt-write" -f json -o "$T/out.trace" "$T/in.mt"
 	[ "$(head -c 15 "$T/out.trace")" = '{"traceEvents":' ]
 	"$BIN/mt-write" -f fxt -z gzip < "$T/in.mt" > "$T/out.gz"
 	gzip -t "$T/out.gz"
 	check_slices "$W/edge.txt" "$T/out.gz"
+	"$BIN/mt-write" -i "$T/in.mt" -o "$T/i.fxt"
+	cmp "$T/i.fxt" <("$BIN/mt-write" < "$T/in.mt")
 }
 
 @test "JSON: names that are not valid UTF-8 are repaired, the file stays valid JSON" {

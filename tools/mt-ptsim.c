@@ -299,6 +299,11 @@ int main(int argc, char **argv)
 		write_out(out, "truth.mt", ptsim_write_truth, &run, &truth);
 		write_out(out, "truth-spans.mt", ptsim_write_spans, &run, &truth);
 		write_out(out, "perf.data", ptsim_write_perf, &run, so.nfaults ? &pt : &truth);
+		if (!so.nfaults) {
+			char fp[4096];
+			snprintf(fp, sizeof fp, "%s/faults.txt", out);
+			unlink(fp); /* from an earlier run into the same DIR */
+		}
 		if (so.nfaults) {
 			static const char *const kinds[] = {"", "overflow", "drop", "corrupt", "truncate-aux"};
 			char fp[4096];

@@ -18,10 +18,11 @@
 
 static void usage(FILE *f)
 {
-	fputs("usage: mt-write [-f fxt|json] [-o FILE] [options] [INPUT]\n"
+	fputs("usage: mt-write [-f fxt|json] [-o FILE] [options] [[-i] INPUT]\n"
 	      "Writes the spans of an MTEV stream (INPUT or stdin; mt-stitch or mt-symbolize\n"
 	      "output) as a trace for Perfetto (ui.perfetto.dev) and other viewers.\n"
 	      "\n"
+	      "  -i, --input FILE  read FILE (default: stdin; a bare INPUT argument is the same)\n"
 	      "  -f, --format F    fxt (Fuchsia trace format, the default) or json (Chrome\n"
 	      "                    trace event format); by default taken from the output name\n"
 	      "                    (*.json, *.json.gz, *.fxt, ...)\n"
@@ -35,11 +36,12 @@ static void usage(FILE *f)
 	      "  -s, --stats       print counts and sizes to stderr at the end\n"
 	      "  -h, --help        this help\n"
 	      "\n"
-	      "Each span becomes a slice on its thread (begin/end events, category \"span\"),\n"
-	      "named by the span's name, else the symbol record of its function, else its\n"
-	      "address; argument \"loc\" is \"0xADDR file:line\", \"inline\" marks inline frames,\n"
-	      "\"flags\" lists other span flags.  Process and thread records name processes and\n"
-	      "threads.  Gaps and trigger hits become instants.  Times are perf-clock ns.\n"
+	      "Each span becomes a slice on its thread (category \"span\"; begin/end events, or\n"
+	      "one complete event for an FXT leaf), named by the span's name, else the symbol\n"
+	      "record of its function, else its address; argument \"loc\" is \"0xADDR file:line\",\n"
+	      "\"inline\" marks inline frames, \"flags\" lists other span flags.  Process and\n"
+	      "thread records name processes and threads.  Gaps and trigger hits become\n"
+	      "instants.  Times are perf-clock ns (FXT: 1e9 ticks per second).\n"
 	      "Spans that break the MTEV span contract (time going backwards, not nested in\n"
 	      "their parent, overlapping siblings, orphans) are left out with a warning, so the\n"
 	      "output always loads as it reads.\n"
@@ -100,7 +102,8 @@ static void die(int code, const char *fmt, ...)
 
 int main(int argc, char **argv)
 {
-	static const struct option lo[] = {{"format", required_argument, 0, 'f'},
+	static const struct option lo[] = {{"input", required_argument, 0, 'i'},
+					   {"format", required_argument, 0, 'f'},
 					   {"output", required_argument, 0, 'o'},
 					   {"compress", required_argument, 0, 'z'},
 					   {"level", required_argument, 0, 'l'},
@@ -110,11 +113,11 @@ int main(int argc, char **argv)
 					   {"stats", no_argument, 0, 's'},
 					   {"help", no_argument, 0, 'h'},
 					   {0, 0, 0, 0}};
-	const char *out_path = NULL;
+	const char *out_path = NULL, *in_path = NULL;
 	int format = -1, compress = -1, level = 0, no_args = 0, partial = 0, force = 0, stats = 0;
 	int c;
 	mt_set_progname(argv[0]);
-	while ((c = getopt_long(argc, argv, "f:o:z:l:sh", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "i:f:o:z:l:sh", lo, NULL)) != -1) {
 		switch (c) {
 		case 'f':
 			if (!strcmp(optarg, "fxt"))
@@ -125,6 +128,7 @@ int main(int argc, char **argv)
 				mt_fatal(MT_EXIT_USAGE, "unknown format '%s' (fxt or json)", optarg);
 			break;
 		case 'o': out_path = optarg; break;
+		case 'i': in_path = optarg; break;
 		case 'z':
 			if (!strcmp(optarg, "none"))
 				compress = ZSINK_PLAIN;
@@ -152,11 +156,12 @@ int main(int argc, char **argv)
 		default: usage(stderr); return MT_EXIT_USAGE;
 		}
 	}
-	if (argc - optind > 1) {
+	if (argc - optind > 1 || (in_path && argc - optind > 0)) {
 		usage(stderr);
 		return MT_EXIT_USAGE;
 	}
-	const char *in_path = optind < argc ? argv[optind] : "-";
+	if (!in_path)
+		in_path = optind < argc ? argv[optind] : "-";
 	if (out_path && !strcmp(out_path, "-"))
 		out_path = NULL;
 	if (format < 0)
