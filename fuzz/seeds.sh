@@ -17,7 +17,7 @@ put() { # put DIR FILE [NAME]: copy, cut to MAXSEED
 	head -c "$MAXSEED" "$2" > "$1/${3:-$(basename "$2")}.$n" 2>/dev/null || true
 }
 cached() { # cached PATTERN: files in tests/.cache matching a find -name pattern
-	[ -d tests/.cache ] && find tests/.cache -type f -name "$1" -size -64M 2>/dev/null | sort | head -50
+	[ -d tests/.cache ] && find tests/.cache -type f -name "$1" -size -64M 2>/dev/null | sort | head -200
 }
 
 for t in "$@"; do
@@ -47,7 +47,17 @@ for t in "$@"; do
 		;;
 	ptdecode)
 		for f in tests/corrupt/pt-* tests/corrupt/*.pt; do [ -f "$f" ] && put "$d" "$f"; done
-		for f in $(cached '*.pt') $(cached '*.aux'); do put "$d" "$f"; done
+		# the AUX data of mt-ptsim's recordings of the program the target maps
+		# (build/programs/recursion): clean, windowed, faulted...
+		for f in $(cached perf.data | grep '/recursion/'); do
+			n=$((n + 1))
+			bin/mt-decode --records "$f" 2>/dev/null |
+				awk '$2 == "AUXTRACE" { for (i = 3; i <= NF; i++) { split($i, kv, "=");
+					if (kv[1] == "size") s = kv[2]; if (kv[1] == "aux_size") a = kv[2] }
+					print $1, s, a }' |
+				while read -r off hs len; do tail -c +$((off + hs + 1)) "$f" | head -c "$len"; done \
+				> "$d/aux-$(basename "$(dirname "$(dirname "$f")")").$n"
+		done
 		;;
 	write)
 		for f in tests/corrupt/write-*.mt tests/golden/*.mt; do [ -f "$f" ] && put "$d" "$f"; done

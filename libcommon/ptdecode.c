@@ -405,6 +405,7 @@ struct ptq {
 	uint64_t last_tsc;    /* q->time is its perf time (or later) */
 	uint64_t nblocks, ninsns;
 	int untimed;	      /* after an overflow, until timing is exact again */
+	uint64_t spin_off, spin_insns; /* instructions decoded since a packet was read */
 
 	/* output: fcount records from fhead; the first nready are final, the
 	 * rest (decoded since the last PSB) are dropped if the decoder finds
@@ -1259,6 +1260,38 @@ static void q_error(struct ptd *d, struct ptq *q, int err, uint64_t ip)
 	q->state = Q_SYNC;
 }
 
+/* Code that loops through direct branches only (`hlt; jmp .-1` in abort())
+ * needs no packets: libipt would decode it forever from a trace that leads
+ * there (a corrupt one: real hardware faults on the hlt).  No real code runs
+ * this many instructions without a conditional or indirect branch, which
+ * consume trace. */
+#define PTD_MAX_SPIN (1u << 17)
+
+static int q_spinning(struct ptq *q, const struct pt_block *b)
+{
+	uint64_t off = 0;
+	pt_blk_get_offset(q->dec, &off);
+	if (off != q->spin_off) {
+		q->spin_off = off;
+		q->spin_insns = 0;
+		return 0;
+	}
+	q->spin_insns += b->ninsn;
+	return q->spin_insns > PTD_MAX_SPIN;
+}
+
+static void q_spin_error(struct ptd *d, struct ptq *q, uint64_t ip)
+{
+	char msg[128];
+	snprintf(msg, sizeof msg, "never-ending loop: %" PRIu64 " instructions without trace packets",
+		 q->spin_insns);
+	q_retract(d, q); /* what it decoded since the last PSB is not trusted */
+	set_gap(d, q, MTEV_GAP_DECODE_ERROR, 0, q->spin_off + q->segs[q->curseg].begin, ip, msg);
+	q->spin_insns = 0;
+	q->pend.valid = 0;
+	q->state = Q_SYNC;
+}
+
 /* The queue's thread stopped tracing or the window ended: write what ends
  * it (semantics: trace-end from the last traced address, or 0). */
 static void fin_push(struct ptd *d, const struct mtev_rec *r)
@@ -1574,6 +1607,10 @@ static void q_step(struct ptd *d, struct ptq *q, uint64_t limit)
 							q->psbi++;
 						q_commit(q);
 					}
+				}
+				if (q_spinning(q, &blk)) {
+					q_spin_error(d, q, blk.end_ip);
+					break;
 				}
 				if ((st & pts_event_pending) || q->nready >= 256 || q->time > limit ||
 				    (d->sb_apply < d->nsb && d->sb[d->sb_apply].time <= q->time) ||
@@ -2312,6 +2349,13 @@ static int read_perf(struct ptd *d, int fd)
 			} else {
 				b->data = ev.payload;
 			}
+			if (trunc && !d->opts->partial) {
+				ptd_fail(d, PTD_EINPUT, "perf.data is truncated: it ends inside the AUXTRACE "
+					 "data at offset 0x%" PRIx64 " (%" PRIu64 " of %" PRIu64 " bytes; "
+					 "--partial decodes what is there)",
+					 ev.offset, ev.payload_size, a.size);
+				goto out;
+			}
 			if (trunc) {
 				d->st->degraded = 1;
 				ptd_warn(d, "perf.data ends inside the AUXTRACE data at offset 0x%" PRIx64
@@ -2394,7 +2438,12 @@ static int read_perf(struct ptd *d, int fd)
 		}
 	}
 	if (ret < 0) {
-		if (ret == -PD_ETRUNC) {
+		if (ret == -PD_ETRUNC && !d->opts->partial) {
+			/* a killed recorder: no output that looks complete */
+			ptd_fail(d, PTD_EINPUT, "perf.data is truncated at offset 0x%" PRIx64
+				 " (--partial decodes what is there)", pd_offset(r));
+			goto out;
+		} else if (ret == -PD_ETRUNC) {
 			d->st->degraded = 1;
 			ptd_warn(d, "perf.data is truncated at offset 0x%" PRIx64
 				    "; decoding what is there",

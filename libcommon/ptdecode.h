@@ -36,6 +36,7 @@ struct ptd_options {
 	const char *buildid_dir; /* NULL: $HOME/.debug */
 	const char *symfs;	 /* NULL: none */
 	int no_images;		 /* do not look for images at all (-> gaps) */
+	int partial;		 /* a truncated perf.data: decode what is there (else -PTD_EINPUT) */
 	/* raw mode */
 	const struct ptd_image_spec *images;
 	size_t nimages;

@@ -135,7 +135,12 @@ check_corrupt() {
 	check_corrupt huge-record-size 2 'impossible record or section size at offset 0x'
 	check_corrupt auxtrace-past-end 2 'impossible record or section size at offset 0x29c0'
 	check_corrupt data-offset-past-end 2 'truncated'
-	check_corrupt truncated 1 'ends inside the AUXTRACE data at offset 0x29c0: 4096 of 12240 bytes'
+	check_corrupt truncated 2 'ends inside the AUXTRACE data at offset 0x29c0 \(4096 of 12240 bytes'
+	# a killed recorder: refused unless --partial, which decodes what is there
+	run timeout 20 "$BIN/mt-decode" --partial --no-images -o "$T/out.mt" "$BATS_TEST_DIRNAME/corrupt/decode-truncated.data"
+	[ "$status" -eq 1 ]
+	echo "$output" | grep -q 'ends inside the AUXTRACE data at offset 0x29c0: 4096 of 12240 bytes'
+	"$BIN/mt-dump" "$T/out.mt" > /dev/null
 }
 
 @test "garbage PT: decode errors become gaps, exit 1, no crash" {

@@ -178,6 +178,76 @@ start_undump_fifo() { # start_undump_fifo OUT ARGS...: sets $prod; fd 7 = its in
 	[ ! -e "$T/out.mt" ]
 }
 
+# ---- mt-decode: perf.data in ----
+
+SKY=/work/shared/fixtures/intel_pt-skylake-4.14
+PTSIM_RUN="$BATS_TEST_DIRNAME/.cache/ptsim/clean/recursion"
+
+# decode_inputs: "FILE ARGS..." lines: the Skylake fixture (file and pipe
+# mode; no binaries: gaps) and an mt-ptsim recording with its images.
+decode_inputs() {
+	[ -f "$SKY/perf.data.intel_pt-4.14" ] && echo "$SKY/perf.data.intel_pt-4.14 --no-images"
+	[ -f "$SKY/perf.data.piped.intel_pt-4.14" ] && echo "$SKY/perf.data.piped.intel_pt-4.14 --no-images"
+	[ -f "$PTSIM_RUN/perf.data" ] && echo "$PTSIM_RUN/perf.data --buildid-dir $PTSIM_RUN/images"
+	true
+}
+
+@test "mt-decode: cat perf.data | mt-decode gives the same bytes as mt-decode < perf.data (file and pipe mode)" {
+	need mt-decode
+	[ -n "$(decode_inputs)" ] || skip "no perf.data inputs (fixture or mt-ptsim cache)"
+	while read -r f args; do
+		# shellcheck disable=SC2086
+		cat "$f" | "$BIN/mt-decode" $args > "$T/piped" 2> "$T/piped.err" && s1=0 || s1=$?
+		# shellcheck disable=SC2086
+		"$BIN/mt-decode" $args < "$f" > "$T/redirected" 2> /dev/null && s2=0 || s2=$?
+		[ "$s1" -eq "$s2" ] && [ "$s1" -le 1 ] || { echo "$f: status $s1 vs $s2"; cat "$T/piped.err"; return 1; }
+		cmp "$T/piped" "$T/redirected"
+		"$BIN/mt-dump" "$T/piped" > /dev/null
+	done < <(decode_inputs)
+}
+
+@test "mt-decode: a perf.data cut inside a record (killed recorder) -> truncated, exit 2, no -o file" {
+	need mt-decode
+	[ -n "$(decode_inputs)" ] || skip "no perf.data inputs (fixture or mt-ptsim cache)"
+	while read -r f args; do
+		# cut in the middle of every 5th record, and of the last one
+		"$BIN/mt-decode" --records "$f" | awk '$1 ~ /^0x/ { for (i = 3; i <= NF; i++) if ($i ~ /^size=/) { split($i, kv, "="); print $1, kv[2] } }' > "$T/recs"
+		[ -s "$T/recs" ]
+		{ awk 'NR % 5 == 2' "$T/recs"; tail -1 "$T/recs"; } | while read -r off size; do
+			cut=$((off + size / 2))
+			rm -f "$T/out.mt"
+			# shellcheck disable=SC2086
+			head -c "$cut" "$f" | timeout 120 "$BIN/mt-decode" $args -o "$T/out.mt" 2> "$T/err" && st=0 || st=$?
+			[ "$st" -eq 2 ] || { echo "$f cut at $cut: status $st"; cat "$T/err"; return 1; }
+			[ "$(grep -c ': fatal: ' "$T/err")" -eq 1 ] && grep -q '^mt-decode: fatal: .*truncated' "$T/err" ||
+				{ echo "$f cut at $cut:"; cat "$T/err"; return 1; }
+			[ ! -e "$T/out.mt" ] || { echo "$f cut at $cut: output left"; return 1; }
+		done
+	done < <(decode_inputs)
+}
+
+@test "the real pipeline on an mt-ptsim recording: each stage piped from the one before equals it reading the saved output" {
+	need mt-decode mt-segment
+	[ -f "$PTSIM_RUN/perf.data" ] || skip "no mt-ptsim recording cached ($PTSIM_RUN)"
+	"$BIN/mt-decode" --buildid-dir "$PTSIM_RUN/images" "$PTSIM_RUN/perf.data" > "$T/s0" 2> /dev/null || [ $? -eq 1 ]
+	prev=mt-decode prev_args="--buildid-dir $PTSIM_RUN/images" prev_in="$PTSIM_RUN/perf.data" i=0
+	for b in mt-segment mt-stitch mt-symbolize mt-write; do
+		[ -x "$BIN/$b" ] || continue
+		args=$(stage_args "$b")
+		[ "$b" != mt-segment ] || args="" # real binaries: ELF symbols on
+		# shellcheck disable=SC2086
+		"$BIN/$prev" $prev_args < "$prev_in" 2> /dev/null | "$BIN/$b" $args > "$T/piped" 2> "$T/err" && s1=0 || s1=$?
+		# shellcheck disable=SC2086
+		"$BIN/$b" $args < "$T/s$i" > "$T/redirected" 2> /dev/null && s2=0 || s2=$?
+		[ "$s1" -eq "$s2" ] && [ "$s1" -le 1 ] || { echo "$prev | $b: $s1, $b < saved: $s2"; cat "$T/err"; return 1; }
+		cmp "$T/piped" "$T/redirected" || { echo "$prev | $b differs from $b < saved"; return 1; }
+		prev_in="$T/s$i" i=$((i + 1))
+		cp "$T/redirected" "$T/s$i"
+		prev=$b prev_args=$args
+	done
+	[ "$i" -ge 1 ]
+}
+
 # ---- every MTEV stage of the pipeline ----
 
 # stage_args STAGE: options these tests give every run of STAGE (no system
@@ -306,7 +376,7 @@ cut_input() {
 		t=${f##*/fuzz-}
 		t=${t%%-*}
 		[ -x "$FUZZ/fuzz_$t" ] || { echo "$f: no target fuzz_$t"; return 1; }
-		"$FUZZ/fuzz_$t" "$f" > "$T/log" 2>&1 || { echo "$f:"; tail -20 "$T/log"; return 1; }
+		(cd "$ROOT" && timeout 300 "$FUZZ/fuzz_$t" "$f") > "$T/log" 2>&1 || { echo "$f:"; tail -20 "$T/log"; return 1; }
 	done
 }
 
@@ -317,7 +387,11 @@ cut_input() {
 		case ${f##*/} in
 		fuzz-mtev_text-*) tool=mt-undump ;;
 		fuzz-mtev-*) tool=mt-dump ;;
-		fuzz-perfdata-* | fuzz-ptdecode-*) tool=mt-decode ;;
+		fuzz-perfdata-*) tool=mt-decode variants=("--no-images") ;;
+		fuzz-ptdecode-*) # raw PT for fuzz_ptdecode's image
+			tool=mt-decode
+			[ -f "$ROOT/build/programs/recursion" ] || continue
+			variants=("--cpu 6/94/3 --image $ROOT/build/programs/recursion:0x1000:0x78000@0x401000 --pt") ;;
 		fuzz-write-*) tool=mt-write variants=("-f fxt" "-f json") ;;
 		*) echo "$f: which tool?"; return 1 ;;
 		esac
@@ -328,7 +402,7 @@ cut_input() {
 			if [ "$tool" = mt-dump ]; then
 				"$BIN/$tool" "$f" > "$T/out" 2> "$T/err" && st=0 || st=$?
 			else
-				"$BIN/$tool" $v -o "$T/out" "$f" 2> "$T/err" < /dev/null && st=0 || st=$?
+				timeout 120 "$BIN/$tool" -o "$T/out" $v "$f" 2> "$T/err" < /dev/null && st=0 || st=$?
 			fi
 			# 0 ok, 1 degraded data (output written, warnings), 2 refused
 			case $st in

@@ -42,12 +42,15 @@ static void usage(FILE *f)
 	      "                        (default: the recording's CPUID; raw mode: none)\n"
 	      "      --pid N, --tid N  raw mode: the thread to attribute the trace to (0)\n"
 	      "      --records         list every perf.data record as text (no decoding)\n"
+	      "      --partial         decode a truncated perf.data (a killed recorder) as far\n"
+	      "                        as it goes (exit 1); by default it is refused (exit 2)\n"
 	      "  -s, --stats           print counts (records, AUX bytes, branches, gaps) to stderr\n"
 	      "  -h, --help            this help\n"
 	      "\n"
-	      "Exit status: 0 ok; 1 the data had errors (gaps, missing images, truncated\n"
-	      "input): the output is complete and says where; 2 usage error or unusable input\n"
-	      "(not perf.data, corrupt container); 111 system error.\n",
+	      "Exit status: 0 ok; 1 the data had errors (gaps, missing images; truncated\n"
+	      "input with --partial): the output is complete and says where; 2 usage error or\n"
+	      "unusable input (not perf.data, corrupt container, truncated: no output file is\n"
+	      "left); 111 system error.\n",
 	      f);
 }
 
@@ -86,13 +89,15 @@ static void warn_cb(void *ctx, const char *msg)
 
 int main(int argc, char **argv)
 {
-	enum { O_BUILDID = 256, O_SYMFS, O_NOIMG, O_PT, O_IMAGE, O_CPU, O_PID, O_TID, O_RECORDS };
+	enum { O_BUILDID = 256, O_SYMFS, O_NOIMG, O_PT, O_IMAGE, O_CPU, O_PID, O_TID, O_RECORDS,
+	       O_PARTIAL };
 	static const struct option lo[] = {
 		{"output", required_argument, NULL, 'o'},
 		{"force", no_argument, NULL, 'f'},
 		{"buildid-dir", required_argument, NULL, O_BUILDID},
 		{"symfs", required_argument, NULL, O_SYMFS},
 		{"no-images", no_argument, NULL, O_NOIMG},
+		{"partial", no_argument, NULL, O_PARTIAL},
 		{"pt", required_argument, NULL, O_PT},
 		{"image", required_argument, NULL, O_IMAGE},
 		{"cpu", required_argument, NULL, O_CPU},
@@ -127,6 +132,9 @@ int main(int argc, char **argv)
 			break;
 		case O_SYMFS:
 			opts.symfs = optarg;
+			break;
+		case O_PARTIAL:
+			opts.partial = 1;
 			break;
 		case O_NOIMG:
 			opts.no_images = 1;

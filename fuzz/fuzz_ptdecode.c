@@ -1,0 +1,198 @@
+/* libFuzzer target: the raw-PT decode path (libcommon/ptdecode.c, libipt's
+ * block decoder), `mt-decode --pt FILE --image ...`, fed arbitrary bytes as PT
+ * with a fixed image.
+ *
+ * The image is the recursion test program (build/programs/recursion, a static
+ * binary, mapped as mt-ptsim's recordings of it map it: 0x401000, file offset
+ * 0x1000, 0x78000 bytes), so that PT seeds from tests/.cache/ptsim/... decode
+ * for real; FUZZ_PT_IMAGE=FILE:OFFSET:SIZE@VADDR picks another.  Without the
+ * file the target decodes against no image (every ip a gap).
+ *
+ * The decoder must return 0 (it reports damage as gaps, never fails on bad PT),
+ * and its output must be a valid MTEV stream that keeps the contract of
+ * formats/mtev-semantics.md: each thread's records in time order (the header
+ * says sorted), gaps with begin <= end, from/to zero exactly where the branch
+ * type says so, call/return/jump/jcc sources inside the image, and after a gap
+ * or a trace-end the thread's next branch is a trace-start.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "memfd.h"
+#include "mtev.h"
+#include "ptdecode.h"
+
+static char pt_path[64];
+static struct ptd_image_spec image;
+static int have_image;
+static mtev_writer *cur_w;
+
+static int open_out(void *ctx, uint32_t flags, mtev_writer **w)
+{
+	int err;
+	(void)ctx;
+	FUZZ_ASSERT(!cur_w, "output opened twice");
+	*w = cur_w = mtev_writer_alloc(FUZZ_FD_OUT, "mt-decode", flags, &err);
+	return *w ? 0 : -1;
+}
+
+static void warn_cb(void *ctx, const char *msg)
+{
+	(void)ctx;
+	FUZZ_ASSERT(msg && *msg, "empty warning");
+}
+
+static void init(void)
+{
+	snprintf(pt_path, sizeof pt_path, "/dev/shm/mt-fuzz-pt.%d", (int)getpid());
+	const char *spec = getenv("FUZZ_PT_IMAGE");
+	if (spec) {
+		FUZZ_ASSERT(ptd_parse_image_spec(spec, &image) == 0, "bad FUZZ_PT_IMAGE %s", spec);
+		have_image = 1;
+	} else if (access("build/programs/recursion", R_OK) == 0) {
+		image = (struct ptd_image_spec){"build/programs/recursion", 0x1000, 0x78000, 0x401000};
+		have_image = 1;
+	}
+}
+
+#define MAXT 64
+
+struct tstate {
+	uint32_t tid;
+	uint64_t time;
+	int seen, need_start;
+};
+
+static struct tstate tst[MAXT];
+static unsigned ntst;
+
+static struct tstate *tget(uint32_t tid)
+{
+	for (unsigned i = 0; i < ntst; i++)
+		if (tst[i].tid == tid)
+			return &tst[i];
+	FUZZ_ASSERT(ntst < MAXT, "too many threads");
+	tst[ntst] = (struct tstate){.tid = tid, .need_start = 1};
+	return &tst[ntst++];
+}
+
+static int in_image(uint64_t a)
+{
+	return !have_image || (a >= image.vaddr && a < image.vaddr + image.size);
+}
+
+static void check_output(void)
+{
+	size_t len;
+	const uint8_t *out = fuzz_out(&len);
+	int err;
+	mtev_reader *r = mtev_reader_alloc_mem(out, len, &err);
+	FUZZ_ASSERT(r, "output header: %s", mtev_strerror(err));
+	FUZZ_ASSERT(mtev_reader_header(r)->flags & MTEV_F_SORTED, "output not marked sorted");
+	struct mtev_rec rec;
+	int n;
+	ntst = 0;
+	while ((n = mtev_read(r, &rec)) > 0) {
+		struct tstate *t;
+		uint64_t time;
+		switch (rec.kind) {
+		case MTEV_BRANCH: {
+			t = tget(rec.br.tid);
+			time = rec.br.time;
+			unsigned ty = rec.br.type;
+			uint64_t from = rec.br.from, to = rec.br.to;
+			FUZZ_ASSERT(!t->need_start || ty == MTEV_BR_TRACE_START,
+				    "tid %u: a %s at %llu where a trace-start must come first", t->tid,
+				    mtev_branch_name(ty), (unsigned long long)time);
+			t->need_start = ty == MTEV_BR_TRACE_END;
+			switch (ty) {
+			case MTEV_BR_CALL:
+			case MTEV_BR_RETURN:
+			case MTEV_BR_JUMP:
+			case MTEV_BR_JCC:
+				FUZZ_ASSERT(from && in_image(from), "%s from 0x%llx", mtev_branch_name(ty),
+					    (unsigned long long)from);
+				break;
+			case MTEV_BR_SYSCALL:
+				/* to is 0 when tracing stops at the far branch (user-only
+				 * tracing); a trace that goes on with a plain TIP (corrupt,
+				 * or a far branch to traced code) gives its target */
+				FUZZ_ASSERT(from && in_image(from), "syscall 0x%llx -> 0x%llx",
+					    (unsigned long long)from, (unsigned long long)to);
+				break;
+			case MTEV_BR_INTERRUPT:
+				FUZZ_ASSERT(!to, "interrupt to 0x%llx", (unsigned long long)to);
+				break;
+			case MTEV_BR_SYSRET:
+			case MTEV_BR_IRET:
+			case MTEV_BR_TRACE_START:
+				FUZZ_ASSERT(!from && to, "%s 0x%llx -> 0x%llx", mtev_branch_name(ty),
+					    (unsigned long long)from, (unsigned long long)to);
+				break;
+			case MTEV_BR_TRACE_END:
+				FUZZ_ASSERT(!to, "trace-end to 0x%llx", (unsigned long long)to);
+				break;
+			}
+			break;
+		}
+		case MTEV_GAP:
+			t = tget(rec.gap.tid);
+			time = rec.gap.begin;
+			FUZZ_ASSERT(rec.gap.begin <= rec.gap.end, "gap ends before it begins");
+			FUZZ_ASSERT(rec.gap.reason >= 1 && rec.gap.reason < MTEV_GAP__COUNT,
+				    "gap reason %u", rec.gap.reason);
+			t->need_start = 1;
+			break;
+		default:
+			continue;
+		}
+		FUZZ_ASSERT(!t->seen || time >= t->time,
+			    "tid %u: time goes back from %llu to %llu (the header says sorted)", t->tid,
+			    (unsigned long long)t->time, (unsigned long long)time);
+		t->seen = 1;
+		t->time = time;
+	}
+	FUZZ_ASSERT(n == 0, "output: %s at %llu", mtev_strerror(n),
+		    (unsigned long long)mtev_reader_offset(r));
+	mtev_reader_free(r);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (!pt_path[0])
+		init();
+	int fd = open(pt_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	FUZZ_ASSERT(fd >= 0, "%s: %s", pt_path, strerror(errno));
+	FUZZ_ASSERT(!size || write(fd, data, size) == (ssize_t)size, "write %s", pt_path);
+	close(fd);
+
+	static struct ptd_options o;
+	struct ptd_stats st;
+	memset(&o, 0, sizeof o);
+	memset(&st, 0, sizeof st);
+	o.images = have_image ? &image : NULL;
+	o.nimages = have_image ? 1 : 0;
+	o.raw_pid = 1;
+	o.raw_tid = 1;
+	o.cpu_family = 6; /* an Intel part with the usual errata workarounds */
+	o.cpu_model = 0x5e;
+	o.warn = warn_cb;
+	fuzz_out_reset();
+	int ret = ptd_decode_raw(pt_path, open_out, NULL, &o, &st);
+	FUZZ_ASSERT(ret == 0, "ptd_decode_raw: %d: %s", ret, o.errmsg);
+	/* the caller finishes the stream after a successful return (mt-decode does) */
+	FUZZ_ASSERT(cur_w, "no output opened");
+	FUZZ_ASSERT(mtev_writer_finish(cur_w) == 0, "finish");
+	mtev_writer_free(cur_w);
+	cur_w = NULL;
+	check_output();
+	unlink(pt_path);
+	return 0;
+}
