@@ -20,25 +20,32 @@ TIMEFORMAT='%R %U %S'
 run() {
 	local label=$1; shift
 	local t
-	t=$( { time "$SYM" -s "$@" -o "$W/out.mt" 2> "$W/err" ; } 2>&1 ) || true
+	t=$( { time "$SYM" -s "$@" > /dev/null 2> "$W/err" ; } 2>&1 ) || true
 	local n
 	n=$(grep -o '[0-9]* unique addresses.*symbolizer requests' "$W/err" | awk '{ print $1, $10, $7 }')
-	echo "$label $t $n" | awk '{ printf "%-28s %8.2f %8.2f %8d %8d %8d\n", $1 " " $2 " " $3 " " $4, $5, $6 + $7, $8, $9, $10 }'
+	res=$(grep -o 'resolve [0-9.]*' "$W/err" | cut -d' ' -f2)
+	echo "$label $t $n $res" | awk '{ printf "%-28s %8.2f %8.2f %8.3f %8d %8d %8d\n", $1 " " $2 " " $3 " " $4, $5, $6 + $7, $11, $8, $9, $10 }'
 	LAST_WALL=$(echo "$t" | cut -d' ' -f1)
+	LAST_CPU=$(echo "$t" | awk '{ print $2 + $3 }')
+	LAST_RES=$res
 }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", a / b }'; }
 
-printf '%-28s %8s %8s %8s %8s %8s\n' case wall_s cpu_s unique requests cachehit
+echo "# wall_s, cpu_s: whole run (cpu: mt-symbolize + llvm-symbolizer); resolve_s: wall time of"
+echo "# the address resolution phase (cache + llvm-symbolizer); output to /dev/null"
+printf '%-28s %8s %8s %8s %8s %8s %8s\n' case wall_s cpu_s resolve_s unique requests cachehit
 
 # 1. cold vs warm: 1 M events, ~2000 unique addresses, both binaries
 for bin in "$BIG" "$SMALL"; do
 	name=$(basename "$bin")
 	"$GEN" "$bin" 1000000 2000 > "$W/s.mt"
 	rm -rf "$W/cache"
-	run "$name 1M-ev 2k-addr cold" --cache-dir "$W/cache" "$W/s.mt"; cold=$LAST_WALL
-	run "$name 1M-ev 2k-addr warm" --cache-dir "$W/cache" "$W/s.mt"; warm=$LAST_WALL
-	run "$name 1M-ev 2k-addr warm" --cache-dir "$W/cache" "$W/s.mt"; warm2=$LAST_WALL
-	echo "# $name: cold/warm wall-time ratio $(ratio "$cold" "$warm"), $(ratio "$cold" "$warm2")"
+	run "$name 1M-ev 2k-addr cold" --cache-dir "$W/cache" "$W/s.mt"
+	cw=$LAST_WALL cc=$LAST_CPU cr=$LAST_RES
+	run "$name 1M-ev 2k-addr warm" --cache-dir "$W/cache" "$W/s.mt"
+	echo "# $name cold/warm: wall $(ratio "$cw" "$LAST_WALL")x, cpu $(ratio "$cc" "$LAST_CPU")x, resolve phase $(ratio "$cr" "$LAST_RES")x"
+	run "$name 1M-ev 2k-addr warm" --cache-dir "$W/cache" "$W/s.mt"
+	echo "# $name cold/warm: wall $(ratio "$cw" "$LAST_WALL")x, cpu $(ratio "$cc" "$LAST_CPU")x, resolve phase $(ratio "$cr" "$LAST_RES")x"
 done
 
 # 2. events grow, unique addresses fixed (no cache: every run symbolizes)
@@ -52,4 +59,4 @@ for u in 200 2000 20000; do
 	"$GEN" "$BIG" 1000000 $u > "$W/s.mt"
 	run "big 1M-ev $u-addr nocache" --no-cache "$W/s.mt"
 done
-rm -f "$W/s.mt" "$W/out.mt"
+rm -f "$W/s.mt" "$W/err"

@@ -1,12 +1,16 @@
 #!/bin/sh
-# symbolize_big.sh OUTDIR NCU: builds OUTDIR/big, a C++ program of NCU
-# translation units, each heavy in debug info (STL containers, regex,
-# streams: ~1 MB of .debug_info per unit), -O2 -g.  llvm-symbolizer's cost
-# is mostly parsing the units that the addresses fall in, as with real C++.
+# symbolize_big.sh OUTDIR NCU [COPIES]: builds OUTDIR/big, a C++ program of
+# NCU translation units, each heavy in debug info (STL containers, regex,
+# streams: ~1 MB of .debug_info per unit), -O2 -g, linked with COPIES more
+# copies of each unit's object (default 3; its one global function renamed
+# u -> v, w, x: same code and debug info, own addresses), so the program has
+# NCU * (1 + COPIES) compilation units.  llvm-symbolizer's cost is mostly
+# parsing the units that the addresses fall in, as with real C++; compiling
+# is slow, so the copies make a larger program cheaply.
 set -e
-out=$1 n=$2
+out=$1 n=$2 copies=${3:-3}
 mkdir -p "$out"
-[ -x "$out/big" ] && [ "$(cat "$out/big.n" 2>/dev/null)" = "$n" ] && exit 0
+[ -x "$out/big" ] && [ "$(cat "$out/big.n" 2>/dev/null)" = "$n $copies" ] && exit 0
 i=1
 while [ "$i" -le "$n" ]; do
 	cat > "$out/u$i.cpp" <<EOC
@@ -52,5 +56,16 @@ while [ "$i" -le "$n" ]; do
 	i=$((i + 1))
 done
 wait
+i=1
+while [ "$i" -le "$n" ]; do
+	sym=$(nm --defined-only -g "$out/u$i.o" | awk '$2 == "T" && $3 ~ /^_ZN[0-9]+u[0-9]+4work/ { print $3 }')
+	for l in v w x y z; do
+		[ "$(printf '%s' vwxyz | cut -c1-"$copies" | grep -c "$l")" -eq 1 ] || continue
+		new=$(printf '%s' "$sym" | sed "s/^\(_ZN[0-9]*\)u/\1$l/")
+		objcopy --redefine-sym "$sym=$new" "$out/u$i.o" "$out/$l$i.o"
+		objs="$objs $out/$l$i.o"
+	done
+	i=$((i + 1))
+done
 ${CXX:-c++} -O2 -g -o "$out/big" "$out/main.cpp" $objs
-echo "$n" > "$out/big.n"
+echo "$n $copies" > "$out/big.n"

@@ -2,7 +2,8 @@
  * one thread running code of BINARY: about EVENTS spans + waypoints whose
  * addresses are drawn from about UNIQUE distinct addresses: the entries of
  * UNIQUE/9 functions spread evenly over the binary's code (so over all its
- * compilation units) and 8 addresses inside each.  For bench/symbolize.sh. */
+ * compilation units) and 8 addresses inside each; only functions whose
+ * symbol contains NAME-PART when it is given.  For bench/symbolize.sh. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,8 +15,8 @@
 
 int main(int argc, char **argv)
 {
-	if (argc != 4) {
-		fprintf(stderr, "usage: symbolize_gen BINARY EVENTS UNIQUE\n");
+	if (argc != 4 && argc != 5) {
+		fprintf(stderr, "usage: symbolize_gen BINARY EVENTS UNIQUE [NAME-PART]\n");
 		return 2;
 	}
 	const char *path = argv[1];
@@ -29,7 +30,8 @@ int main(int argc, char **argv)
 	struct elf_sym *all = malloc(ei.nsyms * sizeof *all);
 	size_t nall = 0;
 	for (size_t i = 0; i < ei.nsyms; i++)
-		if (ei.syms[i].size >= 64 && !ei.syms[i].is_plt)
+		if (ei.syms[i].size >= 64 && !ei.syms[i].is_plt &&
+		    (argc < 5 || strstr(ei.syms[i].name, argv[4])))
 			all[nall++] = ei.syms[i];
 	size_t per = 8, nfun = (size_t)((unique + per) / (per + 1));
 	if (nfun > nall)

@@ -262,7 +262,7 @@ static int read_plt(Elf *e, size_t shstrndx, struct symvec *sv, struct pool *pl)
 	return 0;
 }
 
-int elfinfo_load(struct elfinfo *ei, const char *path)
+static int load(struct elfinfo *ei, const char *path, int want_syms)
 {
 	memset(ei, 0, sizeof *ei);
 	if (!elf_ready())
@@ -315,6 +315,8 @@ int elfinfo_load(struct elfinfo *ei, const char *path)
 		}
 	}
 	ei->has_symtab = symtab != NULL;
+	if (!want_syms)
+		goto out;
 	if (symtab && read_symtab(ei, e, symtab, &symtab_sh, &sv, &pl) < 0)
 		r = -ENOMEM;
 	if (!r && dynsym && read_symtab(ei, e, dynsym, &dynsym_sh, &sv, &pl) < 0)
@@ -347,6 +349,16 @@ out:
 	if (r)
 		elfinfo_fini(ei);
 	return r;
+}
+
+int elfinfo_load(struct elfinfo *ei, const char *path)
+{
+	return load(ei, path, 1);
+}
+
+int elfinfo_load_nosyms(struct elfinfo *ei, const char *path)
+{
+	return load(ei, path, 0);
 }
 
 void elfinfo_fini(struct elfinfo *ei)

@@ -35,6 +35,9 @@ struct elfinfo {
 /* 0 on success; negative errno-style value on failure (-ENOENT, -ENOEXEC for
  * not ELF, ...).  The struct is filled; release it with elfinfo_fini(). */
 int elfinfo_load(struct elfinfo *ei, const char *path);
+/* The same without the symbol table (nsyms 0; has_symtab is still set):
+ * build-id and segments only, cheap on large binaries. */
+int elfinfo_load_nosyms(struct elfinfo *ei, const char *path);
 void elfinfo_fini(struct elfinfo *ei);
 
 /* Build-id only (cheap).  Returns its length (0: none) or negative errno. */

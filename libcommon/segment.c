@@ -483,7 +483,7 @@ static int classify_jump(segmenter *s, struct thr *t, uint64_t to, uint64_t time
 		return 0;
 	}
 	/* no symbol for the target: only what calls revealed */
-	if (tgt_has(s, to) && to != t->fr[cur].func)
+	if (!s->o.no_call_targets && tgt_has(s, to) && to != t->fr[cur].func)
 		return tail_call(s, t, to, time);
 	return 0;
 }

@@ -47,6 +47,7 @@ struct seg_opts {
 	struct fnmap *fns;  /* function ranges; may be NULL */
 	int no_waypoints;   /* do not write waypoint records */
 	int no_smear;	    /* keep raw times for events sharing a timestamp */
+	int no_call_targets; /* without symbols, never guess a tail call from call targets */
 };
 
 struct seg_stats {

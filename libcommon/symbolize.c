@@ -223,6 +223,7 @@ static void bvec_free(void *p, size_t cap, size_t elem)
 struct sframe {
 	const char *name, *file; /* in the arena */
 	uint32_t line, column;
+	uint32_t name_len, file_len;
 };
 
 enum res_kind {
@@ -263,6 +264,7 @@ struct bin {
 	char *file;
 	struct elfinfo ei;
 	int no_debug_noted, stripped_warned;
+	int syms_loaded; /* ei has the symbol table (loaded on first need) */
 	size_t n_debug, n_symtab; /* answers with and without source lines */
 	/* cache */
 	int cache_loaded;
@@ -314,7 +316,7 @@ struct node { /* spans 0..nspans-1, then inline frames */
 
 struct inl {
 	const char *name;
-	uint32_t tid, flags;
+	uint32_t name_len, tid, flags;
 };
 
 struct thr {
@@ -359,7 +361,7 @@ struct ctx {
 	struct inl *inls; /* nodes[nspans + i] */
 	size_t ninls, capinls;
 	int oom;
-	int unmapped_warned, symbolizer_warned;
+	int unmapped_warned, anon_warned, symbolizer_warned;
 	char *(*demangle)(const char *, char *, size_t *, int *);
 };
 
@@ -484,7 +486,7 @@ static void bin_find(struct ctx *c, struct bin *b)
 		uint8_t found[20];
 		int flen = -1;
 		if (bin_candidate(b, cand[i], found, &flen)) {
-			int r = elfinfo_load(&b->ei, cand[i]);
+			int r = elfinfo_load_nosyms(&b->ei, cand[i]);
 			if (r < 0) {
 				sfmt(why, sizeof why, "%s: %s", cand[i],
 					 r == -ENOEXEC ? "not an ELF file" : strerror(-r));
@@ -515,7 +517,10 @@ static void bin_find(struct ctx *c, struct bin *b)
 static uint32_t frame_push(struct ctx *c, const char *name, const char *file, uint32_t line,
 			   uint32_t col)
 {
-	struct sframe f = {name, file ? file : "", line, col};
+	if (!file)
+		file = "";
+	struct sframe f = {name, file, line, col, name ? (uint32_t)strlen(name) : 0,
+			   (uint32_t)strlen(file)};
 	if (!name || VEC_PUSH(c->frames, c->nframes, c->capframes, f) < 0) {
 		c->oom = 1;
 		return NONE;
@@ -552,11 +557,25 @@ static void res_unknown(struct ctx *c, struct result *r, uint64_t addr, const ch
 	c->st->unknown_names++;
 }
 
+/* The binary's symbol table, loaded on first need (a warm cache needs none). */
+static const struct elfinfo *bin_syms(struct bin *b)
+{
+	if (!b->syms_loaded) {
+		struct elfinfo full;
+		b->syms_loaded = 1;
+		if (elfinfo_load(&full, b->file) == 0) {
+			elfinfo_fini(&b->ei);
+			b->ei = full;
+		}
+	}
+	return &b->ei;
+}
+
 /* ELF symbol table fallback for a result in a found binary. */
 static void res_elf_fallback(struct ctx *c, struct result *r)
 {
 	struct bin *b = &c->bins[r->bin];
-	const struct elf_sym *s = elfinfo_lookup(&b->ei, r->vaddr);
+	const struct elf_sym *s = elfinfo_lookup(bin_syms(b), r->vaddr);
 	if (!s) {
 		res_unknown(c, r, r->vaddr, base_name(b->path));
 		return;
@@ -636,7 +655,7 @@ static int res_from_json(struct ctx *c, struct result *r, const char *line, size
 		/* symbol-table answer: say where in the function, as the ELF fallback does */
 		struct bin *b = &c->bins[r->bin];
 		if (!r->entry_vaddr) {
-			const struct elf_sym *s = elfinfo_lookup(&b->ei, r->vaddr);
+			const struct elf_sym *s = elfinfo_lookup(bin_syms(b), r->vaddr);
 			if (s)
 				r->entry_vaddr = s->addr;
 		}
@@ -645,6 +664,7 @@ static int res_from_json(struct ctx *c, struct result *r, const char *line, size
 			sfmt(buf, sizeof buf, "%s+0x%" PRIx64, c->frames[f0].name,
 				 r->vaddr - r->entry_vaddr);
 			c->frames[f0].name = arena_strndup(&c->ar, buf, strlen(buf));
+			c->frames[f0].name_len = (uint32_t)strlen(buf);
 			if (!c->frames[f0].name)
 				c->oom = 1;
 		}
@@ -928,8 +948,9 @@ static void resolve_want(struct ctx *c, struct want *w)
 	if (!m && !c->unmapped_warned++)
 		warnf(c, 1, "address 0x%" PRIx64 " (thread %" PRIu32 ") is in no mapped binary; such addresses are named [unknown @ ...]",
 		      w->addr, w->tid);
-	if (m && m->bin == NONE)
-		c->st->degraded = 1;
+	if (m && m->bin == NONE && !c->anon_warned++)
+		warnf(c, 1, "address 0x%" PRIx64 " is in %s of process %" PRIu32 " and no perf-%" PRIu32 ".map names it; such addresses are named [unknown @ ...]",
+		      w->addr, m->path[0] ? m->path : "an anonymous mapping", pid, pid);
 	res_unknown(c, r, w->addr, !m ? "unmapped" : m->bin == NONE ? m->path : base_name(m->path));
 }
 
@@ -1285,7 +1306,8 @@ static void expand_span(struct ctx *c, uint32_t si, uint32_t **open, size_t *cap
 			for (uint32_t j = keep + 1; j <= m; j++) {
 				uint32_t parent = j == 1 ? si : (*open)[j - 2];
 				uint32_t n = node_new(c, w->time, sp->end);
-				struct inl in = {level_frame(c, r, j)->name, sp->tid, MTEV_SPAN_INLINE};
+				const struct sframe *lf = level_frame(c, r, j);
+				struct inl in = {lf->name, lf->name_len, sp->tid, MTEV_SPAN_INLINE};
 				if (n == NONE || VEC_PUSH(c->inls, c->ninls, c->capinls, in) < 0) {
 					c->oom = 1;
 					return;
@@ -1420,7 +1442,8 @@ static struct mtev_str span_name(const struct ctx *c, uint32_t si)
 	const struct result *r = want_res(c, sp->func_w);
 	if (!r || !r->nf)
 		return (struct mtev_str){NULL, 0};
-	return mtev_cstr(c->frames[r->f0 + r->nf - 1].name);
+	const struct sframe *f = &c->frames[r->f0 + r->nf - 1];
+	return (struct mtev_str){f->name, f->name_len};
 }
 
 static int write_symbols(struct ctx *c, mtev_writer *wr)
@@ -1451,7 +1474,7 @@ static int write_symbols(struct ctx *c, mtev_writer *wr)
 		}
 		for (uint32_t j = 0; j < r->nf; j++) {
 			const struct sframe *f = &c->frames[r->f0 + j];
-			fr[j] = (struct mtev_frame){mtev_cstr(f->name), mtev_cstr(f->file), f->line,
+			fr[j] = (struct mtev_frame){{f->name, f->name_len}, {f->file, f->file_len}, f->line,
 						    f->column};
 		}
 		struct mtev_rec rec = {.kind = MTEV_SYMBOL};
@@ -1504,7 +1527,7 @@ static int emit_tree(struct ctx *c, mtev_writer *wr, uint32_t root, uint32_t **s
 			const struct inl *in = &c->inls[x - c->nspans];
 			rec.span.tid = in->tid;
 			rec.span.flags = in->flags;
-			rec.span.name = mtev_cstr(in->name);
+			rec.span.name = (struct mtev_str){in->name, in->name_len};
 			c->st->inline_spans++;
 		}
 		int r = mtev_write(wr, &rec);
@@ -1662,7 +1685,7 @@ static int read_all(struct ctx *c, const void *buf, size_t len, uint32_t *hdr_fl
 static double cpu_now(void)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 

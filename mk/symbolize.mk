@@ -1,12 +1,12 @@
 # mt-symbolize: test programs (-O2 -g with known inlined helpers; stripped and
-# debug-info-free copies; C++ names) and the unit test's extra needs.
-SYM_PROGDIR := $(BUILD)/programs
+# debug-info-free copies; C++ names, PIE).
+SYM_PROGDIR := $(PROG_DIR)
 SYM_PROGS := $(SYM_PROGDIR)/sym_inline $(SYM_PROGDIR)/sym_inline.stripped \
 	$(SYM_PROGDIR)/sym_inline.nodebug $(SYM_PROGDIR)/sym_cxx
 
-$(SYM_PROGDIR)/sym_inline: tests/programs/sym_inline.c
-	@mkdir -p $(dir $@)
-	$(Q)$(CC) -O2 -g -fno-omit-frame-pointer -Wl,--build-id -o $@ $<
+# sym_inline is built (static, like the other traced programs) and traced by
+# mk/programs.mk and mk/ptsim.mk; only its optimization level is ours.
+PROG_OPT_sym_inline := -O2 -g
 $(SYM_PROGDIR)/sym_inline.stripped: $(SYM_PROGDIR)/sym_inline
 	$(Q)strip --strip-all -o $@ $<
 $(SYM_PROGDIR)/sym_inline.nodebug: $(SYM_PROGDIR)/sym_inline

@@ -27,6 +27,8 @@ MT_WRITE ?= bin/mt-write
 MT_CAT ?= bin/mt-cat
 
 TRACE_PROG := $(if $(PROG),$(PROG),examples/demo)
+# a PROG found in PATH (PROG=ls) is not a file here: no dependency on it
+TRACE_PROG_DEP := $(if $(PROG),$(wildcard $(PROG)),examples/demo)
 TRACE_CAPTURE_CMD := $(MT_CAPTURE) run --mode $(MODE) $(if $(TRIGGER),--trigger $(TRIGGER)) $(CAPTURE_OPTS) -o $(TRACE_DIR)/capture -- $(TRACE_PROG) $(ARGS)
 # mt-ptsim leaves the code images beside perf.data; the stages look there
 TRACE_IMAGES := $(if $(filter singlestep,$(MODE)),$(TRACE_DIR)/capture/images)
@@ -72,7 +74,7 @@ trace: deps all $(TRACE_DIR)/trace.fxt
 	@echo "make trace: the trace is $(abspath $(TRACE_DIR)/trace.fxt) ($$(wc -c < $(TRACE_DIR)/trace.fxt) bytes)"
 	@echo "make trace: open it at https://ui.perfetto.dev (\"Open trace file\"); stages' files are in $(TRACE_DIR)/"
 
-$(TRACE_DIR)/capture/perf.data: $(TRACE_DIR)/.capture.cmd $(call trace_dep,$(MT_CAPTURE)) $(TRACE_PROG)
+$(TRACE_DIR)/capture/perf.data: $(TRACE_DIR)/.capture.cmd $(call trace_dep,$(MT_CAPTURE)) $(TRACE_PROG_DEP)
 	$(call trace_need,capture,$(MT_CAPTURE))
 	@rm -rf $(TRACE_DIR)/capture
 	$(call trace_run,capture,$(TRACE_CAPTURE_CMD) || { st=$$?; test -f $(TRACE_DIR)/capture/perf.data || exit $$st; })

@@ -190,3 +190,32 @@ one_fatal_line() {
 	[ -e "$T/d/perf.data" ]
 	"$BIN/mt-dump" "$T/d/hits.mt" | grep -q "^process pid=$victim name=\"sleep\""
 }
+
+@test "Ctrl-C (SIGINT to the terminal's process group) takes the snapshot; CMD's status is passed through" {
+	mkfifo "$T/caperr"
+	exec 9<> "$T/caperr"
+	# its own process group, as a shell gives a foreground job
+	setsid "$BIN/mt-capture" run -v -t none -o "$T/d" -- sleep 60 2> "$T/caperr" &
+	cap=$!
+	while read -r -t 30 l <&9; do
+		echo "$l"
+		[[ "$l" == *"started sleep"* ]] && break
+	done
+	pgid=$(ps -o pgid= "$cap" | tr -d ' ')
+	[ "$pgid" -eq "$cap" ]
+	kill -INT -- "-$pgid"
+	# (a background job of this non-interactive shell ignores SIGINT, so
+	# sleep lives on: the snapshot must not wait for it)
+	while read -r -t 30 l <&9; do
+		echo "$l"
+		[[ "$l" == *"wrote $T/d/perf.data"* ]] && break
+	done
+	[ -s "$T/d/perf.data" ]
+	perf script -i "$T/d/perf.data" > /dev/null 2>&1
+	child=$("$BIN/mt-dump" -k process "$T/d/hits.mt" | sed -n 's/^process pid=\([0-9]*\) .*/\1/p')
+	kill -0 "$child"
+	kill -TERM "$child"
+	wait "$cap" && st=0 || st=$?
+	exec 9<&-
+	[ "$st" -eq 143 ]
+}

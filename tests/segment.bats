@@ -51,6 +51,14 @@ SEG='"$BIN/mt-segment" --symfs "$SYMFS" --no-waypoints'
 	golden seg-smear "$SEG"
 }
 
+@test "segment: a tail call at the root keeps the root's depth; a later return reveals the caller" {
+	golden seg-root-tailcall "$SEG"
+}
+
+@test "segment: stack samples become spans (a frame in consecutive samples is one span)" {
+	golden seg-sampling "$SEG"
+}
+
 @test "segment: waypoints for every branch source and target" {
 	golden wp-basic '"$BIN/mt-segment" --symfs "$SYMFS"'
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # symbolize-gen.sh PROG BASE FUNC...
 # Writes (mt-undump text) a span + waypoint stream of one thread of a process
-# that has PROG mapped at BASE (pgoff 0): a root span for main, then for each
+# that has PROG's loadable segments mapped at BASE + their virtual address
+# (BASE must be 0 for a non-PIE executable): a root span for main, then for each
 # FUNC a depth-1 span with one waypoint per instruction, in address order, 10
 # ns apart.  Each direct call inside FUNC to a function of PROG becomes a
 # depth-2 span (callsite = the call) with a waypoint per instruction of the
@@ -26,7 +27,10 @@ bid=$(readelf -n "$prog" | awk '/Build ID/ { print $3 }')
 echo 'mtev version=1 producer="symbolize-gen" flags=0x3'
 echo "process pid=$pid name=\"$(basename "$prog")\""
 echo "thread pid=$pid tid=$pid time=0 name=\"main\""
-echo "map pid=$pid time=0 start=$(hex $base) len=0x100000 pgoff=0x0 prot=0x5 build_id=${bid:--} path=\"$prog\""
+readelf -lW "$prog" | awk '$1 == "LOAD" { print $2, $3, $6 }' | while read -r off va msz; do
+	s=$(( (va & ~0xfff) )); e=$(( (va + msz + 0xfff) & ~0xfff ))
+	echo "map pid=$pid time=0 start=$(hex $((base + s))) len=$(hex $((e - s))) pgoff=$(hex $((off & ~0xfff))) prot=0x5 build_id=${bid:--} path=\"$prog\""
+done
 echo "span tid=$pid depth=0 begin=0 end=1000000000 func=$(hex $((base + 0x$(sym main)))) callsite=0x0 flags=0 name=\"\""
 t=1000
 for f in "$@"; do

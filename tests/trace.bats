@@ -125,3 +125,19 @@ trigger_time() {
 	stop=$(node "$TP" -c "$T/snapshot/trace.fxt" "select ts from slice where name = 'magic_trace_stop_indicator'")
 	[ -n "$stop" ] && [ "$stop" -eq "$end" ]
 }
+
+@test "mt attach: a busy running process, --duration, the trace shows its thread" {
+	sh -c 'while :; do :; done' &
+	victim=$!
+	"$MT" attach -p "$victim" --duration 0.5 -t none --dir "$T/att" -o "$T/att.json" 2> "$T/err" && st=0 || st=$?
+	kill -0 "$victim"
+	kill "$victim"
+	cat "$T/err"
+	[ "$st" -eq 0 ] || [ "$st" -eq 1 ]
+	grep -q "mt: trace written to $T/att.json" "$T/err"
+	[ "$(node "$TP" -c "$T/att.json" "select distinct t.tid from slice s join thread_track tt on s.track_id = tt.id join thread t using(utid)")" = "$victim" ]
+	# a process that does not exist: mt-capture's one line, nothing else
+	run "$MT" attach -p "$(cat /proc/sys/kernel/pid_max)" --dir "$T/none"
+	[ "$status" -eq 2 ]
+	[ "${#lines[@]}" -eq 1 ]
+}

@@ -27,6 +27,9 @@ static void usage(FILE *f)
 	      "                       DIR/BASENAME, DIR/BUILD-ID), then at their PATH;\n"
 	      "                       ELF symbols tell intra-function jumps from tail calls\n"
 	      "      --no-symbols     use no ELF file: only call targets seen tell functions\n"
+	      "      --no-call-targets  where no symbol covers a jump's target, never take\n"
+	      "                       it for a tail call (default: a jump to an address an\n"
+	      "                       earlier call targeted is a tail call)\n"
 	      "      --no-waypoints   do not write waypoint records\n"
 	      "      --no-smear       keep raw times for events sharing a timestamp\n"
 	      "      --stats          print counters on stderr at the end\n"
@@ -46,7 +49,7 @@ static void usage(FILE *f)
 
 struct opts {
 	const char *in, *out, *symfs;
-	int no_symbols, no_waypoints, no_smear, stats, force, partial;
+	int no_symbols, no_waypoints, no_smear, no_call_targets, stats, force, partial;
 };
 
 static int emit_cb(void *ctx, const struct mtev_rec *r)
@@ -61,6 +64,7 @@ int main(int argc, char **argv)
 		{"symfs", required_argument, 0, 's'},	{"no-symbols", no_argument, 0, 'S'},
 		{"no-waypoints", no_argument, 0, 'W'},	{"no-smear", no_argument, 0, 'M'},
 		{"stats", no_argument, 0, 'T'},		{"force", no_argument, 0, 'f'},
+		{"no-call-targets", no_argument, 0, 'C'},
 		{"help", no_argument, 0, 'h'},		{"partial", no_argument, 0, 'P'},
 		{0, 0, 0, 0},
 	};
@@ -89,6 +93,9 @@ int main(int argc, char **argv)
 			break;
 		case 'T':
 			o.stats = 1;
+			break;
+		case 'C':
+			o.no_call_targets = 1;
 			break;
 		case 'f':
 			o.force = 1;
@@ -139,13 +146,13 @@ int main(int argc, char **argv)
 	struct fnmap *fns = NULL;
 	if (!o.no_symbols && !(fns = fnmap_alloc(o.symfs)))
 		mt_fatal(MT_EXIT_SYS, "out of memory");
-	struct seg_opts so = {fns, o.no_waypoints, o.no_smear};
+	struct seg_opts so = {fns, o.no_waypoints, o.no_smear, o.no_call_targets};
 	segmenter *s = seg_alloc(&so, emit_cb, w);
 	if (!s)
 		mt_fatal(MT_EXIT_SYS, "out of memory");
 
 	struct mtev_rec rec;
-	int r;
+	int r, progress = io_progress_enabled();
 	uint64_t n = 0;
 	while ((r = mtev_read(rd, &rec)) > 0) {
 		n++;
@@ -163,10 +170,10 @@ int main(int argc, char **argv)
 			io_out_abort(&out);
 			mt_fatal(e == -SEG_EEMIT ? MT_EXIT_SYS : MT_EXIT_SYS, "%s", seg_strerror(e));
 		}
-		if (!(n & 0xfffff) && io_progress_enabled())
+		if (progress && !(n & 0xfffff))
 			fprintf(stderr, "\rmt-segment: %llu records", (unsigned long long)n);
 	}
-	if (io_progress_enabled() && n > 0xfffff)
+	if (progress && n > 0xfffff)
 		fputc('\n', stderr);
 	if (r < 0) {
 		if (r == -MTEV_EIO) {

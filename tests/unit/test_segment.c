@@ -64,7 +64,7 @@ static void test_deep_promotion(void)
 {
 	enum { N = 200000 };
 	struct out o = {0};
-	struct seg_opts so = {NULL, 1, 0};
+	struct seg_opts so = {.no_waypoints = 1};
 	segmenter *s = seg_alloc(&so, collect, &o);
 	struct mtev_rec r = br(1, 1000, MTEV_BR_TRACE_START, 0, 0x10000000);
 	int e = seg_feed(s, &r);

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "elfinfo.h"
 #include "llvmsym.h"
 #include "mtev.h"
 #include "symbolize.h"
@@ -226,6 +227,21 @@ static void test_self(void)
 	T_CHECK(nwarn == 1, "one degrading warning, for the pass without a symbolizer (%d)", nwarn);
 }
 
+static void test_elf_nosyms(void)
+{
+	struct elfinfo a, b;
+	int ra = elfinfo_load(&a, "/proc/self/exe"), rb = elfinfo_load_nosyms(&b, "/proc/self/exe");
+	T_CHECK(ra == 0 && rb == 0, "elfinfo_load and elfinfo_load_nosyms of ourselves");
+	T_CHECK(a.nsyms > 0 && b.nsyms == 0 && a.has_symtab == b.has_symtab,
+		"nosyms: no symbols, same has_symtab (%zu)", a.nsyms);
+	T_CHECK(a.nsegs == b.nsegs && !memcmp(a.segs, b.segs, a.nsegs * sizeof *a.segs) &&
+			a.build_id_len == b.build_id_len &&
+			!memcmp(a.build_id, b.build_id, a.build_id_len) && a.is_pie == b.is_pie,
+		"nosyms: same segments and build-id");
+	elfinfo_fini(&a);
+	elfinfo_fini(&b);
+}
+
 static void test_bad_input(void)
 {
 	struct symz_opts o = {0};
@@ -244,6 +260,7 @@ int main(void)
 	test_llvmsym();
 	test_self();
 	test_bad_input();
+	test_elf_nosyms();
 	char cmd[300];
 	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
 	if (system(cmd) != 0)
