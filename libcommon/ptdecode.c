@@ -407,8 +407,14 @@ struct ptq {
 	int untimed;	      /* after an overflow, until timing is exact again */
 	uint64_t spin_off, spin_insns; /* instructions decoded since a packet was read */
 
+	/* output: fcount records from fhead; the first nready are final, the
+	 * rest (decoded since the last PSB) are dropped if the decoder finds
+	 * the trace corrupt before the next PSB confirms them */
 	struct mtev_rec *fifo;
-	size_t fhead, fcount, fcap;
+	size_t fhead, fcount, fcap, nready;
+	uint64_t ready_time; /* time of the last record made final */
+	uint64_t *psbs;	     /* PSB offsets in the current segment */
+	size_t npsbs, psbi;
 };
 
 enum { Q_SEG, Q_SYNC, Q_RUN, Q_DONE };
@@ -655,6 +661,11 @@ static const char *find_image(struct ptd *d, const char *path, const uint8_t *bi
 		snprintf(buf, sizeof buf, "%s/.build-id/%.2s/%s", bdir, hex, hex + 2);
 		if (bid_matches(buf, bid, bidlen))
 			return strtab_intern(&d->strs, buf);
+		for (k = 0; k < 3; k++) { /* newer perf: a link to the directory */
+			snprintf(buf, sizeof buf, "%s/.build-id/%.2s/%s/%s", bdir, hex, hex + 2, leaf[k]);
+			if (bid_matches(buf, bid, bidlen))
+				return strtab_intern(&d->strs, buf);
+		}
 		for (k = 0; k < 3; k++) {
 			snprintf(buf, sizeof buf, "%s/%s%s/%s/%s", bdir, path[0] == '/' ? "" : "",
 				 path, hex, leaf[k]);
@@ -835,7 +846,16 @@ static void sb_apply_until(struct ptd *d, uint64_t time)
 /* ------------------------------------------------------------------ */
 /* record output                                                       */
 
-static struct mtev_rec *q_push(struct ptd *d, struct ptq *q)
+static struct mtev_rec *q_grow_push(struct ptd *d, struct ptq *q);
+
+static inline struct mtev_rec *q_push(struct ptd *d, struct ptq *q)
+{
+	if (q->fcount < q->fcap)
+		return &q->fifo[(q->fhead + q->fcount++) & (q->fcap - 1)];
+	return q_grow_push(d, q);
+}
+
+static struct mtev_rec *q_grow_push(struct ptd *d, struct ptq *q)
 {
 	struct mtev_rec *r;
 	if (q->fcount == q->fcap) {
@@ -854,6 +874,34 @@ static struct mtev_rec *q_push(struct ptd *d, struct ptq *q)
 	}
 	r = &q->fifo[(q->fhead + q->fcount++) & (q->fcap - 1)];
 	return r;
+}
+
+static inline uint64_t rec_time(const struct mtev_rec *r);
+
+/* Everything decoded so far is final. */
+static void q_commit(struct ptq *q)
+{
+	if (q->fcount > q->nready)
+		q->ready_time = rec_time(&q->fifo[(q->fhead + q->fcount - 1) & (q->fcap - 1)]);
+	q->nready = q->fcount;
+}
+
+/* The trace since the last PSB is corrupt: forget what it gave. */
+static void q_retract(struct ptd *d, struct ptq *q)
+{
+	size_t k;
+	for (k = q->nready; k < q->fcount; k++) {
+		const struct mtev_rec *r = &q->fifo[(q->fhead + k) & (q->fcap - 1)];
+		int th = -1;
+		if (r->kind == MTEV_BRANCH)
+			th = thr_get(d, r->br.tid, UINT32_MAX), d->st->branches--;
+		else if (r->kind == MTEV_GAP)
+			th = thr_get(d, r->gap.tid, UINT32_MAX), d->st->gaps--;
+		if (th >= 0 && d->thr[th].last_time > q->ready_time)
+			d->thr[th].last_time = q->ready_time;
+	}
+	d->st->retracted += q->fcount - q->nready;
+	q->fcount = q->nready;
 }
 
 static void thr_announce(struct ptd *d, struct ptq *q, struct thr *t, uint64_t time)
@@ -894,7 +942,8 @@ static void emit_br_slow(struct ptd *d, struct ptq *q, unsigned type, uint64_t f
 		t->gap_pending = 0;
 		d->st->gaps++;
 	}
-	if (!q->fcount && d->nq == 1 && (d->sb_emit >= d->nsb || d->sb[d->sb_emit].time > time)) {
+	if (!q->fcount && d->nq == 1 && !q->psbs &&
+	    (d->sb_emit >= d->nsb || d->sb[d->sb_emit].time > time)) {
 		/* one queue, nothing waiting before it: straight out */
 		struct mtev_rec br;
 		br.kind = MTEV_BRANCH;
@@ -927,16 +976,13 @@ static void emit_br_slow(struct ptd *d, struct ptq *q, unsigned type, uint64_t f
 	d->st->branches++;
 }
 
-/* The common case inline: one queue, its thread known and announced, no
- * gap to close, no sideband due: straight to the writer. */
+/* The common case inline: thread known and announced, no gap to close. */
 static inline void emit_br(struct ptd *d, struct ptq *q, unsigned type, uint64_t from, uint64_t to,
 			   uint64_t time)
 {
 	struct thr *t;
-	struct mtev_rec br;
-	int e;
-	if (q->th < 0 || q->untimed || q->fcount || d->nq != 1 || d->per_cpu ||
-	    (d->sb_emit < d->nsb && d->sb[d->sb_emit].time <= time)) {
+	struct mtev_rec *r;
+	if (q->th < 0 || q->untimed) {
 		emit_br_slow(d, q, type, from, to, time);
 		return;
 	}
@@ -945,15 +991,15 @@ static inline void emit_br(struct ptd *d, struct ptq *q, unsigned type, uint64_t
 		emit_br_slow(d, q, type, from, to, time);
 		return;
 	}
-	br.kind = MTEV_BRANCH;
-	br.br.tid = t->tid;
-	br.br.time = time;
-	br.br.type = type;
-	br.br.from = from;
-	br.br.to = to;
-	e = mtev_write(d->w, &br);
-	if (e < 0)
-		ptd_fail(d, PTD_EOUTPUT, "writing MTEV: %s", mtev_strerror(e));
+	r = q_push(d, q);
+	if (!r)
+		return;
+	r->kind = MTEV_BRANCH;
+	r->br.tid = t->tid;
+	r->br.time = time;
+	r->br.type = type;
+	r->br.from = from;
+	r->br.to = to;
 	t->last_time = time;
 	t->has_rec = 1;
 	t->lastq = (int)(q - d->q);
@@ -1062,19 +1108,29 @@ static int q_cpu_needs_switch(struct ptd *d, struct ptq *q, uint64_t time)
 	return q->swi + 1 < cl->n && cl->v[q->swi + 1].time <= time;
 }
 
+static enum ptd_brclass classify_ip_slow(struct ptd *d, uint64_t ip, int32_t isid, uint8_t mode,
+					uint8_t *size);
+
 /* Class and length of the instruction at @ip of section @isid (cached). */
-static enum ptd_brclass classify_ip(struct ptd *d, uint64_t ip, int32_t isid, uint8_t mode,
-				   uint8_t *size)
+static inline enum ptd_brclass classify_ip(struct ptd *d, uint64_t ip, int32_t isid, uint8_t mode,
+					   uint8_t *size)
+{
+	const struct ccache_ent *e = &d->cc1[(ip ^ (ip >> 11)) & 2047];
+	if (e->valid && e->ip == ip && e->isid == isid) {
+		*size = e->size;
+		return (enum ptd_brclass)e->cls;
+	}
+	return classify_ip_slow(d, ip, isid, mode, size);
+}
+
+static enum ptd_brclass classify_ip_slow(struct ptd *d, uint64_t ip, int32_t isid, uint8_t mode,
+					uint8_t *size)
 {
 	struct ccache_ent *e = &d->cc1[(ip ^ (ip >> 11)) & 2047], *e2;
 	uint8_t buf[16];
 	int n, bits;
 	enum ptd_brclass cls;
 
-	if (e->valid && e->ip == ip && e->isid == isid) {
-		*size = e->size;
-		return (enum ptd_brclass)e->cls;
-	}
 	e2 = &d->cc[(ip ^ (ip >> 13)) & d->ccmask];
 	if (e2->valid && e2->ip == ip && e2->isid == isid) {
 		*e = *e2;
@@ -1182,6 +1238,12 @@ static void q_error(struct ptd *d, struct ptq *q, int err, uint64_t ip)
 
 	pt_blk_get_offset(q->dec, &off);
 	off += q->segs[q->curseg].begin;
+	/* a missing image says nothing against the trace; anything else
+	 * does, back to the last PSB that checked out */
+	if (code == pte_nomap || code == pte_bad_image || code == pte_nomem)
+		q_commit(q);
+	else
+		q_retract(d, q);
 	if (code == pte_nomap) {
 		const struct mapent *m = q->th >= 0 ? map_lookup(d, d->thr[q->th].pid, ip) : NULL;
 		reason = MTEV_GAP_NO_IMAGE;
@@ -1223,6 +1285,7 @@ static void q_spin_error(struct ptd *d, struct ptq *q, uint64_t ip)
 	char msg[128];
 	snprintf(msg, sizeof msg, "never-ending loop: %" PRIu64 " instructions without trace packets",
 		 q->spin_insns);
+	q_retract(d, q); /* what it decoded since the last PSB is not trusted */
 	set_gap(d, q, MTEV_GAP_DECODE_ERROR, 0, q->spin_off + q->segs[q->curseg].begin, ip, msg);
 	q->spin_insns = 0;
 	q->pend.valid = 0;
@@ -1245,7 +1308,12 @@ static void thr_finish(struct ptd *d, struct ptq *q, struct thr *t)
 	struct mtev_rec r;
 	memset(&r, 0, sizeof r);
 	if (t->gap_pending) {
+		/* nothing good came after it: it lasts to where the
+		 * thread's trace ends */
+		uint64_t end = t->lastq >= 0 ? d->q[t->lastq].time : 0;
 		r = t->gap;
+		if (end > r.gap.end)
+			r.gap.end = end;
 		t->gap_pending = 0;
 		d->st->gaps++;
 		t->state = TS_NONE;
@@ -1350,6 +1418,7 @@ static void handle_event(struct ptd *d, struct ptq *q, const struct pt_event *ev
 		break;
 	case ptev_overflow: {
 		uint64_t off = 0;
+		q_commit(q); /* the hardware lost what came after, not before */
 		q->pend.valid = 0;
 		pt_blk_get_offset(q->dec, &off);
 		off += q->segs[q->curseg].begin;
@@ -1372,7 +1441,8 @@ static void handle_event(struct ptd *d, struct ptq *q, const struct pt_event *ev
 		d->thr[q->th].state = TS_GAP; /* what happened is in the gap */
 }
 
-static inline void handle_block(struct ptd *d, struct ptq *q, const struct pt_block *b, int ok)
+static inline __attribute__((always_inline)) void handle_block(struct ptd *d, struct ptq *q,
+							       const struct pt_block *b, int ok)
 {
 	uint64_t t;
 	uint8_t size;
@@ -1427,12 +1497,13 @@ static void q_step(struct ptd *d, struct ptq *q, uint64_t limit)
 	struct pt_event ev;
 	int st;
 
-	while (q->fcount < 256 && q->state != Q_DONE && !d->err &&
+	while (q->nready < 256 && q->state != Q_DONE && !d->err &&
 	       (q->time <= limit || q->state == Q_SEG)) {
 		if (d->sb_apply < d->nsb && d->sb[d->sb_apply].time <= q->time)
 			sb_apply_until(d, q->time);
 		switch (q->state) {
 		case Q_SEG:
+			q_commit(q);
 			if (q->curseg >= q->nsegs) {
 				q->state = Q_DONE;
 				break;
@@ -1457,6 +1528,7 @@ static void q_step(struct ptd *d, struct ptq *q, uint64_t limit)
 			}
 			if (st < 0) {
 				/* end of segment */
+				q_commit(q);
 				if (q->curseg + 1 < q->nsegs && q->segs[q->curseg + 1].lost_before) {
 					/* data lost here: a gap, tracing resumes at
 					 * the next segment's first PSB */
@@ -1525,11 +1597,22 @@ static void q_step(struct ptd *d, struct ptq *q, uint64_t limit)
 					break;
 				q->status = st;
 				handle_block(d, q, &blk, 1);
+				if (q->psbi < q->npsbs && !(q->nblocks & 15)) {
+					/* checked every 16 blocks: a commit a few
+					 * blocks late is as good */
+					uint64_t off;
+					if (pt_blk_get_offset(q->dec, &off) >= 0 &&
+					    off > q->psbs[q->psbi]) {
+						while (q->psbi < q->npsbs && off > q->psbs[q->psbi])
+							q->psbi++;
+						q_commit(q);
+					}
+				}
 				if (q_spinning(q, &blk)) {
 					q_spin_error(d, q, blk.end_ip);
 					break;
 				}
-				if ((st & pts_event_pending) || q->fcount >= 256 || q->time > limit ||
+				if ((st & pts_event_pending) || q->nready >= 256 || q->time > limit ||
 				    (d->sb_apply < d->nsb && d->sb[d->sb_apply].time <= q->time) ||
 				    q->state != Q_RUN || d->err)
 					break;
@@ -1539,6 +1622,7 @@ static void q_step(struct ptd *d, struct ptq *q, uint64_t limit)
 			if (st < 0) {
 				handle_block(d, q, &blk, 0);
 				if (st == -pte_eos) {
+					q_commit(q);
 					q->state = Q_SYNC; /* sync_forward will say eos */
 					if (q->th >= 0 && q->pend.valid) {
 						/* tracing ran to the end of the data */
@@ -1596,6 +1680,29 @@ static int q_open_seg(struct ptd *d, struct ptq *q)
 	q->dec = pt_blk_alloc_decoder(&cfg);
 	if (!q->dec)
 		return ptd_fail(d, PTD_ESYS, "cannot allocate a PT decoder");
+	{
+		/* where the PSBs are: passing one confirms what came before */
+		static const uint8_t psb[16] = {2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82,
+						2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82};
+		const uint8_t *p = cfg.begin, *e = cfg.end;
+		size_t cap = 0;
+		free(q->psbs);
+		q->psbs = NULL;
+		q->npsbs = q->psbi = 0;
+		while (e - p >= 16 && (p = memmem(p, (size_t)(e - p), psb, 16)) != NULL) {
+			if (grow(&q->psbs, &cap, q->npsbs, sizeof *q->psbs) < 0)
+				return ptd_fail(d, PTD_ESYS, "out of memory");
+			q->psbs[q->npsbs++] = (uint64_t)(p - cfg.begin);
+			p += 16;
+		}
+		if (!q->psbs) {
+			/* no PSB at all: nothing will decode; keep the
+			 * retraction machinery on anyway */
+			q->psbs = malloc(sizeof *q->psbs);
+			if (!q->psbs)
+				return ptd_fail(d, PTD_ESYS, "out of memory");
+		}
+	}
 	q->img = NULL;
 	q->swi = 0;
 	return 0;
@@ -1637,7 +1744,7 @@ done:
 	return 0;
 }
 
-static uint64_t rec_time(const struct mtev_rec *r)
+static inline uint64_t rec_time(const struct mtev_rec *r)
 {
 	switch (r->kind) {
 	case MTEV_BRANCH:
@@ -1748,7 +1855,7 @@ static int emit_upto(struct ptd *d, uint64_t safe)
 		for (i = 0; i < d->nq; i++) {
 			struct ptq *q = &d->q[i];
 			uint64_t t;
-			if (!q->fcount)
+			if (!q->nready)
 				continue;
 			t = rec_time(&q->fifo[q->fhead]);
 			if (t <= safe && (!have || t < bt)) {
@@ -1776,17 +1883,26 @@ static int emit_upto(struct ptd *d, uint64_t safe)
 			if (d->sb_emit < d->nsb && d->sb[d->sb_emit].time < limit)
 				limit = d->sb[d->sb_emit].time;
 			for (i = 0; i < d->nq; i++)
-				if ((int)i != best && d->q[i].fcount) {
+				if ((int)i != best && d->q[i].nready) {
 					uint64_t t = rec_time(&d->q[i].fifo[d->q[i].fhead]);
 					if (t < limit)
 						limit = t;
 				}
 			do {
-				if (write_rec(d, &q->fifo[q->fhead]) < 0)
-					return d->err;
+				const struct mtev_rec *r = &q->fifo[q->fhead];
+				if (d->per_cpu) {
+					if (write_rec(d, r) < 0)
+						return d->err;
+				} else {
+					int e = mtev_write(d->w, r);
+					if (e < 0)
+						return ptd_fail(d, PTD_EOUTPUT, "writing MTEV: %s",
+								mtev_strerror(e));
+				}
 				q->fhead = (q->fhead + 1) & (q->fcap - 1);
 				q->fcount--;
-			} while (q->fcount && rec_time(&q->fifo[q->fhead]) <= limit);
+				q->nready--;
+			} while (q->nready && rec_time(&q->fifo[q->fhead]) <= limit);
 		}
 	}
 }
@@ -1826,9 +1942,11 @@ static int merge(struct ptd *d)
 		if (t1 > 0 && emit_upto(d, t1 == UINT64_MAX ? t1 : t1 - 1) < 0)
 			return d->err;
 		/* a full batch must go out even at equal times */
-		if (run->fcount >= 256 && emit_upto(d, run->time) < 0)
+		if (run->nready >= 256 && emit_upto(d, run->time) < 0)
 			return d->err;
 	}
+	for (i = 0; i < d->nq; i++)
+		q_commit(&d->q[i]);
 	if (emit_upto(d, UINT64_MAX) < 0)
 		return d->err;
 	if (d->nkmissing)
@@ -2424,6 +2542,7 @@ static void ptd_fini(struct ptd *d)
 			free(q->stream);
 		free(q->segs);
 		free(q->fifo);
+		free(q->psbs);
 	}
 	free(d->q);
 	free(d->auxlost);

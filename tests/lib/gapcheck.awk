@@ -40,14 +40,16 @@ END {
 			for (e = i; e + 1 <= nd[t] && D[t, e + 1] !~ /^gap /; e++)
 				;
 			if (ag) {
-				found = 0
-				for (j = ti; j <= nt[t] && !found; j++) {
+				# resume where the longest stretch of this run matches
+				found = 0; best = -1
+				for (j = ti; j <= nt[t]; j++) {
 					if (T[t, j] != d) continue
 					for (k = 0; i + k <= e && j + k <= nt[t] && T[t, j + k] == D[t, i + k]; k++)
 						;
-					if (i + k > e) found = j
+					if (k > best) { best = k; found = j }
+					if (i + k > e) break
 				}
-				if (!found) fail("after a gap, this run is not in the truth: " d)
+				if (!found) fail("after a gap, this record is not in the truth: " d)
 				for (k = ti; k < found; k++)
 					if (TT[t, k] < gb || TT[t, k] > ge)
 						fail("truth record outside the gap [" gb ", " ge "] is missing: " T[t, k])
