@@ -289,7 +289,7 @@ static int idmap_cmp(const void *a, const void *b)
 const struct pd_attr *pd_attr_by_id(const pd_reader *r, uint64_t id)
 {
 	size_t lo = 0, hi = r->nidmap;
-	if (!r->idmap_sorted) {
+	if (!r->idmap_sorted && r->nidmap) { /* qsort(NULL, 0) is undefined */
 		qsort(r->idmap, r->nidmap, sizeof *r->idmap, idmap_cmp);
 		((pd_reader *)r)->idmap_sorted = 1;
 	}
