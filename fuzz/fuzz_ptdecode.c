@@ -127,8 +127,10 @@ static void check_output(void)
 				break;
 			case MTEV_BR_INTERRUPT: /* to: as for syscall */
 				break;
-			case MTEV_BR_SYSRET:
+			case MTEV_BR_SYSRET: /* a far return in traced code has a from */
 			case MTEV_BR_IRET:
+				FUZZ_ASSERT(to, "%s to 0", mtev_branch_name(ty));
+				break;
 			case MTEV_BR_TRACE_START:
 				FUZZ_ASSERT(!from && to, "%s 0x%llx -> 0x%llx", mtev_branch_name(ty),
 					    (unsigned long long)from, (unsigned long long)to);
