@@ -825,7 +825,12 @@ int mtev_write(mtev_writer *w, const struct mtev_rec *rec)
 	if (rec->kind == MTEV_BRANCH) {
 		if (rec->br.type >= MTEV_BR__COUNT)
 			return -MTEV_EINVAL;
-		uint8_t pl[5 + 3 * 10];
+		/* Encoded in place: kind, one size byte (a branch payload is at most
+		 * 5 + 3 * 10 = 35 bytes < 128), payload. */
+		if (w->len + 2 + 35 > w->cap && mtev_writer_flush(w))
+			return w->err;
+		uint8_t *rb = w->buf + w->len;
+		uint8_t *pl = rb + 2;
 		uint8_t *p = pl;
 		unsigned kind = 0x20 | rec->br.type;
 		if (!w->have_br_tid || w->last_br_tid != rec->br.tid) {
@@ -842,7 +847,10 @@ int mtev_write(mtev_writer *w, const struct mtev_rec *rec)
 		st->addr = rec->br.to ? rec->br.to : rec->br.from;
 		w->last_br_tid = rec->br.tid;
 		w->have_br_tid = 1;
-		return w_record(w, kind, pl, (size_t)(p - pl));
+		rb[0] = (uint8_t)kind;
+		rb[1] = (uint8_t)(p - pl);
+		w->len += 2 + (size_t)(p - pl);
+		return 0;
 	}
 	if (rec->kind == MTEV_KIND_RAW) {
 		unsigned k = rec->raw.kind;
