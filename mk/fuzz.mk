@@ -66,6 +66,5 @@ fuzz-smoke: fuzz fuzz-seeds
 fuzz-run: fuzz fuzz-seeds
 	$(Q)bash fuzz/smoke.sh -t $(FUZZ_SECONDS) -j 1 $(T)
 
-.SECONDARY: $(FUZZ_SRC:fuzz/%.c=$(FUZZ_BUILD)/fuzz/%.o) $(FUZZ_BUILD)/fuzz/memfd.o
 
 -include $(FUZZ_LIBOBJ:.o=.d) $(FUZZ_SRC:fuzz/%.c=$(FUZZ_BUILD)/fuzz/%.d) $(FUZZ_BUILD)/fuzz/memfd.d
