@@ -1,4 +1,5 @@
 #include "fnmap.h"
+#include "vec.h"
 
 #include "elfinfo.h"
 
@@ -40,21 +41,6 @@ struct fnmap {
 	size_t nmissing;
 };
 
-static int grow(void **p, size_t *cap, size_t need, size_t elsz)
-{
-	if (need <= *cap)
-		return 0;
-	size_t nc = *cap ? *cap * 2 : 16;
-	while (nc < need)
-		nc *= 2;
-	void *np = realloc(*p, nc * elsz);
-	if (!np)
-		return -ENOMEM;
-	*p = np;
-	*cap = nc;
-	return 0;
-}
-
 struct fnmap *fnmap_alloc(const char *symfs)
 {
 	struct fnmap *m = calloc(1, sizeof *m);
@@ -92,7 +78,7 @@ int fnmap_add_thread(struct fnmap *m, uint32_t pid, uint32_t tid)
 			m->thr[i].pid = pid;
 			return 0;
 		}
-	if (grow((void **)&m->thr, &m->capthr, m->nthr + 1, sizeof *m->thr))
+	if (mt_grow((void **)&m->thr, &m->capthr, m->nthr + 1, sizeof *m->thr))
 		return -ENOMEM;
 	m->thr[m->nthr++] = (struct fnthread){tid, pid};
 	return 0;
@@ -108,7 +94,7 @@ int fnmap_add_map(struct fnmap *m, uint32_t pid, uint64_t start, uint64_t len, u
 		if (strlen(m->files[f].path) == pathlen && !memcmp(m->files[f].path, path, pathlen))
 			break;
 	if (f == m->nfiles) {
-		if (grow((void **)&m->files, &m->capfiles, m->nfiles + 1, sizeof *m->files))
+		if (mt_grow((void **)&m->files, &m->capfiles, m->nfiles + 1, sizeof *m->files))
 			return -ENOMEM;
 		struct fnfile *ff = &m->files[m->nfiles];
 		memset(ff, 0, sizeof *ff);
@@ -122,7 +108,7 @@ int fnmap_add_map(struct fnmap *m, uint32_t pid, uint64_t start, uint64_t len, u
 		ff->fd = -1;
 		m->nfiles++;
 	}
-	if (grow((void **)&m->maps, &m->capmaps, m->nmaps + 1, sizeof *m->maps))
+	if (mt_grow((void **)&m->maps, &m->capmaps, m->nmaps + 1, sizeof *m->maps))
 		return -ENOMEM;
 	m->maps[m->nmaps++] = (struct fnmapping){pid, (uint32_t)f, start, len, pgoff};
 	return 0;

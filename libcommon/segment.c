@@ -1,4 +1,5 @@
 #include "segment.h"
+#include "vec.h"
 
 #include "fnmap.h"
 #include "vlog.h"
@@ -115,21 +116,6 @@ const struct seg_stats *seg_stats(const segmenter *s)
 	return &s->st;
 }
 
-static int grow(void **p, size_t *cap, size_t need, size_t elsz)
-{
-	if (need <= *cap)
-		return 0;
-	size_t nc = *cap ? *cap * 2 : 64;
-	while (nc < need)
-		nc *= 2;
-	void *np = realloc(*p, nc * elsz);
-	if (!np)
-		return -1;
-	*p = np;
-	*cap = nc;
-	return 0;
-}
-
 segmenter *seg_alloc(const struct seg_opts *opts, seg_emit_fn emit, void *ctx)
 {
 	segmenter *s = calloc(1, sizeof *s);
@@ -238,7 +224,7 @@ static struct thr *get_thr(segmenter *s, uint32_t tid)
 	for (size_t i = 0; i < s->nthr; i++)
 		if (s->thr[i]->tid == tid)
 			return s->last = s->thr[i];
-	if (grow((void **)&s->thr, &s->capthr, s->nthr + 1, sizeof *s->thr))
+	if (mt_grow((void **)&s->thr, &s->capthr, s->nthr + 1, sizeof *s->thr))
 		return NULL;
 	struct thr *t = calloc(1, sizeof *t);
 	if (!t)
@@ -255,7 +241,7 @@ static struct frame *top(struct thr *t)
 
 static int run_add(segmenter *s, struct thr *t, uint8_t type, uint64_t val, int32_t level)
 {
-	if (t->nrun == t->caprun && grow((void **)&t->run, &t->caprun, t->nrun + 1, sizeof *t->run))
+	if (t->nrun == t->caprun && mt_grow((void **)&t->run, &t->caprun, t->nrun + 1, sizeof *t->run))
 		return s->err = -SEG_ENOMEM;
 	t->run[t->nrun++] = (struct runev){val, level, t->run_k, type};
 	return 0;
@@ -263,7 +249,7 @@ static int run_add(segmenter *s, struct thr *t, uint8_t type, uint64_t val, int3
 
 static int wp_append(segmenter *s, struct thr *t, uint64_t time, uint64_t addr, int32_t level)
 {
-	if (t->nwp + 32 > t->capwp && grow((void **)&t->wp, &t->capwp, t->nwp + 32, 1))
+	if (t->nwp + 32 > t->capwp && mt_grow((void **)&t->wp, &t->capwp, t->nwp + 32, 1))
 		return s->err = -SEG_ENOMEM;
 	uint8_t *p = t->wp + t->nwp;
 	p = vlog_put(p, time - t->wp_time);
@@ -309,10 +295,10 @@ static int close_run(segmenter *s, struct thr *t, uint64_t next)
 static int new_frame(segmenter *s, struct thr *t, uint8_t kind, uint64_t func, uint64_t callsite,
 		     uint64_t begin, int32_t level, uint16_t flags)
 {
-	if (t->nfr == t->capfr && grow((void **)&t->fr, &t->capfr, t->nfr + 1, sizeof *t->fr))
+	if (t->nfr == t->capfr && mt_grow((void **)&t->fr, &t->capfr, t->nfr + 1, sizeof *t->fr))
 		return s->err = -SEG_ENOMEM;
 	if (t->nstk == t->capstk &&
-	    grow((void **)&t->stk, &t->capstk, t->nstk + 1, sizeof *t->stk))
+	    mt_grow((void **)&t->stk, &t->capstk, t->nstk + 1, sizeof *t->stk))
 		return s->err = -SEG_ENOMEM;
 	t->fr[t->nfr] = (struct frame){func, callsite, begin, begin, level, flags, kind, 0};
 	t->stk[t->nstk++] = (uint32_t)t->nfr++;
@@ -616,7 +602,7 @@ static int do_resume(segmenter *s, struct thr *t, const struct mtev_rec *r)
 	    (!expect && !s->o.fns))
 		return waypoint(s, t, to);
 	/* the kernel entered a signal handler, nested under the interrupted frame */
-	if (t->nsig == t->capsig && grow((void **)&t->sig, &t->capsig, t->nsig + 1, sizeof *t->sig))
+	if (t->nsig == t->capsig && mt_grow((void **)&t->sig, &t->capsig, t->nsig + 1, sizeof *t->sig))
 		return s->err = -SEG_ENOMEM;
 	if (push(s, t, FK_SIGNAL, to, 0, time))
 		return s->err;
@@ -792,7 +778,7 @@ static int close_seg(segmenter *s, struct thr *t)
 		while (j < t->nfr && t->fr[j].begin == g->begin)
 			j++;
 		if (j - i > 1) {
-			if (grow((void **)&t->blk, &t->capblk, j - i, sizeof *t->blk))
+			if (mt_grow((void **)&t->blk, &t->capblk, j - i, sizeof *t->blk))
 				return s->err = -SEG_ENOMEM;
 			for (size_t x = i; x < j; x++)
 				if (!t->fr[x].promoted && t->fr[x].kind != FK_DELETED)

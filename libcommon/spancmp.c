@@ -1,4 +1,5 @@
 #include "spancmp.h"
+#include "vec.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -48,24 +49,9 @@ void spanset_fini(struct spanset *s)
 	memset(s, 0, sizeof *s);
 }
 
-static int grow(void **p, size_t *cap, size_t need, size_t elsz)
-{
-	if (need <= *cap)
-		return 0;
-	size_t nc = *cap ? *cap * 2 : 256;
-	while (nc < need)
-		nc *= 2;
-	void *np = realloc(*p, nc * elsz);
-	if (!np)
-		return -ENOMEM;
-	*p = np;
-	*cap = nc;
-	return 0;
-}
-
 int spanset_add(struct spanset *s, const struct mtev_rec *r)
 {
-	if (grow((void **)&s->v, &s->cap, s->n + 1, sizeof *s->v))
+	if (mt_grow((void **)&s->v, &s->cap, s->n + 1, sizeof *s->v))
 		return -ENOMEM;
 	struct sc_span *x = &s->v[s->n++];
 	memset(x, 0, sizeof *x);
@@ -97,7 +83,7 @@ int spanset_add_window(struct spanset *s, uint32_t tid, uint64_t begin, uint64_t
 			w->end = end;
 		return 0;
 	}
-	if (grow((void **)&s->win, &s->capwin, s->nwin + 1, sizeof *s->win))
+	if (mt_grow((void **)&s->win, &s->capwin, s->nwin + 1, sizeof *s->win))
 		return -ENOMEM;
 	s->win[s->nwin++] = (struct sc_win){tid, begin, end < begin ? begin : end};
 	return 0;
@@ -262,7 +248,7 @@ static int near(const struct ctx *c, const struct sc_span *t, size_t nt, const s
 
 static int push_span(struct sc_span **v, size_t *n, size_t *cap, const struct sc_span *x)
 {
-	if (grow((void **)v, cap, *n + 1, sizeof **v))
+	if (mt_grow((void **)v, cap, *n + 1, sizeof **v))
 		return -ENOMEM;
 	(*v)[(*n)++] = *x;
 	return 0;
@@ -312,7 +298,7 @@ int spancmp_run(struct spanset *truth, struct spanset *actual, const struct span
 		if (push_span(&T, &nT, &capT, &x))
 			goto out;
 		if ((x.cflags & (SC_BEFORE | SC_AFTER)) == (SC_BEFORE | SC_AFTER)) {
-			if (grow((void **)&cov, &capcov, ncov + 1, sizeof *cov))
+			if (mt_grow((void **)&cov, &capcov, ncov + 1, sizeof *cov))
 				goto out;
 			cov[ncov].tid = x.tid;
 			cov[ncov++].depth = x.depth;

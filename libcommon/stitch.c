@@ -1,4 +1,5 @@
 #include "stitch.h"
+#include "vec.h"
 
 #include "vlog.h"
 
@@ -89,21 +90,6 @@ const struct stitch_stats *stitch_stats(const stitcher *s)
 	return &s->st;
 }
 
-static int grow(void **p, size_t *cap, size_t need, size_t elsz)
-{
-	if (need <= *cap)
-		return 0;
-	size_t nc = *cap ? *cap * 2 : 64;
-	while (nc < need)
-		nc *= 2;
-	void *np = realloc(*p, nc * elsz);
-	if (!np)
-		return -1;
-	*p = np;
-	*cap = nc;
-	return 0;
-}
-
 stitcher *stitch_alloc(stitch_emit_fn emit, void *ctx)
 {
 	stitcher *s = calloc(1, sizeof *s);
@@ -133,7 +119,7 @@ void stitch_free(stitcher *s)
 
 static int pool_add(stitcher *s, const char *p, size_t len, uint32_t *off)
 {
-	if (grow((void **)&s->pool, &s->cappool, s->npool + len + 1, 1))
+	if (mt_grow((void **)&s->pool, &s->cappool, s->npool + len + 1, 1))
 		return -1;
 	if (len)
 		memcpy(s->pool + s->npool, p, len);
@@ -147,7 +133,7 @@ static struct sthr *get_thr(stitcher *s, uint32_t tid)
 	for (size_t i = s->nthr; i-- > 0;)
 		if (s->thr[i]->tid == tid)
 			return s->thr[i];
-	if (grow((void **)&s->thr, &s->capthr, s->nthr + 1, sizeof *s->thr))
+	if (mt_grow((void **)&s->thr, &s->capthr, s->nthr + 1, sizeof *s->thr))
 		return NULL;
 	struct sthr *t = calloc(1, sizeof *t);
 	if (t) {
@@ -159,7 +145,7 @@ static struct sthr *get_thr(stitcher *s, uint32_t tid)
 
 static int new_seg(struct sthr *t, uint32_t index, uint64_t begin, uint64_t end, unsigned reason)
 {
-	if (grow((void **)&t->seg, &t->capseg, t->nseg + 1, sizeof *t->seg))
+	if (mt_grow((void **)&t->seg, &t->capseg, t->nseg + 1, sizeof *t->seg))
 		return -1;
 	struct sseg *g = &t->seg[t->nseg++];
 	memset(g, 0, sizeof *g);
@@ -189,7 +175,7 @@ static int cur_seg(struct sthr *t, uint64_t time)
 static int add_span(stitcher *s, struct sthr *t, const struct mtev_rec *r)
 {
 	if (cur_seg(t, r->span.begin) ||
-	    grow((void **)&t->sp, &t->capsp, t->nsp + 1, sizeof *t->sp))
+	    mt_grow((void **)&t->sp, &t->capsp, t->nsp + 1, sizeof *t->sp))
 		return s->err = -STITCH_ENOMEM;
 	struct sspan *x = &t->sp[t->nsp];
 	memset(x, 0, sizeof *x);
@@ -213,7 +199,7 @@ static int add_span(stitcher *s, struct sthr *t, const struct mtev_rec *r)
 static int add_wp(stitcher *s, struct sthr *t, const struct mtev_rec *r)
 {
 	if (cur_seg(t, r->waypoint.time) ||
-	    grow((void **)&t->wp, &t->capwp, t->nwp + 32, 1))
+	    mt_grow((void **)&t->wp, &t->capwp, t->nwp + 32, 1))
 		return s->err = -STITCH_ENOMEM;
 	uint8_t *p = t->wp + t->nwp;
 	p = vlog_put(p, vlog_zz((int64_t)(r->waypoint.time - t->wt)));
@@ -229,7 +215,7 @@ static int add_wp(stitcher *s, struct sthr *t, const struct mtev_rec *r)
 
 static int add_gap(stitcher *s, struct sthr *t, const struct mtev_rec *r)
 {
-	if (grow((void **)&t->gap, &t->capgap, t->ngap + 1, sizeof *t->gap))
+	if (mt_grow((void **)&t->gap, &t->capgap, t->ngap + 1, sizeof *t->gap))
 		return s->err = -STITCH_ENOMEM;
 	struct sgap *g = &t->gap[t->ngap];
 	g->begin = r->gap.begin;
@@ -351,7 +337,7 @@ static int gap_span(stitcher *s, struct sthr *t, const struct sgap *g, int32_t l
 	}
 	if (n < 0 || (size_t)n >= sizeof buf)
 		n = (int)strlen(buf);
-	if (grow((void **)&t->sp, &t->capsp, t->nsp + 1, sizeof *t->sp))
+	if (mt_grow((void **)&t->sp, &t->capsp, t->nsp + 1, sizeof *t->sp))
 		return s->err = -STITCH_ENOMEM;
 	struct sspan *x = &t->sp[t->nsp];
 	memset(x, 0, sizeof *x);
