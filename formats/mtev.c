@@ -195,6 +195,36 @@ static void idmap_fini(struct idmap *m)
 	memset(m, 0, sizeof *m);
 }
 
+/* The texts of the string records of a stream, by id. */
+struct strtab {
+	struct idmap sid; /* id -> strs[i - 1], text in sbuf */
+	struct sent {
+		size_t off;
+		uint32_t len;
+	} *strs;
+	size_t nstrs, strs_cap;
+	char *sbuf;
+	size_t slen, scap;
+};
+
+static int strtab_get(const struct strtab *t, uint32_t id, struct mtev_str *out)
+{
+	uint32_t i = idmap_get(&t->sid, id);
+	if (!i)
+		return 0;
+	out->p = t->sbuf + t->strs[i - 1].off;
+	out->len = t->strs[i - 1].len;
+	return 1;
+}
+
+static void strtab_fini(struct strtab *t)
+{
+	idmap_fini(&t->sid);
+	free(t->strs);
+	free(t->sbuf);
+	memset(t, 0, sizeof *t);
+}
+
 static inline uint64_t zz_enc(int64_t v)
 {
 	return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
@@ -298,20 +328,12 @@ struct mtev_reader {
 	size_t ips_cap;
 	struct mtev_frame *frames;
 	size_t frames_cap;
-	/* string records seen: id -> strs[i - 1], text in sbuf */
-	struct idmap sid;
-	struct sent {
-		size_t off;
-		uint32_t len;
-	} *strs;
-	size_t nstrs, strs_cap;
-	char *sbuf;
-	size_t slen, scap;
+	struct strtab st; /* string records read */
 };
 
 /* Remembers the text of string record @id (a later one with the same id
  * replaces it).  0, or -MTEV_ENOMEM. */
-static int r_string(mtev_reader *r, uint32_t id, struct mtev_str t)
+static int strtab_put(struct strtab *r, uint32_t id, struct mtev_str t)
 {
 	if (r->slen + t.len > r->scap) {
 		size_t nc = r->scap ? r->scap : 4096;
@@ -477,9 +499,7 @@ void mtev_reader_free(mtev_reader *r)
 	tmap_fini(&r->tm);
 	free(r->ips);
 	free(r->frames);
-	idmap_fini(&r->sid);
-	free(r->strs);
-	free(r->sbuf);
+	strtab_fini(&r->st);
 	free(r);
 }
 
@@ -571,7 +591,7 @@ static int parse_payload(mtev_reader *r, unsigned kind, struct cur *c, struct mt
 		rec->string.id = get_u32(c);
 		rec->string.text = get_str(c);
 		if (!c->bad) {
-			int e = r_string(r, rec->string.id, rec->string.text);
+			int e = strtab_put(&r->st, rec->string.id, rec->string.text);
 			if (e)
 				return e;
 		}
@@ -642,13 +662,10 @@ static int parse_payload(mtev_reader *r, unsigned kind, struct cur *c, struct mt
 		if (c->p < c->end) /* appended field: a name by reference */
 			rec->span.name_id = get_u32(c);
 		if (rec->span.name_id && !c->bad) {
-			uint32_t i = idmap_get(&r->sid, rec->span.name_id);
-			if (!i)
-				return -MTEV_EREF;
 			if (rec->span.name.len) /* the writer never sends both */
 				c->bad = 1;
-			rec->span.name.p = r->sbuf + r->strs[i - 1].off;
-			rec->span.name.len = r->strs[i - 1].len;
+			else if (!strtab_get(&r->st, rec->span.name_id, &rec->span.name))
+				return -MTEV_EREF;
 		}
 		break;
 	case MTEV_WAYPOINT: {
@@ -793,7 +810,7 @@ struct mtev_writer {
 	int have_br_tid;
 	uint8_t *tmp;
 	size_t tmp_cap;
-	struct idmap sid; /* ids of the string records written */
+	struct strtab st; /* string records written */
 };
 
 #define W_BUFSZ (1u << 16)
@@ -884,7 +901,7 @@ void mtev_writer_free(mtev_writer *w)
 	free(w->buf);
 	free(w->tmp);
 	tmap_fini(&w->tm);
-	idmap_fini(&w->sid);
+	strtab_fini(&w->st);
 	free(w);
 }
 
@@ -1053,7 +1070,7 @@ int mtev_write(mtev_writer *w, const struct mtev_rec *rec)
 	case MTEV_STRING:
 		p = put_uv(p, rec->string.id);
 		p = put_str(p, rec->string.text);
-		if (idmap_put(&w->sid, rec->string.id, 1))
+		if (strtab_put(&w->st, rec->string.id, rec->string.text))
 			return -MTEV_ENOMEM;
 		break;
 	case MTEV_SAMPLE: {
@@ -1099,7 +1116,10 @@ int mtev_write(mtev_writer *w, const struct mtev_rec *rec)
 		p = put_uv(p, rec->span.func);
 		p = put_uv(p, rec->span.callsite);
 		p = put_uv(p, rec->span.flags);
-		if (rec->span.name_id && idmap_get(&w->sid, rec->span.name_id)) {
+		struct mtev_str def;
+		if (rec->span.name_id && strtab_get(&w->st, rec->span.name_id, &def) &&
+		    (!rec->span.name.len ||
+		     (def.len == rec->span.name.len && !memcmp(def.p, rec->span.name.p, def.len)))) {
 			*p++ = 0; /* empty name, then the reference */
 			p = put_uv(p, rec->span.name_id);
 		} else if (rec->span.name_id && !rec->span.name.len) {

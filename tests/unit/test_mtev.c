@@ -70,13 +70,17 @@ static void test_name_refs(void)
 	recs[5].string.text = mtev_cstr("again");
 	recs[6] = recs[1];
 	recs[6].span.name = mtev_cstr("again");
+	/* a text that is not the string record's: the text is written */
+	recs[7] = recs[1];
+	recs[7].span.name = mtev_cstr("edited");
 	size_t len = 0, len_text = 0;
-	uint8_t *buf = encode(recs, 7, &len);
+	uint8_t *buf = encode(recs, 8, &len);
 	struct mtev_rec plain[8];
 	memcpy(plain, recs, sizeof plain);
-	for (int i = 1; i < 7; i++)
-		plain[i].span.name_id = 0;
-	uint8_t *buf_text = encode(plain, 7, &len_text);
+	for (int i = 1; i < 8; i++)
+		if (plain[i].kind == MTEV_SPAN)
+			plain[i].span.name_id = 0;
+	uint8_t *buf_text = encode(plain, 8, &len_text);
 	T_CHECK(buf && buf_text && len + 3 * (sizeof long_name - 1) - 20 < len_text,
 		"names by reference: %zu bytes, %zu with the text repeated", len, len_text);
 	int err, n, ok = 1, i = 0;
@@ -88,10 +92,11 @@ static void test_name_refs(void)
 			ok = 0;
 		else if (x.kind == MTEV_SPAN)
 			ok &= str_eq(x.span.name, e->span.name) &&
-			      x.span.name_id == (i == 4 ? 0 : e->span.name_id) && x.span.depth == e->span.depth;
+			      x.span.name_id == (i == 4 || i == 7 ? 0 : e->span.name_id) &&
+			      x.span.depth == e->span.depth;
 		i++;
 	}
-	T_CHECK(r && n == 0 && i == 7 && ok, "references read back as their text (%d records, ok %d)", i, ok);
+	T_CHECK(r && n == 0 && i == 8 && ok, "references read back as their text (%d records, ok %d)", i, ok);
 	mtev_reader_free(r);
 	/* a reference to an id no string record defined: the reader says so */
 	if (buf) {
