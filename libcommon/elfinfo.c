@@ -262,6 +262,63 @@ static int read_plt(Elf *e, size_t shstrndx, struct symvec *sv, struct pool *pl)
 	return 0;
 }
 
+/* Separate debug file (objcopy --only-keep-debug, Debian's *-dbg packages)
+ * of a stripped file with build-id @id: DIR/.build-id/xx/yyyy.debug for
+ * each DIR of $MT_DEBUGINFO_DIR (':'-separated; unset: /usr/lib/debug;
+ * empty: none), after the file "debug" next to a perf build-id cache "elf"
+ * (PATH/../debug).  The debug file must carry the same build-id and a
+ * .symtab.  Returns an open Elf (and *fdp) or NULL. */
+static Elf *open_debug_file(const char *path, const uint8_t *id, size_t idlen, int *fdp,
+			    char **dpath)
+{
+	char buf[4096], hex[41];
+	const char *dirs = getenv("MT_DEBUGINFO_DIR");
+	if (!dirs)
+		dirs = "/usr/lib/debug";
+	buildid_hex(hex, id, idlen);
+	size_t plen = strlen(path);
+	int cand = plen >= 4 && !strcmp(path + plen - 4, "/elf") ? -1 : 0;
+	for (const char *d = dirs;; cand++) {
+		if (cand < 0) {
+			if (plen + 2 >= sizeof buf)
+				continue;
+			memcpy(buf, path, plen - 3);
+			memcpy(buf + plen - 3, "debug", 6);
+		} else {
+			if (!*d)
+				return NULL;
+			const char *e = strchr(d, ':');
+			size_t n = e ? (size_t)(e - d) : strlen(d);
+			int w = n ? snprintf(buf, sizeof buf, "%.*s/.build-id/%.2s/%s.debug", (int)n, d,
+					     hex, hex + 2)
+				  : -1;
+			d = e ? e + 1 : d + n;
+			if (w < 0 || (size_t)w >= sizeof buf)
+				continue;
+		}
+		int fd = open(buf, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+		uint8_t did[20];
+		int ok = e && elf_kind(e) == ELF_K_ELF && note_build_id(e, did) == (int)idlen &&
+			 !memcmp(did, id, idlen);
+		Elf_Scn *scn = NULL;
+		GElf_Shdr sh;
+		int has = 0;
+		while (ok && !has && (scn = elf_nextscn(e, scn)))
+			has = gelf_getshdr(scn, &sh) && sh.sh_type == SHT_SYMTAB;
+		if (ok && has) {
+			*fdp = fd;
+			*dpath = strdup(buf);
+			return e;
+		}
+		if (e)
+			elf_end(e);
+		close(fd);
+	}
+}
+
 static int load(struct elfinfo *ei, const char *path, int want_syms)
 {
 	memset(ei, 0, sizeof *ei);
@@ -274,6 +331,8 @@ static int load(struct elfinfo *ei, const char *path, int want_syms)
 	int r = 0;
 	struct symvec sv = {0};
 	struct pool pl = {0};
+	Elf *de = NULL; /* the debug file of a stripped file */
+	int dfd = -1;
 	if (!e || elf_kind(e) != ELF_K_ELF) {
 		r = -ENOEXEC;
 		goto out;
@@ -315,10 +374,20 @@ static int load(struct elfinfo *ei, const char *path, int want_syms)
 		}
 	}
 	ei->has_symtab = symtab != NULL;
+	/* stripped: function symbols from its debug file, as perf and gdb do */
+	if (!symtab && ei->build_id_len)
+		de = open_debug_file(path, ei->build_id, ei->build_id_len, &dfd, &ei->debug_path);
+	if (de)
+		ei->has_symtab = 1;
 	if (!want_syms)
 		goto out;
 	if (symtab && read_symtab(ei, e, symtab, &symtab_sh, &sv, &pl) < 0)
 		r = -ENOMEM;
+	scn = NULL;
+	while (!r && de && (scn = elf_nextscn(de, scn)))
+		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_SYMTAB &&
+		    read_symtab(ei, de, scn, &sh, &sv, &pl) < 0)
+			r = -ENOMEM;
 	if (!r && dynsym && read_symtab(ei, e, dynsym, &dynsym_sh, &sv, &pl) < 0)
 		r = -ENOMEM;
 	if (!r && read_plt(e, shstrndx, &sv, &pl) < 0)
@@ -343,6 +412,10 @@ out:
 	free(sv.v);
 	free(sv.nameoff);
 	free(pl.p);
+	if (de)
+		elf_end(de);
+	if (dfd >= 0)
+		close(dfd);
 	if (e)
 		elf_end(e);
 	close(fd);
@@ -364,6 +437,7 @@ int elfinfo_load_nosyms(struct elfinfo *ei, const char *path)
 void elfinfo_fini(struct elfinfo *ei)
 {
 	free(ei->path);
+	free(ei->debug_path);
 	free(ei->segs);
 	free(ei->syms);
 	free(ei->strpool);

@@ -1,7 +1,15 @@
 /* ELF facts the stages need, read once with libelf: build-id, loadable
  * segments, and a sorted table of function symbols (.symtab, else .dynsym,
  * plus synthesized PLT entries).  Addresses are ELF virtual addresses
- * (file-relative for PIE and shared objects). */
+ * (file-relative for PIE and shared objects).
+ *
+ * A file without .symtab (stripped) that has a build-id gets its function
+ * symbols from its separate debug file, as perf and gdb do: the file "debug"
+ * next to it when PATH is a perf build-id cache "elf", then
+ * DIR/.build-id/xx/yyyy.debug for each DIR of $MT_DEBUGINFO_DIR
+ * (':'-separated; unset: /usr/lib/debug, Debian's *-dbg packages; empty: no
+ * debug files).  It must carry the same build-id.  Without one, the stripped
+ * file's symbols are .dynsym and the PLT stubs only. */
 #ifndef MT_ELFINFO_H
 #define MT_ELFINFO_H
 
@@ -28,7 +36,8 @@ struct elfinfo {
 	size_t nsegs;
 	struct elf_sym *syms;	  /* functions, sorted by addr, deduplicated */
 	size_t nsyms;
-	int has_symtab;		  /* 0: stripped (only .dynsym or nothing) */
+	int has_symtab;		  /* 0: stripped (only .dynsym or nothing) and no debug file */
+	char *debug_path;	  /* the separate debug file whose .symtab was used, or NULL */
 	char *strpool;
 };
 
