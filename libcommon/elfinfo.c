@@ -1,5 +1,6 @@
 #include "elfinfo.h"
 
+#include <capstone/capstone.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -141,7 +142,8 @@ struct symvec {
 	size_t n, cap;
 };
 
-static int symvec_push(struct symvec *sv, uint64_t addr, uint64_t size, long nameoff, int plt)
+static int symvec_push(struct symvec *sv, uint64_t addr, uint64_t size, long nameoff, int plt,
+		       int label)
 {
 	if (sv->n == sv->cap) {
 		size_t nc = sv->cap ? sv->cap * 2 : 256;
@@ -155,7 +157,7 @@ static int symvec_push(struct symvec *sv, uint64_t addr, uint64_t size, long nam
 		sv->nameoff = no;
 		sv->cap = nc;
 	}
-	sv->v[sv->n] = (struct elf_sym){addr, size, NULL, (uint8_t)plt};
+	sv->v[sv->n] = (struct elf_sym){addr, size, NULL, (uint8_t)plt, (uint8_t)label};
 	sv->nameoff[sv->n] = nameoff;
 	sv->n++;
 	return 0;
@@ -196,7 +198,7 @@ static int read_symtab(const struct elfinfo *ei, Elf *e, Elf_Scn *scn, GElf_Shdr
 		if (!name || !*name)
 			continue;
 		long off = pool_add(pl, name, NULL);
-		if (off < 0 || symvec_push(sv, s.st_value, s.st_size, off, 0) < 0)
+		if (off < 0 || symvec_push(sv, s.st_value, s.st_size, off, 0, t == STT_NOTYPE) < 0)
 			return -1;
 	}
 	return 0;
@@ -228,7 +230,7 @@ static int read_plt(Elf *e, size_t shstrndx, struct symvec *sv, struct pool *pl)
 		return 0;
 	/* The whole .plt is one "function" for range purposes: PLT0 + stubs. */
 	long off0 = pool_add(pl, "[plt]", NULL);
-	if (off0 < 0 || symvec_push(sv, plt_sh.sh_addr, plt_sh.sh_size, off0, 1) < 0)
+	if (off0 < 0 || symvec_push(sv, plt_sh.sh_addr, plt_sh.sh_size, off0, 1, 0) < 0)
 		return -1;
 	if (!rela || !rela_sh.sh_entsize)
 		return 0;
@@ -256,7 +258,7 @@ static int read_plt(Elf *e, size_t shstrndx, struct symvec *sv, struct pool *pl)
 		if (!name || !*name)
 			continue;
 		long off = pool_add(pl, name, "@plt");
-		if (off < 0 || symvec_push(sv, base + i * stride, stride, off, 1) < 0)
+		if (off < 0 || symvec_push(sv, base + i * stride, stride, off, 1, 0) < 0)
 			return -1;
 	}
 	return 0;
@@ -317,6 +319,68 @@ static Elf *open_debug_file(const char *path, const uint8_t *id, size_t idlen, i
 			elf_end(e);
 		close(fd);
 	}
+}
+
+/* Does the code before label @l, from the kept symbol @p, fall into it? */
+static int falls_into(const struct elfinfo *ei, const char *raw, size_t rawsize, csh cs,
+		      const struct elf_sym *p, const struct elf_sym *l)
+{
+	if (p->is_plt || l->addr - p->addr > 4096 || (p->size && p->addr + p->size <= l->addr))
+		return 0;
+	int64_t off = elfinfo_vaddr_to_offset(ei, p->addr);
+	if (off < 0 || (uint64_t)off + (l->addr - p->addr) > rawsize ||
+	    elfinfo_vaddr_to_offset(ei, l->addr - 1) != off + (int64_t)(l->addr - p->addr - 1))
+		return 0;
+	const uint8_t *code = (const uint8_t *)raw + off;
+	size_t len = l->addr - p->addr;
+	uint64_t a = p->addr;
+	cs_insn *in = cs_malloc(cs);
+	unsigned last = X86_INS_INVALID;
+	if (!in)
+		return 0;
+	while (len && cs_disasm_iter(cs, &code, &len, &a, in))
+		if (in->id != X86_INS_NOP)
+			last = in->id;
+	cs_free(in, 1);
+	if (len || a != l->addr)
+		return 0; /* does not decode up to the label: data, or not code */
+	switch (last) {
+	case X86_INS_INVALID:
+	case X86_INS_RET:
+	case X86_INS_RETF:
+	case X86_INS_JMP:
+	case X86_INS_LJMP:
+	case X86_INS_UD2:
+	case X86_INS_HLT:
+	case X86_INS_INT3:
+		return 0;
+	default:
+		return 1;
+	}
+}
+
+/* Drops the labels that code falls into (see elfinfo.h). */
+static void drop_fallen_into(const struct elfinfo *ei, Elf *e, struct elf_sym *v, size_t *n)
+{
+	size_t rawsize, w = 0;
+	const char *raw = elf_rawfile(e, &rawsize);
+	csh cs;
+	int have = 0;
+	for (size_t i = 0; i < *n; i++) {
+		if (v[i].is_label && w && raw) {
+			if (!have) {
+				if (cs_open(CS_ARCH_X86, CS_MODE_64, &cs) != CS_ERR_OK)
+					raw = NULL;
+				have = raw != NULL;
+			}
+			if (have && falls_into(ei, raw, rawsize, cs, &v[w - 1], &v[i]))
+				continue;
+		}
+		v[w++] = v[i];
+	}
+	if (have)
+		cs_close(&cs);
+	*n = w;
 }
 
 static int load(struct elfinfo *ei, const char *path, int want_syms)
@@ -403,6 +467,7 @@ static int load(struct elfinfo *ei, const char *path, int want_syms)
 	for (size_t i = 0; i < sv.n; i++)
 		if (!w || sv.v[w - 1].addr != sv.v[i].addr)
 			sv.v[w++] = sv.v[i];
+	drop_fallen_into(ei, e, sv.v, &w);
 	ei->syms = sv.v;
 	ei->nsyms = w;
 	ei->strpool = pl.p;

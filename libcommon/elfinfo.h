@@ -9,7 +9,15 @@
  * DIR/.build-id/xx/yyyy.debug for each DIR of $MT_DEBUGINFO_DIR
  * (':'-separated; unset: /usr/lib/debug, Debian's *-dbg packages; empty: no
  * debug files).  It must carry the same build-id.  Without one, the stripped
- * file's symbols are .dynsym and the PLT stubs only. */
+ * file's symbols are .dynsym and the PLT stubs only.
+ *
+ * Untyped code labels (hand-written assembly) count as function starts,
+ * except a label that the code before it falls into: when the symbol before
+ * it (unsized, or sized over the label) decodes linearly up to the label
+ * and its last instruction other than nop is not ret, jmp, ud2, hlt or int3
+ * (ld.so's _start calls _dl_start and falls into _dl_start_user: one
+ * function).  A call to a function that does not return, right before a
+ * label, is taken as falling through. */
 #ifndef MT_ELFINFO_H
 #define MT_ELFINFO_H
 
@@ -20,6 +28,7 @@ struct elf_sym {
 	uint64_t addr, size; /* size 0: extends to the next symbol */
 	const char *name;    /* owned by the elfinfo */
 	uint8_t is_plt;	     /* a PLT stub ("name@plt") */
+	uint8_t is_label;    /* untyped (STT_NOTYPE) code label, not STT_FUNC */
 };
 
 struct elf_seg {
