@@ -129,6 +129,34 @@ one_fatal_line() {
 	[ "$st" -eq 2 ] && one_fatal_line "$T/err" mt-dump
 }
 
+@test "mt-undump: mt-dump's text cut anywhere (killed mt-dump upstream) is refused, exit 2, no output" {
+	need mt-undump mt-dump
+	gen_branches 2000 > "$T/big.txt"
+	size=$(stat -c %s "$T/big.txt")
+	lines=$(wc -l < "$T/big.txt")
+	# mid-line cuts, and cuts at line ends (every line parses: only `end` is missing)
+	for cut in 1 40 $((size / 7)) $((size / 2)) $((size - 5)) $((size - 2)); do
+		head -c "$cut" "$T/big.txt" > "$T/cut.txt"
+		"$BIN/mt-undump" -o "$T/out.mt" "$T/cut.txt" 2> "$T/err" && st=0 || st=$?
+		[ "$st" -eq 2 ] || { echo "cut $cut: status $st"; return 1; }
+		one_fatal_line "$T/err" mt-undump
+		[ ! -e "$T/out.mt" ] && ! ls "$T"/out.mt.tmp.* 2>/dev/null
+	done
+	for n in 1 2 $((lines / 2)) $((lines - 1)); do
+		head -n "$n" "$T/big.txt" | "$BIN/mt-undump" > "$T/out.mt" 2> "$T/err" && st=0 || st=$?
+		[ "$st" -eq 2 ] || { echo "first $n lines: status $st"; return 1; }
+		one_fatal_line "$T/err" mt-undump
+		grep -q "no 'end' line" "$T/err"
+		# nothing downstream takes the stream as complete
+		run "$BIN/mt-dump" "$T/out.mt"
+		[ "$status" -eq 2 ]
+	done
+	# the whole text is accepted; headerless hand-written text needs no `end`
+	"$BIN/mt-undump" "$T/big.txt" | "$BIN/mt-dump" | cmp - "$T/big.txt"
+	sed '1d;$d' "$T/big.txt" | "$BIN/mt-undump" | "$BIN/mt-dump" -k branch > "$T/nohdr.txt"
+	[ "$(grep -c '^branch ' "$T/nohdr.txt")" -eq "$(grep -c '^branch ' "$T/big.txt")" ]
+}
+
 # Feeds BIG text to a real mt-undump through a FIFO that stays open, so the
 # process is alive and mid-stream when it is killed.  Synchronization is by pipe
 # back-pressure, not by sleeping: `cat` into the FIFO returns only once

@@ -16,13 +16,16 @@ static void usage(FILE *f)
 	      "Reads mt-dump's text form (FILE or stdin) and writes the MTEV stream.\n"
 	      "Blank lines and lines starting with # are ignored.  The first line may be the\n"
 	      "`mtev ...` header (default: producer \"mt-undump\", flags 0); keys left out of a\n"
-	      "record are 0 or empty; the END record is always written.\n"
+	      "record are 0 or empty; the END record is always written.  Text that starts with\n"
+	      "the header (mt-dump's output) must also have the `end` line: without it the\n"
+	      "text was cut (a killed mt-dump upstream) and is refused.\n"
 	      "\n"
 	      "  -o, --output FILE  write to FILE (appears only when complete); default stdout\n"
 	      "  -f, --force        write binary to a terminal\n"
 	      "  -h, --help         this help\n"
 	      "\n"
-	      "Exit status: 0 ok; 2 bad text (the message names the line); 111 system error.\n",
+	      "Exit status: 0 ok; 2 bad or truncated text (the message names the line); 111 system\n"
+	      "error.\n",
 	      f);
 }
 
@@ -64,7 +67,7 @@ int main(int argc, char **argv)
 	size_t cap = 0;
 	ssize_t n;
 	unsigned long lineno = 0;
-	int ended = 0, err;
+	int ended = 0, headed = 0, err;
 	const char *why = NULL;
 
 	while ((n = getline(&line, &cap, in)) >= 0) {
@@ -94,6 +97,7 @@ int main(int argc, char **argv)
 			w = mtev_writer_alloc(out.fd, hdr.producer, hdr.flags, &err);
 			if (!w)
 				goto syserr;
+			headed = 1;
 			continue;
 		}
 		if (!w && !(w = mtev_writer_alloc(out.fd, "mt-undump", 0, &err)))
@@ -113,6 +117,10 @@ int main(int argc, char **argv)
 	if (ferror(in)) {
 		io_out_abort(&out);
 		mt_fatal(MT_EXIT_SYS, "read error on %s: %m", inpath);
+	}
+	if (headed && !ended) {
+		why = "no 'end' line after the 'mtev' header: truncated text";
+		goto bad;
 	}
 	if (!w && !(w = mtev_writer_alloc(out.fd, "mt-undump", 0, &err)))
 		goto syserr;
