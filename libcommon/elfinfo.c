@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
+#include <inttypes.h>
 #include <libelf.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,6 +104,8 @@ static int sym_cmp(const void *a, const void *b)
 	const struct elf_sym *x = a, *y = b;
 	if (x->addr != y->addr)
 		return x->addr < y->addr ? -1 : 1;
+	if (x->is_fde != y->is_fde) /* a name from the file wins */
+		return x->is_fde ? 1 : -1;
 	/* prefer sized, then global-looking (shorter names first is arbitrary but stable) */
 	if ((x->size == 0) != (y->size == 0))
 		return x->size == 0 ? 1 : -1;
@@ -157,7 +160,7 @@ static int symvec_push(struct symvec *sv, uint64_t addr, uint64_t size, long nam
 		sv->nameoff = no;
 		sv->cap = nc;
 	}
-	sv->v[sv->n] = (struct elf_sym){addr, size, NULL, (uint8_t)plt, (uint8_t)label};
+	sv->v[sv->n] = (struct elf_sym){addr, size, NULL, (uint8_t)plt, (uint8_t)label, 0};
 	sv->nameoff[sv->n] = nameoff;
 	sv->n++;
 	return 0;
@@ -321,6 +324,176 @@ static Elf *open_debug_file(const char *path, const uint8_t *id, size_t idlen, i
 	}
 }
 
+/* ---- function starts from .eh_frame (stripped files, no debug file) ---- */
+
+struct rd {
+	const uint8_t *p, *end;
+	uint64_t va; /* vaddr of p */
+	int bad;
+};
+
+static uint64_t rd_n(struct rd *r, size_t n)
+{
+	uint64_t v = 0;
+	if ((size_t)(r->end - r->p) < n) {
+		r->bad = 1;
+		r->p = r->end;
+		return 0;
+	}
+	for (size_t i = 0; i < n; i++)
+		v |= (uint64_t)r->p[i] << (8 * i);
+	r->p += n;
+	r->va += n;
+	return v;
+}
+
+static uint64_t rd_uleb(struct rd *r)
+{
+	uint64_t v = 0;
+	for (unsigned sh = 0; r->p < r->end; sh += 7) {
+		uint8_t b = *r->p++;
+		r->va++;
+		if (sh < 64)
+			v |= (uint64_t)(b & 0x7f) << sh;
+		if (!(b & 0x80))
+			return v;
+	}
+	r->bad = 1;
+	return v;
+}
+
+/* A DW_EH_PE-encoded pointer: absptr/udata/sdata 2, 4, 8, applied
+ * pc-relative (0x10) or relative to @datarel (0x30).  0 + bad otherwise. */
+static uint64_t rd_enc(struct rd *r, uint8_t enc, uint64_t datarel)
+{
+	uint64_t at = r->va, v;
+	switch (enc & 0x0f) {
+	case 0x00: case 0x04: v = rd_n(r, 8); break;
+	case 0x02: v = rd_n(r, 2); break;
+	case 0x03: v = rd_n(r, 4); break;
+	case 0x0a: v = (uint64_t)(int64_t)(int16_t)rd_n(r, 2); break;
+	case 0x0b: v = (uint64_t)(int64_t)(int32_t)rd_n(r, 4); break;
+	case 0x0c: v = rd_n(r, 8); break;
+	default: r->bad = 1; return 0;
+	}
+	switch (enc & 0x70) {
+	case 0x00: return v;
+	case 0x10: return v + at;
+	case 0x30: return v + datarel;
+	}
+	r->bad = 1;
+	return 0;
+}
+
+/* Bytes of the file at [va, va+len) through the PT_LOAD segments. */
+static int rd_at(const struct elfinfo *ei, const char *raw, size_t rawsize, uint64_t va,
+		 uint64_t len, struct rd *r)
+{
+	int64_t off = elfinfo_vaddr_to_offset(ei, va);
+	if (off < 0 || (uint64_t)off > rawsize || len > rawsize - (uint64_t)off)
+		return -1;
+	r->p = (const uint8_t *)raw + off;
+	r->end = r->p + len;
+	r->va = va;
+	r->bad = 0;
+	return 0;
+}
+
+/* The FDE at @fva: its pc range, through its CIE's 'R' encoding. */
+static int fde_range(const struct elfinfo *ei, const char *raw, size_t rawsize, uint64_t fva,
+		     uint64_t *lo, uint64_t *len)
+{
+	struct rd r;
+	if (rd_at(ei, raw, rawsize, fva, 8, &r))
+		return -1;
+	uint64_t flen = rd_n(&r, 4);
+	if (flen == 0 || flen >= 0xfffffff0u || rd_at(ei, raw, rawsize, fva + 4, flen, &r))
+		return -1;
+	uint64_t cie_ptr = rd_n(&r, 4);
+	if (!cie_ptr)
+		return -1; /* a CIE, not an FDE */
+	uint64_t cva = fva + 4 - cie_ptr;
+	struct rd c;
+	if (rd_at(ei, raw, rawsize, cva, 4, &c))
+		return -1;
+	uint64_t clen = rd_n(&c, 4);
+	if (clen == 0 || clen >= 0xfffffff0u || rd_at(ei, raw, rawsize, cva + 4, clen, &c) ||
+	    rd_n(&c, 4) != 0)
+		return -1;
+	unsigned version = (unsigned)rd_n(&c, 1);
+	const char *aug = (const char *)c.p;
+	size_t al = strnlen(aug, (size_t)(c.end - c.p));
+	if (al == (size_t)(c.end - c.p))
+		return -1;
+	c.p += al + 1;
+	c.va += al + 1;
+	uint8_t fenc = 0; /* absptr */
+	rd_uleb(&c); /* code alignment */
+	rd_uleb(&c); /* data alignment (sleb: only skipped) */
+	if (version == 1)
+		rd_n(&c, 1);
+	else
+		rd_uleb(&c);
+	if (aug[0] == 'z') {
+		rd_uleb(&c);
+		for (const char *a = aug + 1; *a && !c.bad; a++) {
+			if (*a == 'R')
+				fenc = (uint8_t)rd_n(&c, 1);
+			else if (*a == 'P')
+				rd_enc(&c, (uint8_t)rd_n(&c, 1) & 0x7f, 0);
+			else if (*a == 'L')
+				rd_n(&c, 1);
+			else if (*a != 'S' && *a != 'B')
+				return -1;
+		}
+	} else if (aug[0]) {
+		return -1;
+	}
+	if (c.bad)
+		return -1;
+	*lo = rd_enc(&r, fenc, 0);
+	*len = rd_enc(&r, fenc & 0x0f, 0);
+	return r.bad ? -1 : 0;
+}
+
+/* One synthesized symbol per FDE of PT_GNU_EH_FRAME's search table. */
+static int read_eh_frame(struct elfinfo *ei, Elf *e, struct symvec *sv, struct pool *pl)
+{
+	size_t phnum, rawsize;
+	const char *raw = elf_rawfile(e, &rawsize);
+	if (!raw || elf_getphdrnum(e, &phnum))
+		return 0;
+	for (size_t i = 0; i < phnum; i++) {
+		GElf_Phdr ph;
+		if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_GNU_EH_FRAME)
+			continue;
+		struct rd r;
+		uint64_t hdr = ph.p_vaddr;
+		if (rd_at(ei, raw, rawsize, hdr, ph.p_filesz, &r) || rd_n(&r, 1) != 1)
+			return 0;
+		uint8_t pe = (uint8_t)rd_n(&r, 1), ce = (uint8_t)rd_n(&r, 1),
+			te = (uint8_t)rd_n(&r, 1);
+		rd_enc(&r, pe, hdr);
+		uint64_t n = rd_enc(&r, ce, hdr);
+		if (r.bad || te == 0xff || n > ph.p_filesz / 2)
+			return 0;
+		for (uint64_t k = 0; k < n && !r.bad; k++) {
+			uint64_t start = rd_enc(&r, te, hdr), fva = rd_enc(&r, te, hdr), lo, len;
+			if (r.bad || fde_range(ei, raw, rawsize, fva, &lo, &len) || lo != start ||
+			    !len || !in_exec_segment(ei, lo))
+				continue;
+			char name[40];
+			snprintf(name, sizeof name, "[fde@0x%" PRIx64 "]", lo);
+			long off = pool_add(pl, name, NULL);
+			if (off < 0 || symvec_push(sv, lo, len, off, 0, 0) < 0)
+				return -1;
+			sv->v[sv->n - 1].is_fde = 1;
+		}
+		return 0;
+	}
+	return 0;
+}
+
 /* Does the code before label @l, from the kept symbol @p, fall into it? */
 static int falls_into(const struct elfinfo *ei, const char *raw, size_t rawsize, csh cs,
 		      const struct elf_sym *p, const struct elf_sym *l)
@@ -455,6 +628,8 @@ static int load(struct elfinfo *ei, const char *path, int want_syms)
 	if (!r && dynsym && read_symtab(ei, e, dynsym, &dynsym_sh, &sv, &pl) < 0)
 		r = -ENOMEM;
 	if (!r && read_plt(e, shstrndx, &sv, &pl) < 0)
+		r = -ENOMEM;
+	if (!r && !ei->has_symtab && read_eh_frame(ei, e, &sv, &pl) < 0)
 		r = -ENOMEM;
 	if (r)
 		goto out;
