@@ -440,9 +440,11 @@ static int tail_call(segmenter *s, struct thr *t, uint64_t to, uint64_t time)
 	return 0;
 }
 
+static int close_seg(segmenter *s, struct thr *t);
+
 /* Where control went by a jump (or a resume): same function, tail call, or
  * an ancestor (longjmp). */
-static int classify_jump(segmenter *s, struct thr *t, uint64_t to, uint64_t time)
+static int classify_jump(segmenter *s, struct thr *t, uint64_t from, uint64_t to, uint64_t time)
 {
 	uint64_t lo, hi;
 	uint32_t cur = t->stk[t->nstk - 1];
@@ -464,18 +466,24 @@ static int classify_jump(segmenter *s, struct thr *t, uint64_t to, uint64_t time
 			}
 		}
 		/* into another function's body that is on no frame of the stack.
-		 * At a return site (just after a direct call): a longjmp to a
-		 * caller above the root (the trace began below it), revealed
-		 * like a return past the root; how many frames lay between is
-		 * unknowable.  Elsewhere (code shared between functions, the
-		 * lazy-binding path into .plt): the frame stays. */
+		 * At a return site (just after a direct call), or by an indirect
+		 * jmp: a longjmp or an exception landing pad in a caller above
+		 * the root (the trace began below it).  How many frames lay
+		 * between is unknowable, so the segment ends here and a new one
+		 * begins in that caller (no gap record: nothing was lost);
+		 * mt-stitch aligns the two by function.  Elsewhere (a direct jmp
+		 * into code shared between functions, the lazy-binding path into
+		 * .plt): the frame stays. */
 		if (fi.is_plt || t->fr[t->stk[0]].callsite || t->fr[t->stk[0]].kind != FK_FUNC ||
-		    !fnmap_is_return_site(s->o.fns, t->tid, to))
+		    (!fnmap_is_return_site(s->o.fns, t->tid, to) &&
+		     !(from && fnmap_is_indirect_jump(s->o.fns, t->tid, from))))
 			return 0;
 		s->st.unwinds++;
-		if (pop_to(s, t, 0, time) || add_root(s, t, to, 1))
+		if (close_seg(s, t))
 			return s->err;
-		return 0;
+		t->active = 1;
+		t->seg_begin = t->last_time = t->run_time = time;
+		return add_root(s, t, to, 0);
 	}
 	/* no symbol for the target: only what calls revealed */
 	if (!s->o.no_call_targets && tgt_has(s, to) && to != t->fr[cur].func)
@@ -552,7 +560,7 @@ static int do_jump(segmenter *s, struct thr *t, const struct mtev_rec *r)
 {
 	if (ensure_root(s, t, r->br.from) || close_synthetic(s, t, r->br.time) ||
 	    ensure_root(s, t, r->br.from) || waypoint(s, t, r->br.from) ||
-	    classify_jump(s, t, r->br.to, r->br.time))
+	    classify_jump(s, t, r->br.type == MTEV_BR_JUMP ? r->br.from : 0, r->br.to, r->br.time))
 		return s->err;
 	return waypoint(s, t, r->br.to);
 }
@@ -632,7 +640,7 @@ static int do_trace_start(segmenter *s, struct thr *t, const struct mtev_rec *r)
 		return s->err;
 	t->off = 0;
 	if (close_synthetic(s, t, r->br.time) || ensure_root(s, t, r->br.to) ||
-	    classify_jump(s, t, r->br.to, r->br.time))
+	    classify_jump(s, t, r->br.type == MTEV_BR_JUMP ? r->br.from : 0, r->br.to, r->br.time))
 		return s->err;
 	return waypoint(s, t, r->br.to);
 }
