@@ -74,6 +74,7 @@ const char *mtev_strerror(int err)
 	case MTEV_ENOMEM: return "out of memory";
 	case MTEV_EINVAL: return "invalid record";
 	case MTEV_EAFTEREND: return "data after the end record";
+	case MTEV_EREF: return "a span refers to an undefined string id";
 	}
 	return "unknown error";
 }
@@ -128,6 +129,100 @@ static void tmap_fini(struct tmap *m)
 {
 	free(m->v);
 	memset(m, 0, sizeof *m);
+}
+
+/* ids of string records -> index + 1 (0: empty slot) */
+struct idmap {
+	uint32_t *k, *v;
+	uint32_t cap, n; /* cap: power of two */
+};
+
+static inline uint32_t id_hash(uint32_t id, uint32_t mask)
+{
+	return (id * 2654435761u) & mask;
+}
+
+static uint32_t idmap_get(const struct idmap *m, uint32_t id)
+{
+	if (!m->cap)
+		return 0;
+	for (uint32_t h = id_hash(id, m->cap - 1); m->v[h]; h = (h + 1) & (m->cap - 1))
+		if (m->k[h] == id)
+			return m->v[h];
+	return 0;
+}
+
+/* Sets @id -> @val (> 0).  0, or -MTEV_ENOMEM. */
+static int idmap_put(struct idmap *m, uint32_t id, uint32_t val)
+{
+	if ((m->n + 1) * 2 > m->cap) {
+		uint32_t nc = m->cap ? m->cap * 2 : 64;
+		uint32_t *nk = malloc(nc * sizeof *nk), *nv = calloc(nc, sizeof *nv);
+		if (!nk || !nv) {
+			free(nk);
+			free(nv);
+			return -MTEV_ENOMEM;
+		}
+		for (uint32_t i = 0; i < m->cap; i++) {
+			if (!m->v[i])
+				continue;
+			uint32_t h = id_hash(m->k[i], nc - 1);
+			while (nv[h])
+				h = (h + 1) & (nc - 1);
+			nk[h] = m->k[i];
+			nv[h] = m->v[i];
+		}
+		free(m->k);
+		free(m->v);
+		m->k = nk;
+		m->v = nv;
+		m->cap = nc;
+	}
+	uint32_t h = id_hash(id, m->cap - 1);
+	while (m->v[h] && m->k[h] != id)
+		h = (h + 1) & (m->cap - 1);
+	if (!m->v[h])
+		m->n++;
+	m->k[h] = id;
+	m->v[h] = val;
+	return 0;
+}
+
+static void idmap_fini(struct idmap *m)
+{
+	free(m->k);
+	free(m->v);
+	memset(m, 0, sizeof *m);
+}
+
+/* The texts of the string records of a stream, by id. */
+struct strtab {
+	struct idmap sid; /* id -> strs[i - 1], text in sbuf */
+	struct sent {
+		size_t off;
+		uint32_t len;
+	} *strs;
+	size_t nstrs, strs_cap;
+	char *sbuf;
+	size_t slen, scap;
+};
+
+static int strtab_get(const struct strtab *t, uint32_t id, struct mtev_str *out)
+{
+	uint32_t i = idmap_get(&t->sid, id);
+	if (!i)
+		return 0;
+	out->p = t->sbuf + t->strs[i - 1].off;
+	out->len = t->strs[i - 1].len;
+	return 1;
+}
+
+static void strtab_fini(struct strtab *t)
+{
+	idmap_fini(&t->sid);
+	free(t->strs);
+	free(t->sbuf);
+	memset(t, 0, sizeof *t);
 }
 
 static inline uint64_t zz_enc(int64_t v)
@@ -233,7 +328,40 @@ struct mtev_reader {
 	size_t ips_cap;
 	struct mtev_frame *frames;
 	size_t frames_cap;
+	struct strtab st; /* string records read */
 };
+
+/* Remembers the text of string record @id (a later one with the same id
+ * replaces it).  0, or -MTEV_ENOMEM. */
+static int strtab_put(struct strtab *r, uint32_t id, struct mtev_str t)
+{
+	if (r->slen + t.len > r->scap) {
+		size_t nc = r->scap ? r->scap : 4096;
+		while (nc < r->slen + t.len)
+			nc *= 2;
+		char *nb = realloc(r->sbuf, nc);
+		if (!nb)
+			return -MTEV_ENOMEM;
+		r->sbuf = nb;
+		r->scap = nc;
+	}
+	if (r->nstrs == r->strs_cap) {
+		size_t nc = r->strs_cap ? r->strs_cap * 2 : 64;
+		struct sent *ns = realloc(r->strs, nc * sizeof *ns);
+		if (!ns)
+			return -MTEV_ENOMEM;
+		r->strs = ns;
+		r->strs_cap = nc;
+	}
+	if (t.len)
+		memcpy(r->sbuf + r->slen, t.p, t.len);
+	r->strs[r->nstrs] = (struct sent){r->slen, t.len};
+	r->slen += t.len;
+	r->nstrs++;
+	if (r->nstrs > UINT32_MAX - 1)
+		return -MTEV_ENOMEM;
+	return idmap_put(&r->sid, id, (uint32_t)r->nstrs);
+}
 
 /* Make at least @need bytes available at buf[pos].  0, or -MTEV_E*. */
 static int r_fill(mtev_reader *r, size_t need)
@@ -371,6 +499,7 @@ void mtev_reader_free(mtev_reader *r)
 	tmap_fini(&r->tm);
 	free(r->ips);
 	free(r->frames);
+	strtab_fini(&r->st);
 	free(r);
 }
 
@@ -461,6 +590,11 @@ static int parse_payload(mtev_reader *r, unsigned kind, struct cur *c, struct mt
 	case MTEV_STRING:
 		rec->string.id = get_u32(c);
 		rec->string.text = get_str(c);
+		if (!c->bad) {
+			int e = strtab_put(&r->st, rec->string.id, rec->string.text);
+			if (e)
+				return e;
+		}
 		break;
 	case MTEV_SAMPLE: {
 		rec->sample.pid = get_u32(c);
@@ -525,6 +659,14 @@ static int parse_payload(mtev_reader *r, unsigned kind, struct cur *c, struct mt
 		rec->span.callsite = get_uv(c);
 		rec->span.flags = get_u32(c);
 		rec->span.name = get_str(c);
+		if (c->p < c->end) /* appended field: a name by reference */
+			rec->span.name_id = get_u32(c);
+		if (rec->span.name_id && !c->bad) {
+			if (rec->span.name.len) /* the writer never sends both */
+				c->bad = 1;
+			else if (!strtab_get(&r->st, rec->span.name_id, &rec->span.name))
+				return -MTEV_EREF;
+		}
 		break;
 	case MTEV_WAYPOINT: {
 		rec->waypoint.tid = get_u32(c);
@@ -668,6 +810,7 @@ struct mtev_writer {
 	int have_br_tid;
 	uint8_t *tmp;
 	size_t tmp_cap;
+	struct strtab st; /* string records written */
 };
 
 #define W_BUFSZ (1u << 16)
@@ -758,6 +901,7 @@ void mtev_writer_free(mtev_writer *w)
 	free(w->buf);
 	free(w->tmp);
 	tmap_fini(&w->tm);
+	strtab_fini(&w->st);
 	free(w);
 }
 
@@ -926,6 +1070,8 @@ int mtev_write(mtev_writer *w, const struct mtev_rec *rec)
 	case MTEV_STRING:
 		p = put_uv(p, rec->string.id);
 		p = put_str(p, rec->string.text);
+		if (strtab_put(&w->st, rec->string.id, rec->string.text))
+			return -MTEV_ENOMEM;
 		break;
 	case MTEV_SAMPLE: {
 		p = put_uv(p, rec->sample.pid);
@@ -970,7 +1116,17 @@ int mtev_write(mtev_writer *w, const struct mtev_rec *rec)
 		p = put_uv(p, rec->span.func);
 		p = put_uv(p, rec->span.callsite);
 		p = put_uv(p, rec->span.flags);
-		p = put_str(p, rec->span.name);
+		struct mtev_str def;
+		if (rec->span.name_id && strtab_get(&w->st, rec->span.name_id, &def) &&
+		    (!rec->span.name.len ||
+		     (def.len == rec->span.name.len && !memcmp(def.p, rec->span.name.p, def.len)))) {
+			*p++ = 0; /* empty name, then the reference */
+			p = put_uv(p, rec->span.name_id);
+		} else if (rec->span.name_id && !rec->span.name.len) {
+			return -MTEV_EINVAL; /* a reference to nothing */
+		} else {
+			p = put_str(p, rec->span.name);
+		}
 		break;
 	case MTEV_WAYPOINT: {
 		struct tstate *st = tmap_get(&w->tm, rec->waypoint.tid);

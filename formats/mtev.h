@@ -172,6 +172,11 @@ struct mtev_rec {
 			uint64_t callsite; /* address of the call instruction, or 0 */
 			uint32_t flags;	   /* enum mtev_span_flags */
 			struct mtev_str name; /* empty: name comes from func */
+			/* 0, or the id of a string record earlier in the stream that
+			 * holds the name (a name by reference).  The reader fills
+			 * .name from it; the writer writes the reference when it has
+			 * written that string record, else .name's text. */
+			uint32_t name_id;
 		} span;
 		struct {
 			uint32_t tid;
@@ -208,6 +213,7 @@ enum mtev_err {
 	MTEV_ENOMEM = 7,
 	MTEV_EINVAL = 8,    /* bad argument (e.g. writing an invalid record) */
 	MTEV_EAFTEREND = 9, /* data after the END record */
+	MTEV_EREF = 10,	    /* a span names a string id no earlier string record defined */
 };
 
 /* Largest record payload the codec accepts (bytes). */

@@ -209,6 +209,8 @@ int mtev_text_format(struct mtev_line *o, const struct mtev_rec *r)
 			r->span.callsite);
 		e = e ? e : add_span_flags(o, r->span.flags);
 		e = e ? e : add_str(o, "name", r->span.name);
+		if (!e && r->span.name_id)
+			e = add(o, " name_id=%" PRIu32, r->span.name_id);
 		break;
 	case MTEV_WAYPOINT:
 		e = add(o, "waypoint tid=%" PRIu32 " depth=%" PRIu32 " time=%" PRIu64 " addr=0x%" PRIx64,
@@ -454,7 +456,7 @@ static const struct field f_segment[] = {F32("tid", segment.tid), F32("index", s
 static const struct field f_span[] = {F32("tid", span.tid),	      F32("depth", span.depth),
 				      F64("begin", span.begin),	      F64("end", span.end),
 				      F64("func", span.func),	      F64("callsite", span.callsite),
-				      {0}};
+				      F32("name_id", span.name_id),   {0}};
 static const struct field f_waypoint[] = {F32("tid", waypoint.tid), F32("depth", waypoint.depth),
 					  F64("time", waypoint.time), F64("addr", waypoint.addr), {0}};
 static const struct field f_symbol[] = {F64("addr", symbol.addr), F64("entry", symbol.entry), {0}};

@@ -224,6 +224,7 @@ struct sframe {
 	const char *name, *file; /* in the arena */
 	uint32_t line, column;
 	uint32_t name_len, file_len;
+	uint32_t sid; /* string id of the name once written, else 0 */
 };
 
 enum res_kind {
@@ -315,8 +316,19 @@ struct node { /* spans 0..nspans-1, then inline frames */
 };
 
 struct inl {
-	const char *name;
-	uint32_t name_len, tid, flags;
+	uint32_t fi; /* the frame it names */
+	uint32_t tid, flags;
+};
+
+/* Span names are written once, as string records, and spans refer to them by
+ * id (formats/mtev.md, names by reference).  Our ids start here; input string
+ * records in this range are dropped (a previous run's names, rewritten). */
+#define SID_BASE 0x80000000u
+
+struct nent {
+	uint64_t h;
+	const char *p; /* in the arena or the frames */
+	uint32_t len, id;
 };
 
 struct thr {
@@ -360,6 +372,9 @@ struct ctx {
 	size_t nnodes, capnodes;
 	struct inl *inls; /* nodes[nspans + i] */
 	size_t ninls, capinls;
+	struct nent *ntab; /* name -> string id */
+	size_t nntab, capntab;
+	uint32_t next_sid;
 	int oom;
 	int unmapped_warned, anon_warned, symbolizer_warned;
 	char *(*demangle)(const char *, char *, size_t *, int *);
@@ -520,7 +535,7 @@ static uint32_t frame_push(struct ctx *c, const char *name, const char *file, ui
 	if (!file)
 		file = "";
 	struct sframe f = {name, file, line, col, name ? (uint32_t)strlen(name) : 0,
-			   (uint32_t)strlen(file)};
+			   (uint32_t)strlen(file), 0};
 	if (!name || VEC_PUSH(c->frames, c->nframes, c->capframes, f) < 0) {
 		c->oom = 1;
 		return NONE;
@@ -1307,7 +1322,7 @@ static void expand_span(struct ctx *c, uint32_t si, uint32_t **open, size_t *cap
 				uint32_t parent = j == 1 ? si : (*open)[j - 2];
 				uint32_t n = node_new(c, w->time, sp->end);
 				const struct sframe *lf = level_frame(c, r, j);
-				struct inl in = {lf->name, lf->name_len, sp->tid, MTEV_SPAN_INLINE};
+				struct inl in = {(uint32_t)(lf - c->frames), sp->tid, MTEV_SPAN_INLINE};
 				if (n == NONE || VEC_PUSH(c->inls, c->ninls, c->capinls, in) < 0) {
 					c->oom = 1;
 					return;
@@ -1434,16 +1449,88 @@ static const struct result *want_res(const struct ctx *c, uint32_t w)
 	return &c->res[c->wants[w].ri];
 }
 
-static struct mtev_str span_name(const struct ctx *c, uint32_t si)
+static uint64_t str_hash(const char *p, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ull ^ n;
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		uint64_t w;
+		memcpy(&w, p + i, 8);
+		h = (h ^ w) * 0x100000001b3ull;
+		h ^= h >> 29;
+	}
+	for (; i < n; i++)
+		h = (h ^ (uint8_t)p[i]) * 0x100000001b3ull;
+	h ^= h >> 32;
+	return h ? h : 1;
+}
+
+/* The string id of name @s, writing its string record the first time.
+ * @s must stay valid for the whole run (arena or frames).  0 or -MTEV_E*. */
+static int name_sid(struct ctx *c, mtev_writer *wr, struct mtev_str s, uint32_t *sid)
+{
+	if ((c->nntab + 1) * 2 > c->capntab) {
+		size_t nc = c->capntab ? c->capntab * 2 : 1024;
+		struct nent *nt = calloc(nc, sizeof *nt);
+		if (!nt)
+			return -MTEV_ENOMEM;
+		for (size_t i = 0; i < c->capntab; i++) {
+			if (!c->ntab[i].h)
+				continue;
+			size_t j = c->ntab[i].h & (nc - 1);
+			while (nt[j].h)
+				j = (j + 1) & (nc - 1);
+			nt[j] = c->ntab[i];
+		}
+		free(c->ntab);
+		c->ntab = nt;
+		c->capntab = nc;
+	}
+	uint64_t h = str_hash(s.p, s.len);
+	size_t j = h & (c->capntab - 1);
+	for (; c->ntab[j].h; j = (j + 1) & (c->capntab - 1)) {
+		const struct nent *e = &c->ntab[j];
+		if (e->h == h && e->len == s.len && !memcmp(e->p, s.p, s.len)) {
+			*sid = e->id;
+			return 0;
+		}
+	}
+	if (!c->next_sid)
+		c->next_sid = SID_BASE;
+	if (c->next_sid == UINT32_MAX)
+		return -MTEV_ENOMEM;
+	struct mtev_rec rec = {.kind = MTEV_STRING};
+	rec.string.id = c->next_sid;
+	rec.string.text = s;
+	int r = mtev_write(wr, &rec);
+	if (r < 0)
+		return r;
+	c->ntab[j] = (struct nent){h, s.p, s.len, c->next_sid};
+	c->nntab++;
+	*sid = c->next_sid++;
+	return 0;
+}
+
+/* The name of span @si and its string id into @rec.  0 or -MTEV_E*. */
+static int span_name(struct ctx *c, mtev_writer *wr, uint32_t si, struct mtev_rec *rec)
 {
 	const struct span *sp = &c->spans[si];
-	if (sp->name_len)
-		return (struct mtev_str){sp->name, sp->name_len};
+	if (sp->name_len) {
+		rec->span.name = (struct mtev_str){sp->name, sp->name_len};
+		return name_sid(c, wr, rec->span.name, &rec->span.name_id);
+	}
 	const struct result *r = want_res(c, sp->func_w);
 	if (!r || !r->nf)
-		return (struct mtev_str){NULL, 0};
-	const struct sframe *f = &c->frames[r->f0 + r->nf - 1];
-	return (struct mtev_str){f->name, f->name_len};
+		return 0;
+	struct sframe *f = &c->frames[r->f0 + r->nf - 1];
+	rec->span.name = (struct mtev_str){f->name, f->name_len};
+	if (!f->sid) {
+		int e = name_sid(c, wr, rec->span.name, &f->sid);
+		if (e < 0)
+			return e;
+	}
+	rec->span.name_id = f->sid;
+	return 0;
 }
 
 static int write_symbols(struct ctx *c, mtev_writer *wr)
@@ -1513,6 +1600,7 @@ static int emit_tree(struct ctx *c, mtev_writer *wr, uint32_t root, uint32_t **s
 		uint32_t x = (*stk)[--n];
 		const struct node *nd = &c->nodes[x];
 		struct mtev_rec rec = {.kind = MTEV_SPAN};
+		int r;
 		rec.span.depth = nd->depth;
 		rec.span.begin = nd->begin;
 		rec.span.end = nd->end;
@@ -1522,16 +1610,20 @@ static int emit_tree(struct ctx *c, mtev_writer *wr, uint32_t root, uint32_t **s
 			rec.span.func = sp->func;
 			rec.span.callsite = sp->callsite;
 			rec.span.flags = sp->flags;
-			rec.span.name = span_name(c, x);
+			if ((r = span_name(c, wr, x, &rec)) < 0)
+				return r;
 		} else {
 			const struct inl *in = &c->inls[x - c->nspans];
+			struct sframe *f = &c->frames[in->fi];
 			rec.span.tid = in->tid;
 			rec.span.flags = in->flags;
-			rec.span.name = (struct mtev_str){in->name, in->name_len};
+			rec.span.name = (struct mtev_str){f->name, f->name_len};
+			if (!f->sid && (r = name_sid(c, wr, rec.span.name, &f->sid)) < 0)
+				return r;
+			rec.span.name_id = f->sid;
 			c->st->inline_spans++;
 		}
-		int r = mtev_write(wr, &rec);
-		if (r < 0)
+		if ((r = mtev_write(wr, &rec)) < 0)
 			return r;
 		c->st->spans_out++;
 		size_t nk = 0;
@@ -1590,6 +1682,7 @@ static void ctx_fini(struct ctx *c)
 	free(c->gcount);
 	hmap_fini(&c->gidx);
 	free(c->inls);
+	free(c->ntab);
 	hmap_fini(&c->tid2pid);
 	hmap_fini(&c->want_idx);
 	hmap_fini(&c->res_idx);
@@ -1762,6 +1855,10 @@ int symz_stream(const void *buf, size_t len, int out_fd, const struct symz_opts 
 			break;
 		case MTEV_WAYPOINT:
 		case MTEV_SYMBOL: /* replaced by ours */
+			break;
+		case MTEV_STRING:
+			if (rec.string.id < SID_BASE) /* else a name of ours (a previous run's) */
+				w = mtev_write(wr, &rec);
 			break;
 		default:
 			w = mtev_write(wr, &rec);

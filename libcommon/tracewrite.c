@@ -32,7 +32,8 @@ struct frame {
 	uint32_t fn;	/* index in t->fn */
 	uint32_t flags; /* span flags */
 	int pending;	/* not written yet */
-	int named;	/* its name is in the thread's pname (the span's own name) */
+	int named;	/* its name: 1 in the thread's pname (the span's own name), 2 t->nm[nm] */
+	uint32_t nm;	/* named == 2: index in t->nm (a name by reference) */
 };
 
 struct thr {
@@ -80,6 +81,16 @@ struct tw {
 	uint32_t fhmask;
 	char *arena;
 	size_t alen, acap;
+	/* names by reference (span name_id): string id -> index in nm[] */
+	struct rname {
+		uint32_t id, live; /* live: 0 after its string record was redefined */
+		uint32_t name_off, name_len; /* in the arena */
+		uint32_t jname_off, jname_len; /* JSON-quoted, 0 until first needed */
+		struct fxt_ref_cache c;
+	} *nm;
+	uint32_t nnm, nmcap;
+	uint32_t *nmhash;
+	uint32_t nmmask;
 	/* JSON output */
 	char *jb;
 	size_t jlen;
@@ -381,6 +392,85 @@ static struct func *func_get(tw *t, uint64_t addr)
 	return f;
 }
 
+/* ---- names by reference ---- */
+
+static int nmhash_grow(tw *t)
+{
+	uint32_t size = t->nmmask ? (t->nmmask + 1) * 2 : 1024;
+	uint32_t *h = calloc(size, sizeof *h);
+	if (!h)
+		return fail(t, TW_ENOMEM);
+	for (uint32_t i = 0; i < t->nnm; i++) {
+		if (!t->nm[i].live)
+			continue;
+		uint32_t pos = hash64(t->nm[i].id) & (size - 1);
+		while (h[pos])
+			pos = (pos + 1) & (size - 1);
+		h[pos] = i + 1;
+	}
+	free(t->nmhash);
+	t->nmhash = h;
+	t->nmmask = size - 1;
+	return 0;
+}
+
+static uint32_t *nm_slot(tw *t, uint32_t id)
+{
+	if (!t->nmmask)
+		return NULL;
+	for (uint32_t pos = hash64(id) & t->nmmask; t->nmhash[pos]; pos = (pos + 1) & t->nmmask)
+		if (t->nm[t->nmhash[pos] - 1].id == id)
+			return &t->nmhash[pos];
+	return NULL;
+}
+
+/* The entry of span name @id (text @p, @len as the reader resolved it): made
+ * on first use, so the text is copied, clipped and interned once per name. */
+static struct rname *nm_get(tw *t, uint32_t id, const char *p, size_t len)
+{
+	uint32_t *sl = nm_slot(t, id);
+	if (sl)
+		return &t->nm[*sl - 1];
+	if ((t->nnm + 1) * 2 > t->nmmask && nmhash_grow(t) < 0)
+		return NULL;
+	if (t->nnm == t->nmcap) {
+		uint32_t nc = t->nmcap ? t->nmcap * 2 : 1024;
+		struct rname *n = realloc(t->nm, nc * sizeof *n);
+		if (!n) {
+			fail(t, TW_ENOMEM);
+			return NULL;
+		}
+		t->nm = n;
+		t->nmcap = nc;
+	}
+	struct rname *e = &t->nm[t->nnm];
+	memset(e, 0, sizeof *e);
+	e->id = id;
+	e->live = 1;
+	len = clip(p, len, MAX_NAME);
+	if (arena_add(t, p, len, &e->name_off) < 0)
+		return NULL;
+	e->name_len = (uint32_t)len;
+	uint32_t pos = hash64(id) & t->nmmask;
+	while (t->nmhash[pos])
+		pos = (pos + 1) & t->nmmask;
+	t->nmhash[pos] = ++t->nnm;
+	return e;
+}
+
+/* A string record (re)defines @id: an entry made from the old text is dropped
+ * (the hash is rebuilt without it; redefinitions are rare). */
+static int on_string(tw *t, const struct mtev_rec *r)
+{
+	uint32_t *sl = nm_slot(t, r->string.id);
+	if (!sl)
+		return 0;
+	t->nm[*sl - 1].live = 0;
+	t->nm[*sl - 1].id = 0;
+	t->nmmask = t->nmmask ? (t->nmmask + 1) / 2 - 1 : 0;
+	return nmhash_grow(t);
+}
+
 static int on_symbol(tw *t, const struct mtev_rec *r)
 {
 	t->st.symbols++;
@@ -578,6 +668,8 @@ void tw_free(tw *t)
 	free(t->thash);
 	free(t->fn);
 	free(t->fhash);
+	free(t->nm);
+	free(t->nmhash);
 	free(t->arena);
 	free(t->jb);
 	free(t);
@@ -674,8 +766,10 @@ static int fxt_span(tw *t, struct thr *th, struct frame *f, unsigned type)
 			a[na++].s = S(ftext, flen, f->flags < (1u << 9) ? &t->c_flagset[f->flags] : NULL);
 		}
 	}
-	struct fxt_str name = f->named ? S(th->pname, th->pname_len, NULL)
-				       : S(t->arena + fn->name_off, fn->name_len, &fn->name_c);
+	struct fxt_str name = f->named == 2 ? S(t->arena + t->nm[f->nm].name_off,
+						t->nm[f->nm].name_len, &t->nm[f->nm].c)
+			      : f->named ? S(th->pname, th->pname_len, NULL)
+					 : S(t->arena + fn->name_off, fn->name_len, &fn->name_c);
 	f->pending = 0;
 	return fx(t, fxt_event(t->fx, type, th->pid, th->tid, &th->tref, S("span", 4, &t->c_span),
 			       name, f->begin, a, na, f->end));
@@ -795,6 +889,12 @@ static int on_span(tw *t, const struct mtev_rec *r)
 	const char *name = r->span.name.len ? r->span.name.p : t->arena + fn->name_off;
 	size_t nlen = r->span.name.len ? clip(r->span.name.p, r->span.name.len, MAX_NAME)
 				       : fn->name_len;
+	struct rname *rn = NULL;
+	if (r->span.name_id && r->span.name.len) {
+		if (!(rn = nm_get(t, r->span.name_id, r->span.name.p, r->span.name.len)))
+			return -t->err;
+		f->nm = (uint32_t)(rn - t->nm);
+	}
 	unsigned flags = r->span.flags;
 	char ftext[256];
 	size_t flen = flags & ~(unsigned)MTEV_SPAN_INLINE ? flags_text(ftext, sizeof ftext, flags) : 0;
@@ -804,7 +904,9 @@ static int on_span(tw *t, const struct mtev_rec *r)
 		/* the parent, if held back, has a child: it is written as a begin */
 		if (d > 0 && th->st[d - 1].pending && (rc = fxt_span(t, th, &th->st[d - 1], FXT_EV_BEGIN)) < 0)
 			return rc;
-		if (r->span.name.len) {
+		if (rn) {
+			f->named = 2;
+		} else if (r->span.name.len) {
 			if (nlen > th->pname_cap) {
 				size_t nc = nlen < 64 ? 64 : nlen;
 				char *n = realloc(th->pname, nc);
@@ -828,7 +930,12 @@ static int on_span(tw *t, const struct mtev_rec *r)
 	jevent(t, 'B', th->pid, th->tid, b);
 	size_t tail = t->jlen;
 	jputs(t, ",\"cat\":\"span\",\"name\":");
-	if (r->span.name.len) {
+	if (rn) {
+		if (!rn->jname_len &&
+		    json_quote(t, t->arena + rn->name_off, rn->name_len, &rn->jname_off, &rn->jname_len) < 0)
+			return -t->err;
+		jput(t, t->arena + rn->jname_off, rn->jname_len);
+	} else if (r->span.name.len) {
 		if (jquote_tmp(t, name, nlen) < 0)
 			return -t->err;
 	} else {
@@ -992,6 +1099,8 @@ int tw_record(tw *t, const struct mtev_rec *r)
 		return on_thread(t, r);
 	case MTEV_SYMBOL:
 		return on_symbol(t, r);
+	case MTEV_STRING:
+		return on_string(t, r);
 	case MTEV_SPAN:
 		return on_span(t, r);
 	case MTEV_GAP:

@@ -36,7 +36,7 @@ BEGIN {
 	n++
 	tid = kv($0, "tid"); d = kv($0, "depth") + 0; b = kv($0, "begin") + 0; e = kv($0, "end") + 0
 	fl = kv($0, "flags"); cs = kv($0, "callsite")
-	nm = $0; sub(/.* name="/, "", nm); sub(/"$/, "", nm)
+	nm = $0; sub(/ name_id=[0-9]+$/, "", nm); sub(/.* name="/, "", nm); sub(/"$/, "", nm)
 	p = d > 0 ? stk[tid, d - 1] : 0
 	if (d > 0 && !p) fail("span " n " (" nm ") at depth " d " has no parent")
 	if (p && (b < B[p] || e > E[p])) fail("span " n " (" nm ") [" b "," e "] is not inside its parent " N[p] " [" B[p] "," E[p] "]")

@@ -266,7 +266,11 @@ base_of() {
 	sed -i 's|^end$|gap tid=4242 begin=5 end=6 reason=overflow code=0 offset=- ip=0x0 message=""\nspan tid=4242 depth=0 begin=2000000000 end=2000000001 func=0x0 callsite=0x0 flags=syscall name="[syscall]"\nend|' "$T/in.txt"
 	"$BIN/mt-undump" "$T/in.txt" > "$T/in.mt"
 	"$BIN/mt-symbolize" --no-cache -o "$T/out.mt" "$T/in.mt"
-	"$BIN/mt-dump" "$T/out.mt" | grep -v -e '^span ' -e '^symbol ' -e '^mtev ' > "$T/ctx.out"
+	# names are string records with ids from 0x80000000 (ours), spans refer to them
+	"$BIN/mt-dump" "$T/out.mt" | grep -v -e '^span ' -e '^symbol ' -e '^mtev ' |
+		awk '!/^string / { print; next } { split($2, kv, "="); if (kv[2] + 0 < 2147483648) print }' > "$T/ctx.out"
+	"$BIN/mt-dump" -k string "$T/out.mt" | grep -q 'id=2147483648 text="main"'
+	"$BIN/mt-dump" -k span "$T/out.mt" | grep -q 'name="sym_poly" name_id=[0-9]*$'
 	grep -v -e '^span ' -e '^waypoint ' -e '^mtev ' "$T/in.txt" > "$T/ctx.in"
 	diff -u "$T/ctx.in" "$T/ctx.out"
 	"$BIN/mt-dump" -k span "$T/out.mt" | grep -q 'flags=syscall name="\[syscall\]"'

@@ -38,6 +38,91 @@ static uint8_t *encode(const struct mtev_rec *recs, size_t n, size_t *len)
 	return buf;
 }
 
+static int str_eq(struct mtev_str a, struct mtev_str b);
+
+/* Span names by reference: a span whose name_id names a string record written
+ * before it carries no text; the reader gives the text back. */
+static void test_name_refs(void)
+{
+	static const char long_name[] =
+		"std::vector<std::basic_string<char>, std::allocator<std::basic_string<char> > >::_M_realloc_insert";
+	struct mtev_rec recs[8];
+	memset(recs, 0, sizeof recs);
+	recs[0].kind = MTEV_STRING;
+	recs[0].string.id = 0x80000001u;
+	recs[0].string.text = mtev_cstr(long_name);
+	for (int i = 1; i <= 4; i++) {
+		recs[i].kind = MTEV_SPAN;
+		recs[i].span.tid = 1;
+		recs[i].span.depth = (uint32_t)i;
+		recs[i].span.begin = 10;
+		recs[i].span.end = 20;
+		recs[i].span.flags = MTEV_SPAN_INLINE;
+		recs[i].span.name = mtev_cstr(long_name);
+		recs[i].span.name_id = 0x80000001u;
+	}
+	/* an id never defined: the writer falls back to the text */
+	recs[4].span.name_id = 99;
+	recs[4].span.name = mtev_cstr("plain");
+	/* a redefinition: later references mean the new text */
+	recs[5].kind = MTEV_STRING;
+	recs[5].string.id = 0x80000001u;
+	recs[5].string.text = mtev_cstr("again");
+	recs[6] = recs[1];
+	recs[6].span.name = mtev_cstr("again");
+	/* a text that is not the string record's: the text is written */
+	recs[7] = recs[1];
+	recs[7].span.name = mtev_cstr("edited");
+	size_t len = 0, len_text = 0;
+	uint8_t *buf = encode(recs, 8, &len);
+	struct mtev_rec plain[8];
+	memcpy(plain, recs, sizeof plain);
+	for (int i = 1; i < 8; i++)
+		if (plain[i].kind == MTEV_SPAN)
+			plain[i].span.name_id = 0;
+	uint8_t *buf_text = encode(plain, 8, &len_text);
+	T_CHECK(buf && buf_text && len + 3 * (sizeof long_name - 1) - 20 < len_text,
+		"names by reference: %zu bytes, %zu with the text repeated", len, len_text);
+	int err, n, ok = 1, i = 0;
+	mtev_reader *r = buf ? mtev_reader_alloc_mem(buf, len, &err) : NULL;
+	struct mtev_rec x;
+	while (r && (n = mtev_read(r, &x)) == 1) {
+		const struct mtev_rec *e = &recs[i];
+		if (x.kind != e->kind)
+			ok = 0;
+		else if (x.kind == MTEV_SPAN)
+			ok &= str_eq(x.span.name, e->span.name) &&
+			      x.span.name_id == (i == 4 || i == 7 ? 0 : e->span.name_id) &&
+			      x.span.depth == e->span.depth;
+		i++;
+	}
+	T_CHECK(r && n == 0 && i == 8 && ok, "references read back as their text (%d records, ok %d)", i, ok);
+	mtev_reader_free(r);
+	/* a reference to an id no string record defined: the reader says so */
+	if (buf) {
+		/* drop the first string record: header 21 bytes, then kind, size, payload */
+		size_t hl = 17 + 4, rl = 2 + buf[hl + 1];
+		uint8_t *cut = malloc(len);
+		memcpy(cut, buf, hl);
+		memcpy(cut + hl, buf + hl + rl, len - hl - rl);
+		r = mtev_reader_alloc_mem(cut, len - rl, &err);
+		n = r ? mtev_read(r, &x) : err;
+		T_CHECK(n == -MTEV_EREF, "dangling name reference rejected: %s", mtev_strerror(n));
+		mtev_reader_free(r);
+		free(cut);
+	}
+	/* the writer refuses a reference to nothing with no text to fall back on */
+	FILE *f = tmpfile();
+	mtev_writer *w = mtev_writer_alloc(fileno(f), "t", 0, &err);
+	struct mtev_rec bad = recs[1];
+	bad.span.name = mtev_cstr("");
+	T_CHECK(mtev_write(w, &bad) == -MTEV_EINVAL, "reference without a string record or text refused");
+	mtev_writer_free(w);
+	fclose(f);
+	free(buf);
+	free(buf_text);
+}
+
 static int str_eq(struct mtev_str a, struct mtev_str b)
 {
 	return a.len == b.len && (!a.len || !memcmp(a.p, b.p, a.len));
@@ -200,6 +285,8 @@ int main(void)
 	T_CHECK(mtev_write(w, &bad_raw) == -MTEV_EINVAL, "raw record with a known kind refused");
 	mtev_writer_free(w);
 	fclose(f);
+
+	test_name_refs();
 
 	free(cb);
 	free(eb);
