@@ -26,7 +26,7 @@ static void usage(FILE *f)
 	      "  -o, --output FILE    write FILE, atomically (default: stdout)\n"
 	      "      --mem-limit SIZE  log memory per thread before spilling to a temporary\n"
 	      "                       file in $TMPDIR (default /tmp); SIZE in bytes, or with\n"
-	      "                       a K, M or G suffix (default 16M, at least 256)\n"
+	      "                       a K, M or G suffix (default 4M, at least 256)\n"
 	      "      --stats          print counters on stderr at the end\n"
 	      "      --partial        on a truncated or corrupt input, still write what was\n"
 	      "                       read (exit 1); by default nothing is (exit 2)\n"
