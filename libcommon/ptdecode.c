@@ -1380,6 +1380,16 @@ static void handle_event(struct ptd *d, struct ptq *q, const struct pt_event *ev
 		if (q->th < 0)
 			break;
 		th = &d->thr[q->th];
+		if (!ev->variant.enabled.ip) {
+			/* no resume address (a corrupt TIP.PGE): the next block
+			 * says where tracing goes on, with a trace-start */
+			if (th->state == TS_ASYNC)
+				emit_br(d, q, MTEV_BR_INTERRUPT, th->last_ip, 0, th->async_time);
+			q->need_start = 1;
+			q->start_time = t;
+			th->state = TS_ON;
+			break;
+		}
 		if (th->state == TS_SYSCALL)
 			emit_br(d, q, MTEV_BR_SYSRET, 0, ev->variant.enabled.ip, t);
 		else if (th->state == TS_ASYNC) {
