@@ -170,3 +170,23 @@ faults() {
 	echo "before $cov after $cov2"
 	awk -v a="$cov" -v b="$cov2" 'BEGIN { exit !(a < 0.95 && b > a) }'
 }
+
+@test "mt-stitch spilling to a temporary file (--mem-limit 256) writes the same bytes as in memory" {
+	n=0
+	for v in overflow corrupt; do
+		for p in recursion threads dynamic exception; do
+			d="$C/$v/$p"
+			[ -d "$d" ] || continue
+			"$BIN/mt-decode" --buildid-dir "$d/images" -o "$T/in.mt" "$d/perf.data" 2>/dev/null || true
+			"$BIN/mt-segment" -i "$T/in.mt" -o "$T/seg.mt" 2>/dev/null
+			"$BIN/mt-stitch" --stats -i "$T/seg.mt" -o "$T/a.mt" 2>"$T/a.err"
+			TMPDIR="$T" "$BIN/mt-stitch" --mem-limit 256 -i "$T/seg.mt" -o "$T/b.mt" 2>/dev/null
+			cmp "$T/a.mt" "$T/b.mt" || { echo "$v/$p: spilled output differs"; return 1; }
+			grep -q 'gap_spans=[1-9]' "$T/a.err" || { echo "$v/$p: no gap to join"; return 1; }
+			n=$((n + 1))
+		done
+	done
+	[ "$n" -ge 6 ]
+	# the temporary files are gone
+	[ -z "$(ls "$T" | grep mt-stitch)" ]
+}

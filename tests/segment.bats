@@ -186,3 +186,11 @@ cmp_run() {
 	run "$BIN/mt-compare" --min-recall 2 "$T/br.mt" "$T/br.mt"
 	[ "$status" -eq 2 ]
 }
+
+@test "stitch: --mem-limit below 256 bytes or not a size: usage error, exit 2" {
+	for bad in 100 12Q -5 K ""; do
+		run "$BIN/mt-stitch" --mem-limit "$bad" -i /dev/null -o "$BATS_TEST_TMPDIR/o.mt"
+		[ "$status" -eq 2 ]
+		[[ "$output" == *"--mem-limit"* ]]
+	done
+}
