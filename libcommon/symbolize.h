@@ -67,6 +67,10 @@ enum {
 int symz_stream(const void *buf, size_t len, int out_fd, const struct symz_opts *o,
 		struct symz_stats *stats);
 
+/* Same, reading the stream from @in_fd as it comes: memory is bounded by the
+ * largest unit (a segment, or a root span's subtree) plus the symbol tables. */
+int symz_run(int in_fd, int out_fd, const struct symz_opts *o, struct symz_stats *st);
+
 /* The mt cache directory: $XDG_CACHE_HOME/mt, else $HOME/.cache/mt, into
  * @out (@cap bytes).  0, or -1 when neither variable is set. */
 int symz_default_cache_dir(char *out, size_t cap);
