@@ -81,9 +81,12 @@ static void arena_fini(struct arena *a)
 }
 
 /* ---- a hash map from a pair of u64 to a u32 ---- */
+struct hslot {
+	uint64_t a, b;
+	uint32_t v; /* value + 1; 0 = empty */
+};
 struct hmap {
-	uint64_t *k; /* 2 per slot */
-	uint32_t *v; /* value + 1; 0 = empty */
+	struct hslot *s; /* keys and value together: one cache line per probe */
 	size_t cap, n;
 };
 
@@ -97,27 +100,19 @@ static inline size_t hslot(uint64_t a, uint64_t b, size_t mask)
 static int hmap_grow(struct hmap *m)
 {
 	size_t nc = m->cap ? m->cap * 2 : 1024;
-	uint64_t *nk = malloc(nc * 2 * sizeof *nk);
-	uint32_t *nv = calloc(nc, sizeof *nv);
-	if (!nk || !nv) {
-		free(nk);
-		free(nv);
+	struct hslot *ns = calloc(nc, sizeof *ns);
+	if (!ns)
 		return -1;
-	}
 	for (size_t i = 0; i < m->cap; i++) {
-		if (!m->v[i])
+		if (!m->s[i].v)
 			continue;
-		size_t j = hslot(m->k[2 * i], m->k[2 * i + 1], nc - 1);
-		while (nv[j])
+		size_t j = hslot(m->s[i].a, m->s[i].b, nc - 1);
+		while (ns[j].v)
 			j = (j + 1) & (nc - 1);
-		nk[2 * j] = m->k[2 * i];
-		nk[2 * j + 1] = m->k[2 * i + 1];
-		nv[j] = m->v[i];
+		ns[j] = m->s[i];
 	}
-	free(m->k);
-	free(m->v);
-	m->k = nk;
-	m->v = nv;
+	free(m->s);
+	m->s = ns;
 	m->cap = nc;
 	return 0;
 }
@@ -127,12 +122,9 @@ static uint32_t hmap_get(const struct hmap *m, uint64_t a, uint64_t b)
 {
 	if (!m->cap)
 		return NONE;
-	size_t j = hslot(a, b, m->cap - 1);
-	while (m->v[j]) {
-		if (m->k[2 * j] == a && m->k[2 * j + 1] == b)
-			return m->v[j] - 1;
-		j = (j + 1) & (m->cap - 1);
-	}
+	for (size_t j = hslot(a, b, m->cap - 1); m->s[j].v; j = (j + 1) & (m->cap - 1))
+		if (m->s[j].a == a && m->s[j].b == b)
+			return m->s[j].v - 1;
 	return NONE;
 }
 
@@ -143,22 +135,17 @@ static uint32_t hmap_put(struct hmap *m, uint64_t a, uint64_t b, uint32_t val)
 	if ((m->n + 1) * 2 > m->cap && hmap_grow(m) < 0)
 		return NONE;
 	size_t j = hslot(a, b, m->cap - 1);
-	while (m->v[j]) {
-		if (m->k[2 * j] == a && m->k[2 * j + 1] == b)
-			return m->v[j] - 1;
-		j = (j + 1) & (m->cap - 1);
-	}
-	m->k[2 * j] = a;
-	m->k[2 * j + 1] = b;
-	m->v[j] = val + 1;
+	for (; m->s[j].v; j = (j + 1) & (m->cap - 1))
+		if (m->s[j].a == a && m->s[j].b == b)
+			return m->s[j].v - 1;
+	m->s[j] = (struct hslot){a, b, val + 1};
 	m->n++;
 	return val;
 }
 
 static void hmap_fini(struct hmap *m)
 {
-	free(m->k);
-	free(m->v);
+	free(m->s);
 	memset(m, 0, sizeof *m);
 }
 
@@ -284,13 +271,26 @@ struct perfmap {
 
 /* ---- the unit: the spans of one segment (or root subtree) being built ---- */
 
+/* A node of the output tree: a function span (embedded in its span, id = the
+ * span's index) or an inline frame (c->inodes, id = INL | index). */
+struct node {
+	uint64_t begin, end;
+	uint32_t first_child, last_child, next_sib, parent;
+	uint32_t depth;
+	uint32_t si;	 /* the physical span it is, or belongs to */
+	uint32_t fi;	 /* inline: the frame it names; physical: NONE */
+	uint32_t iflags; /* inline: its span flags */
+};
+
+#define INL 0x80000000u
+
 struct span {
+	struct node nd;
 	uint32_t tid, depth, flags;
 	uint64_t begin, end, func, callsite;
 	uint32_t name_off, name_len; /* input name in c->uname, or 0 */
 	uint32_t func_w;   /* want of func, or NONE */
 	uint32_t grp_next; /* next span of the same (tid, depth), or NONE */
-	uint32_t node;	   /* its node */
 	uint32_t inner;	   /* innermost open node (its own when no inline frame is open) */
 	uint32_t nopen;	   /* open inline levels */
 	uint32_t last_ri;  /* the result whose inline chain is open, or NONE */
@@ -312,15 +312,6 @@ struct witem {
 struct grp { /* the spans of one (tid, depth), in begin order */
 	uint32_t cur;  /* the first one a later waypoint can still fall in */
 	uint32_t tail; /* the last one */
-};
-
-struct node {
-	uint64_t begin, end;
-	uint32_t first_child, last_child, next_sib, parent;
-	uint32_t depth;
-	uint32_t si;	 /* the physical span it is, or belongs to */
-	uint32_t fi;	 /* inline: the frame it names; physical: NONE */
-	uint32_t iflags; /* inline: its span flags */
 };
 
 struct thr {
@@ -368,8 +359,10 @@ struct ctx {
 	/* the unit */
 	struct span *spans;
 	size_t nspans, capspans;
-	struct node *nodes;
-	size_t nnodes, capnodes;
+	struct node *inodes; /* inline frames */
+	size_t ninodes, capinodes;
+	uint32_t *roots; /* spans without a parent, in input order */
+	size_t nroots, caproots;
 	struct witem *win;
 	size_t nwin, capwin;
 	struct hmap gidx; /* (tid, depth) -> group */
@@ -1183,25 +1176,31 @@ static int level_eq(const struct ctx *c, const struct result *a, const struct re
 	       (ca->file == cb->file || !strcmp(ca->file, cb->file));
 }
 
-static uint32_t node_new(struct ctx *c, uint64_t begin, uint64_t end, uint32_t si)
+static inline struct node *ND(const struct ctx *c, uint32_t id)
+{
+	return id & INL ? &c->inodes[id & ~INL] : &c->spans[id].nd;
+}
+
+/* A new inline node of span @si: its id, or NONE. */
+static uint32_t inode_new(struct ctx *c, uint64_t begin, uint64_t end, uint32_t si)
 {
 	struct node n = {begin, end, NONE, NONE, NONE, NONE, 0, si, NONE, 0};
-	if (BVEC_PUSH(c->nodes, c->nnodes, c->capnodes, n) < 0) {
+	if (c->ninodes >= INL - 1 || BVEC_PUSH(c->inodes, c->ninodes, c->capinodes, n) < 0) {
 		c->oom = 1;
 		return NONE;
 	}
-	return (uint32_t)(c->nnodes - 1);
+	return INL | (uint32_t)(c->ninodes - 1);
 }
 
 static void node_add_child(struct ctx *c, uint32_t parent, uint32_t child)
 {
-	struct node *p = &c->nodes[parent];
+	struct node *p = ND(c, parent);
 	if (p->last_child == NONE)
 		p->first_child = child;
 	else
-		c->nodes[p->last_child].next_sib = child;
+		ND(c, p->last_child)->next_sib = child;
 	p->last_child = child;
-	c->nodes[child].parent = parent;
+	ND(c, child)->parent = parent;
 }
 
 /* A span, in input order: its parent (the thread's stack of depths), its
@@ -1237,12 +1236,12 @@ static void proc_span(struct ctx *c, uint32_t si)
 	t->n = sp->depth + 1;
 	sp->parent = parent;
 
-	uint32_t n = node_new(c, sp->begin, sp->end, si);
-	if (n == NONE)
-		return;
-	sp->node = sp->inner = n;
+	sp->nd = (struct node){sp->begin, sp->end, NONE, NONE, NONE, NONE, 0, si, NONE, 0};
+	sp->inner = si;
 	if (parent == NONE) {
-		c->nodes[n].depth = sp->depth;
+		sp->nd.depth = sp->depth;
+		if (VEC_PUSH(c->roots, c->nroots, c->caproots, si) < 0)
+			c->oom = 1;
 	} else {
 		struct span *p = &c->spans[parent];
 		/* children met before at an earlier time are placed for good */
@@ -1299,15 +1298,17 @@ static void proc_wp(struct ctx *c, const struct witem *it)
 				keep++;
 		}
 		while (sp->nopen > keep) {
-			c->nodes[sp->inner].end = time;
-			sp->inner = c->nodes[sp->inner].parent;
+			struct node *in = ND(c, sp->inner);
+			in->end = time;
+			sp->inner = in->parent;
 			sp->nopen--;
 		}
 		for (uint32_t j = keep + 1; j <= m; j++) {
-			uint32_t n = node_new(c, time, sp->end, s);
+			uint32_t n = inode_new(c, time, sp->end, s);
 			if (n == NONE)
 				return;
-			struct node *nd = &c->nodes[n];
+			sp = &c->spans[s];
+			struct node *nd = ND(c, n);
 			nd->fi = (uint32_t)(level_frame(c, r, j) - c->frames);
 			nd->iflags = MTEV_SPAN_INLINE;
 			if (time == sp->begin)
@@ -1361,29 +1362,27 @@ static void proc_window(struct ctx *c)
 }
 
 /* The unit is complete: inline frames still open last to their span's end,
- * and each child hangs under the innermost frame of its parent that holds it. */
+ * and each child hangs under the innermost frame of its parent that holds it
+ * (parents come first, so theirs are closed when a child looks). */
 static void unit_close(struct ctx *c)
 {
-	for (size_t i = 0; i < c->nspans; i++) {
+	for (uint32_t i = 0; i < c->nspans; i++) {
 		struct span *sp = &c->spans[i];
-		for (uint32_t n = sp->inner; n != sp->node; n = c->nodes[n].parent) {
-			c->nodes[n].end = sp->end;
-			c->nodes[n].iflags |= sp->flags & MTEV_SPAN_OPEN_AT_END;
+		for (uint32_t n = sp->inner; n != i; n = ND(c, n)->parent) {
+			struct node *in = ND(c, n);
+			in->end = sp->end;
+			in->iflags |= sp->flags & MTEV_SPAN_OPEN_AT_END;
 		}
-	}
-	for (size_t i = 0; i < c->nspans; i++) {
-		const struct span *sp = &c->spans[i];
 		if (sp->parent == NONE)
 			continue;
-		uint32_t pn = c->spans[sp->parent].node;
+		uint32_t pn = sp->parent;
 		uint32_t n = sp->cand_match != NONE ? sp->cand_match : sp->cand_any;
 		if (n == NONE)
 			n = pn;
 		/* climb to a node that holds the whole child */
-		while (n != pn && n != NONE &&
-		       !(c->nodes[n].begin <= sp->begin && sp->end <= c->nodes[n].end))
-			n = c->nodes[n].parent;
-		node_add_child(c, n == NONE ? pn : n, sp->node);
+		while (n != pn && n != NONE && !(ND(c, n)->begin <= sp->begin && sp->end <= ND(c, n)->end))
+			n = ND(c, n)->parent;
+		node_add_child(c, n == NONE ? pn : n, i);
 	}
 }
 
@@ -1528,18 +1527,16 @@ static int write_symbols(struct ctx *c, mtev_writer *wr)
 
 static int cmp_child(const void *a, const void *b, void *arg)
 {
-	const struct node *nodes = arg;
+	const struct ctx *c = arg;
 	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-	if (nodes[x].begin != nodes[y].begin)
-		return nodes[x].begin < nodes[y].begin ? -1 : 1;
+	const struct node *nx = ND(c, x), *ny = ND(c, y);
+	if (nx->begin != ny->begin)
+		return nx->begin < ny->begin ? -1 : 1;
 	/* Siblings never overlap, so of two that begin together one is empty
 	 * ([t, t]) and comes first: the other may end after t. */
-	if (nodes[x].end != nodes[y].end)
-		return nodes[x].end < nodes[y].end ? -1 : 1;
-	/* then function spans (in input order) before inline frames */
-	int ix = nodes[x].fi != NONE, iy = nodes[y].fi != NONE;
-	if (ix != iy)
-		return ix - iy;
+	if (nx->end != ny->end)
+		return nx->end < ny->end ? -1 : 1;
+	/* then function spans (in input order) before inline frames (ids) */
 	return x < y ? -1 : x > y;
 }
 
@@ -1552,7 +1549,7 @@ static int emit_tree(struct ctx *c, mtev_writer *wr, uint32_t root)
 	c->stk[n++] = root;
 	while (n) {
 		uint32_t x = c->stk[--n];
-		const struct node *nd = &c->nodes[x];
+		const struct node *nd = ND(c, x);
 		const struct span *sp = &c->spans[nd->si];
 		struct mtev_rec rec = {.kind = MTEV_SPAN};
 		int r;
@@ -1579,18 +1576,18 @@ static int emit_tree(struct ctx *c, mtev_writer *wr, uint32_t root)
 			return r;
 		c->st->spans_out++;
 		size_t nk = 0;
-		for (uint32_t ch = nd->first_child; ch != NONE; ch = c->nodes[ch].next_sib) {
+		for (uint32_t ch = nd->first_child; ch != NONE; ch = ND(c, ch)->next_sib) {
 			if (nk == c->capkids && vec_grow((void **)&c->kids, &c->capkids, sizeof *c->kids) < 0)
 				return -MTEV_ENOMEM;
 			c->kids[nk++] = ch;
 		}
 		if (nk > 1)
-			qsort_r(c->kids, nk, sizeof *c->kids, cmp_child, c->nodes);
+			qsort_r(c->kids, nk, sizeof *c->kids, cmp_child, c);
 		while (c->capstk < n + nk + 1)
 			if (vec_grow((void **)&c->stk, &c->capstk, sizeof *c->stk) < 0)
 				return -MTEV_ENOMEM;
 		for (size_t i = nk; i-- > 0;) {
-			c->nodes[c->kids[i]].depth = nd->depth + 1;
+			ND(c, c->kids[i])->depth = nd->depth + 1;
 			c->stk[n++] = c->kids[i];
 		}
 	}
@@ -1600,7 +1597,8 @@ static int emit_tree(struct ctx *c, mtev_writer *wr, uint32_t root)
 static void unit_reset(struct ctx *c)
 {
 	c->nspans = 0;
-	c->nnodes = 0;
+	c->ninodes = 0;
+	c->nroots = 0;
 	c->nwin = 0;
 	c->ngrps = 0;
 	hmap_fini(&c->gidx);
@@ -1628,9 +1626,8 @@ static int unit_flush(struct ctx *c, mtev_writer *wr)
 	double t1 = cpu_now();
 	c->st->t_tree += t1 - t0;
 	int r = write_symbols(c, wr);
-	for (size_t i = 0; i < c->nspans && r == 0; i++)
-		if (c->spans[i].parent == NONE)
-			r = emit_tree(c, wr, c->spans[i].node);
+	for (size_t i = 0; i < c->nroots && r == 0; i++)
+		r = emit_tree(c, wr, c->roots[i]);
 	c->st->t_write += cpu_now() - t1;
 	unit_reset(c);
 	return r;
@@ -1669,7 +1666,8 @@ static void ctx_fini(struct ctx *c)
 	free(c->res);
 	free(c->frames);
 	bvec_free(c->spans, c->capspans, sizeof *c->spans);
-	bvec_free(c->nodes, c->capnodes, sizeof *c->nodes);
+	bvec_free(c->inodes, c->capinodes, sizeof *c->inodes);
+	free(c->roots);
 	bvec_free(c->win, c->capwin, sizeof *c->win);
 	free(c->grps);
 	free(c->thrs);
@@ -1689,9 +1687,10 @@ static void ctx_fini(struct ctx *c)
 
 static int add_span(struct ctx *c, const struct mtev_rec *rec)
 {
-	struct span s = {rec->span.tid, rec->span.depth, rec->span.flags, rec->span.begin,
+	struct span s = {{0, 0, NONE, NONE, NONE, NONE, 0, 0, NONE, 0},
+			 rec->span.tid, rec->span.depth, rec->span.flags, rec->span.begin,
 			 rec->span.end, rec->span.func, rec->span.callsite, 0, rec->span.name.len,
-			 NONE, NONE, NONE, NONE, 0, NONE, NONE, NONE, 0, NONE, NONE, NONE};
+			 NONE, NONE, NONE, 0, NONE, NONE, NONE, 0, NONE, NONE, NONE};
 	if (s.name_len) {
 		if (c->unamelen + s.name_len > c->unamecap) {
 			size_t nc = c->unamecap ? c->unamecap : 4096;
