@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -380,6 +381,10 @@ struct ctx {
 	uint32_t *stk, *kids; /* emit_tree's scratch */
 	size_t capstk, capkids;
 	int any_span; /* a span or waypoint was seen */
+	struct jframe *jf; /* one reply's frames */
+	size_t capjf;
+	char *js; /* one reply's strings, decoded */
+	size_t capjs;
 	struct nent *ntab; /* name -> string id */
 	size_t nntab, capntab;
 	uint32_t next_sid;
@@ -632,47 +637,38 @@ static const char *json_str(json_t *o, const char *key, size_t *len)
 	return json_string_value(v);
 }
 
-/* Fills @r from one llvm-symbolizer JSON reply.  0 ok (possibly with no
- * name: r->kind stays PENDING), -1 when the reply is an error or unparsable. */
-static int res_from_json(struct ctx *c, struct result *r, const char *line, size_t len)
+/* One entry of a reply's "Symbol" array (strings not NUL-terminated). */
+struct jframe {
+	const char *nm, *file;
+	size_t nl, fl;
+	long long line, col;
+};
+
+/* Fills @r from the frames of one reply (innermost first) and the last
+ * one's StartAddress.  0 (possibly with no name: r->kind stays PENDING) or
+ * -1 (out of memory). */
+static int res_fill(struct ctx *c, struct result *r, const struct jframe *fr, size_t n,
+		    uint64_t start)
 {
-	json_error_t e;
-	json_t *j = json_loadb(line, len, 0, &e);
-	if (!j)
-		return -1;
-	int ret = -1;
-	json_t *syms = json_object_get(j, "Symbol");
-	if (!json_is_array(syms) || json_object_get(j, "Error"))
-		goto out;
-	ret = 0;
-	size_t n = json_array_size(syms);
-	if (!n)
-		goto out;
-	json_t *last = json_array_get(syms, n - 1);
-	size_t l;
-	const char *fn = json_str(last, "FunctionName", &l);
-	if (!l || !strcmp(fn, "??"))
-		goto out;
+	if (!n || !fr[n - 1].nl || (fr[n - 1].nl == 2 && !memcmp(fr[n - 1].nm, "??", 2)))
+		return 0;
 	uint32_t f0 = (uint32_t)c->nframes;
 	int have_line = 0;
 	for (size_t i = 0; i < n; i++) {
-		json_t *s = json_array_get(syms, i);
-		size_t nl, fl;
-		const char *nm = json_str(s, "FunctionName", &nl);
-		const char *file = json_str(s, "FileName", &fl);
-		json_int_t ln = json_integer_value(json_object_get(s, "Line"));
-		json_int_t col = json_integer_value(json_object_get(s, "Column"));
-		if (!nl || !strcmp(nm, "??"))
+		const char *nm = fr[i].nm;
+		size_t nl = fr[i].nl;
+		if (!nl || (nl == 2 && !memcmp(nm, "??", 2)))
 			nm = "??", nl = 2;
-		if (ln > 0)
+		if (fr[i].line > 0)
 			have_line = 1;
-		if (frame_push(c, arena_strndup(&c->ar, nm, nl), arena_strndup(&c->ar, file, fl),
-			       ln > 0 ? (uint32_t)ln : 0, col > 0 ? (uint32_t)col : 0) == NONE)
-			goto out;
+		if (frame_push(c, arena_strndup(&c->ar, nm, nl), arena_strndup(&c->ar, fr[i].file, fr[i].fl),
+			       fr[i].line > 0 && fr[i].line <= UINT32_MAX ? (uint32_t)fr[i].line : 0,
+			       fr[i].col > 0 && fr[i].col <= UINT32_MAX ? (uint32_t)fr[i].col : 0) == NONE)
+			return -1;
 	}
 	r->f0 = f0;
 	r->nf = (uint32_t)n;
-	r->entry_vaddr = parse_hex(json_string_value(json_object_get(last, "StartAddress")));
+	r->entry_vaddr = start;
 	r->kind = have_line ? RES_DEBUG : RES_SYMTAB;
 	if (!have_line && n == 1 && r->bin != NONE) {
 		/* symbol-table answer: say where in the function, as the ELF fallback does */
@@ -692,6 +688,355 @@ static int res_from_json(struct ctx *c, struct result *r, const char *line, size
 				c->oom = 1;
 		}
 	}
+	return 0;
+}
+
+static int jframes_room(struct ctx *c, size_t n)
+{
+	while (c->capjf < n)
+		if (vec_grow((void **)&c->jf, &c->capjf, sizeof *c->jf) < 0)
+			return -1;
+	return 0;
+}
+
+/* ---- a JSON reader for llvm-symbolizer's replies (the common case) ----
+ * Strict: anything it does not expect (floats, odd escapes, deep nesting)
+ * makes it give up, and jansson reads the reply instead. */
+struct jcur {
+	const char *p, *end;
+	char *out; /* decoded strings go here: never longer than the input */
+};
+
+static void js_ws(struct jcur *j)
+{
+	while (j->p < j->end && (*j->p == ' ' || *j->p == '\t' || *j->p == '\n' || *j->p == '\r'))
+		j->p++;
+}
+
+static int js_hex4(const char *p, unsigned *v)
+{
+	*v = 0;
+	for (int i = 0; i < 4; i++) {
+		char ch = p[i];
+		unsigned d = ch >= '0' && ch <= '9' ? (unsigned)(ch - '0')
+			     : ch >= 'a' && ch <= 'f' ? (unsigned)(ch - 'a' + 10)
+			     : ch >= 'A' && ch <= 'F' ? (unsigned)(ch - 'A' + 10) : 16u;
+		if (d > 15)
+			return -1;
+		*v = *v << 4 | d;
+	}
+	return 0;
+}
+
+/* A string at j->p: decoded into j->out (when @s) as *s, *n. */
+static int js_str(struct jcur *j, const char **s, size_t *n)
+{
+	if (j->p >= j->end || *j->p != '"')
+		return -1;
+	j->p++;
+	char *o = j->out, *o0 = o;
+	while (j->p < j->end) {
+		char ch = *j->p++;
+		if (ch == '"') {
+			if (s) {
+				*s = o0;
+				*n = (size_t)(o - o0);
+				j->out = o;
+			}
+			return 0;
+		}
+		if ((unsigned char)ch < 0x20)
+			return -1;
+		if (ch != '\\') {
+			*o++ = ch;
+			continue;
+		}
+		if (j->p >= j->end)
+			return -1;
+		ch = *j->p++;
+		switch (ch) {
+		case '"': case '\\': case '/': *o++ = ch; break;
+		case 'b': *o++ = '\b'; break;
+		case 'f': *o++ = '\f'; break;
+		case 'n': *o++ = '\n'; break;
+		case 'r': *o++ = '\r'; break;
+		case 't': *o++ = '\t'; break;
+		case 'u': {
+			unsigned u;
+			if (j->end - j->p < 4 || js_hex4(j->p, &u) < 0)
+				return -1;
+			j->p += 4;
+			if (u >= 0xd800 && u <= 0xdfff)
+				return -1; /* surrogates: left to jansson */
+			if (u < 0x80) {
+				*o++ = (char)u;
+			} else if (u < 0x800) {
+				*o++ = (char)(0xc0 | u >> 6);
+				*o++ = (char)(0x80 | (u & 0x3f));
+			} else {
+				*o++ = (char)(0xe0 | u >> 12);
+				*o++ = (char)(0x80 | ((u >> 6) & 0x3f));
+				*o++ = (char)(0x80 | (u & 0x3f));
+			}
+			break;
+		}
+		default: return -1;
+		}
+	}
+	return -1;
+}
+
+static int js_int(struct jcur *j, long long *v)
+{
+	const char *p = j->p;
+	int neg = 0;
+	if (p < j->end && *p == '-')
+		neg = 1, p++;
+	if (p >= j->end || *p < '0' || *p > '9')
+		return -1;
+	long long x = 0;
+	while (p < j->end && *p >= '0' && *p <= '9') {
+		if (x > (LLONG_MAX - 9) / 10)
+			return -1;
+		x = x * 10 + (*p++ - '0');
+	}
+	if (p < j->end && (*p == '.' || *p == 'e' || *p == 'E'))
+		return -1;
+	j->p = p;
+	*v = neg ? -x : x;
+	return 0;
+}
+
+/* Skips one value of any kind. */
+static int js_skip(struct jcur *j, int depth)
+{
+	js_ws(j);
+	if (j->p >= j->end || depth > 16)
+		return -1;
+	char ch = *j->p;
+	if (ch == '"')
+		return js_str(j, NULL, NULL);
+	if (ch == '{' || ch == '[') {
+		char close = ch == '{' ? '}' : ']';
+		j->p++;
+		js_ws(j);
+		if (j->p < j->end && *j->p == close) {
+			j->p++;
+			return 0;
+		}
+		for (;;) {
+			if (ch == '{') {
+				js_ws(j);
+				if (js_str(j, NULL, NULL) < 0)
+					return -1;
+				js_ws(j);
+				if (j->p >= j->end || *j->p++ != ':')
+					return -1;
+			}
+			if (js_skip(j, depth + 1) < 0)
+				return -1;
+			js_ws(j);
+			if (j->p >= j->end)
+				return -1;
+			if (*j->p == ',') {
+				j->p++;
+				continue;
+			}
+			if (*j->p++ != close)
+				return -1;
+			return 0;
+		}
+	}
+	long long v;
+	if (ch == '-' || (ch >= '0' && ch <= '9'))
+		return js_int(j, &v);
+	static const char *const lit[] = {"true", "false", "null"};
+	for (int i = 0; i < 3; i++) {
+		size_t l = strlen(lit[i]);
+		if ((size_t)(j->end - j->p) >= l && !memcmp(j->p, lit[i], l)) {
+			j->p += l;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+static int js_key(const char *k, size_t kl, const char *want)
+{
+	return strlen(want) == kl && !memcmp(k, want, kl);
+}
+
+/* One object of the "Symbol" array into @f. */
+static int js_frame(struct jcur *j, struct jframe *f, uint64_t *start)
+{
+	memset(f, 0, sizeof *f);
+	f->nm = f->file = "";
+	*start = 0;
+	js_ws(j);
+	if (j->p >= j->end || *j->p++ != '{')
+		return -1;
+	js_ws(j);
+	if (j->p < j->end && *j->p == '}') {
+		j->p++;
+		return 0;
+	}
+	for (;;) {
+		const char *k;
+		size_t kl;
+		js_ws(j);
+		if (js_str(j, &k, &kl) < 0)
+			return -1;
+		js_ws(j);
+		if (j->p >= j->end || *j->p++ != ':')
+			return -1;
+		js_ws(j);
+		int e;
+		if (js_key(k, kl, "FunctionName"))
+			e = js_str(j, &f->nm, &f->nl);
+		else if (js_key(k, kl, "FileName"))
+			e = js_str(j, &f->file, &f->fl);
+		else if (js_key(k, kl, "Line"))
+			e = js_int(j, &f->line);
+		else if (js_key(k, kl, "Column"))
+			e = js_int(j, &f->col);
+		else if (js_key(k, kl, "StartAddress")) {
+			const char *sa;
+			size_t sl;
+			e = js_str(j, &sa, &sl);
+			if (!e && sl) {
+				char tmp[32];
+				if (sl >= sizeof tmp)
+					return -1;
+				memcpy(tmp, sa, sl);
+				tmp[sl] = 0;
+				*start = parse_hex(tmp);
+			}
+		} else
+			e = js_skip(j, 2);
+		if (e < 0)
+			return -1;
+		js_ws(j);
+		if (j->p >= j->end)
+			return -1;
+		if (*j->p == ',') {
+			j->p++;
+			continue;
+		}
+		return *j->p++ == '}' ? 0 : -1;
+	}
+}
+
+/* The fast reader: 0 / -1 as res_from_json, -2 when it gives up. */
+static int res_from_json_fast(struct ctx *c, struct result *r, const char *line, size_t len)
+{
+	if (c->capjs < len + 1) {
+		char *nb = realloc(c->js, len + 1);
+		if (!nb)
+			return -2;
+		c->js = nb;
+		c->capjs = len + 1;
+	}
+	struct jcur j = {line, line + len, c->js};
+	size_t n = 0;
+	int have_syms = 0, err = 0;
+	uint64_t start = 0;
+	js_ws(&j);
+	if (j.p >= j.end || *j.p++ != '{')
+		return -2;
+	for (;;) {
+		const char *k;
+		size_t kl;
+		js_ws(&j);
+		if (js_str(&j, &k, &kl) < 0)
+			return -2;
+		js_ws(&j);
+		if (j.p >= j.end || *j.p++ != ':')
+			return -2;
+		js_ws(&j);
+		if (js_key(k, kl, "Symbol")) {
+			if (j.p >= j.end || *j.p != '[')
+				return -2;
+			j.p++;
+			n = 0;
+			have_syms = 1;
+			js_ws(&j);
+			if (j.p < j.end && *j.p == ']') {
+				j.p++;
+			} else {
+				for (;;) {
+					uint64_t st;
+					if (jframes_room(c, n + 1) < 0 || js_frame(&j, &c->jf[n], &st) < 0)
+						return -2;
+					start = st; /* the last frame's */
+					n++;
+					js_ws(&j);
+					if (j.p >= j.end)
+						return -2;
+					if (*j.p == ',') {
+						j.p++;
+						continue;
+					}
+					if (*j.p++ != ']')
+						return -2;
+					break;
+				}
+			}
+		} else {
+			if (js_key(k, kl, "Error"))
+				err = 1;
+			if (js_skip(&j, 1) < 0)
+				return -2;
+		}
+		js_ws(&j);
+		if (j.p >= j.end)
+			return -2;
+		if (*j.p == ',') {
+			j.p++;
+			continue;
+		}
+		if (*j.p++ != '}')
+			return -2;
+		break;
+	}
+	js_ws(&j);
+	if (j.p != j.end)
+		return -2;
+	if (!have_syms || err)
+		return -1;
+	return res_fill(c, r, c->jf, n, start) < 0 ? -1 : 0;
+}
+
+/* Fills @r from one llvm-symbolizer JSON reply.  0 ok (possibly with no
+ * name: r->kind stays PENDING), -1 when the reply is an error or unparsable. */
+static int res_from_json(struct ctx *c, struct result *r, const char *line, size_t len)
+{
+	int fast = res_from_json_fast(c, r, line, len);
+	if (fast != -2)
+		return fast;
+	c->st->json_slow++;
+	json_error_t e;
+	json_t *j = json_loadb(line, len, 0, &e);
+	if (!j)
+		return -1;
+	int ret = -1;
+	json_t *syms = json_object_get(j, "Symbol");
+	if (!json_is_array(syms) || json_object_get(j, "Error"))
+		goto out;
+	size_t n = json_array_size(syms);
+	if (jframes_room(c, n + 1) < 0)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		json_t *s = json_array_get(syms, i);
+		struct jframe *f = &c->jf[i];
+		f->nm = json_str(s, "FunctionName", &f->nl);
+		f->file = json_str(s, "FileName", &f->fl);
+		f->line = json_integer_value(json_object_get(s, "Line"));
+		f->col = json_integer_value(json_object_get(s, "Column"));
+	}
+	uint64_t start = n ? parse_hex(json_string_value(json_object_get(json_array_get(syms, n - 1),
+									  "StartAddress")))
+			   : 0;
+	ret = res_fill(c, r, c->jf, n, start);
 out:
 	json_decref(j);
 	return ret;
@@ -1675,6 +2020,8 @@ static void ctx_fini(struct ctx *c)
 	free(c->stk);
 	free(c->kids);
 	free(c->ntab);
+	free(c->jf);
+	free(c->js);
 	hmap_fini(&c->sym_seen);
 	hmap_fini(&c->tid2pid);
 	hmap_fini(&c->want_idx);

@@ -60,6 +60,7 @@ struct symz_stats {
 	uint64_t unique_addrs;	      /* unique (thread, address) pairs */
 	uint64_t unique_binaddrs;     /* unique (binary, address) pairs resolved */
 	uint64_t cache_hits, symbolizer_requests, fallback_names, unknown_names;
+	uint64_t json_slow; /* replies the fast reader left to jansson */
 	double t_read, t_resolve, t_tree, t_write; /* wall seconds per phase */
 	int degraded; /* some names are fallbacks because of a problem */
 	char err[256]; /* why symz_stream failed */

@@ -189,6 +189,32 @@ base_of() {
 	"$BIN/mt-dump" -k span "$T/out.mt" | grep -q 'name="sym_mixed"'
 }
 
+@test "replies are read the same by the fast JSON reader and by jansson (escapes, surrogates, unknown keys)" {
+	gen "$PROGS/sym_inline" "$(base_of "$PROGS/sym_inline")" sym_mixed sym_accumulate
+	"$BIN/mt-symbolize" --no-cache -o "$T/plain.mt" "$T/in.mt"
+	# the same answers with \u and \/ escapes: the fast reader decodes them
+	printf '%s\n' 's|"FunctionName":"sym_|"FunctionName":"\\u0073ym\\/\\/_|g' > "$T/esc.sed"
+	# an unknown key holding a surrogate pair: the fast reader gives up, jansson reads it
+	printf '%s\n' 's/^{/{"Extra":["\\ud83d\\ude00",{"a":null}],/' > "$T/sur.sed"
+	for v in esc sur; do
+		printf '#!/bin/sh\nllvm-symbolizer "$@" | sed -u -f "%s"\n' "$T/$v.sed" > "$T/$v"
+		chmod +x "$T/$v"
+	done
+	r=$(printf '%s 0x%x\n' "$PROGS/sym_inline" 0x401000 | "$T/sur" --output-style=JSON)
+	[[ "$r" == '{"Extra":["\ud83d\ude00",'* ]]
+	spans() { "$BIN/mt-dump" -k span "$1" | sed 's/ name_id=[0-9]*$//'; }
+	for v in esc sur; do
+		run timeout 60 "$BIN/mt-symbolize" -s --no-cache --symbolizer "$T/$v" -o "$T/$v.mt" "$T/in.mt"
+		echo "$output"
+		[ "$status" -eq 0 ]
+		diff <(spans "$T/plain.mt") <(spans "$T/$v.mt" | sed 's|"sym//_|"sym_|g')
+		n=$(grep -o '[0-9]* replies read by jansson' <<<"$output" | cut -d' ' -f1)
+		if [ "$v" = esc ]; then [ "$n" -eq 0 ]; else [ "$n" -gt 50 ]; fi
+	done
+	# the escaped names really went through the escapes
+	"$BIN/mt-dump" -k span "$T/esc.mt" | grep -q 'name="sym//_'
+}
+
 @test "llvm-symbolizer that dies after two answers: one warning, the rest from ELF, exit 1" {
 	gen "$PROGS/sym_inline" "$(base_of "$PROGS/sym_inline")" sym_mixed
 	cat > "$T/die" <<-EOF2
