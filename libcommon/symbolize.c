@@ -1926,7 +1926,11 @@ static int emit_tree(struct ctx *c, mtev_writer *wr, uint32_t root)
 				return -MTEV_ENOMEM;
 			c->kids[nk++] = ch;
 		}
-		if (nk > 1)
+		/* children are linked mostly in order already: sort only if not */
+		size_t k = 1;
+		while (k < nk && cmp_child(&c->kids[k - 1], &c->kids[k], c) < 0)
+			k++;
+		if (k < nk)
 			qsort_r(c->kids, nk, sizeof *c->kids, cmp_child, c);
 		while (c->capstk < n + nk + 1)
 			if (vec_grow((void **)&c->stk, &c->capstk, sizeof *c->stk) < 0)
