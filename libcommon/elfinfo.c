@@ -1,8 +1,10 @@
 #include "elfinfo.h"
 
+#include <capstone/capstone.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
+#include <inttypes.h>
 #include <libelf.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,6 +104,8 @@ static int sym_cmp(const void *a, const void *b)
 	const struct elf_sym *x = a, *y = b;
 	if (x->addr != y->addr)
 		return x->addr < y->addr ? -1 : 1;
+	if (x->is_fde != y->is_fde) /* a name from the file wins */
+		return x->is_fde ? 1 : -1;
 	/* prefer sized, then global-looking (shorter names first is arbitrary but stable) */
 	if ((x->size == 0) != (y->size == 0))
 		return x->size == 0 ? 1 : -1;
@@ -141,7 +145,8 @@ struct symvec {
 	size_t n, cap;
 };
 
-static int symvec_push(struct symvec *sv, uint64_t addr, uint64_t size, long nameoff, int plt)
+static int symvec_push(struct symvec *sv, uint64_t addr, uint64_t size, long nameoff, int plt,
+		       int label)
 {
 	if (sv->n == sv->cap) {
 		size_t nc = sv->cap ? sv->cap * 2 : 256;
@@ -155,7 +160,7 @@ static int symvec_push(struct symvec *sv, uint64_t addr, uint64_t size, long nam
 		sv->nameoff = no;
 		sv->cap = nc;
 	}
-	sv->v[sv->n] = (struct elf_sym){addr, size, NULL, (uint8_t)plt};
+	sv->v[sv->n] = (struct elf_sym){addr, size, NULL, (uint8_t)plt, (uint8_t)label, 0};
 	sv->nameoff[sv->n] = nameoff;
 	sv->n++;
 	return 0;
@@ -196,7 +201,7 @@ static int read_symtab(const struct elfinfo *ei, Elf *e, Elf_Scn *scn, GElf_Shdr
 		if (!name || !*name)
 			continue;
 		long off = pool_add(pl, name, NULL);
-		if (off < 0 || symvec_push(sv, s.st_value, s.st_size, off, 0) < 0)
+		if (off < 0 || symvec_push(sv, s.st_value, s.st_size, off, 0, t == STT_NOTYPE) < 0)
 			return -1;
 	}
 	return 0;
@@ -228,7 +233,7 @@ static int read_plt(Elf *e, size_t shstrndx, struct symvec *sv, struct pool *pl)
 		return 0;
 	/* The whole .plt is one "function" for range purposes: PLT0 + stubs. */
 	long off0 = pool_add(pl, "[plt]", NULL);
-	if (off0 < 0 || symvec_push(sv, plt_sh.sh_addr, plt_sh.sh_size, off0, 1) < 0)
+	if (off0 < 0 || symvec_push(sv, plt_sh.sh_addr, plt_sh.sh_size, off0, 1, 0) < 0)
 		return -1;
 	if (!rela || !rela_sh.sh_entsize)
 		return 0;
@@ -256,10 +261,299 @@ static int read_plt(Elf *e, size_t shstrndx, struct symvec *sv, struct pool *pl)
 		if (!name || !*name)
 			continue;
 		long off = pool_add(pl, name, "@plt");
-		if (off < 0 || symvec_push(sv, base + i * stride, stride, off, 1) < 0)
+		if (off < 0 || symvec_push(sv, base + i * stride, stride, off, 1, 0) < 0)
 			return -1;
 	}
 	return 0;
+}
+
+/* Separate debug file (objcopy --only-keep-debug, Debian's *-dbg packages)
+ * of a stripped file with build-id @id: DIR/.build-id/xx/yyyy.debug for
+ * each DIR of $MT_DEBUGINFO_DIR (':'-separated; unset: /usr/lib/debug;
+ * empty: none), after the file "debug" next to a perf build-id cache "elf"
+ * (PATH/../debug).  The debug file must carry the same build-id and a
+ * .symtab.  Returns an open Elf (and *fdp) or NULL. */
+static Elf *open_debug_file(const char *path, const uint8_t *id, size_t idlen, int *fdp,
+			    char **dpath)
+{
+	char buf[4096], hex[41];
+	const char *dirs = getenv("MT_DEBUGINFO_DIR");
+	if (!dirs)
+		dirs = "/usr/lib/debug";
+	buildid_hex(hex, id, idlen);
+	size_t plen = strlen(path);
+	int cand = plen >= 4 && !strcmp(path + plen - 4, "/elf") ? -1 : 0;
+	for (const char *d = dirs;; cand++) {
+		if (cand < 0) {
+			if (plen + 2 >= sizeof buf)
+				continue;
+			memcpy(buf, path, plen - 3);
+			memcpy(buf + plen - 3, "debug", 6);
+		} else {
+			if (!*d)
+				return NULL;
+			const char *e = strchr(d, ':');
+			size_t n = e ? (size_t)(e - d) : strlen(d);
+			int w = n ? snprintf(buf, sizeof buf, "%.*s/.build-id/%.2s/%s.debug", (int)n, d,
+					     hex, hex + 2)
+				  : -1;
+			d = e ? e + 1 : d + n;
+			if (w < 0 || (size_t)w >= sizeof buf)
+				continue;
+		}
+		int fd = open(buf, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+		uint8_t did[20];
+		int ok = e && elf_kind(e) == ELF_K_ELF && note_build_id(e, did) == (int)idlen &&
+			 !memcmp(did, id, idlen);
+		Elf_Scn *scn = NULL;
+		GElf_Shdr sh;
+		int has = 0;
+		while (ok && !has && (scn = elf_nextscn(e, scn)))
+			has = gelf_getshdr(scn, &sh) && sh.sh_type == SHT_SYMTAB;
+		if (ok && has) {
+			*fdp = fd;
+			*dpath = strdup(buf);
+			return e;
+		}
+		if (e)
+			elf_end(e);
+		close(fd);
+	}
+}
+
+/* ---- function starts from .eh_frame (stripped files, no debug file) ---- */
+
+struct rd {
+	const uint8_t *p, *end;
+	uint64_t va; /* vaddr of p */
+	int bad;
+};
+
+static uint64_t rd_n(struct rd *r, size_t n)
+{
+	uint64_t v = 0;
+	if ((size_t)(r->end - r->p) < n) {
+		r->bad = 1;
+		r->p = r->end;
+		return 0;
+	}
+	for (size_t i = 0; i < n; i++)
+		v |= (uint64_t)r->p[i] << (8 * i);
+	r->p += n;
+	r->va += n;
+	return v;
+}
+
+static uint64_t rd_uleb(struct rd *r)
+{
+	uint64_t v = 0;
+	for (unsigned sh = 0; r->p < r->end; sh += 7) {
+		uint8_t b = *r->p++;
+		r->va++;
+		if (sh < 64)
+			v |= (uint64_t)(b & 0x7f) << sh;
+		if (!(b & 0x80))
+			return v;
+	}
+	r->bad = 1;
+	return v;
+}
+
+/* A DW_EH_PE-encoded pointer: absptr/udata/sdata 2, 4, 8, applied
+ * pc-relative (0x10) or relative to @datarel (0x30).  0 + bad otherwise. */
+static uint64_t rd_enc(struct rd *r, uint8_t enc, uint64_t datarel)
+{
+	uint64_t at = r->va, v;
+	switch (enc & 0x0f) {
+	case 0x00: case 0x04: v = rd_n(r, 8); break;
+	case 0x02: v = rd_n(r, 2); break;
+	case 0x03: v = rd_n(r, 4); break;
+	case 0x0a: v = (uint64_t)(int64_t)(int16_t)rd_n(r, 2); break;
+	case 0x0b: v = (uint64_t)(int64_t)(int32_t)rd_n(r, 4); break;
+	case 0x0c: v = rd_n(r, 8); break;
+	default: r->bad = 1; return 0;
+	}
+	switch (enc & 0x70) {
+	case 0x00: return v;
+	case 0x10: return v + at;
+	case 0x30: return v + datarel;
+	}
+	r->bad = 1;
+	return 0;
+}
+
+/* Bytes of the file at [va, va+len) through the PT_LOAD segments. */
+static int rd_at(const struct elfinfo *ei, const char *raw, size_t rawsize, uint64_t va,
+		 uint64_t len, struct rd *r)
+{
+	int64_t off = elfinfo_vaddr_to_offset(ei, va);
+	if (off < 0 || (uint64_t)off > rawsize || len > rawsize - (uint64_t)off)
+		return -1;
+	r->p = (const uint8_t *)raw + off;
+	r->end = r->p + len;
+	r->va = va;
+	r->bad = 0;
+	return 0;
+}
+
+/* The FDE at @fva: its pc range, through its CIE's 'R' encoding. */
+static int fde_range(const struct elfinfo *ei, const char *raw, size_t rawsize, uint64_t fva,
+		     uint64_t *lo, uint64_t *len)
+{
+	struct rd r;
+	if (rd_at(ei, raw, rawsize, fva, 8, &r))
+		return -1;
+	uint64_t flen = rd_n(&r, 4);
+	if (flen == 0 || flen >= 0xfffffff0u || rd_at(ei, raw, rawsize, fva + 4, flen, &r))
+		return -1;
+	uint64_t cie_ptr = rd_n(&r, 4);
+	if (!cie_ptr)
+		return -1; /* a CIE, not an FDE */
+	uint64_t cva = fva + 4 - cie_ptr;
+	struct rd c;
+	if (rd_at(ei, raw, rawsize, cva, 4, &c))
+		return -1;
+	uint64_t clen = rd_n(&c, 4);
+	if (clen == 0 || clen >= 0xfffffff0u || rd_at(ei, raw, rawsize, cva + 4, clen, &c) ||
+	    rd_n(&c, 4) != 0)
+		return -1;
+	unsigned version = (unsigned)rd_n(&c, 1);
+	const char *aug = (const char *)c.p;
+	size_t al = strnlen(aug, (size_t)(c.end - c.p));
+	if (al == (size_t)(c.end - c.p))
+		return -1;
+	c.p += al + 1;
+	c.va += al + 1;
+	uint8_t fenc = 0; /* absptr */
+	rd_uleb(&c); /* code alignment */
+	rd_uleb(&c); /* data alignment (sleb: only skipped) */
+	if (version == 1)
+		rd_n(&c, 1);
+	else
+		rd_uleb(&c);
+	if (aug[0] == 'z') {
+		rd_uleb(&c);
+		for (const char *a = aug + 1; *a && !c.bad; a++) {
+			if (*a == 'R')
+				fenc = (uint8_t)rd_n(&c, 1);
+			else if (*a == 'P')
+				rd_enc(&c, (uint8_t)rd_n(&c, 1) & 0x7f, 0);
+			else if (*a == 'L')
+				rd_n(&c, 1);
+			else if (*a != 'S' && *a != 'B')
+				return -1;
+		}
+	} else if (aug[0]) {
+		return -1;
+	}
+	if (c.bad)
+		return -1;
+	*lo = rd_enc(&r, fenc, 0);
+	*len = rd_enc(&r, fenc & 0x0f, 0);
+	return r.bad ? -1 : 0;
+}
+
+/* One synthesized symbol per FDE of PT_GNU_EH_FRAME's search table. */
+static int read_eh_frame(struct elfinfo *ei, Elf *e, struct symvec *sv, struct pool *pl)
+{
+	size_t phnum, rawsize;
+	const char *raw = elf_rawfile(e, &rawsize);
+	if (!raw || elf_getphdrnum(e, &phnum))
+		return 0;
+	for (size_t i = 0; i < phnum; i++) {
+		GElf_Phdr ph;
+		if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_GNU_EH_FRAME)
+			continue;
+		struct rd r;
+		uint64_t hdr = ph.p_vaddr;
+		if (rd_at(ei, raw, rawsize, hdr, ph.p_filesz, &r) || rd_n(&r, 1) != 1)
+			return 0;
+		uint8_t pe = (uint8_t)rd_n(&r, 1), ce = (uint8_t)rd_n(&r, 1),
+			te = (uint8_t)rd_n(&r, 1);
+		rd_enc(&r, pe, hdr);
+		uint64_t n = rd_enc(&r, ce, hdr);
+		if (r.bad || te == 0xff || n > ph.p_filesz / 2)
+			return 0;
+		for (uint64_t k = 0; k < n && !r.bad; k++) {
+			uint64_t start = rd_enc(&r, te, hdr), fva = rd_enc(&r, te, hdr), lo, len;
+			if (r.bad || fde_range(ei, raw, rawsize, fva, &lo, &len) || lo != start ||
+			    !len || !in_exec_segment(ei, lo))
+				continue;
+			char name[40];
+			snprintf(name, sizeof name, "[fde@0x%" PRIx64 "]", lo);
+			long off = pool_add(pl, name, NULL);
+			if (off < 0 || symvec_push(sv, lo, len, off, 0, 0) < 0)
+				return -1;
+			sv->v[sv->n - 1].is_fde = 1;
+		}
+		return 0;
+	}
+	return 0;
+}
+
+/* Does the code before label @l, from the kept symbol @p, fall into it? */
+static int falls_into(const struct elfinfo *ei, const char *raw, size_t rawsize, csh cs,
+		      const struct elf_sym *p, const struct elf_sym *l)
+{
+	if (p->is_plt || l->addr - p->addr > 4096 || (p->size && p->addr + p->size <= l->addr))
+		return 0;
+	int64_t off = elfinfo_vaddr_to_offset(ei, p->addr);
+	if (off < 0 || (uint64_t)off + (l->addr - p->addr) > rawsize ||
+	    elfinfo_vaddr_to_offset(ei, l->addr - 1) != off + (int64_t)(l->addr - p->addr - 1))
+		return 0;
+	const uint8_t *code = (const uint8_t *)raw + off;
+	size_t len = l->addr - p->addr;
+	uint64_t a = p->addr;
+	cs_insn *in = cs_malloc(cs);
+	unsigned last = X86_INS_INVALID;
+	if (!in)
+		return 0;
+	while (len && cs_disasm_iter(cs, &code, &len, &a, in))
+		if (in->id != X86_INS_NOP)
+			last = in->id;
+	cs_free(in, 1);
+	if (len || a != l->addr)
+		return 0; /* does not decode up to the label: data, or not code */
+	switch (last) {
+	case X86_INS_INVALID:
+	case X86_INS_RET:
+	case X86_INS_RETF:
+	case X86_INS_JMP:
+	case X86_INS_LJMP:
+	case X86_INS_UD2:
+	case X86_INS_HLT:
+	case X86_INS_INT3:
+		return 0;
+	default:
+		return 1;
+	}
+}
+
+/* Drops the labels that code falls into (see elfinfo.h). */
+static void drop_fallen_into(const struct elfinfo *ei, Elf *e, struct elf_sym *v, size_t *n)
+{
+	size_t rawsize, w = 0;
+	const char *raw = elf_rawfile(e, &rawsize);
+	csh cs;
+	int have = 0;
+	for (size_t i = 0; i < *n; i++) {
+		if (v[i].is_label && w && raw) {
+			if (!have) {
+				if (cs_open(CS_ARCH_X86, CS_MODE_64, &cs) != CS_ERR_OK)
+					raw = NULL;
+				have = raw != NULL;
+			}
+			if (have && falls_into(ei, raw, rawsize, cs, &v[w - 1], &v[i]))
+				continue;
+		}
+		v[w++] = v[i];
+	}
+	if (have)
+		cs_close(&cs);
+	*n = w;
 }
 
 static int load(struct elfinfo *ei, const char *path, int want_syms)
@@ -274,6 +568,8 @@ static int load(struct elfinfo *ei, const char *path, int want_syms)
 	int r = 0;
 	struct symvec sv = {0};
 	struct pool pl = {0};
+	Elf *de = NULL; /* the debug file of a stripped file */
+	int dfd = -1;
 	if (!e || elf_kind(e) != ELF_K_ELF) {
 		r = -ENOEXEC;
 		goto out;
@@ -315,13 +611,25 @@ static int load(struct elfinfo *ei, const char *path, int want_syms)
 		}
 	}
 	ei->has_symtab = symtab != NULL;
+	/* stripped: function symbols from its debug file, as perf and gdb do */
+	if (!symtab && ei->build_id_len)
+		de = open_debug_file(path, ei->build_id, ei->build_id_len, &dfd, &ei->debug_path);
+	if (de)
+		ei->has_symtab = 1;
 	if (!want_syms)
 		goto out;
 	if (symtab && read_symtab(ei, e, symtab, &symtab_sh, &sv, &pl) < 0)
 		r = -ENOMEM;
+	scn = NULL;
+	while (!r && de && (scn = elf_nextscn(de, scn)))
+		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_SYMTAB &&
+		    read_symtab(ei, de, scn, &sh, &sv, &pl) < 0)
+			r = -ENOMEM;
 	if (!r && dynsym && read_symtab(ei, e, dynsym, &dynsym_sh, &sv, &pl) < 0)
 		r = -ENOMEM;
 	if (!r && read_plt(e, shstrndx, &sv, &pl) < 0)
+		r = -ENOMEM;
+	if (!r && !ei->has_symtab && read_eh_frame(ei, e, &sv, &pl) < 0)
 		r = -ENOMEM;
 	if (r)
 		goto out;
@@ -334,6 +642,7 @@ static int load(struct elfinfo *ei, const char *path, int want_syms)
 	for (size_t i = 0; i < sv.n; i++)
 		if (!w || sv.v[w - 1].addr != sv.v[i].addr)
 			sv.v[w++] = sv.v[i];
+	drop_fallen_into(ei, e, sv.v, &w);
 	ei->syms = sv.v;
 	ei->nsyms = w;
 	ei->strpool = pl.p;
@@ -343,6 +652,10 @@ out:
 	free(sv.v);
 	free(sv.nameoff);
 	free(pl.p);
+	if (de)
+		elf_end(de);
+	if (dfd >= 0)
+		close(dfd);
 	if (e)
 		elf_end(e);
 	close(fd);
@@ -364,6 +677,7 @@ int elfinfo_load_nosyms(struct elfinfo *ei, const char *path)
 void elfinfo_fini(struct elfinfo *ei)
 {
 	free(ei->path);
+	free(ei->debug_path);
 	free(ei->segs);
 	free(ei->syms);
 	free(ei->strpool);

@@ -1,7 +1,28 @@
 /* ELF facts the stages need, read once with libelf: build-id, loadable
  * segments, and a sorted table of function symbols (.symtab, else .dynsym,
  * plus synthesized PLT entries).  Addresses are ELF virtual addresses
- * (file-relative for PIE and shared objects). */
+ * (file-relative for PIE and shared objects).
+ *
+ * A file without .symtab (stripped) that has a build-id gets its function
+ * symbols from its separate debug file, as perf and gdb do: the file "debug"
+ * next to it when PATH is a perf build-id cache "elf", then
+ * DIR/.build-id/xx/yyyy.debug for each DIR of $MT_DEBUGINFO_DIR
+ * (':'-separated; unset: /usr/lib/debug, Debian's *-dbg packages; empty: no
+ * debug files).  It must carry the same build-id.  Without one, the stripped
+ * file's symbols are .dynsym and the PLT stubs, plus one "[fde@0xADDR]"
+ * symbol per FDE of its .eh_frame search table (PT_GNU_EH_FRAME) whose start
+ * has no symbol: compilers emit one FDE per function (and one per .cold
+ * part), so these are function starts and sizes, as unwinders and perf's
+ * fallbacks use them.  Code without CFI (hand-written assembly) stays
+ * unnamed.
+ *
+ * Untyped code labels (hand-written assembly) count as function starts,
+ * except a label that the code before it falls into: when the symbol before
+ * it (unsized, or sized over the label) decodes linearly up to the label
+ * and its last instruction other than nop is not ret, jmp, ud2, hlt or int3
+ * (ld.so's _start calls _dl_start and falls into _dl_start_user: one
+ * function).  A call to a function that does not return, right before a
+ * label, is taken as falling through. */
 #ifndef MT_ELFINFO_H
 #define MT_ELFINFO_H
 
@@ -12,6 +33,8 @@ struct elf_sym {
 	uint64_t addr, size; /* size 0: extends to the next symbol */
 	const char *name;    /* owned by the elfinfo */
 	uint8_t is_plt;	     /* a PLT stub ("name@plt") */
+	uint8_t is_label;    /* untyped (STT_NOTYPE) code label, not STT_FUNC */
+	uint8_t is_fde;	     /* no symbol: an .eh_frame FDE's range, "[fde@0xADDR]" */
 };
 
 struct elf_seg {
@@ -28,7 +51,8 @@ struct elfinfo {
 	size_t nsegs;
 	struct elf_sym *syms;	  /* functions, sorted by addr, deduplicated */
 	size_t nsyms;
-	int has_symtab;		  /* 0: stripped (only .dynsym or nothing) */
+	int has_symtab;		  /* 0: stripped (only .dynsym or nothing) and no debug file */
+	char *debug_path;	  /* the separate debug file whose .symtab was used, or NULL */
 	char *strpool;
 };
 

@@ -239,6 +239,19 @@ int fnmap_is_return_site(struct fnmap *m, uint32_t tid, uint64_t addr)
 	return fnmap_lookup(m, tid, target, &fi) && fi.entry == target;
 }
 
+int fnmap_is_indirect_jump(struct fnmap *m, uint32_t tid, uint64_t addr)
+{
+	uint8_t b[6];
+	size_t n = fnmap_read(m, tid, addr, b, sizeof b), i = 0;
+	/* prefixes: notrack / segment (3e, 2e), REX */
+	while (i + 1 < n && (b[i] == 0x3e || b[i] == 0x2e || (b[i] & 0xf0) == 0x40))
+		i++;
+	if (i + 1 >= n || b[i] != 0xff)
+		return 0;
+	unsigned reg = (b[i + 1] >> 3) & 7;
+	return reg == 4 || reg == 5;
+}
+
 int fnmap_lookup(struct fnmap *m, uint32_t tid, uint64_t addr, struct fn_info *out)
 {
 	if (!m || !m->nmaps)

@@ -45,6 +45,10 @@ size_t fnmap_read(struct fnmap *m, uint32_t tid, uint64_t addr, uint8_t *buf, si
  * of a known function?  1 yes, 0 no or unknown. */
 int fnmap_is_return_site(struct fnmap *m, uint32_t tid, uint64_t addr);
 
+/* Is the instruction at @addr an indirect jmp (FF /4, FF /5, with prefixes)?
+ * 1 yes, 0 no or unknown. */
+int fnmap_is_indirect_jump(struct fnmap *m, uint32_t tid, uint64_t addr);
+
 /* Number of mapped files that could not be loaded (for a warning). */
 size_t fnmap_missing(const struct fnmap *m);
 /* Path of the @i-th file that could not be loaded, or NULL. */

@@ -2,7 +2,7 @@
 #include "vec.h"
 
 #include "fnmap.h"
-#include "vlog.h"
+#include "wplog.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -31,6 +31,8 @@ struct runev {
 	uint8_t type;
 };
 
+enum { RC_SIZE = 256 };
+
 struct sigctx {
 	int32_t level;	 /* level of the handler frame */
 	uint64_t resume; /* where the interrupted code resumes, 0 unknown */
@@ -51,11 +53,7 @@ struct thr {
 	size_t nstk, capstk;
 	int32_t min_level;
 
-	uint8_t *wp; /* varint log: dtime, daddr (zigzag), dlevel (zigzag) */
-	size_t nwp, capwp;
-	uint64_t wp_time, wp_addr;
-	int32_t wp_level;
-	uint64_t wp_count;
+	struct wplog wl; /* the segment's waypoints, level = frame level */
 
 	struct runev *run;
 	size_t nrun, caprun;
@@ -68,10 +66,13 @@ struct thr {
 	uint32_t *blk, blk_one; /* output order scratch */
 	size_t capblk;
 
-	/* function range of one frame (the top, usually) */
-	uint32_t cache_frame;
-	int cache_state; /* 0 none, 1 known, -1 unknown */
-	uint64_t cache_lo, cache_hi;
+	/* function ranges by function entry: direct-mapped, valid while the
+	 * maps do not change (generation) */
+	struct rcache {
+		uint64_t func, lo, hi;
+		uint32_t gen;
+		int32_t ok;
+	} rc[RC_SIZE];
 };
 
 struct segmenter {
@@ -85,6 +86,7 @@ struct segmenter {
 	uint64_t *tgt;
 	size_t ntgt, captgt;
 	struct seg_stats st;
+	uint32_t gen; /* bumped when maps or threads change: range caches */
 	unsigned detail;
 	int err;
 };
@@ -125,6 +127,7 @@ segmenter *seg_alloc(const struct seg_opts *opts, seg_emit_fn emit, void *ctx)
 		s->o = *opts;
 	s->emit = emit;
 	s->ctx = ctx;
+	s->gen = 1;
 	return s;
 }
 
@@ -134,7 +137,7 @@ static void thr_free(struct thr *t)
 		return;
 	free(t->fr);
 	free(t->stk);
-	free(t->wp);
+	wplog_free(&t->wl);
 	free(t->run);
 	free(t->sig);
 	free(t->blk);
@@ -234,12 +237,15 @@ static struct thr *get_thr(segmenter *s, uint32_t tid)
 	return s->last = t;
 }
 
-static struct frame *top(struct thr *t)
+static inline struct frame *top(struct thr *t)
 {
 	return t->nstk ? &t->fr[t->stk[t->nstk - 1]] : NULL;
 }
 
-static int run_add(segmenter *s, struct thr *t, uint8_t type, uint64_t val, int32_t level)
+/* Events of a run need buffering only once a second frame has opened in it:
+ * until then every event's time is the run's own time (close_run's rule
+ * with slot 0 or 1), so they are applied at once. */
+static inline int run_add(segmenter *s, struct thr *t, uint8_t type, uint64_t val, int32_t level)
 {
 	if (t->nrun == t->caprun && mt_grow((void **)&t->run, &t->caprun, t->nrun + 1, sizeof *t->run))
 		return s->err = -SEG_ENOMEM;
@@ -247,19 +253,16 @@ static int run_add(segmenter *s, struct thr *t, uint8_t type, uint64_t val, int3
 	return 0;
 }
 
-static int wp_append(segmenter *s, struct thr *t, uint64_t time, uint64_t addr, int32_t level)
+static inline int wp_append(segmenter *s, struct thr *t, uint64_t time, uint64_t addr, int32_t level)
 {
-	if (t->nwp + 32 > t->capwp && mt_grow((void **)&t->wp, &t->capwp, t->nwp + 32, 1))
+	/* the same record as the previous waypoint (same time, address and
+	 * frame, nothing between): it tells a reader nothing more (see
+	 * tools/mt-segment.md, Waypoints) */
+	struct wplog *l = &t->wl;
+	if (time == l->time && addr == l->addr && level == l->level && l->count)
+		return 0;
+	if (wplog_put(l, time, addr, level))
 		return s->err = -SEG_ENOMEM;
-	uint8_t *p = t->wp + t->nwp;
-	p = vlog_put(p, time - t->wp_time);
-	p = vlog_put(p, vlog_zz((int64_t)(addr - t->wp_addr)));
-	p = vlog_put(p, vlog_zz((int64_t)level - t->wp_level));
-	t->nwp = (size_t)(p - t->wp);
-	t->wp_time = time;
-	t->wp_addr = addr;
-	t->wp_level = level;
-	t->wp_count++;
 	return 0;
 }
 
@@ -316,7 +319,8 @@ static int push_at(segmenter *s, struct thr *t, uint8_t kind, uint64_t func, uin
 {
 	if (new_frame(s, t, kind, func, callsite, time, level, 0))
 		return s->err;
-	t->run_k++;
+	if (++t->run_k == 1) /* begins at the run's time: already set */
+		return 0;
 	return run_add(s, t, RUN_BEGIN, t->nfr - 1, level);
 }
 
@@ -327,7 +331,8 @@ static int push(segmenter *s, struct thr *t, uint8_t kind, uint64_t func, uint64
 	int32_t level = f ? f->level + 1 : 0;
 	if (new_frame(s, t, kind, func, callsite, time, level, 0))
 		return s->err;
-	t->run_k++;
+	if (++t->run_k == 1)
+		return 0;
 	return run_add(s, t, RUN_BEGIN, t->nfr - 1, level);
 }
 
@@ -339,6 +344,8 @@ static int pop(segmenter *s, struct thr *t, uint64_t time)
 	int64_t tl = t->nstk ? (int64_t)top(t)->level : INT64_MIN / 2;
 	while (t->nsig && (int64_t)t->sig[t->nsig - 1].level > tl + 1)
 		t->nsig--;
+	if (t->run_k <= 1) /* ends at the run's time: set */
+		return 0;
 	return run_add(s, t, RUN_END, i, 0);
 }
 
@@ -350,12 +357,14 @@ static int pop_to(segmenter *s, struct thr *t, size_t n, uint64_t time)
 	return 0;
 }
 
-static int waypoint(segmenter *s, struct thr *t, uint64_t addr)
+static inline int waypoint(segmenter *s, struct thr *t, uint64_t addr)
 {
 	if (s->o.no_waypoints || !addr)
 		return 0;
-	struct frame *f = top(t);
-	return run_add(s, t, RUN_WP, addr, f ? f->level : 0);
+	int32_t level = t->nstk ? t->fr[t->stk[t->nstk - 1]].level : 0;
+	if (t->run_k <= 1) /* at the run's time */
+		return wp_append(s, t, t->run_time, addr, level);
+	return run_add(s, t, RUN_WP, addr, level);
 }
 
 /* The frame that was live when the segment began (or that a return
@@ -394,23 +403,23 @@ static int close_synthetic(segmenter *s, struct thr *t, uint64_t time)
 }
 
 /* Function range of frame @fi; 1 known, 0 unknown. */
-static int frame_range(segmenter *s, struct thr *t, uint32_t fi, uint64_t *lo, uint64_t *hi)
+static inline int frame_range(segmenter *s, struct thr *t, uint32_t fi, uint64_t *lo, uint64_t *hi)
 {
-	if (t->cache_state && t->cache_frame == fi) {
-		*lo = t->cache_lo;
-		*hi = t->cache_hi;
-		return t->cache_state > 0;
-	}
-	struct fn_info in;
 	const struct frame *f = &t->fr[fi];
-	int ok = f->kind <= FK_SIGNAL && fnmap_lookup(s->o.fns, t->tid, f->func, &in);
-	t->cache_frame = fi;
-	t->cache_state = ok ? 1 : -1;
-	if (ok) {
-		t->cache_lo = *lo = in.entry;
-		t->cache_hi = *hi = in.end;
+	if (f->kind > FK_SIGNAL || !s->o.fns)
+		return 0;
+	struct rcache *c = &t->rc[(f->func ^ f->func >> 9) & (RC_SIZE - 1)];
+	if (c->gen != s->gen || c->func != f->func) {
+		struct fn_info in;
+		c->ok = fnmap_lookup(s->o.fns, t->tid, f->func, &in);
+		c->func = f->func;
+		c->gen = s->gen;
+		c->lo = c->ok ? in.entry : 0;
+		c->hi = c->ok ? in.end : 0;
 	}
-	return ok;
+	*lo = c->lo;
+	*hi = c->hi;
+	return c->ok;
 }
 
 static int is_cold_part(const char *name)
@@ -431,9 +440,11 @@ static int tail_call(segmenter *s, struct thr *t, uint64_t to, uint64_t time)
 	return 0;
 }
 
+static int close_seg(segmenter *s, struct thr *t);
+
 /* Where control went by a jump (or a resume): same function, tail call, or
  * an ancestor (longjmp). */
-static int classify_jump(segmenter *s, struct thr *t, uint64_t to, uint64_t time)
+static int classify_jump(segmenter *s, struct thr *t, uint64_t from, uint64_t to, uint64_t time)
 {
 	uint64_t lo, hi;
 	uint32_t cur = t->stk[t->nstk - 1];
@@ -455,18 +466,24 @@ static int classify_jump(segmenter *s, struct thr *t, uint64_t to, uint64_t time
 			}
 		}
 		/* into another function's body that is on no frame of the stack.
-		 * At a return site (just after a direct call): a longjmp to a
-		 * caller above the root (the trace began below it), revealed
-		 * like a return past the root; how many frames lay between is
-		 * unknowable.  Elsewhere (code shared between functions, the
-		 * lazy-binding path into .plt): the frame stays. */
+		 * At a return site (just after a direct call), or by an indirect
+		 * jmp: a longjmp or an exception landing pad in a caller above
+		 * the root (the trace began below it).  How many frames lay
+		 * between is unknowable, so the segment ends here and a new one
+		 * begins in that caller (no gap record: nothing was lost);
+		 * mt-stitch aligns the two by function.  Elsewhere (a direct jmp
+		 * into code shared between functions, the lazy-binding path into
+		 * .plt): the frame stays. */
 		if (fi.is_plt || t->fr[t->stk[0]].callsite || t->fr[t->stk[0]].kind != FK_FUNC ||
-		    !fnmap_is_return_site(s->o.fns, t->tid, to))
+		    (!fnmap_is_return_site(s->o.fns, t->tid, to) &&
+		     !(from && fnmap_is_indirect_jump(s->o.fns, t->tid, from))))
 			return 0;
 		s->st.unwinds++;
-		if (pop_to(s, t, 0, time) || add_root(s, t, to, 1))
+		if (close_seg(s, t))
 			return s->err;
-		return 0;
+		t->active = 1;
+		t->seg_begin = t->last_time = t->run_time = time;
+		return add_root(s, t, to, 0);
 	}
 	/* no symbol for the target: only what calls revealed */
 	if (!s->o.no_call_targets && tgt_has(s, to) && to != t->fr[cur].func)
@@ -543,7 +560,7 @@ static int do_jump(segmenter *s, struct thr *t, const struct mtev_rec *r)
 {
 	if (ensure_root(s, t, r->br.from) || close_synthetic(s, t, r->br.time) ||
 	    ensure_root(s, t, r->br.from) || waypoint(s, t, r->br.from) ||
-	    classify_jump(s, t, r->br.to, r->br.time))
+	    classify_jump(s, t, r->br.type == MTEV_BR_JUMP ? r->br.from : 0, r->br.to, r->br.time))
 		return s->err;
 	return waypoint(s, t, r->br.to);
 }
@@ -623,7 +640,7 @@ static int do_trace_start(segmenter *s, struct thr *t, const struct mtev_rec *r)
 		return s->err;
 	t->off = 0;
 	if (close_synthetic(s, t, r->br.time) || ensure_root(s, t, r->br.to) ||
-	    classify_jump(s, t, r->br.to, r->br.time))
+	    classify_jump(s, t, r->br.type == MTEV_BR_JUMP ? r->br.from : 0, r->br.to, r->br.time))
 		return s->err;
 	return waypoint(s, t, r->br.to);
 }
@@ -679,40 +696,25 @@ static int emit_span(segmenter *s, struct thr *t, const struct frame *f)
 	return emit(s, &r);
 }
 
-struct wpcur {
-	const uint8_t *p, *end;
-	uint64_t time, addr;
-	int32_t level;
-	int have;
-};
-
-static void wp_next(struct wpcur *c)
+/* Writes the waypoints before @limit (all of them with @all); @have says
+ * whether the cursor holds an entry not yet written. */
+static int emit_wps_before(segmenter *s, struct thr *t, struct wpcur *c, int *have,
+			   uint64_t limit, int all)
 {
-	if (c->p >= c->end) {
-		c->have = 0;
-		return;
-	}
-	c->time += vlog_get(&c->p);
-	c->addr += (uint64_t)vlog_unzz(vlog_get(&c->p));
-	c->level += (int32_t)vlog_unzz(vlog_get(&c->p));
-	c->have = 1;
-}
-
-static int emit_wps_before(segmenter *s, struct thr *t, struct wpcur *c, uint64_t limit, int all)
-{
+	if (!*have || (!all && c->time >= limit))
+		return 0;
 	struct mtev_rec r;
-	memset(&r, 0, sizeof r);
 	r.kind = MTEV_WAYPOINT;
 	r.waypoint.tid = t->tid;
-	while (c->have && (all || c->time < limit)) {
+	do {
 		r.waypoint.time = c->time;
 		r.waypoint.addr = c->addr;
 		r.waypoint.depth = (uint32_t)(c->level - t->min_level);
 		s->st.waypoints++;
 		if (emit(s, &r))
 			return s->err;
-		wp_next(c);
-	}
+		*have = wpcur_next(c);
+	} while (*have && (all || c->time < limit));
 	return 0;
 }
 
@@ -758,8 +760,9 @@ static int close_seg(segmenter *s, struct thr *t)
 	s->st.segments++;
 	if (emit(s, &r))
 		return s->err;
-	struct wpcur c = {t->wp, t->wp + t->nwp, 0, 0, 0, 0};
-	wp_next(&c);
+	struct wpcur c;
+	wpcur_init(&c, &t->wl, 0, t->wl.n);
+	int have = wpcur_next(&c);
 	/* pre-order: the promoted roots, outermost first (they began at the
 	 * segment start and hold everything before them), then every other
 	 * frame in creation order */
@@ -789,22 +792,20 @@ static int close_seg(segmenter *s, struct thr *t)
 		const uint32_t *ord = j - i > 1 ? t->blk : &t->blk_one;
 		for (size_t x = 0; x < nb; x++) {
 			const struct frame *h = &t->fr[ord[x]];
-			if (emit_wps_before(s, t, &c, h->begin, 0) || emit_span(s, t, h))
+			if (emit_wps_before(s, t, &c, &have, h->begin, 0) || emit_span(s, t, h))
 				return s->err;
 		}
 		i = j;
 	}
-	if (emit_wps_before(s, t, &c, 0, 1))
+	if (emit_wps_before(s, t, &c, &have, 0, 1))
 		return s->err;
 	t->active = 0;
 	t->off = 0;
-	t->nfr = t->nstk = t->nwp = t->nrun = t->nsig = 0;
+	t->nfr = t->nstk = t->nrun = t->nsig = 0;
+	wplog_clear(&t->wl);
 	t->run_k = 0;
 	t->min_level = 0;
-	t->wp_time = t->wp_addr = 0;
-	t->wp_level = 0;
 	t->have_expect = 0;
-	t->cache_state = 0;
 	t->next_reason = 0;
 	return 0;
 }
@@ -868,39 +869,58 @@ static int do_branch(segmenter *s, const struct mtev_rec *r)
 	if (!t->active) {
 		t->active = 1;
 		t->seg_begin = t->last_time = t->run_time = time;
-		t->wp_time = 0;
 	}
 	if (time < t->last_time) { /* tolerated: treated as simultaneous */
 		s->st.anomalies++;
 		time = t->last_time;
 	}
 	if (time != t->run_time) {
-		if (close_run(s, t, time))
+		if (t->nrun && close_run(s, t, time))
 			return s->err;
+		t->run_k = 0;
 		t->run_time = time;
 	}
 	t->last_time = time;
-	struct mtev_rec rr = *r;
-	rr.br.time = time;
-	switch (r->br.type) {
+	unsigned type = r->br.type;
+	/* the common case first: a jump inside the current function leaves
+	 * two waypoints and nothing else (what do_jump does for it) */
+	if ((type == MTEV_BR_JCC || type == MTEV_BR_JUMP) && t->nstk && t->run_k <= 1 &&
+	    !s->o.no_waypoints && r->br.from && r->br.to) {
+		uint32_t fi = t->stk[t->nstk - 1];
+		uint64_t lo, hi;
+		if (frame_range(s, t, fi, &lo, &hi) && r->br.to >= lo && r->br.to < hi) {
+			int32_t level = t->fr[fi].level;
+			if (wp_append(s, t, time, r->br.from, level) ||
+			    wp_append(s, t, time, r->br.to, level))
+				return s->err;
+			return 0;
+		}
+	}
+	struct mtev_rec rr;
+	if (time != r->br.time) {
+		rr = *r;
+		rr.br.time = time;
+		r = &rr;
+	}
+	switch (type) {
 	case MTEV_BR_CALL:
-		return do_call(s, t, &rr);
+		return do_call(s, t, r);
 	case MTEV_BR_RETURN:
-		return do_return(s, t, &rr);
+		return do_return(s, t, r);
 	case MTEV_BR_JUMP:
 	case MTEV_BR_JCC:
-		return do_jump(s, t, &rr);
+		return do_jump(s, t, r);
 	case MTEV_BR_SYSCALL:
-		return do_enter_kernel(s, t, &rr, FK_SYSCALL);
+		return do_enter_kernel(s, t, r, FK_SYSCALL);
 	case MTEV_BR_INTERRUPT:
-		return do_enter_kernel(s, t, &rr, FK_INTERRUPT);
+		return do_enter_kernel(s, t, r, FK_INTERRUPT);
 	case MTEV_BR_SYSRET:
 	case MTEV_BR_IRET:
-		return do_resume(s, t, &rr);
+		return do_resume(s, t, r);
 	case MTEV_BR_TRACE_START:
-		return do_trace_start(s, t, &rr);
+		return do_trace_start(s, t, r);
 	case MTEV_BR_TRACE_END:
-		return do_trace_end(s, t, &rr);
+		return do_trace_end(s, t, r);
 	}
 	s->st.anomalies++;
 	return 0;
@@ -928,10 +948,12 @@ int seg_feed(segmenter *s, const struct mtev_rec *r)
 		s->detail = r->kind;
 		return s->err = -SEG_EKIND;
 	case MTEV_THREAD:
+		s->gen++;
 		if (s->o.fns && fnmap_add_thread(s->o.fns, r->thread.pid, r->thread.tid))
 			return s->err = -SEG_ENOMEM;
 		return emit(s, r);
 	case MTEV_MAP:
+		s->gen++;
 		if (s->o.fns && fnmap_add_map(s->o.fns, r->map.pid, r->map.start, r->map.len,
 					      r->map.pgoff, r->map.path.p, r->map.path.len,
 					      r->map.build_id, r->map.build_id_len))

@@ -27,8 +27,10 @@
  *    evenly over [t, next distinct time); other events take the time of
  *    the last frame opened before them in that run.
  *
- * Memory: per open segment, a 40-byte frame per span and a varint log of
- * waypoints (a few bytes per branch).  Library code: never prints. */
+ * Memory: per open segment, a 40-byte frame per span and a waypoint log
+ * (libcommon/wplog.h, 4 bytes per waypoint usually).  A waypoint that
+ * repeats the previous one exactly (time, address, level) is not written.
+ * Library code: never prints. */
 #ifndef MT_SEGMENT_H
 #define MT_SEGMENT_H
 

@@ -1,56 +1,77 @@
 #include "stitch.h"
 #include "vec.h"
 
-#include "vlog.h"
+#include "wplog.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
-#define SPF_GAP 0x80000000u /* internal: a gap marker made here */
+#define MAXD 4096 /* deepest stack level joined */
 
-struct sspan {
+/* A span held in memory: one whose record can still change (on a group's
+ * end stack: its end and flags wait for the next join), or whose place in
+ * the output is not where it arrived (a root revealed by a later segment
+ * begins where the group begins).  Levels are group levels (the first
+ * segment's depth 0 is level 0; revealed roots are below it). */
+struct hspan {
 	uint64_t begin, end, func, callsite;
-	int32_t level; /* depth as read; the output depth after the join pass */
-	uint32_t flags;
-	uint32_t seg;
-	uint32_t name, namelen; /* in the pool */
-	int32_t alias;		/* -1: canonical; else the span it continues */
-	uint32_t seq;
+	int32_t level;
+	uint32_t flags, seq;
+	uint32_t name, namelen; /* in the thread's pool (P spans: in ppool) */
 };
 
-struct sseg {
-	uint64_t begin, end;
-	uint32_t index;
-	unsigned reason;
-	size_t sp0, nsp;
-	size_t wp0, wp1; /* byte range of its waypoints in the log */
-	uint64_t wt0, wa0; /* log state at wp0 */
-	int32_t wd0;
-	int32_t L;	/* level of its depth 0 in its group */
-	uint32_t group;
+/* A segment or gap record, kept for the group's output. */
+struct meta {
+	struct mtev_rec r; /* message: malloc'd copy in .gap.message */
+	int has_msg;
 };
 
-struct sgap {
-	uint64_t begin, end, offset, ip;
-	unsigned reason;
-	int32_t code;
-	uint32_t msg, msglen;
-	size_t before; /* number of segments before it */
-};
+/* Log words (libcommon/wplog.h): a word with bit 0 clear, or a word 1 and
+ * five more, is a waypoint; a word with bits 0-1 set (namelen << 2 | 3)
+ * starts a span: begin, end, func, callsite (two words each, low first),
+ * level, flags, seq, then the name in ceil(namelen / 4) words. */
+enum { SPAN_WORDS = 12 };
 
 struct sthr {
 	uint32_t tid;
-	struct sspan *sp;
-	size_t nsp, capsp;
-	struct sseg *seg;
-	size_t nseg, capseg;
-	struct sgap *gap;
-	size_t ngap, capgap;
-	uint8_t *wp;
-	size_t nwp, capwp;
-	uint64_t wt, wa;
-	int32_t wd;
+	uint32_t nseg;	    /* segment records seen (or the implicit one) */
+	int inseg;	    /* a segment is current */
+	int pending;	    /* collecting the current segment's start stack */
+	int implicit;	    /* the current segment had no segment record */
+	int grouped;	    /* a group is open */
+	uint64_t seg_begin, seg_end;
+	int32_t L;	    /* group level of the current segment's depth 0 */
+	size_t keep;	    /* frames of the group's end stack beneath it */
+	uint32_t seq;
+
+	/* the current segment's start stack candidates */
+	struct hspan *p;
+	size_t np, capp;
+	char *ppool;
+	size_t nppool, capppool;
+
+	/* the group */
+	uint64_t gstart;
+	int32_t gbot, gmin;
+	struct hspan *h;
+	size_t nh, caph;
+	int32_t *g; /* end stack of the segments joined so far: h indices */
+	size_t gn, capg;
+	int32_t *en; /* the current segment's open-at-end spans by depth */
+	size_t nen, capen;
+	char *pool;
+	size_t npool, cappool;
+	struct wplog log; /* waypoints and final spans, in arrival order */
+	int fd;		  /* spill file, or -1 */
+	uint64_t spilled; /* words in it */
+
+	struct meta *meta;
+	size_t nmeta, capmeta;
+	size_t seg_meta; /* first meta entry of the current segment (its gaps) */
+	size_t ngaps_q;	 /* gaps queued since the current segment's record */
 };
 
 struct stitcher {
@@ -58,8 +79,10 @@ struct stitcher {
 	void *ctx;
 	struct sthr **thr;
 	size_t nthr, capthr;
-	char *pool;
-	size_t npool, cappool;
+	struct sthr *last;
+	size_t limit_words; /* per thread log in memory before spilling */
+	uint32_t *rbuf;	    /* reading the spill back */
+	size_t caprbuf;
 	struct stitch_stats st;
 	unsigned detail;
 	int err;
@@ -76,6 +99,8 @@ const char *stitch_strerror(int err)
 		return "record kind not accepted here";
 	case STITCH_EEMIT:
 		return "writing output failed";
+	case STITCH_ESPILL:
+		return "temporary file failed";
 	}
 	return "unknown error";
 }
@@ -96,8 +121,21 @@ stitcher *stitch_alloc(stitch_emit_fn emit, void *ctx)
 	if (s) {
 		s->emit = emit;
 		s->ctx = ctx;
+		s->limit_words = STITCH_MEM_DEFAULT / 4;
 	}
 	return s;
+}
+
+void stitch_set_mem_limit(stitcher *s, size_t bytes)
+{
+	s->limit_words = bytes / 4 < 64 ? 64 : bytes / 4;
+}
+
+static void meta_free(struct sthr *t, size_t from, size_t to)
+{
+	for (size_t i = from; i < to; i++)
+		if (t->meta[i].has_msg)
+			free((void *)t->meta[i].r.gap.message.p);
 }
 
 void stitch_free(stitcher *s)
@@ -106,130 +144,40 @@ void stitch_free(stitcher *s)
 		return;
 	for (size_t i = 0; i < s->nthr; i++) {
 		struct sthr *t = s->thr[i];
-		free(t->sp);
-		free(t->seg);
-		free(t->gap);
-		free(t->wp);
+		free(t->p);
+		free(t->ppool);
+		free(t->h);
+		free(t->g);
+		free(t->en);
+		free(t->pool);
+		wplog_free(&t->log);
+		if (t->fd >= 0)
+			close(t->fd);
+		meta_free(t, 0, t->nmeta);
+		free(t->meta);
 		free(t);
 	}
 	free(s->thr);
-	free(s->pool);
+	free(s->rbuf);
 	free(s);
-}
-
-static int pool_add(stitcher *s, const char *p, size_t len, uint32_t *off)
-{
-	if (mt_grow((void **)&s->pool, &s->cappool, s->npool + len + 1, 1))
-		return -1;
-	if (len)
-		memcpy(s->pool + s->npool, p, len);
-	*off = (uint32_t)s->npool;
-	s->npool += len;
-	return 0;
 }
 
 static struct sthr *get_thr(stitcher *s, uint32_t tid)
 {
+	if (s->last && s->last->tid == tid)
+		return s->last;
 	for (size_t i = s->nthr; i-- > 0;)
 		if (s->thr[i]->tid == tid)
-			return s->thr[i];
+			return s->last = s->thr[i];
 	if (mt_grow((void **)&s->thr, &s->capthr, s->nthr + 1, sizeof *s->thr))
 		return NULL;
 	struct sthr *t = calloc(1, sizeof *t);
-	if (t) {
-		t->tid = tid;
-		s->thr[s->nthr++] = t;
-	}
-	return t;
-}
-
-static int new_seg(struct sthr *t, uint32_t index, uint64_t begin, uint64_t end, unsigned reason)
-{
-	if (mt_grow((void **)&t->seg, &t->capseg, t->nseg + 1, sizeof *t->seg))
-		return -1;
-	struct sseg *g = &t->seg[t->nseg++];
-	memset(g, 0, sizeof *g);
-	g->index = index;
-	g->begin = begin;
-	g->end = end;
-	g->reason = reason;
-	g->sp0 = t->nsp;
-	g->wp0 = g->wp1 = t->nwp;
-	g->wt0 = t->wt;
-	g->wa0 = t->wa;
-	g->wd0 = t->wd;
-	return 0;
-}
-
-/* spans and waypoints before any segment record: an implicit segment */
-static int cur_seg(struct sthr *t, uint64_t time)
-{
-	if (!t->nseg && new_seg(t, 0, time, time, 0))
-		return -1;
-	struct sseg *g = &t->seg[t->nseg - 1];
-	if (time < g->begin && g->sp0 == t->nsp)
-		g->begin = time;
-	return 0;
-}
-
-static int add_span(stitcher *s, struct sthr *t, const struct mtev_rec *r)
-{
-	if (cur_seg(t, r->span.begin) ||
-	    mt_grow((void **)&t->sp, &t->capsp, t->nsp + 1, sizeof *t->sp))
-		return s->err = -STITCH_ENOMEM;
-	struct sspan *x = &t->sp[t->nsp];
-	memset(x, 0, sizeof *x);
-	x->begin = r->span.begin;
-	x->end = r->span.end;
-	x->func = r->span.func;
-	x->callsite = r->span.callsite;
-	x->level = (int32_t)r->span.depth;
-	x->flags = r->span.flags;
-	x->seg = (uint32_t)(t->nseg - 1);
-	x->alias = -1;
-	x->seq = (uint32_t)t->nsp;
-	x->namelen = r->span.name.len;
-	if (pool_add(s, r->span.name.p, r->span.name.len, &x->name))
-		return s->err = -STITCH_ENOMEM;
-	t->nsp++;
-	t->seg[t->nseg - 1].nsp++;
-	return 0;
-}
-
-static int add_wp(stitcher *s, struct sthr *t, const struct mtev_rec *r)
-{
-	if (cur_seg(t, r->waypoint.time) ||
-	    mt_grow((void **)&t->wp, &t->capwp, t->nwp + 32, 1))
-		return s->err = -STITCH_ENOMEM;
-	uint8_t *p = t->wp + t->nwp;
-	p = vlog_put(p, vlog_zz((int64_t)(r->waypoint.time - t->wt)));
-	p = vlog_put(p, vlog_zz((int64_t)(r->waypoint.addr - t->wa)));
-	p = vlog_put(p, vlog_zz((int64_t)r->waypoint.depth - t->wd));
-	t->nwp = (size_t)(p - t->wp);
-	t->wt = r->waypoint.time;
-	t->wa = r->waypoint.addr;
-	t->wd = (int32_t)r->waypoint.depth;
-	t->seg[t->nseg - 1].wp1 = t->nwp;
-	return 0;
-}
-
-static int add_gap(stitcher *s, struct sthr *t, const struct mtev_rec *r)
-{
-	if (mt_grow((void **)&t->gap, &t->capgap, t->ngap + 1, sizeof *t->gap))
-		return s->err = -STITCH_ENOMEM;
-	struct sgap *g = &t->gap[t->ngap];
-	g->begin = r->gap.begin;
-	g->end = r->gap.end < r->gap.begin ? r->gap.begin : r->gap.end;
-	g->offset = r->gap.offset;
-	g->ip = r->gap.ip;
-	g->reason = r->gap.reason;
-	g->code = r->gap.code;
-	g->msglen = r->gap.message.len;
-	g->before = t->nseg;
-	if (pool_add(s, r->gap.message.p, r->gap.message.len, &g->msg))
-		return s->err = -STITCH_ENOMEM;
-	t->ngap++;
-	return 0;
+	if (!t)
+		return NULL;
+	t->tid = tid;
+	t->fd = -1;
+	s->thr[s->nthr++] = t;
+	return s->last = t;
 }
 
 static int emit(stitcher *s, const struct mtev_rec *r)
@@ -237,6 +185,600 @@ static int emit(stitcher *s, const struct mtev_rec *r)
 	if (s->emit(s->ctx, r))
 		return s->err = -STITCH_EEMIT;
 	return 0;
+}
+
+static int pool_add(char **pool, size_t *n, size_t *cap, const char *p, size_t len, uint32_t *off)
+{
+	if (mt_grow((void **)pool, cap, *n + len + 1, 1))
+		return -1;
+	if (len)
+		memcpy(*pool + *n, p, len);
+	*off = (uint32_t)*n;
+	*n += len;
+	return 0;
+}
+
+/* ---- the log: waypoints and final spans, spilled past the limit ---- */
+
+static int spill(stitcher *s, struct sthr *t)
+{
+	if (t->fd < 0) {
+		const char *dir = getenv("TMPDIR");
+		char path[4096];
+		snprintf(path, sizeof path, "%s/mt-stitch.XXXXXX", dir && *dir ? dir : "/tmp");
+		t->fd = mkstemp(path);
+		if (t->fd < 0)
+			return s->err = -STITCH_ESPILL;
+		unlink(path);
+	}
+	const char *p = (const char *)t->log.v;
+	size_t n = t->log.n * sizeof *t->log.v;
+	while (n) {
+		ssize_t w = write(t->fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return s->err = -STITCH_ESPILL;
+		p += w;
+		n -= (size_t)w;
+	}
+	t->spilled += t->log.n;
+	t->log.n = 0;
+	return 0;
+}
+
+static int log_wp(stitcher *s, struct sthr *t, uint64_t time, uint64_t addr, int32_t level)
+{
+	if (wplog_put(&t->log, time, addr, level))
+		return s->err = -STITCH_ENOMEM;
+	if (t->log.n >= s->limit_words)
+		return spill(s, t);
+	return 0;
+}
+
+static int log_span(stitcher *s, struct sthr *t, const struct hspan *x, const char *name)
+{
+	struct wplog *l = &t->log;
+	size_t nw = SPAN_WORDS + (x->namelen + 3) / 4;
+	if (mt_grow((void **)&l->v, &l->cap, l->n + nw, sizeof *l->v))
+		return s->err = -STITCH_ENOMEM;
+	uint32_t *p = l->v + l->n;
+	p[0] = x->namelen << 2 | 3;
+	p[1] = (uint32_t)x->begin;
+	p[2] = (uint32_t)(x->begin >> 32);
+	p[3] = (uint32_t)x->end;
+	p[4] = (uint32_t)(x->end >> 32);
+	p[5] = (uint32_t)x->func;
+	p[6] = (uint32_t)(x->func >> 32);
+	p[7] = (uint32_t)x->callsite;
+	p[8] = (uint32_t)(x->callsite >> 32);
+	p[9] = (uint32_t)x->level;
+	p[10] = x->flags;
+	p[11] = x->seq;
+	if (x->namelen) {
+		p[nw - 1] = 0;
+		memcpy(p + SPAN_WORDS, name, x->namelen);
+	}
+	l->n += nw;
+	if (x->level < t->gmin)
+		t->gmin = x->level;
+	if (l->n >= s->limit_words)
+		return spill(s, t);
+	return 0;
+}
+
+/* A span whose record is final: to the log; else held. */
+static int add_span(stitcher *s, struct sthr *t, struct hspan *x, const char *name, int held)
+{
+	if (!held)
+		return log_span(s, t, x, name);
+	if (mt_grow((void **)&t->h, &t->caph, t->nh + 1, sizeof *t->h))
+		return s->err = -STITCH_ENOMEM;
+	struct hspan *y = &t->h[t->nh];
+	*y = *x;
+	if (pool_add(&t->pool, &t->npool, &t->cappool, name, x->namelen, &y->name))
+		return s->err = -STITCH_ENOMEM;
+	if (x->level < t->gmin)
+		t->gmin = x->level;
+	t->nh++;
+	return 0;
+}
+
+/* Records @hi as the current segment's open-at-end span at @depth. */
+static int set_end(stitcher *s, struct sthr *t, uint32_t depth, size_t hi)
+{
+	if (depth >= MAXD)
+		return 0;
+	if (depth >= t->nen) {
+		if (mt_grow((void **)&t->en, &t->capen, depth + 1, sizeof *t->en))
+			return s->err = -STITCH_ENOMEM;
+		while (t->nen <= depth)
+			t->en[t->nen++] = -1;
+	}
+	t->en[depth] = (int32_t)hi;
+	return 0;
+}
+
+/* A span of the current segment once its level offset is known. */
+static int place_span(stitcher *s, struct sthr *t, struct hspan *x, uint32_t depth, const char *name)
+{
+	x->level = t->L + (int32_t)depth;
+	int held = (x->flags & MTEV_SPAN_OPEN_AT_END) != 0;
+	if (add_span(s, t, x, name, held))
+		return s->err;
+	return held ? set_end(s, t, depth, t->nh - 1) : 0;
+}
+
+/* ---- output of a group ---- */
+
+static int cmp_h(const void *a, const void *b)
+{
+	const struct hspan *x = a, *y = b;
+	if (x->begin != y->begin)
+		return x->begin < y->begin ? -1 : 1;
+	if (x->level != y->level)
+		return x->level < y->level ? -1 : 1;
+	return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+static int emit_span(stitcher *s, struct sthr *t, const struct hspan *x, const char *name)
+{
+	struct mtev_rec r;
+	memset(&r, 0, sizeof r);
+	r.kind = MTEV_SPAN;
+	r.span.tid = t->tid;
+	r.span.depth = (uint32_t)(x->level - t->gmin);
+	r.span.begin = x->begin;
+	r.span.end = x->end;
+	r.span.func = x->func;
+	r.span.callsite = x->callsite;
+	r.span.flags = x->flags;
+	r.span.name.p = x->namelen ? name : NULL;
+	r.span.name.len = x->namelen;
+	return emit(s, &r);
+}
+
+/* Reads the log back: the spill file, then what is in memory. */
+struct lrd {
+	stitcher *s;
+	struct sthr *t;
+	const uint32_t *p, *end;
+	uint64_t file_left; /* words */
+	int in_mem;
+};
+
+static int lrd_fill(struct lrd *rd, size_t k)
+{
+	size_t have = (size_t)(rd->end - rd->p);
+	stitcher *s = rd->s;
+	if (!rd->file_left) {
+		if (rd->in_mem || have)
+			return -1;
+		rd->in_mem = 1;
+		rd->p = rd->t->log.v;
+		rd->end = rd->t->log.v + rd->t->log.n;
+		return (size_t)(rd->end - rd->p) >= k ? 0 : -1;
+	}
+	size_t want = s->limit_words > k ? s->limit_words : k;
+	if (mt_grow((void **)&s->rbuf, &s->caprbuf, want, sizeof *s->rbuf)) {
+		s->err = -STITCH_ENOMEM;
+		return -1;
+	}
+	if (have)
+		memmove(s->rbuf, rd->p, have * sizeof *s->rbuf);
+	size_t n = want - have;
+	if (n > rd->file_left)
+		n = (size_t)rd->file_left;
+	char *dst = (char *)(s->rbuf + have);
+	size_t bytes = n * sizeof *s->rbuf;
+	while (bytes) {
+		ssize_t r = read(rd->t->fd, dst, bytes);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			s->err = -STITCH_ESPILL;
+			return -1;
+		}
+		dst += r;
+		bytes -= (size_t)r;
+	}
+	rd->file_left -= n;
+	rd->p = s->rbuf;
+	rd->end = s->rbuf + have + n;
+	return (size_t)(rd->end - rd->p) >= k ? 0 : -1;
+}
+
+/* Makes @k words available at rd->p; 0, or -1 at the end of the log. */
+static inline int lrd_need(struct lrd *rd, size_t k)
+{
+	if ((size_t)(rd->end - rd->p) >= k)
+		return 0;
+	return lrd_fill(rd, k);
+}
+
+/* Writes the group: its segment and gap records (the first @nmeta meta
+ * entries), then its spans in pre-order with the waypoints merged in by
+ * time; then clears it. */
+static int flush_group(stitcher *s, struct sthr *t, size_t nmeta)
+{
+	for (size_t i = 0; i < nmeta; i++)
+		if (emit(s, &t->meta[i].r))
+			return s->err;
+	meta_free(t, 0, nmeta);
+	memmove(t->meta, t->meta + nmeta, (t->nmeta - nmeta) * sizeof *t->meta);
+	t->nmeta -= nmeta;
+	t->seg_meta -= nmeta < t->seg_meta ? nmeta : t->seg_meta;
+	if (!t->grouped)
+		return 0;
+
+	qsort(t->h, t->nh, sizeof *t->h, cmp_h);
+	size_t k = 0;
+	struct lrd rd = {s, t, NULL, NULL, 0, 0};
+	if (t->fd >= 0 && t->log.n && spill(s, t))
+		return s->err;
+	if (t->fd >= 0) {
+		if (lseek(t->fd, 0, SEEK_SET) < 0)
+			return s->err = -STITCH_ESPILL;
+		rd.file_left = t->spilled;
+	}
+	struct wpcur wc = {0};
+	struct mtev_rec w;
+	memset(&w, 0, sizeof w);
+	w.kind = MTEV_WAYPOINT;
+	w.waypoint.tid = t->tid;
+	for (;;) {
+		if (lrd_need(&rd, 1)) {
+			if (s->err)
+				return s->err;
+			break;
+		}
+		uint32_t x = *rd.p;
+		if ((x & 3) == 3) {
+			struct hspan y;
+			uint32_t namelen = x >> 2;
+			size_t nw = SPAN_WORDS + (namelen + 3) / 4;
+			if (lrd_need(&rd, nw))
+				return s->err ? s->err : (s->err = -STITCH_ESPILL);
+			const uint32_t *p = rd.p;
+			y.begin = (uint64_t)p[1] | (uint64_t)p[2] << 32;
+			y.end = (uint64_t)p[3] | (uint64_t)p[4] << 32;
+			y.func = (uint64_t)p[5] | (uint64_t)p[6] << 32;
+			y.callsite = (uint64_t)p[7] | (uint64_t)p[8] << 32;
+			y.level = (int32_t)p[9];
+			y.flags = p[10];
+			y.seq = p[11];
+			y.namelen = namelen;
+			rd.p += nw;
+			while (k < t->nh && cmp_h(&t->h[k], &y) < 0) {
+				if (emit_span(s, t, &t->h[k], t->pool + t->h[k].name))
+					return s->err;
+				k++;
+			}
+			if (emit_span(s, t, &y, (const char *)(p + SPAN_WORDS)))
+				return s->err;
+			continue;
+		}
+		if (lrd_need(&rd, x & 1 ? 6 : 1))
+			return s->err ? s->err : (s->err = -STITCH_ESPILL);
+		wc.p = rd.p;
+		wc.end = rd.end;
+		wpcur_next(&wc);
+		rd.p = wc.p;
+		while (k < t->nh && t->h[k].begin <= wc.time) {
+			if (emit_span(s, t, &t->h[k], t->pool + t->h[k].name))
+				return s->err;
+			k++;
+		}
+		int32_t d = wc.level - t->gmin;
+		w.waypoint.time = wc.time;
+		w.waypoint.addr = wc.addr;
+		w.waypoint.depth = (uint32_t)(d < 0 ? 0 : d);
+		if (emit(s, &w))
+			return s->err;
+	}
+	for (; k < t->nh; k++)
+		if (emit_span(s, t, &t->h[k], t->pool + t->h[k].name))
+			return s->err;
+
+	/* a new group: empty */
+	t->nh = t->gn = t->npool = 0;
+	t->nen = 0;
+	wplog_clear(&t->log);
+	if (t->fd >= 0) {
+		if (ftruncate(t->fd, 0) || lseek(t->fd, 0, SEEK_SET) < 0)
+			return s->err = -STITCH_ESPILL;
+		t->spilled = 0;
+	}
+	t->grouped = 0;
+	return 0;
+}
+
+/* ---- joins ---- */
+
+static int same_frame(const struct sthr *t, const struct hspan *a, const struct hspan *b)
+{
+	if (a->func != b->func)
+		return 0;
+	if (!a->func && (a->namelen != b->namelen ||
+			 memcmp(t->pool + a->name, t->ppool + b->name, a->namelen)))
+		return 0;
+	return !a->callsite || !b->callsite || a->callsite == b->callsite;
+}
+
+/* Gap spans for the queued gap records (the last @n meta entries before
+ * the current segment's record, or the last @n entries) at @level. */
+static int gap_spans(stitcher *s, struct sthr *t, size_t from, size_t n, int32_t level)
+{
+	for (size_t i = from; i < from + n; i++) {
+		const struct mtev_rec *g = &t->meta[i].r;
+		if (g->kind != MTEV_GAP)
+			continue;
+		char buf[512];
+		int len;
+		uint32_t flags = MTEV_SPAN_ERROR;
+		switch (g->gap.reason) {
+		case MTEV_GAP_DECODE_ERROR:
+		case MTEV_GAP_NO_IMAGE:
+			if (g->gap.message.len)
+				len = snprintf(buf, sizeof buf, "[decode error: %.*s]",
+					       (int)g->gap.message.len, g->gap.message.p);
+			else if (g->gap.reason == MTEV_GAP_NO_IMAGE)
+				len = snprintf(buf, sizeof buf, "[decode error: no memory image]");
+			else
+				len = snprintf(buf, sizeof buf, "[decode error: code %d]", (int)g->gap.code);
+			break;
+		case MTEV_GAP_UNTRACED:
+			len = snprintf(buf, sizeof buf, "[untraced]");
+			flags = MTEV_SPAN_UNTRACED;
+			break;
+		default:
+			len = snprintf(buf, sizeof buf, "[lost trace]");
+			break;
+		}
+		if (len < 0 || (size_t)len >= sizeof buf)
+			len = (int)strlen(buf);
+		struct hspan x = {g->gap.begin, g->gap.end, 0, 0, level, flags,
+				  0x80000000u | (uint32_t)s->st.gap_spans, 0, (uint32_t)len};
+		s->st.gap_spans++;
+		/* held, so that it is written where the span order puts it
+		 * (before the waypoints of its begin time) */
+		if (add_span(s, t, &x, buf, 1))
+			return s->err;
+	}
+	return 0;
+}
+
+/* The group has no segment yet: the current one starts it. */
+static void group_start(struct sthr *t)
+{
+	t->grouped = 1;
+	t->gstart = t->seg_begin;
+	t->gbot = 0;
+	t->gmin = INT32_MAX;
+	t->gn = 0;
+	t->L = 0;
+	t->keep = 0;
+}
+
+/* The current segment's start stack is complete: join it to the group. */
+static int decide(stitcher *s, struct sthr *t)
+{
+	t->pending = 0;
+	size_t qfrom = t->seg_meta, nq = t->ngaps_q;
+	int32_t gaplevel = 0;
+	long st[MAXD];
+	size_t n = 0;
+	if (!t->grouped) {
+		group_start(t);
+	} else {
+		/* the start stack: inferred-start spans by depth, chain from 0 */
+		for (size_t i = 0; i < t->np; i++) {
+			uint32_t d = (uint32_t)t->p[i].level;
+			if (d >= MAXD)
+				continue;
+			while (n <= d)
+				st[n++] = -1;
+			st[d] = (long)i;
+		}
+		for (size_t d = 0; d < n; d++)
+			if (st[d] < 0) {
+				n = d;
+				break;
+			}
+		long best_s = 0;
+		size_t best = 0, gn = t->gn;
+		for (long sh = -(long)n + 1; sh < (long)gn; sh++) {
+			size_t j0 = sh < 0 ? (size_t)-sh : 0, l = 0;
+			while (j0 + l < n && (long)(j0 + l) + sh < (long)gn &&
+			       same_frame(t, &t->h[t->g[(long)(j0 + l) + sh]], &t->p[st[j0 + l]]))
+				l++;
+			if (l && l >= best) {
+				best = l;
+				best_s = sh;
+			}
+		}
+		s->st.joins++;
+		if (best) {
+			size_t j0 = best_s < 0 ? (size_t)-best_s : 0;
+			s->st.aligned++;
+			t->L = t->gbot + (int32_t)best_s;
+			if (t->L < t->gmin)
+				t->gmin = t->L;
+			for (size_t j = j0; j < j0 + best; j++) {
+				size_t c = (size_t)t->g[(long)j + best_s];
+				struct hspan *x = &t->p[st[j]], *y = &t->h[c];
+				y->end = x->end;
+				y->flags = (y->flags & ~(uint32_t)MTEV_SPAN_OPEN_AT_END) |
+					   (x->flags & MTEV_SPAN_OPEN_AT_END) | MTEV_SPAN_STITCHED;
+				x->seq = UINT32_MAX; /* joined: not written */
+				if ((x->flags & MTEV_SPAN_OPEN_AT_END) && set_end(s, t, (uint32_t)j, c))
+					return s->err;
+				s->st.continued++;
+			}
+			for (long j = 0; j < best_s; j++) {
+				struct hspan *y = &t->h[t->g[j]];
+				y->end = t->seg_end;
+				y->flags |= MTEV_SPAN_STITCHED | MTEV_SPAN_OPEN_AT_END;
+				s->st.continued++;
+			}
+			/* roots only this segment saw: live during the whole group */
+			for (size_t j = 0; j < j0; j++) {
+				struct hspan *x = &t->p[st[j]];
+				x->begin = t->gstart;
+				x->flags |= MTEV_SPAN_STITCHED;
+				x->level = t->L + (int32_t)j;
+				if (add_span(s, t, x, t->ppool + x->name, 1) ||
+				    ((x->flags & MTEV_SPAN_OPEN_AT_END) && set_end(s, t, (uint32_t)j, t->nh - 1)))
+					return s->err;
+				x->seq = UINT32_MAX;
+				s->st.revealed++;
+			}
+			gaplevel = t->L + (int32_t)(j0 + best);
+			t->keep = best_s > 0 ? (size_t)best_s : 0;
+			if (best_s < 0)
+				t->gbot = t->L;
+		} else {
+			s->st.unaligned++;
+			/* the group ends here; this segment (with the gaps before
+			 * it) begins the next */
+			if (flush_group(s, t, qfrom))
+				return s->err;
+			qfrom = t->seg_meta;
+			group_start(t);
+		}
+	}
+	if (t->L < t->gmin)
+		t->gmin = t->L;
+	if (gap_spans(s, t, qfrom, nq, gaplevel))
+		return s->err;
+	t->ngaps_q = 0;
+	for (size_t i = 0; i < t->np; i++) {
+		struct hspan *x = &t->p[i];
+		if (x->seq == UINT32_MAX)
+			continue;
+		if (place_span(s, t, x, (uint32_t)x->level, t->ppool + x->name))
+			return s->err;
+	}
+	t->np = t->nppool = 0;
+	return 0;
+}
+
+/* The current segment is over: the group's end stack becomes the frames
+ * beneath it and its own open-at-end chain. */
+static int end_segment(stitcher *s, struct sthr *t)
+{
+	if (!t->inseg)
+		return 0;
+	if (t->pending && decide(s, t))
+		return s->err;
+	size_t m = 0;
+	while (m < t->nen && t->en[m] >= 0)
+		m++;
+	size_t keep = t->keep;
+	if (keep + m > MAXD)
+		m = MAXD - keep;
+	if (mt_grow((void **)&t->g, &t->capg, keep + m, sizeof *t->g))
+		return s->err = -STITCH_ENOMEM;
+	for (size_t j = 0; j < m; j++)
+		t->g[keep + j] = t->en[j];
+	t->gn = keep + m;
+	t->nen = 0;
+	t->keep = 0;
+	t->inseg = 0;
+	return 0;
+}
+
+static int add_meta(stitcher *s, struct sthr *t, const struct mtev_rec *r)
+{
+	if (mt_grow((void **)&t->meta, &t->capmeta, t->nmeta + 1, sizeof *t->meta))
+		return s->err = -STITCH_ENOMEM;
+	struct meta *m = &t->meta[t->nmeta];
+	m->r = *r;
+	m->has_msg = 0;
+	if (r->kind == MTEV_GAP) {
+		if (m->r.gap.end < m->r.gap.begin)
+			m->r.gap.end = m->r.gap.begin;
+		if (r->gap.message.len) {
+			char *c = malloc(r->gap.message.len);
+			if (!c)
+				return s->err = -STITCH_ENOMEM;
+			memcpy(c, r->gap.message.p, r->gap.message.len);
+			m->r.gap.message.p = c;
+			m->has_msg = 1;
+		}
+	}
+	t->nmeta++;
+	return 0;
+}
+
+static int begin_segment(stitcher *s, struct sthr *t, uint32_t index, uint64_t begin, uint64_t end,
+			 unsigned reason, int implicit)
+{
+	if (end_segment(s, t))
+		return s->err;
+	t->seg_meta = t->nmeta - t->ngaps_q;
+	struct mtev_rec r;
+	memset(&r, 0, sizeof r);
+	r.kind = MTEV_SEGMENT;
+	r.segment.tid = t->tid;
+	r.segment.index = index;
+	r.segment.begin = begin;
+	r.segment.end = end;
+	r.segment.reason = reason;
+	if (add_meta(s, t, &r))
+		return s->err;
+	t->inseg = 1;
+	t->pending = 1;
+	t->implicit = implicit;
+	t->nseg++;
+	t->seg_begin = begin;
+	t->seg_end = end;
+	t->np = t->nppool = 0;
+	t->nen = 0;
+	return 0;
+}
+
+/* Spans and waypoints before any segment record: an implicit segment
+ * beginning at the first of them (earlier waypoints move it back). */
+static int cur_seg(stitcher *s, struct sthr *t, uint64_t time)
+{
+	if (!t->nseg)
+		return begin_segment(s, t, 0, time, time, 0, 1);
+	if (t->implicit && t->pending && !t->np && time < t->seg_begin) {
+		t->seg_begin = time;
+		t->meta[t->nmeta - 1].r.segment.begin = time;
+	}
+	return 0;
+}
+
+static int feed_span(stitcher *s, struct sthr *t, const struct mtev_rec *r)
+{
+	if (cur_seg(s, t, r->span.begin))
+		return s->err;
+	struct hspan x = {r->span.begin, r->span.end, r->span.func, r->span.callsite,
+			  (int32_t)r->span.depth, r->span.flags, t->seq++, 0, r->span.name.len};
+	if (t->pending) {
+		if ((r->span.flags & MTEV_SPAN_INFERRED_START) && r->span.depth < MAXD) {
+			if (mt_grow((void **)&t->p, &t->capp, t->np + 1, sizeof *t->p) ||
+			    pool_add(&t->ppool, &t->nppool, &t->capppool, r->span.name.p,
+				     r->span.name.len, &x.name))
+				return s->err = -STITCH_ENOMEM;
+			t->p[t->np++] = x;
+			return 0;
+		}
+		if (decide(s, t))
+			return s->err;
+	}
+	return place_span(s, t, &x, r->span.depth, r->span.name.p);
+}
+
+static int feed_wp(stitcher *s, struct sthr *t, const struct mtev_rec *r)
+{
+	if (cur_seg(s, t, r->waypoint.time))
+		return s->err;
+	if (t->pending && decide(s, t))
+		return s->err;
+	return log_wp(s, t, r->waypoint.time, r->waypoint.addr, t->L + (int32_t)r->waypoint.depth);
 }
 
 int stitch_feed(stitcher *s, const struct mtev_rec *r)
@@ -250,372 +792,56 @@ int stitch_feed(stitcher *s, const struct mtev_rec *r)
 		s->detail = r->kind;
 		return s->err = -STITCH_EKIND;
 	case MTEV_SEGMENT:
-		if (!(t = get_thr(s, r->segment.tid)) ||
-		    new_seg(t, r->segment.index, r->segment.begin, r->segment.end, r->segment.reason))
+		if (!(t = get_thr(s, r->segment.tid)))
 			return s->err = -STITCH_ENOMEM;
 		s->st.segments++;
-		return 0;
+		return begin_segment(s, t, r->segment.index, r->segment.begin, r->segment.end,
+				     r->segment.reason, 0);
 	case MTEV_SPAN:
 		if (!(t = get_thr(s, r->span.tid)))
 			return s->err = -STITCH_ENOMEM;
-		return add_span(s, t, r);
+		return feed_span(s, t, r);
 	case MTEV_WAYPOINT:
 		if (!(t = get_thr(s, r->waypoint.tid)))
 			return s->err = -STITCH_ENOMEM;
-		return add_wp(s, t, r);
+		return feed_wp(s, t, r);
 	case MTEV_GAP:
 		if (!(t = get_thr(s, r->gap.tid)))
 			return s->err = -STITCH_ENOMEM;
-		return add_gap(s, t, r);
+		if (t->pending && decide(s, t))
+			return s->err;
+		if (add_meta(s, t, r))
+			return s->err;
+		t->ngaps_q++;
+		return 0;
 	default:
 		return emit(s, r);
 	}
-}
-
-/* ---- the join pass ---- */
-
-static size_t canon(const struct sspan *sp, size_t i)
-{
-	while (sp[i].alias >= 0)
-		i = (size_t)sp[i].alias;
-	return i;
-}
-
-static int same_frame(const stitcher *s, const struct sspan *a, const struct sspan *b)
-{
-	if (a->func != b->func)
-		return 0;
-	if (!a->func && (a->namelen != b->namelen ||
-			 memcmp(s->pool + a->name, s->pool + b->name, a->namelen)))
-		return 0;
-	return !a->callsite || !b->callsite || a->callsite == b->callsite;
-}
-
-/* stack of segment @g at its start (flag) or end, by depth: indices or -1 */
-static size_t stack_of(const struct sthr *t, const struct sseg *g, uint32_t flag, long *out,
-		       size_t max)
-{
-	size_t n = 0;
-	for (size_t i = g->sp0; i < g->sp0 + g->nsp; i++) {
-		const struct sspan *x = &t->sp[i];
-		if (!(x->flags & flag) || (x->flags & SPF_GAP) || x->level < 0 || (size_t)x->level >= max)
-			continue;
-		while (n <= (size_t)x->level)
-			out[n++] = -1;
-		out[x->level] = (long)i;
-	}
-	/* keep the chain from the root */
-	for (size_t d = 0; d < n; d++)
-		if (out[d] < 0)
-			return d;
-	return n;
-}
-
-static int gap_span(stitcher *s, struct sthr *t, const struct sgap *g, int32_t level, uint32_t seg)
-{
-	char buf[512];
-	int n;
-	uint32_t flags = MTEV_SPAN_ERROR;
-	switch (g->reason) {
-	case MTEV_GAP_DECODE_ERROR:
-	case MTEV_GAP_NO_IMAGE:
-		if (g->msglen)
-			n = snprintf(buf, sizeof buf, "[decode error: %.*s]", (int)g->msglen,
-				     s->pool + g->msg);
-		else if (g->reason == MTEV_GAP_NO_IMAGE)
-			n = snprintf(buf, sizeof buf, "[decode error: no memory image]");
-		else
-			n = snprintf(buf, sizeof buf, "[decode error: code %d]", (int)g->code);
-		break;
-	case MTEV_GAP_UNTRACED:
-		n = snprintf(buf, sizeof buf, "[untraced]");
-		flags = MTEV_SPAN_UNTRACED;
-		break;
-	default:
-		n = snprintf(buf, sizeof buf, "[lost trace]");
-		break;
-	}
-	if (n < 0 || (size_t)n >= sizeof buf)
-		n = (int)strlen(buf);
-	if (mt_grow((void **)&t->sp, &t->capsp, t->nsp + 1, sizeof *t->sp))
-		return s->err = -STITCH_ENOMEM;
-	struct sspan *x = &t->sp[t->nsp];
-	memset(x, 0, sizeof *x);
-	x->begin = g->begin;
-	x->end = g->end;
-	x->level = level;
-	x->flags = flags | SPF_GAP;
-	x->seg = seg;
-	x->alias = -1;
-	x->seq = (uint32_t)t->nsp;
-	x->namelen = (uint32_t)n;
-	if (pool_add(s, buf, (size_t)n, &x->name))
-		return s->err = -STITCH_ENOMEM;
-	t->nsp++;
-	s->st.gap_spans++;
-	return 0;
-}
-
-#define MAXD 4096
-
-/* The group's stack at the end of the segments joined so far, by level from
- * its bottom: the last segment's end stack, over the frames of earlier
- * segments that continued beneath its root (the spine). */
-static int join_thread(stitcher *s, struct sthr *t)
-{
-	long *g = malloc(3 * MAXD * sizeof *g), *st = g + MAXD, *en = g + 2 * MAXD;
-	if (!g)
-		return s->err = -STITCH_ENOMEM;
-	size_t gn = 0;
-	int32_t gbot = 0;
-	uint32_t group = 0;
-	uint64_t gstart = t->nseg ? t->seg[0].begin : 0;
-	size_t gi = 0;
-	/* gaps before the first segment */
-	for (; gi < t->ngap && t->gap[gi].before == 0; gi++)
-		if (gap_span(s, t, &t->gap[gi], 0, 0))
-			goto fail;
-	for (size_t i = 0; i < t->nseg; i++) {
-		struct sseg *b = &t->seg[i];
-		size_t m = stack_of(t, b, MTEV_SPAN_OPEN_AT_END, en, MAXD);
-		int32_t gaplevel = 0;
-		if (i == 0) {
-			b->L = 0;
-			b->group = 0;
-			for (gn = 0; gn < m; gn++)
-				g[gn] = en[gn];
-			gbot = 0;
-			continue;
-		}
-		size_t n = stack_of(t, b, MTEV_SPAN_INFERRED_START, st, MAXD);
-		long best_s = 0;
-		size_t best = 0;
-		for (long sh = -(long)n + 1; sh < (long)gn; sh++) {
-			size_t j0 = sh < 0 ? (size_t)-sh : 0, l = 0;
-			while (j0 + l < n && (long)(j0 + l) + sh < (long)gn &&
-			       same_frame(s, &t->sp[canon(t->sp, (size_t)g[(long)(j0 + l) + sh])],
-					  &t->sp[st[j0 + l]]))
-				l++;
-			if (l && l >= best) {
-				best = l;
-				best_s = sh;
-			}
-		}
-		s->st.joins++;
-		if (best) {
-			size_t j0 = best_s < 0 ? (size_t)-best_s : 0;
-			s->st.aligned++;
-			b->L = gbot + (int32_t)best_s;
-			b->group = group;
-			for (size_t j = j0; j < j0 + best; j++) {
-				size_t c = canon(t->sp, (size_t)g[(long)j + best_s]);
-				struct sspan *x = &t->sp[st[j]], *y = &t->sp[c];
-				x->alias = (int32_t)c;
-				y->end = x->end;
-				y->flags = (y->flags & ~(uint32_t)MTEV_SPAN_OPEN_AT_END) |
-					   (x->flags & MTEV_SPAN_OPEN_AT_END) | MTEV_SPAN_STITCHED;
-				s->st.continued++;
-			}
-			/* roots only B saw: live during the whole group */
-			for (size_t j = 0; j < j0; j++) {
-				struct sspan *x = &t->sp[st[j]];
-				x->begin = gstart;
-				x->flags |= MTEV_SPAN_STITCHED;
-				s->st.revealed++;
-			}
-			/* frames beneath B's root that B never saw: live through B */
-			for (long j = 0; j < best_s; j++) {
-				struct sspan *y = &t->sp[canon(t->sp, (size_t)g[j])];
-				y->end = b->end;
-				y->flags |= MTEV_SPAN_STITCHED | MTEV_SPAN_OPEN_AT_END;
-				s->st.continued++;
-			}
-			gaplevel = b->L + (int32_t)(j0 + best);
-			/* the group's new end stack */
-			size_t keep = best_s > 0 ? (size_t)best_s : 0;
-			if (keep + m > MAXD)
-				m = MAXD - keep;
-			for (size_t j = 0; j < m; j++)
-				g[keep + j] = (long)canon(t->sp, (size_t)en[j]);
-			gn = keep + m;
-			if (best_s < 0)
-				gbot = b->L;
-		} else {
-			s->st.unaligned++;
-			b->group = ++group;
-			b->L = 0;
-			gstart = b->begin;
-			for (gn = 0; gn < m; gn++)
-				g[gn] = en[gn];
-			gbot = 0;
-		}
-		for (; gi < t->ngap && t->gap[gi].before == i; gi++)
-			if (gap_span(s, t, &t->gap[gi], gaplevel, (uint32_t)i))
-				goto fail;
-	}
-	/* gaps after the last segment: at its root's level */
-	for (; gi < t->ngap; gi++)
-		if (gap_span(s, t, &t->gap[gi], t->nseg ? t->seg[t->nseg - 1].L : 0,
-			     t->nseg ? (uint32_t)t->nseg - 1 : 0))
-			goto fail;
-	free(g);
-	return 0;
-fail:
-	free(g);
-	return s->err;
-}
-
-static struct sspan *sort_base;
-
-static int out_cmp(const void *x, const void *y)
-{
-	const struct sspan *a = &sort_base[*(const uint32_t *)x], *b = &sort_base[*(const uint32_t *)y];
-	if (a->begin != b->begin)
-		return a->begin < b->begin ? -1 : 1;
-	if (a->level != b->level)
-		return a->level < b->level ? -1 : 1;
-	return a->seq < b->seq ? -1 : a->seq > b->seq;
-}
-
-static int emit_thread(stitcher *s, struct sthr *t)
-{
-	struct mtev_rec r;
-	/* group minimum levels */
-	uint32_t ngroups = t->nseg ? t->seg[t->nseg - 1].group + 1 : 1;
-	int32_t *gmin = calloc(ngroups, sizeof *gmin);
-	uint32_t *ord = malloc((t->nsp + 1) * sizeof *ord);
-	if (!gmin || !ord) {
-		free(gmin);
-		free(ord);
-		return s->err = -STITCH_ENOMEM;
-	}
-	for (uint32_t g = 0; g < ngroups; g++)
-		gmin[g] = INT32_MAX;
-	for (size_t i = 0; i < t->nseg; i++)
-		if (t->seg[i].L < gmin[t->seg[i].group])
-			gmin[t->seg[i].group] = t->seg[i].L;
-	for (size_t i = 0; i < t->nsp; i++) {
-		struct sspan *x = &t->sp[i];
-		uint32_t g = t->nseg ? t->seg[x->seg].group : 0;
-		int32_t lvl = x->flags & SPF_GAP ? x->level : t->nseg ? t->seg[x->seg].L + x->level : x->level;
-		if (lvl < gmin[g])
-			gmin[g] = lvl;
-	}
-	size_t n = 0;
-	for (size_t i = 0; i < t->nsp; i++) {
-		struct sspan *x = &t->sp[i];
-		uint32_t g = t->nseg ? t->seg[x->seg].group : 0;
-		int32_t lvl = x->flags & SPF_GAP ? x->level : t->nseg ? t->seg[x->seg].L + x->level : x->level;
-		x->level = lvl - gmin[g];
-		if (x->alias < 0)
-			ord[n++] = (uint32_t)i;
-	}
-	sort_base = t->sp;
-	qsort(ord, n, sizeof *ord, out_cmp);
-
-	/* segment and gap records first, in their order */
-	size_t gi = 0;
-	for (size_t i = 0; i <= t->nseg; i++) {
-		for (; gi < t->ngap && t->gap[gi].before == i; gi++) {
-			const struct sgap *g = &t->gap[gi];
-			memset(&r, 0, sizeof r);
-			r.kind = MTEV_GAP;
-			r.gap.tid = t->tid;
-			r.gap.begin = g->begin;
-			r.gap.end = g->end;
-			r.gap.reason = g->reason;
-			r.gap.code = g->code;
-			r.gap.offset = g->offset;
-			r.gap.ip = g->ip;
-			r.gap.message.p = s->pool + g->msg;
-			r.gap.message.len = g->msglen;
-			if (emit(s, &r))
-				goto fail;
-		}
-		if (i == t->nseg)
-			break;
-		memset(&r, 0, sizeof r);
-		r.kind = MTEV_SEGMENT;
-		r.segment.tid = t->tid;
-		r.segment.index = t->seg[i].index;
-		r.segment.begin = t->seg[i].begin;
-		r.segment.end = t->seg[i].end;
-		r.segment.reason = t->seg[i].reason;
-		if (emit(s, &r))
-			goto fail;
-	}
-	/* spans, with the waypoints merged in by time */
-	size_t si = 0, k = 0;
-	const uint8_t *p = NULL, *pe = NULL;
-	uint64_t wt = 0, wa = 0;
-	int32_t wd = 0;
-	int have = 0;
-	for (;;) {
-		/* next waypoint */
-		while (!have && si < t->nseg) {
-			struct sseg *g = &t->seg[si];
-			if (!p) {
-				p = t->wp + g->wp0;
-				pe = t->wp + g->wp1;
-				wt = g->wt0;
-				wa = g->wa0;
-				wd = g->wd0;
-			}
-			if (p < pe) {
-				wt += (uint64_t)vlog_unzz(vlog_get(&p));
-				wa += (uint64_t)vlog_unzz(vlog_get(&p));
-				wd += (int32_t)vlog_unzz(vlog_get(&p));
-				have = 1;
-			} else {
-				si++;
-				p = NULL;
-			}
-		}
-		if (!have && k >= n)
-			break;
-		if (have && (k >= n || wt < t->sp[ord[k]].begin)) {
-			memset(&r, 0, sizeof r);
-			r.kind = MTEV_WAYPOINT;
-			r.waypoint.tid = t->tid;
-			r.waypoint.time = wt;
-			r.waypoint.addr = wa;
-			int32_t d = t->seg[si].L + wd - gmin[t->seg[si].group];
-			r.waypoint.depth = (uint32_t)(d < 0 ? 0 : d);
-			if (emit(s, &r))
-				goto fail;
-			have = 0;
-			continue;
-		}
-		const struct sspan *x = &t->sp[ord[k++]];
-		memset(&r, 0, sizeof r);
-		r.kind = MTEV_SPAN;
-		r.span.tid = t->tid;
-		r.span.depth = (uint32_t)x->level;
-		r.span.begin = x->begin;
-		r.span.end = x->end;
-		r.span.func = x->func;
-		r.span.callsite = x->callsite;
-		r.span.flags = x->flags & ~SPF_GAP;
-		r.span.name.p = s->pool + x->name;
-		r.span.name.len = x->namelen;
-		if (emit(s, &r))
-			goto fail;
-	}
-	free(gmin);
-	free(ord);
-	return 0;
-fail:
-	free(gmin);
-	free(ord);
-	return s->err;
 }
 
 int stitch_finish(stitcher *s)
 {
 	if (s->err)
 		return s->err;
-	for (size_t i = 0; i < s->nthr; i++)
-		if (join_thread(s, s->thr[i]) || emit_thread(s, s->thr[i]))
+	for (size_t i = 0; i < s->nthr; i++) {
+		struct sthr *t = s->thr[i];
+		if (end_segment(s, t))
 			return s->err;
+		int32_t level = t->L;
+		if (t->ngaps_q) { /* gaps after the last segment: at its root */
+			if (!t->grouped) {
+				t->seg_begin = 0;
+				group_start(t);
+				level = 0;
+			}
+			if (level < t->gmin)
+				t->gmin = level;
+			if (gap_spans(s, t, t->nmeta - t->ngaps_q, t->ngaps_q, level))
+				return s->err;
+			t->ngaps_q = 0;
+		}
+		if (flush_group(s, t, t->nmeta))
+			return s->err;
+	}
 	return 0;
 }

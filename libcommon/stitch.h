@@ -16,8 +16,14 @@
  * No frame is ever invented: every output span is an input span, joined, or
  * a gap marker.
  *
- * All of a thread's records are held until the end: spans (56 bytes each)
- * and waypoints (a varint log). */
+ * Streaming (tools/mt-stitch.md, "What is held"): a group's output can
+ * only begin once the group is complete (its root span's end and the roots
+ * later segments reveal come first in pre-order), so until then the spans
+ * whose records are final and the waypoints go, in arrival order, to a
+ * log (4 bytes a waypoint, 48 a span) that spills to a temporary file past
+ * a limit; only the spans whose records can still change (open at a
+ * segment's end) or whose place is not their arrival place (revealed
+ * roots) are held in memory, plus one segment's start stack. */
 #ifndef MT_STITCH_H
 #define MT_STITCH_H
 
@@ -27,7 +33,11 @@ enum stitch_err {
 	STITCH_ENOMEM = 1,
 	STITCH_EKIND = 2, /* branch or sample records: not segmented yet */
 	STITCH_EEMIT = 3,
+	STITCH_ESPILL = 4, /* the temporary file failed (errno is set) */
 };
+
+/* Default log memory per thread before spilling to $TMPDIR (or /tmp). */
+#define STITCH_MEM_DEFAULT ((size_t)16 << 20)
 
 struct stitch_stats {
 	uint64_t segments, joins, aligned, unaligned, continued, revealed, gap_spans;
@@ -37,8 +47,11 @@ typedef int (*stitch_emit_fn)(void *ctx, const struct mtev_rec *rec);
 typedef struct stitcher stitcher;
 
 stitcher *stitch_alloc(stitch_emit_fn emit, void *ctx);
+/* Log memory per thread before spilling (bytes; at least 256). */
+void stitch_set_mem_limit(stitcher *s, size_t bytes);
 void stitch_free(stitcher *s);
-/* Context records are emitted at once; a thread's records at the end. */
+/* Context records are emitted at once; a group of a thread's segments
+ * when a later segment does not align with it, or at the end. */
 int stitch_feed(stitcher *s, const struct mtev_rec *rec);
 int stitch_finish(stitcher *s);
 const struct stitch_stats *stitch_stats(const stitcher *s);

@@ -34,22 +34,18 @@ check() {
 
 EXACT="--min-precision 1 --min-recall 1 --max-wrong 0"
 
-# Programs whose libraries (ld.so, libc.so, libgcc_s) have no .symtab: by default a
-# jump there to an address an earlier call targeted is a tail call (what calls
-# revealed); mt-ptsim's truth uses symbols only.  With --no-call-targets the
-# rules are the same and every span matches.
-STRIPPED="dynamic sym_inline"
-
+# Stripped libraries (libc, ld.so) get their function symbols from the
+# build-id debug files of libc6-dbg (tools/deps.sh), libgcc_s and libstdc++
+# from their .eh_frame FDEs: the truth (mt-ptsim) and mt-segment use the same
+# elfinfo, so every program is exact with and without the call-target
+# fallback (--no-call-targets).
 @test "truth.mt of every clean and noretcomp run: every true span exactly, root frames included" {
 	n=0
 	for v in clean noretcomp; do
 		for d in "$C/$v"/*/; do
 			p=$(basename "$d")
 			SEGOPTS=--no-call-targets check $v $p truth seg $EXACT
-			case " $STRIPPED " in
-			*" $p "*) SEGOPTS= check $v $p truth seg --min-precision 0.97 --min-recall 0.98 ;;
-			*) SEGOPTS= check $v $p truth seg $EXACT ;;
-			esac
+			SEGOPTS= check $v $p truth seg $EXACT
 			n=$((n + 1))
 		done
 	done
@@ -59,49 +55,68 @@ STRIPPED="dynamic sym_inline"
 @test "mt-decode output of every clean and noretcomp run: every true span exactly" {
 	for v in clean noretcomp; do
 		for d in "$C/$v"/*/; do
-			SEGOPTS=--no-call-targets check $v "$(basename "$d")" decode seg $EXACT
+			SEGOPTS= check $v "$(basename "$d")" decode seg $EXACT
 		done
 	done
 }
 
-# A window that begins inside code without symbols cannot name the functions it
-# returns into (dynamic, sym_inline: libc; exception: libgcc_s, where the window
-# also begins inside the unwinder, under frames that end without a branch).
-WINDOW_WEAK="dynamic sym_inline exception"
-
+# exception: the window (the last 10000 instructions) begins inside libgcc's
+# unwinder, under 6 frames (inner x5, __cxa_throw) that the landing pad ends
+# without any branch of theirs in the window: no trace of the window shows
+# them, so the unwinder's frames cannot get their true depths.  Shown apart.
 @test "--window snapshots (truth.mt and decoded): every true span exactly, root frames included" {
+	n=0
 	for d in "$C/window"/*/; do
 		p=$(basename "$d")
-		case " $WINDOW_WEAK " in *" $p "*) continue ;; esac
+		[ "$p" = exception ] && continue
 		SEGOPTS= check window $p truth seg $EXACT
 		SEGOPTS= check window $p decode seg $EXACT
+		n=$((n + 1))
 	done
+	[ "$n" -ge 10 ]
 }
 
-# exception: the decoder's times after the fault are off for a stretch (notes).
-@test "overflow: after mt-stitch >= 95% of true frame-time covered and no wrong span" {
-	for d in "$C/overflow"/*/; do
-		p=$(basename "$d")
-		case " $STRIPPED exception " in *" $p "*) continue ;; esac
-		SEGOPTS=--no-call-targets check overflow $p decode stitch --min-coverage 0.95 --max-wrong 0
-	done
+@test "--window exception: the window begins inside the unwinder under 6 frames no branch shows (known, unknowable)" {
+	skip "window/exception: the 6 frames between main's callee and the unwinder end by the landing pad with no branch in the window (notes/segment.md)"
 }
 
-# Everything inside the gap (to the next PSB) is lost: up to 8% of the
-# frame-time of these short runs (notes/segment.md has every figure).
-@test "corrupt: after mt-stitch no wrong span and >= 90% of true frame-time covered" {
-	for d in "$C/corrupt"/*/; do
+# every fault kind, every program: after mt-stitch no wrong span and >= MIN
+# of the true frame-time covered (before mt-stitch: bench/fidelity.sh and
+# the last test)
+faults() {
+	local v=$1 min=$2 p
+	shift 2
+	n=0
+	for d in "$C/$v"/*/; do
 		p=$(basename "$d")
-		case " $STRIPPED exception " in *" $p "*) continue ;; esac
-		# Known issue (open): in longjmp the corrupt bytes land 0.88 of the way
-		# from a PSB, so the gap alone loses > 10% of this short run; still no
-		# wrong span allowed.
-		if [ "$p" = longjmp ]; then
-			SEGOPTS=--no-call-targets check corrupt $p decode stitch --min-coverage 0.85 --max-wrong 0
-			continue
-		fi
-		SEGOPTS=--no-call-targets check corrupt $p decode stitch --min-coverage 0.90 --max-wrong 0
+		local m=$min
+		case " $* " in *" $p "*) m=$GAPMIN; echo "# $v/$p: >= $GAPMIN (the gap to the next PSB holds more than 5% of this short run's frame-time)" >&3 ;; esac
+		SEGOPTS= check $v $p decode stitch --min-coverage $m --max-wrong 0
+		n=$((n + 1))
 	done
+	[ "$n" -ge 10 ]
+}
+
+# Known, visible: in these runs the stretch a fault loses (to the next PSB,
+# 2 KB: perf's smallest psb_period) is more than 5% of the whole short run's
+# frame-time; mt-stitch still reaches what lies outside the gap.
+GAPMIN=0.85
+GAPLIMITED="fnptr exception"
+
+@test "overflow: after mt-stitch >= 95% of true frame-time covered and no wrong span, every program" {
+	faults overflow 0.95
+}
+
+@test "drop: after mt-stitch >= 95% of true frame-time covered and no wrong span" {
+	faults drop 0.95 $GAPLIMITED
+}
+
+@test "corrupt: after mt-stitch >= 95% of true frame-time covered and no wrong span" {
+	faults corrupt 0.95 $GAPLIMITED longjmp
+}
+
+@test "truncate: after mt-stitch >= 95% of true frame-time covered and no wrong span" {
+	faults truncate 0.95 $GAPLIMITED
 }
 
 @test "injected faults: before mt-stitch the same traces lose most of their frame-time" {
@@ -111,4 +126,28 @@ WINDOW_WEAK="dynamic sym_inline exception"
 	cov2=$(tail -1 "$T/cmp.txt" | sed 's/.* coverage=\([0-9.]*\) .*/\1/')
 	echo "before $cov after $cov2"
 	awk -v a="$cov" -v b="$cov2" 'BEGIN { exit !(a < 0.95 && b > a) }'
+}
+
+@test "mt-stitch spilling to a temporary file (--mem-limit 256) writes the same bytes as in memory; mt-segment --stitch the same records" {
+	n=0
+	for v in overflow corrupt; do
+		for p in recursion threads dynamic exception; do
+			d="$C/$v/$p"
+			[ -d "$d" ] || continue
+			"$BIN/mt-decode" --buildid-dir "$d/images" -o "$T/in.mt" "$d/perf.data" 2>/dev/null || true
+			"$BIN/mt-segment" -i "$T/in.mt" -o "$T/seg.mt" 2>/dev/null
+			"$BIN/mt-stitch" --stats -i "$T/seg.mt" -o "$T/a.mt" 2>"$T/a.err"
+			TMPDIR="$T" "$BIN/mt-stitch" --mem-limit 256 -i "$T/seg.mt" -o "$T/b.mt" 2>/dev/null
+			cmp "$T/a.mt" "$T/b.mt" || { echo "$v/$p: spilled output differs"; return 1; }
+			# mt-segment --stitch: the same records, header aside
+			TMPDIR="$T" "$BIN/mt-segment" --stitch --mem-limit 1K -i "$T/in.mt" -o "$T/c.mt" 2>/dev/null
+			cmp <("$BIN/mt-dump" "$T/a.mt" | sed 1d) <("$BIN/mt-dump" "$T/c.mt" | sed 1d) ||
+				{ echo "$v/$p: mt-segment --stitch differs from mt-segment | mt-stitch"; return 1; }
+			grep -q 'gap_spans=[1-9]' "$T/a.err" || { echo "$v/$p: no gap to join"; return 1; }
+			n=$((n + 1))
+		done
+	done
+	[ "$n" -ge 6 ]
+	# the temporary files are gone
+	[ -z "$(ls "$T" | grep mt-stitch)" ]
 }

@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,9 @@ static void usage(FILE *f)
 	      "\n"
 	      "  -i, --input FILE     read FILE (default: stdin)\n"
 	      "  -o, --output FILE    write FILE, atomically (default: stdout)\n"
+	      "      --mem-limit SIZE  log memory per thread before spilling to a temporary\n"
+	      "                       file in $TMPDIR (default /tmp); SIZE in bytes, or with\n"
+	      "                       a K, M or G suffix (default 16M, at least 256)\n"
 	      "      --stats          print counters on stderr at the end\n"
 	      "      --partial        on a truncated or corrupt input, still write what was\n"
 	      "                       read (exit 1); by default nothing is (exit 2)\n"
@@ -48,10 +52,12 @@ int main(int argc, char **argv)
 		{"input", required_argument, 0, 'i'}, {"output", required_argument, 0, 'o'},
 		{"stats", no_argument, 0, 'T'},	      {"force", no_argument, 0, 'f'},
 		{"help", no_argument, 0, 'h'},	      {"partial", no_argument, 0, 'P'},
+		{"mem-limit", required_argument, 0, 'm'},
 		{0, 0, 0, 0},
 	};
 	const char *in = NULL, *outp = NULL;
 	int c, stats = 0, force = 0, partial = 0, err = 0, rc = MT_EXIT_OK;
+	size_t mem_limit = STITCH_MEM_DEFAULT;
 	mt_set_progname(argv[0]);
 	while ((c = getopt_long(argc, argv, "i:o:fh", lo, NULL)) != -1) {
 		switch (c) {
@@ -70,6 +76,26 @@ int main(int argc, char **argv)
 		case 'P':
 			partial = 1;
 			break;
+		case 'm': {
+			char *end;
+			errno = 0;
+			unsigned long long v = strtoull(optarg, &end, 10);
+			unsigned sh = 0;
+			if (*end == 'K' || *end == 'k')
+				sh = 10, end++;
+			else if (*end == 'M' || *end == 'm')
+				sh = 20, end++;
+			else if (*end == 'G' || *end == 'g')
+				sh = 30, end++;
+			if (errno || end == optarg || *end || optarg[0] == '-' || v > (SIZE_MAX >> 30) ||
+			    (v << sh) < 256) {
+				mt_warn("--mem-limit: '%s' is not a size of at least 256 bytes", optarg);
+				usage(stderr);
+				return MT_EXIT_USAGE;
+			}
+			mem_limit = (size_t)(v << sh);
+			break;
+		}
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -106,6 +132,7 @@ int main(int argc, char **argv)
 	stitcher *s = stitch_alloc(emit_cb, w);
 	if (!s)
 		mt_fatal(MT_EXIT_SYS, "out of memory");
+	stitch_set_mem_limit(s, mem_limit);
 	struct mtev_rec rec;
 	int r;
 	uint64_t n = 0;
@@ -122,6 +149,8 @@ int main(int argc, char **argv)
 		}
 		if (e) {
 			io_out_abort(&out);
+			if (e == -STITCH_ESPILL)
+				mt_fatal(MT_EXIT_SYS, "%s: %s", stitch_strerror(e), strerror(errno));
 			mt_fatal(MT_EXIT_SYS, "%s", stitch_strerror(e));
 		}
 	}
@@ -143,6 +172,8 @@ int main(int argc, char **argv)
 	int e = stitch_finish(s);
 	if (e) {
 		io_out_abort(&out);
+		if (e == -STITCH_ESPILL)
+			mt_fatal(MT_EXIT_SYS, "%s: %s", stitch_strerror(e), strerror(errno));
 		mt_fatal(MT_EXIT_SYS, "%s", stitch_strerror(e));
 	}
 	if ((e = mtev_writer_finish(w)) < 0 || io_out_commit(&out) < 0) {

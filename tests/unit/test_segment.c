@@ -240,11 +240,101 @@ static void test_stitch_aligned(void)
 	free(o.v);
 }
 
+static struct mtev_rec wprec(uint64_t time, uint32_t depth, uint64_t addr)
+{
+	struct mtev_rec r;
+	memset(&r, 0, sizeof r);
+	r.kind = MTEV_WAYPOINT;
+	r.waypoint.tid = 1;
+	r.waypoint.time = time;
+	r.waypoint.depth = depth;
+	r.waypoint.addr = addr;
+	return r;
+}
+
+static int run_stitch(const struct mtev_rec *in, size_t n, size_t limit, struct out *o)
+{
+	stitcher *s = stitch_alloc(collect, o);
+	int e = !s;
+	if (s && limit)
+		stitch_set_mem_limit(s, limit);
+	for (size_t i = 0; !e && i < n; i++)
+		e |= stitch_feed(s, &in[i]);
+	if (!e)
+		e |= stitch_finish(s);
+	stitch_free(s);
+	return e;
+}
+
+/* Spilling the log to a temporary file changes nothing in the output:
+ * three segments, the second joined to the first, the third not (a group
+ * written at the join), with waypoints far apart in time and address. */
+static void test_stitch_spill(void)
+{
+	const uint32_t I = MTEV_SPAN_INFERRED_START, O = MTEV_SPAN_OPEN_AT_END;
+	struct mtev_rec *in = calloc(8000, sizeof *in);
+	size_t n = 0;
+	if (!in)
+		return;
+	in[n++] = segrec(0, 0, 100000);
+	in[n++] = span(0, 100000, 0, 0xa0, I | O);
+	in[n++] = span(10, 100000, 1, 0xb0, O);
+	for (uint64_t i = 0; i < 2000; i++)
+		in[n++] = wprec(10 + i * 40, 1, 0xb0 + (i % 7 == 0 ? i << 30 : i));
+	in[n++] = segrec(1, 200000, 300000);
+	in[n++] = span(200000, 300000, 0, 0x90, I | O); /* a root only B saw */
+	in[n++] = span(200000, 300000, 1, 0xa0, I | O);
+	in[n++] = span(200000, 250000, 2, 0xb0, I);
+	for (uint64_t i = 0; i < 2000; i++) {
+		if (i % 100 == 0)
+			in[n++] = span(200001 + i * 20, 200001 + i * 20 + 5, 3, 0xe0, 0);
+		in[n++] = wprec(200001 + i * 20, 2, 0xb0 + i * 3);
+	}
+	in[n++] = segrec(2, 400000, 500000);
+	in[n++] = span(400000, 500000, 0, 0xf0, I | O);
+	for (uint64_t i = 0; i < 2000; i++)
+		in[n++] = wprec(400000 + i, 0, 0xf0 + i);
+	struct out a = {0}, b = {0};
+	int e = run_stitch(in, n, 0, &a) | run_stitch(in, n, 256, &b);
+	int same = !e && a.n == b.n;
+	for (size_t i = 0; same && i < a.n; i++) {
+		const struct mtev_rec *x = &a.v[i], *y = &b.v[i];
+		if (x->kind != y->kind)
+			same = 0;
+		else if (x->kind == MTEV_SPAN)
+			same = x->span.begin == y->span.begin && x->span.end == y->span.end &&
+			       x->span.depth == y->span.depth && x->span.func == y->span.func &&
+			       x->span.flags == y->span.flags;
+		else if (x->kind == MTEV_WAYPOINT)
+			same = x->waypoint.time == y->waypoint.time && x->waypoint.addr == y->waypoint.addr &&
+			       x->waypoint.depth == y->waypoint.depth;
+	}
+	T_CHECK(same, "spilled (256 bytes) and in-memory outputs are the same: %zu and %zu records",
+		a.n, b.n);
+	T_CHECK(a.waypoints == 6000 && a.spans == 24, "every waypoint and span written (%zu, %zu)",
+		a.waypoints, a.spans);
+	const struct mtev_rec *root = find_span(&a, 0x90, 0), *x = find_span(&a, 0xa0, 1);
+	T_CHECK(root && root->span.begin == 0 && x && x->span.end == 300000 && a.v[0].kind == MTEV_SEGMENT,
+		"the revealed root begins with the group and is written before its descendants");
+	size_t first_root = a.n, first_wp = a.n;
+	for (size_t i = a.n; i-- > 0;) {
+		if (a.v[i].kind == MTEV_SPAN && a.v[i].span.func == 0x90)
+			first_root = i;
+		if (a.v[i].kind == MTEV_WAYPOINT)
+			first_wp = i;
+	}
+	T_CHECK(first_root < first_wp, "the root comes before every waypoint");
+	free(a.v);
+	free(b.v);
+	free(in);
+}
+
 int main(void)
 {
 	test_deep_promotion();
 	test_gap_segments();
 	test_stitch_unaligned();
 	test_stitch_aligned();
+	test_stitch_spill();
 	return T_DONE();
 }

@@ -1,0 +1,110 @@
+/* Waypoint logs: (time, address, level) triples held in memory until they
+ * can be written (mt-segment, mt-stitch), 4 bytes each in the common case.
+ *
+ * A word with bit 0 clear is relative to the previous entry: bits 1-2 the
+ * level change + 1 (0, 1, 2 = -1, 0, +1), bits 3-12 the time step (0..1023),
+ * bits 13-31 the address step (signed, -2^18..2^18-1).  Anything else (the
+ * first entry, a time going back or jumping far, a jump to another library,
+ * a level change of more than one) is a word 1 followed by the absolute
+ * time, address (two words each, low first) and level: 24 bytes. */
+#ifndef MT_WPLOG_H
+#define MT_WPLOG_H
+
+#include "vec.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct wplog {
+	uint32_t *v;
+	size_t n, cap; /* words */
+	uint64_t time, addr; /* the last entry */
+	int32_t level;
+	size_t count; /* entries since wplog_clear or wplog_mark */
+};
+
+static inline void wplog_clear(struct wplog *l)
+{
+	l->n = 0;
+	l->count = 0;
+	l->time = l->addr = 0;
+	l->level = 0;
+}
+
+static inline void wplog_free(struct wplog *l)
+{
+	free(l->v);
+	l->v = NULL;
+	l->n = l->cap = 0;
+}
+
+/* 0, or -ENOMEM (the log is unchanged). */
+static inline int wplog_put(struct wplog *l, uint64_t time, uint64_t addr, int32_t level)
+{
+	if (l->n + 6 > l->cap && mt_grow((void **)&l->v, &l->cap, l->n + 6, sizeof *l->v))
+		return -ENOMEM;
+	uint64_t dt = time - l->time;
+	int64_t da = (int64_t)(addr - l->addr);
+	int64_t dl = (int64_t)level - l->level + 1;
+	if (l->count && dt < 1024 && da >= -(1 << 18) && da < (1 << 18) && (uint64_t)dl < 3) {
+		l->v[l->n++] = (uint32_t)dl << 1 | (uint32_t)dt << 3 | ((uint32_t)da & 0x7ffffu) << 13;
+	} else {
+		uint32_t *p = l->v + l->n;
+		p[0] = 1;
+		p[1] = (uint32_t)time;
+		p[2] = (uint32_t)(time >> 32);
+		p[3] = (uint32_t)addr;
+		p[4] = (uint32_t)(addr >> 32);
+		p[5] = (uint32_t)level;
+		l->n += 6;
+	}
+	l->time = time;
+	l->addr = addr;
+	l->level = level;
+	l->count++;
+	return 0;
+}
+
+struct wpcur {
+	const uint32_t *p, *end;
+	uint64_t time, addr;
+	int32_t level;
+};
+
+/* A cursor over words [from, to) of @l; @from must start an entry and the
+ * first entry read there must be absolute (the first of a log, or any entry
+ * when @from was taken with wplog_mark on an empty-delta state).  */
+static inline void wpcur_init(struct wpcur *c, const struct wplog *l, size_t from, size_t to)
+{
+	c->p = l->v + from;
+	c->end = l->v + to;
+	c->time = c->addr = 0;
+	c->level = 0;
+}
+
+/* 1: the next entry is in c->time, c->addr, c->level; 0: the end. */
+static inline int wpcur_next(struct wpcur *c)
+{
+	if (c->p >= c->end)
+		return 0;
+	uint32_t w = *c->p++;
+	if (!(w & 1)) {
+		c->level += (int32_t)((w >> 1) & 3) - 1;
+		c->time += (w >> 3) & 1023;
+		c->addr += (uint64_t)(int64_t)((int32_t)w >> 13);
+	} else {
+		c->time = (uint64_t)c->p[0] | (uint64_t)c->p[1] << 32;
+		c->addr = (uint64_t)c->p[2] | (uint64_t)c->p[3] << 32;
+		c->level = (int32_t)c->p[4];
+		c->p += 5;
+	}
+	return 1;
+}
+
+/* Makes the next entry put absolute, so that a cursor can start there. */
+static inline void wplog_mark(struct wplog *l)
+{
+	l->count = 0;
+}
+
+#endif
