@@ -2,7 +2,8 @@
 # bench/pipeline.sh [INSNS [REPS]] — one run on the same files: the bare
 # libipt block-decoder loop (build/bench/ptdecode_bench), mt-decode,
 # `perf script --itrace=b`, and the whole pipeline
-# (mt-decode | mt-segment | mt-stitch | mt-symbolize | mt-write), with the
+# (mt-decode | mt-segment | mt-stitch | mt-symbolize | mt-write, and the same
+# with mt-segment --stitch in place of the two), with the
 # peak RSS of every stage, printed as a table with the goals of issue 9.
 #
 # The trace: mt-ptgen's walk of build/programs/fnptr (static, glibc: ~1000
@@ -100,6 +101,33 @@ for s in decode segment stitch symbolize write; do
 	k=$((k + 2))
 done
 
+# The same with segment and stitch in one process (mt-segment --stitch: the
+# same records, without encoding and decoding the stream between them).
+: >"$TMP/fused.all"
+i=0
+while [ "$i" -lt "$R" ]; do
+	rm -rf "$TMP/cache"
+	t0=$(date +%s%N)
+	rc=0
+	/usr/bin/time -f '%e %U %S %M' -o "$TMP/f.decode" bin/mt-decode --buildid-dir "$D/images" "$D/perf.data" |
+		/usr/bin/time -f '%e %U %S %M' -o "$TMP/f.segstitch" bin/mt-segment --stitch |
+		/usr/bin/time -f '%e %U %S %M' -o "$TMP/f.symbolize" bin/mt-symbolize --images "$D/images" --cache-dir "$TMP/cache" |
+		/usr/bin/time -f '%e %U %S %M' -o "$TMP/f.write" bin/mt-write --force >/dev/null 2>"$TMP/fused.err" || rc=$?
+	t1=$(date +%s%N)
+	[ "$rc" -le 1 ] || { echo "pipeline.sh: the fused pipeline failed ($rc):" >&2; cat "$TMP/fused.err" >&2; exit 1; }
+	line=$((t1 - t0))
+	for s in decode segstitch symbolize write; do
+		[ -s "$TMP/f.$s" ] || { echo "pipeline.sh: $s did not finish" >&2; exit 1; }
+		line="$line $(tail -1 "$TMP/f.$s" | awk '{ print $2 + $3, $4 }')"
+	done
+	echo "$line" >>"$TMP/fused.all"
+	i=$((i + 1))
+done
+awk '{ print $1 / 1e9 }' "$TMP/fused.all" | median >"$TMP/fused.wall"
+awk '{ print $2 + $4 + $6 + $8 }' "$TMP/fused.all" | median >"$TMP/fused.cpu"
+awk '{ print $4 }' "$TMP/fused.all" | median >"$TMP/f_segstitch.cpu"
+awk '{ print $5 }' "$TMP/fused.all" | median >"$TMP/f_segstitch.rss"
+
 v() { cat "$TMP/$1"; }
 awk -v n="$N" -v br="$BR" -v pt="$PT" -v r="$R" -v rp="$RP" \
 	-v bc="$(v bare.cpu)" -v bw="$(v bare.wall)" -v brs="$(v bare.rss)" \
@@ -108,7 +136,8 @@ awk -v n="$N" -v br="$BR" -v pt="$PT" -v r="$R" -v rp="$RP" \
 	-v wc="$(v pipe.cpu)" -v ww="$(v pipe.wall)" \
 	-v c1="$(v p_decode.cpu)" -v r1="$(v p_decode.rss)" -v c2="$(v p_segment.cpu)" -v r2="$(v p_segment.rss)" \
 	-v c3="$(v p_stitch.cpu)" -v r3="$(v p_stitch.rss)" -v c4="$(v p_symbolize.cpu)" -v r4="$(v p_symbolize.rss)" \
-	-v c5="$(v p_write.cpu)" -v r5="$(v p_write.rss)" 'BEGIN {
+	-v c5="$(v p_write.cpu)" -v r5="$(v p_write.rss)" \
+	-v fc="$(v fused.cpu)" -v fw="$(v fused.wall)" -v c6="$(v f_segstitch.cpu)" -v r6="$(v f_segstitch.rss)" 'BEGIN {
 	printf "\n| what (median of %d; perf script: %d) | cpu s | wall s | M branches/cpu s | MB PT/cpu s | peak RSS MB | vs mt-decode (cpu) |\n", r, rp
 	printf "|---|---:|---:|---:|---:|---:|---:|\n"
 	row("bare libipt block-decoder loop", bc, bw, brs)
@@ -120,11 +149,15 @@ awk -v n="$N" -v br="$BR" -v pt="$PT" -v r="$R" -v rp="$RP" \
 	row("  mt-stitch", c3, -1, r3)
 	row("  mt-symbolize", c4, -1, r4)
 	row("  mt-write (fxt)", c5, -1, r5)
+	row("pipeline: decode|segment --stitch|symbolize|write", fc, fw, -1)
+	row("  mt-segment --stitch", c6, -1, r6)
 	printf "\n| goal | measured | met |\n|---|---:|:-:|\n"
 	goal("mt-decode >= 0.7x the bare libipt loop", bc / dc, "x", bc / dc >= 0.7)
 	goal("mt-decode >= 10x faster than perf script", pc / dc, "x", pc / dc >= 10)
 	goal("whole pipeline <= 2x mt-decode alone (cpu)", wc / dc, "x", wc / dc <= 2)
 	goal("whole pipeline <= 2x mt-decode alone (wall)", ww / dw, "x", ww / dw <= 2)
+	goal("same, segment --stitch (cpu)", fc / dc, "x", fc / dc <= 2)
+	goal("same, segment --stitch (wall)", fw / dw, "x", fw / dw <= 2)
 	goal("mt-segment <= 64 bytes of RSS per branch", r2 * 1024 / br, " B", r2 * 1024 / br <= 64)
 }
 function row(what, c, w, rss) {

@@ -12,7 +12,8 @@
  * and its output must be a valid MTEV stream that keeps the contract of
  * formats/mtev-semantics.md: each thread's records in time order (the header
  * says sorted), gaps with begin <= end, from/to zero exactly where the branch
- * type says so, call/return/jump/jcc sources inside the image, and after a gap
+ * type says so (a syscall's and an interrupt's to, a sysret's and an iret's
+ * from), call/return/jump/jcc sources inside the image, and after a gap
  * or a trace-end the thread's next branch is a trace-start.
  */
 #include <errno.h>
@@ -119,17 +120,20 @@ static void check_output(void)
 					    (unsigned long long)from);
 				break;
 			case MTEV_BR_SYSCALL:
-				/* to is 0 when tracing stops at the far branch (user-only
-				 * tracing); a trace that goes on with a plain TIP (corrupt,
-				 * or a far branch to traced code) gives its target */
-				FUZZ_ASSERT(from && in_image(from), "syscall 0x%llx -> 0x%llx",
+				/* to is always 0 (mtev-semantics); a trace that goes on
+				 * through the far branch (corrupt, or a far branch to
+				 * traced code) is syscall + sysret */
+				FUZZ_ASSERT(from && in_image(from) && !to, "syscall 0x%llx -> 0x%llx",
 					    (unsigned long long)from, (unsigned long long)to);
 				break;
-			case MTEV_BR_INTERRUPT: /* to: as for syscall */
+			case MTEV_BR_INTERRUPT:
+				FUZZ_ASSERT(!to, "interrupt 0x%llx -> 0x%llx", (unsigned long long)from,
+					    (unsigned long long)to);
 				break;
-			case MTEV_BR_SYSRET: /* a far return in traced code has a from */
+			case MTEV_BR_SYSRET:
 			case MTEV_BR_IRET:
-				FUZZ_ASSERT(to, "%s to 0", mtev_branch_name(ty));
+				FUZZ_ASSERT(!from && to, "%s 0x%llx -> 0x%llx", mtev_branch_name(ty),
+					    (unsigned long long)from, (unsigned long long)to);
 				break;
 			case MTEV_BR_TRACE_START:
 				FUZZ_ASSERT(!from && to, "%s 0x%llx -> 0x%llx", mtev_branch_name(ty),

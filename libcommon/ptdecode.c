@@ -1223,6 +1223,17 @@ static inline void resolve(struct ptd *d, struct ptq *q, uint64_t next)
 		if (p->size && next == p->from + p->size)
 			return;
 		break;
+	case PTD_BR_SYSCALL:
+		/* a far branch that tracing went on through (no TIP.PGD: a
+		 * corrupt trace, or int1/lcall staying in user code): the
+		 * thread left at the instruction and came back at @next; a
+		 * syscall's to and a sysret's from are 0 (mtev-semantics) */
+		emit_br(d, q, MTEV_BR_SYSCALL, p->from, 0, p->time);
+		emit_br(d, q, MTEV_BR_SYSRET, 0, next, p->time);
+		return;
+	case PTD_BR_SYSRET:
+		emit_br(d, q, MTEV_BR_SYSRET, 0, next, p->time);
+		return;
 	default:
 		break;
 	}
@@ -1369,6 +1380,16 @@ static void handle_event(struct ptd *d, struct ptq *q, const struct pt_event *ev
 		if (q->th < 0)
 			break;
 		th = &d->thr[q->th];
+		if (!ev->variant.enabled.ip) {
+			/* no resume address (a corrupt TIP.PGE): the next block
+			 * says where tracing goes on, with a trace-start */
+			if (th->state == TS_ASYNC)
+				emit_br(d, q, MTEV_BR_INTERRUPT, th->last_ip, 0, th->async_time);
+			q->need_start = 1;
+			q->start_time = t;
+			th->state = TS_ON;
+			break;
+		}
 		if (th->state == TS_SYSCALL)
 			emit_br(d, q, MTEV_BR_SYSRET, 0, ev->variant.enabled.ip, t);
 		else if (th->state == TS_ASYNC) {
@@ -1413,8 +1434,10 @@ static void handle_event(struct ptd *d, struct ptq *q, const struct pt_event *ev
 		break;
 	case ptev_async_branch:
 		resolve(d, q, ev->variant.async_branch.from);
-		emit_br(d, q, MTEV_BR_INTERRUPT, ev->variant.async_branch.from,
-			ev->variant.async_branch.to, t);
+		/* left and resumed at once: an interrupt's to and an iret's
+		 * from are 0 */
+		emit_br(d, q, MTEV_BR_INTERRUPT, ev->variant.async_branch.from, 0, t);
+		emit_br(d, q, MTEV_BR_IRET, 0, ev->variant.async_branch.to, t);
 		break;
 	case ptev_overflow: {
 		uint64_t off = 0;
@@ -1765,11 +1788,55 @@ static inline uint64_t rec_time(const struct mtev_rec *r)
 }
 
 /* Sideband record @i as MTEV (0: nothing to write). */
+/* Sampling recordings (no trace, no images loaded): each process's
+ * executable maps as of the record being written, for smap_chain_end(). */
+static void smap_apply(struct ptd *d, const struct sb *s)
+{
+	struct proc *p;
+	if (s->pid == UINT32_MAX)
+		return;
+	if (s->kind == SB_MMAP && (s->mmap.prot & PROT_X) && (p = proc_get(d, s->pid))) {
+		struct mapent me = {s->mmap.addr, s->mmap.addr + s->mmap.len, NULL, 0};
+		map_note(&p->maps, &p->nmaps, &p->mapcap, &me);
+	} else if (s->kind == SB_COMM && s->comm.exec && (p = proc_get(d, s->pid))) {
+		p->nmaps = 0;
+	} else if (s->kind == SB_FORK) {
+		proc_fork(d, s->pid, s->fork.ppid);
+	}
+}
+
+/* A callchain's return addresses (all but the leaf) must be in executable
+ * code: the frame-pointer walk through code without frame pointers goes on
+ * with whatever rbp points at (stack or data words).  Returns how many
+ * entries are a real stack (all of them when the process's maps are not
+ * known). */
+static uint32_t smap_chain_end(struct ptd *d, uint32_t pid, const uint64_t *ips, uint32_t n)
+{
+	const struct proc *p = NULL;
+	uint32_t k;
+	size_t i;
+	for (i = 0; i < d->nproc; i++)
+		if (d->proc[i].pid == pid)
+			p = &d->proc[i];
+	if (!p || !p->nmaps)
+		return n;
+	for (k = 1; k < n; k++) {
+		for (i = 0; i < p->nmaps; i++)
+			if (p->maps[i].start <= ips[k] && ips[k] < p->maps[i].end)
+				break;
+		if (i == p->nmaps)
+			return k;
+	}
+	return n;
+}
+
 static int sb_to_rec(struct ptd *d, const struct sb *s, struct mtev_rec *r, struct mtev_rec *r2)
 {
 	int n = 0;
 	memset(r, 0, sizeof *r);
 	memset(r2, 0, sizeof *r2);
+	if (!d->nq && !d->have_info)
+		smap_apply(d, s);
 	switch (s->kind) {
 	case SB_MMAP:
 		if (!(s->mmap.prot & PROT_X))
@@ -1818,8 +1885,8 @@ static int sb_to_rec(struct ptd *d, const struct sb *s, struct mtev_rec *r, stru
 		r->sample.pid = s->pid;
 		r->sample.tid = s->tid;
 		r->sample.time = s->time;
-		r->sample.nips = s->sample.nips;
 		r->sample.ips = d->ips + s->sample.ips;
+		r->sample.nips = smap_chain_end(d, s->pid, r->sample.ips, s->sample.nips);
 		d->st->samples++;
 		return 1;
 	case SB_TRIGGER:
@@ -2398,25 +2465,46 @@ static int read_perf(struct ptd *d, int fd)
 			s.kind = SB_SAMPLE;
 			s.sample.ips = d->nips;
 			if (sm.nr_ips) {
-				int user_seen = 0;
+				/* PERF_CONTEXT_* markers switch the context of the
+				 * entries after them: keep the user stack only (a
+				 * chain without markers is taken as user).  The
+				 * kernel's frame-pointer walk stores whatever is at
+				 * rbp+8, so through code without frame pointers the
+				 * user part can go on with 0 or garbage: it ends at
+				 * the first entry that cannot be a user return
+				 * address (0, or in the upper half: kernel space). */
+				int user = 1, user_seen = 0, walk_end = 0;
 				for (k = 0; k < sm.nr_ips; k++) {
-					if (sm.ips[k] >= PD_CONTEXT_MAX) {
-						user_seen |= sm.ips[k] == PD_CONTEXT_USER;
+					uint64_t ip = sm.ips[k];
+					if (ip >= PD_CONTEXT_MAX) {
+						user = ip == PD_CONTEXT_USER;
+						user_seen |= user;
 						continue;
 					}
-					d->ips[d->nips + n++] = sm.ips[k];
+					if (!user || walk_end)
+						continue;
+					if (ip == 0 || ip >> 63) {
+						walk_end = 1;
+						continue;
+					}
+					d->ips[d->nips + n++] = ip;
 				}
 				if (sm.nr_lbr && (ev.attr->branch_sample_type & (1u << 11))) {
 					/* lbr call stack: the user part is ip then the
 					 * call sites, innermost first */
-					if (!user_seen || n == 0)
+					if ((!user_seen || n == 0) && !(sm.ip >> 63))
 						d->ips[d->nips + n++] = sm.ip;
 					for (k = 0; k < sm.nr_lbr; k++)
 						d->ips[d->nips + n++] = sm.lbr[k].from;
 				}
-			} else {
+			} else if (!(sm.ip >> 63)) {
 				d->ips[d->nips + n++] = sm.ip;
 			}
+			/* no user frame at all (a kernel-only chain): the user
+			 * stack is unknown, not empty; an empty sample would end
+			 * every open frame of the thread */
+			if (n == 0)
+				break;
 			s.sample.nips = (uint32_t)n;
 			d->nips += n;
 			if (sb_add(d, &s) < 0)

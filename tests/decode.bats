@@ -190,7 +190,7 @@ relative_samples() {
 			case $ip in 0xffff*) ;; *)
 				for ((i = nm - 1; i >= 0; i--)); do
 					if [ "${mp[$i]}" = "$pid" ] && ((ip >= ms[i] && ip < ms[i] + ml[i])); then
-						v=$(printf '0x%x' $((ip - ms[i] + mo[i])))
+						printf -v v '0x%x' $((ip - ms[i] + mo[i]))
 						break
 					fi
 				done ;;
@@ -201,28 +201,86 @@ relative_samples() {
 	done
 }
 
-@test "sampling: perf record --call-graph fp gives sample records whose callchains equal perf script's" {
+# perf script -F pid,tid,time,ip,dso --ns on stdin -> the user callchain of
+# each sample as mt-decode must write it.  perf's own attribution decides:
+# kernel frames (dso [kernel.kallsyms] or a [module]) are not the user stack;
+# after the user leaf, the stack ends at the first entry in no executable
+# map (dso [unknown]: 0, the upper half, stack or data words: the kernel's
+# frame-pointer walk went on through code without frame pointers).  Samples
+# left with no user frame are dropped.
+perf_user_samples() {
+	awk '
+	function flush() { if (h != "" && ips != "") print h " ips=" ips; h = "" }
+	/^ *[0-9]+\/[0-9]+ / { flush(); split($1, a, "/"); t = $2; sub(":", "", t); sub("\\.", "", t); sub("^0+", "", t)
+		h = "sample pid=" a[1] " tid=" a[2] " time=" t; ips = ""; stop = 0; next }
+	/^[ \t]+[0-9a-f]+ \(/ {
+		dso = $2
+		if (dso ~ /^\(\[/ && dso !~ /^\(\[(unknown|vdso|vsyscall|uprobes)\]\)$/) next
+		upper = $1 == "0" || (length($1) == 16 && $1 ~ /^[89a-f]/)
+		if (ips == "" && upper) next # kernel context, not in a kernel map
+		if (stop || (ips != "" && dso == "([unknown])") || upper) { stop = 1; next }
+		ips = ips (ips == "" ? "" : ",") "0x" $1; next }
+	END { flush() }'
+}
+
+@test "sampling: perf record -e cpu-clock --call-graph fp: samples are perf script's user callchains (no context markers, kernel frames or broken-walk entries)" {
 	cat > "$T/spin.c" <<'C'
+#include <fcntl.h>
 #include <stdio.h>
+#include <unistd.h>
 __attribute__((noinline)) static long leaf(long x) { long s = 0; for (long i = 0; i < x; i++) s += i ^ (s >> 3); return s; }
 __attribute__((noinline)) static long mid(long x) { return leaf(x) + leaf(x / 2); }
-__attribute__((noinline)) static long top(long x) { long s = 0; for (int k = 0; k < 200; k++) s += mid(x); return s; }
-int main(void) { printf("%ld\n", top(200000)); return 0; }
+__attribute__((noinline)) static long top(long x) { long s = 0; for (int k = 0; k < 100; k++) s += mid(x + (k & 1)); return s; }
+/* kernel frames: samples taken inside write(2) */
+__attribute__((noinline)) static long sys(int fd) { static char buf[65536]; long s = 0; for (int k = 0; k < 2000; k++) s += write(fd, buf, sizeof buf); return s; }
+/* code without frame pointers: rbp points at words that are no frame, as in
+ * libc; the kernel's walk stores each "return address" it finds there */
+static unsigned long fz[2] = {0, 0x401234};                              /* next 0, returns to 0x401234 */
+static unsigned long fa[2] = {(unsigned long)fz, 0};                     /* returns to 0, then fz */
+static unsigned long fk[2] = {(unsigned long)fz, 0xf21e4e1e00bb8f10ul};  /* upper half, then fz */
+static unsigned long fd[2] = {(unsigned long)fz, (unsigned long)fd};     /* a data address, then fz */
+__attribute__((noinline)) static long spin_on(unsigned long *fp, long n)
+{
+	__asm__ volatile("mov %%rbp, %%r12\n\tmov %1, %%rbp\n"
+			 "1:\tsub $1, %0\n\tjnz 1b\n\tmov %%r12, %%rbp"
+			 : "+r"(n) : "r"(fp) : "r12", "cc");
+	return n;
+}
+int main(void)
+{
+	int f = open("/dev/null", O_WRONLY);
+	printf("%016lx\n", (unsigned long)fd);
+	fflush(stdout);
+	printf("%ld %ld %ld %ld %ld\n", top(200000), sys(f), spin_on(fa, 50000000), spin_on(fk, 50000000),
+	       spin_on(fd, 50000000));
+	return 0;
+}
 C
 	gcc -O1 -fno-omit-frame-pointer -o "$T/spin" "$T/spin.c"
-	perf record -q -e cpu-clock -c 100000 --call-graph fp -o "$T/perf.data" "$T/spin" > /dev/null 2>&1
-	perf script -i "$T/perf.data" -F pid,tid,time,ip --ns 2>/dev/null | awk '
-		/^ *[0-9]+\/[0-9]+ / { if (h != "") print h " ips=" ips; split($1, a, "/"); t = $2; sub(":", "", t); sub("\\.", "", t); sub("^0+", "", t)
-			h = "sample pid=" a[1] " tid=" a[2] " time=" t; ips = ""; next }
-		/^[ \t]+[0-9a-f]+/ { ips = ips (ips == "" ? "" : ",") "0x" $1; next }
-		END { if (h != "") print h " ips=" ips }' > "$T/perf.txt"
+	# cpu-clock without :u: kernel callchains too (root, or perf_event_paranoid < 2)
+	perf record -q -e cpu-clock -c 100000 --call-graph fp -o "$T/perf.data" "$T/spin" > "$T/out.txt" 2> /dev/null
+	data=$(head -1 "$T/out.txt")
+	# the raw chains (perf's dump) have what this test is about: the
+	# PERF_CONTEXT_KERNEL and _USER markers, kernel frames, and the broken
+	# walks' 0, upper-half and data entries
+	perf script -D -i "$T/perf.data" 2>/dev/null | awk '/^\.\.\.\.\. +[0-9]+: [0-9a-f]+$/ { print $3 }' > "$T/raw.txt"
+	[ "$(grep -c '^ffffffffffffff80$' "$T/raw.txt")" -ge 10 ]
+	[ "$(grep -c '^fffffffffffffe00$' "$T/raw.txt")" -ge 100 ]
+	[ "$(grep -c '^ffffffff8' "$T/raw.txt")" -ge 10 ]
+	[ "$(grep -c '^0000000000000000$' "$T/raw.txt")" -ge 10 ]
+	[ "$(grep -c '^f21e4e1e00bb8f10$' "$T/raw.txt")" -ge 10 ]
+	[ "$(grep -c "^$data\$" "$T/raw.txt")" -ge 10 ]
+	perf script -i "$T/perf.data" -F pid,tid,time,ip,dso --ns 2>/dev/null | perf_user_samples > "$T/perf.txt"
 	run "$BIN/mt-decode" -o "$T/s.mt" "$T/perf.data"
 	[ "$status" -eq 0 ]
 	"$BIN/mt-dump" "$T/s.mt" | head -1 | grep -q 'flags=0x11' # sorted, sampling
-	"$BIN/mt-dump" -k map,sample "$T/s.mt" | relative_samples > "$T/ours.txt"
-	[ "$(wc -l < "$T/perf.txt")" -ge 20 ]
-	# the program's own frames are in there: leaf called from mid from top
-	[ "$(grep -c ',0x[0-9a-f]*,0x[0-9a-f]*,0x[0-9a-f]*,0x[0-9a-f]*' "$T/ours.txt")" -ge 10 ]
+	# no marker (>= PERF_CONTEXT_MAX), kernel address, 0 or data address in any sample
+	[ -z "$("$BIN/mt-dump" -k sample "$T/s.mt" | grep -E "[=,]0x([89a-f][0-9a-f]{15}|0|${data#"${data%%[1-9a-f]*}"})(,|\$)")" ]
+	# (a plain bash: bats' DEBUG trap makes the per-ip loop 20x slower)
+	"$BIN/mt-dump" -k map,sample "$T/s.mt" | bash -c "$(declare -f relative_samples); relative_samples" > "$T/ours.txt"
+	[ "$(wc -l < "$T/perf.txt")" -ge 1000 ]
+	# the program's own frames are in there: leaf, top (mid may be a tail call), main, libc
+	[ "$(grep -c ',0x[0-9a-f]*,0x[0-9a-f]*,0x[0-9a-f]*' "$T/ours.txt")" -ge 10 ]
 	diff "$T/perf.txt" "$T/ours.txt"
 }
 
@@ -282,6 +340,48 @@ decode_run() { # DIR -> DIR/decode.mt (images from the run's build-id cache)
 	[ "$n" -gt 0 ] || skip "no mt-ptsim fault runs cached in $PTSIM_CACHE"
 	echo "$ok of $n fault runs equal the truth outside their gaps" >&3
 	[ "$ok" -eq "$n" ]
+}
+
+# branch_semantics < mt-dump -k branch: every record whose from/to break
+# formats/mtev-semantics.md (syscall, interrupt, trace-end: to 0; sysret,
+# iret, trace-start: from 0 and to not 0; call/return/jump/jcc: both set);
+# prints "checked N far M" last
+branch_semantics() {
+	awk '{ ty = ""; fr = ""; to = ""
+		for (i = 2; i <= NF; i++) { split($i, kv, "="); if (kv[1] == "type") ty = kv[2]; else if (kv[1] == "from") fr = kv[2]; else if (kv[1] == "to") to = kv[2] }
+		n++
+		if (ty ~ /^(syscall|interrupt|sysret|iret)$/) far++
+		if (ty ~ /^(syscall|interrupt|trace-end)$/ && to != "0x0") print "bad: " $0
+		else if (ty ~ /^(sysret|iret|trace-start)$/ && (fr != "0x0" || to == "0x0")) print "bad: " $0
+		else if (ty ~ /^(call|return|jump|jcc)$/ && (fr == "0x0" || to == "0x0")) print "bad: " $0
+		else if (ty == "syscall" && fr == "0x0") print "bad: " $0 }
+		END { print "checked " n + 0 " far " far + 0 }'
+}
+
+@test "damaged traces keep the branch semantics: syscall/interrupt to 0, sysret/iret from 0 (every record of every cached fault run, and the fuzzer's far-branch input)" {
+	local n=0 far=0 d f out
+	for d in $(ptsim_dirs '^(corrupt|drop|overflow|truncate)$'); do
+		run decode_run "$d"
+		[ "$status" -le 1 ] || { echo "$d: $output"; return 1; }
+		out=$("$BIN/mt-dump" -k branch "$T/decode.mt" | branch_semantics)
+		[ -z "$(grep '^bad' <<<"$out")" ] || { echo "$d:"; grep '^bad' <<<"$out" | head -5; return 1; }
+		far=$((far + $(sed -n 's/^checked [0-9]* far //p' <<<"$out")))
+		n=$((n + 1))
+	done
+	[ "$n" -gt 0 ] || skip "no mt-ptsim fault runs cached in $PTSIM_CACHE"
+	[ "$n" -ge 12 ]
+	[ "$far" -gt 0 ] # syscalls and returns from them were checked
+	# a trace that goes on through a far branch (int1 in the middle of an
+	# instruction, then a plain TIP): found by fuzz_ptdecode
+	ROOT="$BATS_TEST_DIRNAME/.."
+	[ -f "$ROOT/build/programs/recursion" ] || skip "build/programs/recursion is not built"
+	for f in "$BATS_TEST_DIRNAME"/corrupt/fuzz-ptdecode-*.pt; do
+		run timeout 120 "$BIN/mt-decode" -o "$T/raw.mt" --cpu 6/94/3 \
+			--image "$ROOT/build/programs/recursion:0x1000:0x78000@0x401000" --pt "$f"
+		[ "$status" -le 1 ]
+		out=$("$BIN/mt-dump" -k branch "$T/raw.mt" | branch_semantics)
+		[ -z "$(grep '^bad' <<<"$out")" ] || { echo "$f:"; grep '^bad' <<<"$out" | head -5; return 1; }
+	done
 }
 
 @test "raw PT (ptxed style): --pt with --image FILE:OFFSET:SIZE@VADDR gives truth.mt's branches" {

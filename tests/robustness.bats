@@ -140,7 +140,8 @@ one_fatal_line() {
 		"$BIN/mt-undump" -o "$T/out.mt" "$T/cut.txt" 2> "$T/err" && st=0 || st=$?
 		[ "$st" -eq 2 ] || { echo "cut $cut: status $st"; return 1; }
 		one_fatal_line "$T/err" mt-undump
-		[ ! -e "$T/out.mt" ] && ! ls "$T"/out.mt.tmp.* 2>/dev/null
+		[ ! -e "$T/out.mt" ]
+		[ -z "$(ls "$T"/out.mt.tmp.* 2>/dev/null)" ]
 	done
 	for n in 1 2 $((lines / 2)) $((lines - 1)); do
 		head -n "$n" "$T/big.txt" | "$BIN/mt-undump" > "$T/out.mt" 2> "$T/err" && st=0 || st=$?

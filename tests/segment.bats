@@ -189,8 +189,20 @@ cmp_run() {
 
 @test "stitch: --mem-limit below 256 bytes or not a size: usage error, exit 2" {
 	for bad in 100 12Q -5 K ""; do
-		run "$BIN/mt-stitch" --mem-limit "$bad" -i /dev/null -o "$BATS_TEST_TMPDIR/o.mt"
+		run "$BIN/mt-stitch" --mem-limit "$bad" -i /dev/null -o "$T/o.mt"
 		[ "$status" -eq 2 ]
 		[[ "$output" == *"--mem-limit"* ]]
+		run "$BIN/mt-segment" --stitch --mem-limit "$bad" -i /dev/null -o "$T/o.mt"
+		[ "$status" -eq 2 ]
+		[[ "$output" == *"--mem-limit"* ]]
+	done
+}
+
+@test "segment --stitch on the golden gap streams: the records of segment | stitch" {
+	for g in stitch-gap-depth0 stitch-gap-depth10; do
+		"$BIN/mt-undump" "$G/$g.in.txt" | "$BIN/mt-segment" --symfs "$SYMFS" | "$BIN/mt-stitch" > "$T/a.mt"
+		"$BIN/mt-undump" "$G/$g.in.txt" | "$BIN/mt-segment" --stitch --symfs "$SYMFS" > "$T/b.mt"
+		diff <("$BIN/mt-dump" "$T/a.mt" | sed 1d) <("$BIN/mt-dump" "$T/b.mt" | sed 1d)
+		"$BIN/mt-dump" "$T/b.mt" | grep -q 'flags=.*stitched'
 	done
 }

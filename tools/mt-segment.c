@@ -4,9 +4,11 @@
 #include "io.h"
 #include "mtev.h"
 #include "segment.h"
+#include "stitch.h"
 
 #include <errno.h>
 #include <getopt.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +34,10 @@ static void usage(FILE *f)
 	      "                       earlier call targeted is a tail call)\n"
 	      "      --no-waypoints   do not write waypoint records\n"
 	      "      --no-smear       keep raw times for events sharing a timestamp\n"
+	      "      --stitch         also join the segments across gaps, in this process:\n"
+	      "                       the output is what `mt-segment | mt-stitch` writes,\n"
+	      "                       without encoding and decoding the stream in between\n"
+	      "      --mem-limit SIZE  with --stitch: as mt-stitch --mem-limit\n"
 	      "      --stats          print counters on stderr at the end\n"
 	      "      --partial        on a truncated or corrupt input, still write what was\n"
 	      "                       read (exit 1); by default nothing is (exit 2)\n"
@@ -49,12 +55,51 @@ static void usage(FILE *f)
 
 struct opts {
 	const char *in, *out, *symfs;
-	int no_symbols, no_waypoints, no_smear, no_call_targets, stats, force, partial;
+	int no_symbols, no_waypoints, no_smear, no_call_targets, stats, force, partial, stitch;
+	size_t mem_limit;
 };
 
 static int emit_cb(void *ctx, const struct mtev_rec *r)
 {
 	return mtev_write(ctx, r);
+}
+
+static int stitch_err; /* the stitcher's error behind a -SEG_EEMIT */
+
+static int stitch_cb(void *ctx, const struct mtev_rec *r)
+{
+	int e = stitch_feed(ctx, r);
+	if (e)
+		stitch_err = e;
+	return e;
+}
+
+/* Exits on an error of the segmenter (@e) or of the stitcher behind it. */
+static void fail(struct io_out *out, int e)
+{
+	io_out_abort(out);
+	if (e == -SEG_EEMIT && stitch_err)
+		mt_fatal(MT_EXIT_SYS, "%s%s%s", stitch_strerror(stitch_err),
+			 stitch_err == -STITCH_ESPILL ? ": " : "",
+			 stitch_err == -STITCH_ESPILL ? strerror(errno) : "");
+	mt_fatal(MT_EXIT_SYS, "%s", seg_strerror(e));
+}
+
+static size_t parse_size(const char *arg)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(arg, &end, 10);
+	unsigned sh = 0;
+	if (*end == 'K' || *end == 'k')
+		sh = 10, end++;
+	else if (*end == 'M' || *end == 'm')
+		sh = 20, end++;
+	else if (*end == 'G' || *end == 'g')
+		sh = 30, end++;
+	if (errno || end == arg || *end || arg[0] == '-' || v > (SIZE_MAX >> 30) || (v << sh) < 256)
+		return 0;
+	return (size_t)(v << sh);
 }
 
 int main(int argc, char **argv)
@@ -66,9 +111,11 @@ int main(int argc, char **argv)
 		{"stats", no_argument, 0, 'T'},		{"force", no_argument, 0, 'f'},
 		{"no-call-targets", no_argument, 0, 'C'},
 		{"help", no_argument, 0, 'h'},		{"partial", no_argument, 0, 'P'},
+		{"stitch", no_argument, 0, 'J'},	{"mem-limit", required_argument, 0, 'm'},
 		{0, 0, 0, 0},
 	};
 	struct opts o = {0};
+	o.mem_limit = STITCH_MEM_DEFAULT;
 	int c, rc = MT_EXIT_OK, err = 0;
 	mt_set_progname(argv[0]);
 	while ((c = getopt_long(argc, argv, "i:o:s:fh", lo, NULL)) != -1) {
@@ -102,6 +149,16 @@ int main(int argc, char **argv)
 			break;
 		case 'P':
 			o.partial = 1;
+			break;
+		case 'J':
+			o.stitch = 1;
+			break;
+		case 'm':
+			if (!(o.mem_limit = parse_size(optarg))) {
+				mt_warn("--mem-limit: '%s' is not a size of at least 256 bytes", optarg);
+				usage(stderr);
+				return MT_EXIT_USAGE;
+			}
 			break;
 		case 'h':
 			usage(stdout);
@@ -138,7 +195,8 @@ int main(int argc, char **argv)
 		mt_fatal(MT_EXIT_SYS, "unable to open %s: %s", o.out ? o.out : "stdout", strerror(errno));
 	}
 	uint32_t flags = MTEV_F_SPANS | (h->flags & (MTEV_F_SORTED | MTEV_F_SAMPLING | MTEV_F_SYMBOLS));
-	mtev_writer *w = mtev_writer_alloc(out.fd, "mt-segment", flags, &err);
+	mtev_writer *w = mtev_writer_alloc(out.fd, o.stitch ? "mt-segment --stitch" : "mt-segment",
+					   flags, &err);
 	if (!w) {
 		io_out_abort(&out);
 		mt_fatal(MT_EXIT_SYS, "unable to write output: %s", mtev_strerror(err));
@@ -147,7 +205,13 @@ int main(int argc, char **argv)
 	if (!o.no_symbols && !(fns = fnmap_alloc(o.symfs)))
 		mt_fatal(MT_EXIT_SYS, "out of memory");
 	struct seg_opts so = {fns, o.no_waypoints, o.no_smear, o.no_call_targets};
-	segmenter *s = seg_alloc(&so, emit_cb, w);
+	stitcher *sti = NULL;
+	if (o.stitch) {
+		if (!(sti = stitch_alloc(emit_cb, w)))
+			mt_fatal(MT_EXIT_SYS, "out of memory");
+		stitch_set_mem_limit(sti, o.mem_limit);
+	}
+	segmenter *s = sti ? seg_alloc(&so, stitch_cb, sti) : seg_alloc(&so, emit_cb, w);
 	if (!s)
 		mt_fatal(MT_EXIT_SYS, "out of memory");
 
@@ -166,10 +230,8 @@ int main(int argc, char **argv)
 				 (unsigned long long)mtev_reader_offset(rd),
 				 mtev_kind_name(seg_error_detail(s)) ? mtev_kind_name(seg_error_detail(s)) : "?");
 		}
-		if (e) {
-			io_out_abort(&out);
-			mt_fatal(e == -SEG_EEMIT ? MT_EXIT_SYS : MT_EXIT_SYS, "%s", seg_strerror(e));
-		}
+		if (e)
+			fail(&out, e);
 		if (progress && !(n & 0xfffff))
 			fprintf(stderr, "\rmt-segment: %llu records", (unsigned long long)n);
 	}
@@ -192,9 +254,11 @@ int main(int argc, char **argv)
 		rc = MT_EXIT_DEGRADED;
 	}
 	int e = seg_finish(s);
-	if (e) {
-		io_out_abort(&out);
-		mt_fatal(MT_EXIT_SYS, "%s", seg_strerror(e));
+	if (e)
+		fail(&out, e);
+	if (sti && (e = stitch_finish(sti))) {
+		stitch_err = e;
+		fail(&out, -SEG_EEMIT);
 	}
 	if ((e = mtev_writer_finish(w)) < 0 || io_out_commit(&out) < 0) {
 		io_out_abort(&out);
@@ -221,6 +285,22 @@ int main(int argc, char **argv)
 			(unsigned long long)st->tailcalls, (unsigned long long)st->unwinds,
 			(unsigned long long)st->signals, (unsigned long long)st->anomalies,
 			(unsigned long long)st->peak_frames);
+	if (sti) {
+		const struct stitch_stats *ss = stitch_stats(sti);
+		if (ss->unaligned)
+			mt_warn("%llu of %llu join(s) found no common frame: the later segment keeps "
+				"its own depths", (unsigned long long)ss->unaligned,
+				(unsigned long long)ss->joins);
+		if (o.stats)
+			fprintf(stderr,
+				"mt-segment: stitch: segments=%llu joins=%llu aligned=%llu unaligned=%llu "
+				"continued=%llu revealed=%llu gap_spans=%llu\n",
+				(unsigned long long)ss->segments, (unsigned long long)ss->joins,
+				(unsigned long long)ss->aligned, (unsigned long long)ss->unaligned,
+				(unsigned long long)ss->continued, (unsigned long long)ss->revealed,
+				(unsigned long long)ss->gap_spans);
+	}
+	stitch_free(sti);
 	seg_free(s);
 	fnmap_free(fns);
 	mtev_writer_free(w);
