@@ -405,13 +405,15 @@ static int flush_group(stitcher *s, struct sthr *t, size_t nmeta)
 		if (emit(s, &t->meta[i].r))
 			return s->err;
 	meta_free(t, 0, nmeta);
-	memmove(t->meta, t->meta + nmeta, (t->nmeta - nmeta) * sizeof *t->meta);
+	if (t->nmeta > nmeta)
+		memmove(t->meta, t->meta + nmeta, (t->nmeta - nmeta) * sizeof *t->meta);
 	t->nmeta -= nmeta;
 	t->seg_meta -= nmeta < t->seg_meta ? nmeta : t->seg_meta;
 	if (!t->grouped)
 		return 0;
 
-	qsort(t->h, t->nh, sizeof *t->h, cmp_h);
+	if (t->nh > 1)
+		qsort(t->h, t->nh, sizeof *t->h, cmp_h);
 	size_t k = 0;
 	struct lrd rd = {s, t, NULL, NULL, 0, 0};
 	if (t->fd >= 0 && t->log.n && spill(s, t))
