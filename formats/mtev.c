@@ -759,6 +759,27 @@ int mtev_read(mtev_reader *r, struct mtev_rec *rec)
 		int e2 = parse_payload(r, kind, &c, rec);
 		return e2 ? e2 : 1;
 	}
+	if (kind == MTEV_WAYPOINT && p[1] < 0x80 && r->len - r->pos >= 2 + (size_t)p[1]) {
+		/* fast path: a waypoint wholly in the buffer (segment output has
+		 * two per branch); the same fields as parse_payload, no memset */
+		struct cur c = {p + 2, p + 2 + p[1], 0};
+		r->pos += 2 + (size_t)p[1];
+		rec->kind = MTEV_WAYPOINT;
+		rec->waypoint.tid = get_u32(&c);
+		rec->waypoint.depth = get_u32(&c);
+		if (c.bad)
+			return -MTEV_ECORRUPT;
+		struct tstate *st = tmap_get(&r->tm, rec->waypoint.tid);
+		if (!st)
+			return -MTEV_ENOMEM;
+		rec->waypoint.time = st->time + (uint64_t)get_sv(&c);
+		rec->waypoint.addr = st->addr + (uint64_t)get_sv(&c);
+		if (c.bad)
+			return -MTEV_ECORRUPT;
+		st->time = rec->waypoint.time;
+		st->addr = rec->waypoint.addr;
+		return 1;
+	}
 	for (unsigned shift = 0;; shift += 7) {
 		if (hl >= r->len - r->pos) {
 			e = r_fill(r, hl + 1);

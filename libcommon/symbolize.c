@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -20,6 +21,7 @@
 #include "mtev.h"
 
 #define NONE UINT32_MAX
+#define UNIT_MULTI (UINT32_MAX - 1)
 
 /* snprintf that truncates silently (names and messages have no hard limit). */
 static void sfmt(char *out, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -80,9 +82,12 @@ static void arena_fini(struct arena *a)
 }
 
 /* ---- a hash map from a pair of u64 to a u32 ---- */
+struct hslot {
+	uint64_t a, b;
+	uint32_t v; /* value + 1; 0 = empty */
+};
 struct hmap {
-	uint64_t *k; /* 2 per slot */
-	uint32_t *v; /* value + 1; 0 = empty */
+	struct hslot *s; /* keys and value together: one cache line per probe */
 	size_t cap, n;
 };
 
@@ -96,27 +101,19 @@ static inline size_t hslot(uint64_t a, uint64_t b, size_t mask)
 static int hmap_grow(struct hmap *m)
 {
 	size_t nc = m->cap ? m->cap * 2 : 1024;
-	uint64_t *nk = malloc(nc * 2 * sizeof *nk);
-	uint32_t *nv = calloc(nc, sizeof *nv);
-	if (!nk || !nv) {
-		free(nk);
-		free(nv);
+	struct hslot *ns = calloc(nc, sizeof *ns);
+	if (!ns)
 		return -1;
-	}
 	for (size_t i = 0; i < m->cap; i++) {
-		if (!m->v[i])
+		if (!m->s[i].v)
 			continue;
-		size_t j = hslot(m->k[2 * i], m->k[2 * i + 1], nc - 1);
-		while (nv[j])
+		size_t j = hslot(m->s[i].a, m->s[i].b, nc - 1);
+		while (ns[j].v)
 			j = (j + 1) & (nc - 1);
-		nk[2 * j] = m->k[2 * i];
-		nk[2 * j + 1] = m->k[2 * i + 1];
-		nv[j] = m->v[i];
+		ns[j] = m->s[i];
 	}
-	free(m->k);
-	free(m->v);
-	m->k = nk;
-	m->v = nv;
+	free(m->s);
+	m->s = ns;
 	m->cap = nc;
 	return 0;
 }
@@ -126,12 +123,9 @@ static uint32_t hmap_get(const struct hmap *m, uint64_t a, uint64_t b)
 {
 	if (!m->cap)
 		return NONE;
-	size_t j = hslot(a, b, m->cap - 1);
-	while (m->v[j]) {
-		if (m->k[2 * j] == a && m->k[2 * j + 1] == b)
-			return m->v[j] - 1;
-		j = (j + 1) & (m->cap - 1);
-	}
+	for (size_t j = hslot(a, b, m->cap - 1); m->s[j].v; j = (j + 1) & (m->cap - 1))
+		if (m->s[j].a == a && m->s[j].b == b)
+			return m->s[j].v - 1;
 	return NONE;
 }
 
@@ -142,22 +136,17 @@ static uint32_t hmap_put(struct hmap *m, uint64_t a, uint64_t b, uint32_t val)
 	if ((m->n + 1) * 2 > m->cap && hmap_grow(m) < 0)
 		return NONE;
 	size_t j = hslot(a, b, m->cap - 1);
-	while (m->v[j]) {
-		if (m->k[2 * j] == a && m->k[2 * j + 1] == b)
-			return m->v[j] - 1;
-		j = (j + 1) & (m->cap - 1);
-	}
-	m->k[2 * j] = a;
-	m->k[2 * j + 1] = b;
-	m->v[j] = val + 1;
+	for (; m->s[j].v; j = (j + 1) & (m->cap - 1))
+		if (m->s[j].a == a && m->s[j].b == b)
+			return m->s[j].v - 1;
+	m->s[j] = (struct hslot){a, b, val + 1};
 	m->n++;
 	return val;
 }
 
 static void hmap_fini(struct hmap *m)
 {
-	free(m->k);
-	free(m->v);
+	free(m->s);
 	memset(m, 0, sizeof *m);
 }
 
@@ -193,19 +182,6 @@ static int bvec_grow(void **arr, size_t *cap, size_t elem)
 	*arr = p;
 	*cap = nc;
 	return 0;
-}
-
-static void *bvec_alloc(size_t *cap, size_t n, size_t elem)
-{
-	void *p = NULL;
-	*cap = 0;
-	while (*cap < n)
-		if (bvec_grow(&p, cap, elem) < 0) {
-			if (p)
-				munmap(p, *cap * elem);
-			return NULL;
-		}
-	return p;
 }
 
 static void bvec_free(void *p, size_t cap, size_t elem)
@@ -294,30 +270,55 @@ struct perfmap {
 	size_t n;
 };
 
-struct span {
-	uint32_t tid, depth, flags;
-	uint64_t begin, end, func, callsite;
-	const char *name; /* input name (arena) or NULL */
-	uint32_t name_len;
-	uint32_t func_w, cs_w; /* wants, or NONE */
-	uint32_t wp_first, wp_last; /* positions in wporder, NONE if no waypoints */
-};
+/* ---- the unit: the spans of one segment (or root subtree) being built ---- */
 
-struct wp {
-	uint64_t time;
-	uint32_t w;
-	uint32_t grp; /* (tid, depth) group while reading; the input order while sorting */
-};
-
-struct node { /* spans 0..nspans-1, then inline frames */
+/* A node of the output tree: a function span (embedded in its span, id = the
+ * span's index) or an inline frame (c->inodes, id = INL | index). */
+struct node {
 	uint64_t begin, end;
 	uint32_t first_child, last_child, next_sib, parent;
 	uint32_t depth;
+	uint32_t si;	 /* the physical span it is, or belongs to */
+	uint32_t fi;	 /* inline: the frame it names; physical: NONE */
+	uint32_t iflags; /* inline: its span flags */
 };
 
-struct inl {
-	uint32_t fi; /* the frame it names */
-	uint32_t tid, flags;
+#define INL 0x80000000u
+
+struct span {
+	struct node nd;
+	uint32_t tid, depth, flags;
+	uint64_t begin, end, func, callsite;
+	uint32_t name_off, name_len; /* input name in c->uname, or 0 */
+	uint32_t func_w;   /* want of func, or NONE */
+	uint32_t grp_next; /* next span of the same (tid, depth), or NONE */
+	uint32_t inner;	   /* innermost open node (its own when no inline frame is open) */
+	uint32_t nopen;	   /* open inline levels */
+	uint32_t last_ri;  /* the result whose inline chain is open, or NONE */
+	uint32_t parent;   /* parent span, or NONE (a root) */
+	uint32_t pend;	   /* first child still looking for its attach point */
+	uint32_t nwp;	   /* waypoints given to it */
+	/* as a child: where it hangs (nodes of the parent), see proc_wp */
+	uint32_t cand_any, cand_match, pend_next;
+};
+
+/* The window: spans and waypoints in input order, kept until the addresses
+ * they carry are resolved (one batch per window) and then processed. */
+struct witem {
+	uint64_t time;
+	uint32_t a; /* waypoint: its want (or NONE); span: the span */
+	uint32_t g; /* waypoint: its (tid, depth) group; span: NONE */
+};
+
+struct grp { /* the spans of one (tid, depth), in begin order */
+	uint32_t cur;  /* the first one a later waypoint can still fall in */
+	uint32_t tail; /* the last one */
+};
+
+struct thr {
+	uint32_t tid;
+	uint32_t *stack;
+	size_t n, cap;
 };
 
 /* Span names are written once, as string records, and spans refer to them by
@@ -329,12 +330,6 @@ struct nent {
 	uint64_t h;
 	const char *p; /* in the arena or the frames */
 	uint32_t len, id;
-};
-
-struct thr {
-	uint32_t tid;
-	uint32_t *stack;
-	size_t n, cap;
 };
 
 struct ctx {
@@ -356,22 +351,40 @@ struct ctx {
 	size_t nframes, capframes;
 	struct perfmap *pmaps;
 	size_t npmaps, cappmaps;
+	/* resolution progress: wants and results before these are done */
+	size_t wants_done, res_done, wants_written;
+	llvmsym *sym;
+	int sym_failed;
+	size_t bad_answers;
+	struct hmap sym_seen; /* runtime addresses with a symbol record out */
+	/* the unit */
 	struct span *spans;
 	size_t nspans, capspans;
-	struct wp *wps;
-	size_t nwps, capwps;
-	struct hmap gidx;    /* (tid, depth) -> waypoint group */
-	uint32_t *gcount;    /* waypoints per group */
-	size_t ng, capg;
+	struct node *inodes; /* inline frames */
+	size_t ninodes, capinodes;
+	uint32_t *roots; /* spans without a parent, in input order */
+	size_t nroots, caproots;
+	struct witem *win;
+	size_t nwin, capwin;
+	struct hmap gidx; /* (tid, depth) -> group */
+	struct grp *grps;
+	size_t ngrps, capgrps;
 	uint64_t last_gkey[2];
 	uint32_t last_g;
-	uint32_t *wp_span;   /* per waypoint: its span, or NONE */
-	uint32_t *wp_node;   /* per waypoint: the innermost node open after it */
-	size_t cap_wp_span, cap_wp_node;
-	struct node *nodes;
-	size_t nnodes, capnodes;
-	struct inl *inls; /* nodes[nspans + i] */
-	size_t ninls, capinls;
+	struct hmap tidx; /* tid -> thread */
+	struct thr *thrs;
+	size_t nthrs, capthrs;
+	char *uname; /* input span names */
+	size_t unamelen, unamecap;
+	uint32_t unit_tid; /* NONE: no span yet; UNIT_MULTI: several threads */
+	uint64_t unit_end; /* latest end of its spans */
+	uint32_t *stk, *kids; /* emit_tree's scratch */
+	size_t capstk, capkids;
+	int any_span; /* a span or waypoint was seen */
+	struct jframe *jf; /* one reply's frames */
+	size_t capjf;
+	char *js; /* one reply's strings, decoded */
+	size_t capjs;
 	struct nent *ntab; /* name -> string id */
 	size_t nntab, capntab;
 	uint32_t next_sid;
@@ -624,47 +637,38 @@ static const char *json_str(json_t *o, const char *key, size_t *len)
 	return json_string_value(v);
 }
 
-/* Fills @r from one llvm-symbolizer JSON reply.  0 ok (possibly with no
- * name: r->kind stays PENDING), -1 when the reply is an error or unparsable. */
-static int res_from_json(struct ctx *c, struct result *r, const char *line, size_t len)
+/* One entry of a reply's "Symbol" array (strings not NUL-terminated). */
+struct jframe {
+	const char *nm, *file;
+	size_t nl, fl;
+	long long line, col;
+};
+
+/* Fills @r from the frames of one reply (innermost first) and the last
+ * one's StartAddress.  0 (possibly with no name: r->kind stays PENDING) or
+ * -1 (out of memory). */
+static int res_fill(struct ctx *c, struct result *r, const struct jframe *fr, size_t n,
+		    uint64_t start)
 {
-	json_error_t e;
-	json_t *j = json_loadb(line, len, 0, &e);
-	if (!j)
-		return -1;
-	int ret = -1;
-	json_t *syms = json_object_get(j, "Symbol");
-	if (!json_is_array(syms) || json_object_get(j, "Error"))
-		goto out;
-	ret = 0;
-	size_t n = json_array_size(syms);
-	if (!n)
-		goto out;
-	json_t *last = json_array_get(syms, n - 1);
-	size_t l;
-	const char *fn = json_str(last, "FunctionName", &l);
-	if (!l || !strcmp(fn, "??"))
-		goto out;
+	if (!n || !fr[n - 1].nl || (fr[n - 1].nl == 2 && !memcmp(fr[n - 1].nm, "??", 2)))
+		return 0;
 	uint32_t f0 = (uint32_t)c->nframes;
 	int have_line = 0;
 	for (size_t i = 0; i < n; i++) {
-		json_t *s = json_array_get(syms, i);
-		size_t nl, fl;
-		const char *nm = json_str(s, "FunctionName", &nl);
-		const char *file = json_str(s, "FileName", &fl);
-		json_int_t ln = json_integer_value(json_object_get(s, "Line"));
-		json_int_t col = json_integer_value(json_object_get(s, "Column"));
-		if (!nl || !strcmp(nm, "??"))
+		const char *nm = fr[i].nm;
+		size_t nl = fr[i].nl;
+		if (!nl || (nl == 2 && !memcmp(nm, "??", 2)))
 			nm = "??", nl = 2;
-		if (ln > 0)
+		if (fr[i].line > 0)
 			have_line = 1;
-		if (frame_push(c, arena_strndup(&c->ar, nm, nl), arena_strndup(&c->ar, file, fl),
-			       ln > 0 ? (uint32_t)ln : 0, col > 0 ? (uint32_t)col : 0) == NONE)
-			goto out;
+		if (frame_push(c, arena_strndup(&c->ar, nm, nl), arena_strndup(&c->ar, fr[i].file, fr[i].fl),
+			       fr[i].line > 0 && fr[i].line <= UINT32_MAX ? (uint32_t)fr[i].line : 0,
+			       fr[i].col > 0 && fr[i].col <= UINT32_MAX ? (uint32_t)fr[i].col : 0) == NONE)
+			return -1;
 	}
 	r->f0 = f0;
 	r->nf = (uint32_t)n;
-	r->entry_vaddr = parse_hex(json_string_value(json_object_get(last, "StartAddress")));
+	r->entry_vaddr = start;
 	r->kind = have_line ? RES_DEBUG : RES_SYMTAB;
 	if (!have_line && n == 1 && r->bin != NONE) {
 		/* symbol-table answer: say where in the function, as the ELF fallback does */
@@ -684,6 +688,355 @@ static int res_from_json(struct ctx *c, struct result *r, const char *line, size
 				c->oom = 1;
 		}
 	}
+	return 0;
+}
+
+static int jframes_room(struct ctx *c, size_t n)
+{
+	while (c->capjf < n)
+		if (vec_grow((void **)&c->jf, &c->capjf, sizeof *c->jf) < 0)
+			return -1;
+	return 0;
+}
+
+/* ---- a JSON reader for llvm-symbolizer's replies (the common case) ----
+ * Strict: anything it does not expect (floats, odd escapes, deep nesting)
+ * makes it give up, and jansson reads the reply instead. */
+struct jcur {
+	const char *p, *end;
+	char *out; /* decoded strings go here: never longer than the input */
+};
+
+static void js_ws(struct jcur *j)
+{
+	while (j->p < j->end && (*j->p == ' ' || *j->p == '\t' || *j->p == '\n' || *j->p == '\r'))
+		j->p++;
+}
+
+static int js_hex4(const char *p, unsigned *v)
+{
+	*v = 0;
+	for (int i = 0; i < 4; i++) {
+		char ch = p[i];
+		unsigned d = ch >= '0' && ch <= '9' ? (unsigned)(ch - '0')
+			     : ch >= 'a' && ch <= 'f' ? (unsigned)(ch - 'a' + 10)
+			     : ch >= 'A' && ch <= 'F' ? (unsigned)(ch - 'A' + 10) : 16u;
+		if (d > 15)
+			return -1;
+		*v = *v << 4 | d;
+	}
+	return 0;
+}
+
+/* A string at j->p: decoded into j->out (when @s) as *s, *n. */
+static int js_str(struct jcur *j, const char **s, size_t *n)
+{
+	if (j->p >= j->end || *j->p != '"')
+		return -1;
+	j->p++;
+	char *o = j->out, *o0 = o;
+	while (j->p < j->end) {
+		char ch = *j->p++;
+		if (ch == '"') {
+			if (s) {
+				*s = o0;
+				*n = (size_t)(o - o0);
+				j->out = o;
+			}
+			return 0;
+		}
+		if ((unsigned char)ch < 0x20)
+			return -1;
+		if (ch != '\\') {
+			*o++ = ch;
+			continue;
+		}
+		if (j->p >= j->end)
+			return -1;
+		ch = *j->p++;
+		switch (ch) {
+		case '"': case '\\': case '/': *o++ = ch; break;
+		case 'b': *o++ = '\b'; break;
+		case 'f': *o++ = '\f'; break;
+		case 'n': *o++ = '\n'; break;
+		case 'r': *o++ = '\r'; break;
+		case 't': *o++ = '\t'; break;
+		case 'u': {
+			unsigned u;
+			if (j->end - j->p < 4 || js_hex4(j->p, &u) < 0)
+				return -1;
+			j->p += 4;
+			if (u >= 0xd800 && u <= 0xdfff)
+				return -1; /* surrogates: left to jansson */
+			if (u < 0x80) {
+				*o++ = (char)u;
+			} else if (u < 0x800) {
+				*o++ = (char)(0xc0 | u >> 6);
+				*o++ = (char)(0x80 | (u & 0x3f));
+			} else {
+				*o++ = (char)(0xe0 | u >> 12);
+				*o++ = (char)(0x80 | ((u >> 6) & 0x3f));
+				*o++ = (char)(0x80 | (u & 0x3f));
+			}
+			break;
+		}
+		default: return -1;
+		}
+	}
+	return -1;
+}
+
+static int js_int(struct jcur *j, long long *v)
+{
+	const char *p = j->p;
+	int neg = 0;
+	if (p < j->end && *p == '-')
+		neg = 1, p++;
+	if (p >= j->end || *p < '0' || *p > '9')
+		return -1;
+	long long x = 0;
+	while (p < j->end && *p >= '0' && *p <= '9') {
+		if (x > (LLONG_MAX - 9) / 10)
+			return -1;
+		x = x * 10 + (*p++ - '0');
+	}
+	if (p < j->end && (*p == '.' || *p == 'e' || *p == 'E'))
+		return -1;
+	j->p = p;
+	*v = neg ? -x : x;
+	return 0;
+}
+
+/* Skips one value of any kind. */
+static int js_skip(struct jcur *j, int depth)
+{
+	js_ws(j);
+	if (j->p >= j->end || depth > 16)
+		return -1;
+	char ch = *j->p;
+	if (ch == '"')
+		return js_str(j, NULL, NULL);
+	if (ch == '{' || ch == '[') {
+		char close = ch == '{' ? '}' : ']';
+		j->p++;
+		js_ws(j);
+		if (j->p < j->end && *j->p == close) {
+			j->p++;
+			return 0;
+		}
+		for (;;) {
+			if (ch == '{') {
+				js_ws(j);
+				if (js_str(j, NULL, NULL) < 0)
+					return -1;
+				js_ws(j);
+				if (j->p >= j->end || *j->p++ != ':')
+					return -1;
+			}
+			if (js_skip(j, depth + 1) < 0)
+				return -1;
+			js_ws(j);
+			if (j->p >= j->end)
+				return -1;
+			if (*j->p == ',') {
+				j->p++;
+				continue;
+			}
+			if (*j->p++ != close)
+				return -1;
+			return 0;
+		}
+	}
+	long long v;
+	if (ch == '-' || (ch >= '0' && ch <= '9'))
+		return js_int(j, &v);
+	static const char *const lit[] = {"true", "false", "null"};
+	for (int i = 0; i < 3; i++) {
+		size_t l = strlen(lit[i]);
+		if ((size_t)(j->end - j->p) >= l && !memcmp(j->p, lit[i], l)) {
+			j->p += l;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+static int js_key(const char *k, size_t kl, const char *want)
+{
+	return strlen(want) == kl && !memcmp(k, want, kl);
+}
+
+/* One object of the "Symbol" array into @f. */
+static int js_frame(struct jcur *j, struct jframe *f, uint64_t *start)
+{
+	memset(f, 0, sizeof *f);
+	f->nm = f->file = "";
+	*start = 0;
+	js_ws(j);
+	if (j->p >= j->end || *j->p++ != '{')
+		return -1;
+	js_ws(j);
+	if (j->p < j->end && *j->p == '}') {
+		j->p++;
+		return 0;
+	}
+	for (;;) {
+		const char *k;
+		size_t kl;
+		js_ws(j);
+		if (js_str(j, &k, &kl) < 0)
+			return -1;
+		js_ws(j);
+		if (j->p >= j->end || *j->p++ != ':')
+			return -1;
+		js_ws(j);
+		int e;
+		if (js_key(k, kl, "FunctionName"))
+			e = js_str(j, &f->nm, &f->nl);
+		else if (js_key(k, kl, "FileName"))
+			e = js_str(j, &f->file, &f->fl);
+		else if (js_key(k, kl, "Line"))
+			e = js_int(j, &f->line);
+		else if (js_key(k, kl, "Column"))
+			e = js_int(j, &f->col);
+		else if (js_key(k, kl, "StartAddress")) {
+			const char *sa;
+			size_t sl;
+			e = js_str(j, &sa, &sl);
+			if (!e && sl) {
+				char tmp[32];
+				if (sl >= sizeof tmp)
+					return -1;
+				memcpy(tmp, sa, sl);
+				tmp[sl] = 0;
+				*start = parse_hex(tmp);
+			}
+		} else
+			e = js_skip(j, 2);
+		if (e < 0)
+			return -1;
+		js_ws(j);
+		if (j->p >= j->end)
+			return -1;
+		if (*j->p == ',') {
+			j->p++;
+			continue;
+		}
+		return *j->p++ == '}' ? 0 : -1;
+	}
+}
+
+/* The fast reader: 0 / -1 as res_from_json, -2 when it gives up. */
+static int res_from_json_fast(struct ctx *c, struct result *r, const char *line, size_t len)
+{
+	if (c->capjs < len + 1) {
+		char *nb = realloc(c->js, len + 1);
+		if (!nb)
+			return -2;
+		c->js = nb;
+		c->capjs = len + 1;
+	}
+	struct jcur j = {line, line + len, c->js};
+	size_t n = 0;
+	int have_syms = 0, err = 0;
+	uint64_t start = 0;
+	js_ws(&j);
+	if (j.p >= j.end || *j.p++ != '{')
+		return -2;
+	for (;;) {
+		const char *k;
+		size_t kl;
+		js_ws(&j);
+		if (js_str(&j, &k, &kl) < 0)
+			return -2;
+		js_ws(&j);
+		if (j.p >= j.end || *j.p++ != ':')
+			return -2;
+		js_ws(&j);
+		if (js_key(k, kl, "Symbol")) {
+			if (j.p >= j.end || *j.p != '[')
+				return -2;
+			j.p++;
+			n = 0;
+			have_syms = 1;
+			js_ws(&j);
+			if (j.p < j.end && *j.p == ']') {
+				j.p++;
+			} else {
+				for (;;) {
+					uint64_t st;
+					if (jframes_room(c, n + 1) < 0 || js_frame(&j, &c->jf[n], &st) < 0)
+						return -2;
+					start = st; /* the last frame's */
+					n++;
+					js_ws(&j);
+					if (j.p >= j.end)
+						return -2;
+					if (*j.p == ',') {
+						j.p++;
+						continue;
+					}
+					if (*j.p++ != ']')
+						return -2;
+					break;
+				}
+			}
+		} else {
+			if (js_key(k, kl, "Error"))
+				err = 1;
+			if (js_skip(&j, 1) < 0)
+				return -2;
+		}
+		js_ws(&j);
+		if (j.p >= j.end)
+			return -2;
+		if (*j.p == ',') {
+			j.p++;
+			continue;
+		}
+		if (*j.p++ != '}')
+			return -2;
+		break;
+	}
+	js_ws(&j);
+	if (j.p != j.end)
+		return -2;
+	if (!have_syms || err)
+		return -1;
+	return res_fill(c, r, c->jf, n, start) < 0 ? -1 : 0;
+}
+
+/* Fills @r from one llvm-symbolizer JSON reply.  0 ok (possibly with no
+ * name: r->kind stays PENDING), -1 when the reply is an error or unparsable. */
+static int res_from_json(struct ctx *c, struct result *r, const char *line, size_t len)
+{
+	int fast = res_from_json_fast(c, r, line, len);
+	if (fast != -2)
+		return fast;
+	c->st->json_slow++;
+	json_error_t e;
+	json_t *j = json_loadb(line, len, 0, &e);
+	if (!j)
+		return -1;
+	int ret = -1;
+	json_t *syms = json_object_get(j, "Symbol");
+	if (!json_is_array(syms) || json_object_get(j, "Error"))
+		goto out;
+	size_t n = json_array_size(syms);
+	if (jframes_room(c, n + 1) < 0)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		json_t *s = json_array_get(syms, i);
+		struct jframe *f = &c->jf[i];
+		f->nm = json_str(s, "FunctionName", &f->nl);
+		f->file = json_str(s, "FileName", &f->fl);
+		f->line = json_integer_value(json_object_get(s, "Line"));
+		f->col = json_integer_value(json_object_get(s, "Column"));
+	}
+	uint64_t start = n ? parse_hex(json_string_value(json_object_get(json_array_get(syms, n - 1),
+									  "StartAddress")))
+			   : 0;
+	ret = res_fill(c, r, c->jf, n, start);
 out:
 	json_decref(j);
 	return ret;
@@ -992,26 +1345,69 @@ static void on_reply(void *ctx, size_t i, const char *line, size_t len)
 	}
 }
 
-static void resolve_all(struct ctx *c)
+/* Sends one batch to the coprocess (started on first need; after it fails,
+ * never again: the remaining names are fallbacks, with one warning). */
+static void symbolizer_batch(struct ctx *c, size_t nreq, const char **paths,
+			     const uint64_t *vaddrs, uint32_t *ris)
 {
-	for (size_t i = 0; i < c->nwants && !c->oom; i++)
+	const char *exe = c->o->symbolizer ? c->o->symbolizer : "llvm-symbolizer";
+	if (c->sym_failed)
+		return;
+	if (!c->sym) {
+		int err = 0;
+		if (*exe)
+			c->sym = llvmsym_start(exe, &err);
+		if (!c->sym) {
+			c->sym_failed = 1;
+			if (*exe)
+				warnf(c, 1, "cannot run %s: %s; names come from ELF symbol tables (no inline frames, no source lines)",
+				      exe, strerror(-err));
+			else
+				warnf(c, 1, "no symbolizer: names come from ELF symbol tables (no inline frames, no source lines)");
+			return;
+		}
+	}
+	struct batch bt = {c, ris, 0};
+	int tmo = c->o->timeout_ms > 0 ? c->o->timeout_ms : 30000;
+	long r = llvmsym_batch(c->sym, nreq, paths, vaddrs, on_reply, &bt, tmo);
+	c->bad_answers += bt.bad;
+	if (r < 0) {
+		c->sym_failed = 1;
+		if (r == -ETIMEDOUT)
+			warnf(c, 1, "%s did not answer for %d ms and was killed; the remaining names come from ELF symbol tables",
+			      exe, tmo);
+		else
+			warnf(c, 1, "%s failed (%s) before answering every request; the remaining names come from ELF symbol tables",
+			      exe, strerror((int)-r));
+		llvmsym_stop(c->sym, 0);
+		c->sym = NULL;
+	}
+}
+
+/* Resolves the wants made since the last call: binary and file address, then
+ * the cache, then one symbolizer batch for the rest, then fallbacks. */
+static void resolve_pending(struct ctx *c)
+{
+	size_t w0 = c->wants_done, r0 = c->res_done;
+	if (w0 == c->nwants)
+		return;
+	for (size_t i = w0; i < c->nwants && !c->oom; i++)
 		resolve_want(c, &c->wants[i]);
 	c->st->unique_addrs = c->nwants;
-	/* cache, then the symbolizer for what is left */
 	const char **paths = NULL;
 	uint64_t *vaddrs = NULL;
 	uint32_t *ris = NULL;
-	size_t nreq = 0;
-	if (c->nres) {
-		paths = malloc(c->nres * sizeof *paths);
-		vaddrs = malloc(c->nres * sizeof *vaddrs);
-		ris = malloc(c->nres * sizeof *ris);
+	size_t nreq = 0, nnew = c->nres - r0;
+	if (nnew) {
+		paths = malloc(nnew * sizeof *paths);
+		vaddrs = malloc(nnew * sizeof *vaddrs);
+		ris = malloc(nnew * sizeof *ris);
 		if (!paths || !vaddrs || !ris) {
 			c->oom = 1;
 			goto out;
 		}
 	}
-	for (size_t i = 0; i < c->nres; i++) {
+	for (size_t i = r0; i < c->nres; i++) {
 		struct result *r = &c->res[i];
 		if (r->kind != RES_PENDING || r->bin == NONE)
 			continue;
@@ -1034,37 +1430,11 @@ static void resolve_all(struct ctx *c)
 		ris[nreq] = (uint32_t)i;
 		nreq++;
 	}
-	c->st->symbolizer_requests = nreq;
-	if (nreq) {
-		const char *exe = c->o->symbolizer ? c->o->symbolizer : "llvm-symbolizer";
-		int err = 0;
-		llvmsym *s = NULL;
-		if (*exe)
-			s = llvmsym_start(exe, &err);
-		if (!s) {
-			if (*exe)
-				warnf(c, 1, "cannot run %s: %s; names come from ELF symbol tables (no inline frames, no source lines)",
-				      exe, strerror(-err));
-			else
-				warnf(c, 1, "no symbolizer: names come from ELF symbol tables (no inline frames, no source lines)");
-		} else {
-			struct batch bt = {c, ris, 0};
-			int tmo = c->o->timeout_ms > 0 ? c->o->timeout_ms : 30000;
-			long r = llvmsym_batch(s, nreq, paths, vaddrs, on_reply, &bt, tmo);
-			if (r == -ETIMEDOUT)
-				warnf(c, 1, "%s did not answer for %d ms and was killed; the remaining names come from ELF symbol tables",
-				      exe, tmo);
-			else if (r < 0)
-				warnf(c, 1, "%s failed (%s) before answering every request; the remaining names come from ELF symbol tables",
-				      exe, strerror((int)-r));
-			if (bt.bad)
-				warnf(c, 1, "%s gave %zu unusable answers; those names come from ELF symbol tables",
-				      exe, bt.bad);
-			llvmsym_stop(s, tmo < 2000 ? tmo : 2000);
-		}
-	}
-	/* fallbacks, and per-binary notes */
-	for (size_t i = 0; i < c->nres && !c->oom; i++) {
+	c->st->symbolizer_requests += nreq;
+	if (nreq)
+		symbolizer_batch(c, nreq, paths, vaddrs, ris);
+	/* fallbacks */
+	for (size_t i = r0; i < c->nres && !c->oom; i++) {
 		struct result *r = &c->res[i];
 		if (r->bin == NONE)
 			continue;
@@ -1083,16 +1453,8 @@ static void resolve_all(struct ctx *c)
 			b->n_debug++;
 		}
 	}
-	for (size_t i = 0; i < c->nbins; i++) {
-		struct bin *b = &c->bins[i];
-		if (b->n_symtab && !b->n_debug)
-			warnf(c, 0, "%s has no debug info: function names only, no inline frames or source lines",
-			      b->file);
-	}
-	for (size_t i = 0; i < c->nbins; i++)
-		cache_store(c, &c->bins[i]);
 	/* runtime entries */
-	for (size_t i = 0; i < c->nwants; i++) {
+	for (size_t i = w0; i < c->nwants; i++) {
 		struct want *w = &c->wants[i];
 		if (w->ri == NONE)
 			continue;
@@ -1105,9 +1467,33 @@ static void resolve_all(struct ctx *c)
 			w->entry_rt = w->addr - r->vaddr + r->entry_vaddr;
 	}
 out:
+	c->wants_done = c->nwants;
+	c->res_done = c->nres;
 	free(paths);
 	free(vaddrs);
 	free(ris);
+}
+
+/* At the end: the coprocess, notes per binary, the cache files. */
+static void resolve_finish(struct ctx *c)
+{
+	const char *exe = c->o->symbolizer ? c->o->symbolizer : "llvm-symbolizer";
+	if (c->sym) {
+		int tmo = c->o->timeout_ms > 0 ? c->o->timeout_ms : 30000;
+		llvmsym_stop(c->sym, tmo < 2000 ? tmo : 2000);
+		c->sym = NULL;
+	}
+	if (c->bad_answers)
+		warnf(c, 1, "%s gave %zu unusable answers; those names come from ELF symbol tables",
+		      exe, c->bad_answers);
+	for (size_t i = 0; i < c->nbins; i++) {
+		struct bin *b = &c->bins[i];
+		if (b->n_symtab && !b->n_debug)
+			warnf(c, 0, "%s has no debug info: function names only, no inline frames or source lines",
+			      b->file);
+	}
+	for (size_t i = 0; i < c->nbins; i++)
+		cache_store(c, &c->bins[i]);
 }
 
 /* ---- spans and inline expansion ---- */
@@ -1130,315 +1516,219 @@ static int level_eq(const struct ctx *c, const struct result *a, const struct re
 {
 	const struct sframe *fa = level_frame(c, a, j), *fb = level_frame(c, b, j);
 	const struct sframe *ca = fa + 1, *cb = fb + 1; /* the frame it is inlined into */
-	return !strcmp(fa->name, fb->name) && ca->line == cb->line && ca->column == cb->column &&
-	       !strcmp(ca->file, cb->file);
+	return ca->line == cb->line && ca->column == cb->column &&
+	       (fa->name == fb->name || !strcmp(fa->name, fb->name)) &&
+	       (ca->file == cb->file || !strcmp(ca->file, cb->file));
 }
 
-static uint32_t node_new(struct ctx *c, uint64_t begin, uint64_t end)
+static inline struct node *ND(const struct ctx *c, uint32_t id)
 {
-	struct node n = {begin, end, NONE, NONE, NONE, NONE, 0};
-	if (BVEC_PUSH(c->nodes, c->nnodes, c->capnodes, n) < 0) {
+	return id & INL ? &c->inodes[id & ~INL] : &c->spans[id].nd;
+}
+
+/* A new inline node of span @si: its id, or NONE. */
+static uint32_t inode_new(struct ctx *c, uint64_t begin, uint64_t end, uint32_t si)
+{
+	struct node n = {begin, end, NONE, NONE, NONE, NONE, 0, si, NONE, 0};
+	if (c->ninodes >= INL - 1 || BVEC_PUSH(c->inodes, c->ninodes, c->capinodes, n) < 0) {
 		c->oom = 1;
 		return NONE;
 	}
-	return (uint32_t)(c->nnodes - 1);
+	return INL | (uint32_t)(c->ninodes - 1);
 }
 
 static void node_add_child(struct ctx *c, uint32_t parent, uint32_t child)
 {
-	struct node *p = &c->nodes[parent];
+	struct node *p = ND(c, parent);
 	if (p->last_child == NONE)
 		p->first_child = child;
 	else
-		c->nodes[p->last_child].next_sib = child;
+		ND(c, p->last_child)->next_sib = child;
 	p->last_child = child;
-	c->nodes[child].parent = parent;
+	ND(c, child)->parent = parent;
 }
 
-static int cmp_wp(const void *a, const void *b)
-{
-	const struct wp *x = a, *y = b;
-	if (x->time != y->time)
-		return x->time < y->time ? -1 : 1;
-	return (x->grp > y->grp) - (x->grp < y->grp);
-}
-
-struct spk {
-	uint64_t begin;
-	uint32_t seq, si;
-};
-
-static int cmp_spk(const void *a, const void *b)
-{
-	const struct spk *x = a, *y = b;
-	if (x->begin != y->begin)
-		return x->begin < y->begin ? -1 : 1;
-	return (x->seq > y->seq) - (x->seq < y->seq);
-}
-
-/* Puts the waypoints in (tid, depth) groups, each in time order, and gives
- * each one to the span of that thread and depth live at its time. */
-static int assign_waypoints(struct ctx *c)
-{
-	struct grp {
-		size_t nsp, wp0, sp0, spf, wpf;
-	} *g = NULL;
-	uint32_t *sg = NULL;
-	struct spk *sporder = NULL;
-	struct wp *sorted = NULL;
-	size_t cap_sorted = 0;
-	int ret = -1;
-	if (!c->nwps)
-		return 0;
-	g = calloc(c->ng, sizeof *g);
-	sg = malloc((c->nspans + 1) * sizeof *sg);
-	sporder = malloc((c->nspans + 1) * sizeof *sporder);
-	sorted = bvec_alloc(&cap_sorted, c->nwps, sizeof *sorted);
-	c->wp_span = bvec_alloc(&c->cap_wp_span, c->nwps, sizeof *c->wp_span);
-	c->wp_node = bvec_alloc(&c->cap_wp_node, c->nwps, sizeof *c->wp_node);
-	if (!g || !sg || !sporder || !sorted || !c->wp_span || !c->wp_node)
-		goto out;
-	for (size_t i = 0; i < c->nspans; i++) {
-		sg[i] = hmap_get(&c->gidx, c->spans[i].tid, c->spans[i].depth);
-		if (sg[i] != NONE)
-			g[sg[i]].nsp++;
-	}
-	size_t so = 0, wo = 0;
-	for (size_t k = 0; k < c->ng; k++) {
-		g[k].sp0 = g[k].spf = so;
-		g[k].wp0 = g[k].wpf = wo;
-		so += g[k].nsp;
-		wo += c->gcount[k];
-	}
-	/* counting sort by group: stable, so each group keeps the input order */
-	for (size_t i = 0; i < c->nwps; i++)
-		sorted[g[c->wps[i].grp].wpf++] = c->wps[i];
-	bvec_free(c->wps, c->capwps, sizeof *c->wps);
-	c->wps = sorted;
-	c->capwps = cap_sorted;
-	sorted = NULL;
-	for (size_t i = 0; i < c->nspans; i++)
-		if (sg[i] != NONE)
-			sporder[g[sg[i]].spf++] = (struct spk){c->spans[i].begin, (uint32_t)i, (uint32_t)i};
-	for (size_t k = 0; k < c->ng; k++) {
-		struct wp *wv = c->wps + g[k].wp0;
-		struct spk *sv = sporder + g[k].sp0;
-		size_t nw = c->gcount[k], ns = g[k].nsp;
-		/* streams are in time order per thread; sort (stably) if not */
-		size_t i;
-		for (i = 1; i < nw && wv[i - 1].time <= wv[i].time; i++)
-			;
-		if (i < nw) {
-			for (size_t j = 0; j < nw; j++)
-				wv[j].grp = (uint32_t)j;
-			qsort(wv, nw, sizeof *wv, cmp_wp);
-		}
-		for (i = 1; i < ns && sv[i - 1].begin <= sv[i].begin; i++)
-			;
-		if (i < ns)
-			qsort(sv, ns, sizeof *sv, cmp_spk);
-		size_t s = 0;
-		for (i = 0; i < nw; i++) {
-			const struct wp *w = &wv[i];
-			uint32_t pos = (uint32_t)(g[k].wp0 + i);
-			c->wp_span[pos] = NONE;
-			c->wp_node[pos] = NONE;
-			while (s < ns && c->spans[sv[s].si].end < w->time)
-				s++;
-			if (s == ns || sv[s].begin > w->time) {
-				c->st->waypoints_unmatched++;
-				continue;
-			}
-			/* several spans live at this time (zero-length ones): the one
-			 * whose function holds the address */
-			uint64_t e = w->w != NONE ? c->wants[w->w].entry_rt : 0;
-			if (e && c->spans[sv[s].si].func != e) {
-				for (size_t t = s + 1; t < ns && t < s + 8 && sv[t].begin <= w->time; t++) {
-					if (c->spans[sv[t].si].func == e) {
-						s = t;
-						break;
-					}
-				}
-			}
-			struct span *sp = &c->spans[sv[s].si];
-			c->wp_span[pos] = sv[s].si;
-			if (sp->wp_first == NONE)
-				sp->wp_first = pos;
-			sp->wp_last = pos;
-		}
-	}
-	ret = 0;
-out:
-	if (ret < 0)
-		c->oom = 1;
-	bvec_free(sorted, cap_sorted, sizeof *sorted);
-	free(g);
-	free(sg);
-	free(sporder);
-	return ret;
-}
-
-static void close_levels(struct ctx *c, uint32_t *open, uint32_t *nopen, uint32_t keep, uint64_t t)
-{
-	while (*nopen > keep)
-		c->nodes[open[--*nopen]].end = t;
-}
-
-/* Inline nodes of span @si from its waypoints. */
-static void expand_span(struct ctx *c, uint32_t si, uint32_t **open, size_t *cap_open)
+/* A span, in input order: its parent (the thread's stack of depths), its
+ * (tid, depth) group, and a first guess of where it hangs under its parent. */
+static void proc_span(struct ctx *c, uint32_t si)
 {
 	struct span *sp = &c->spans[si];
-	if (sp->wp_first == NONE)
-		return;
-	uint32_t nopen = 0, last_ri = NONE;
-	const struct result *cur = NULL;
-	for (uint32_t pos = sp->wp_first; pos <= sp->wp_last && !c->oom; pos++) {
-		if (c->wp_span[pos] != si)
-			continue;
-		const struct wp *w = &c->wps[pos];
-		const struct want *wt = w->w != NONE ? &c->wants[w->w] : NULL;
-		uint32_t ri = wt ? wt->ri : NONE;
-		/* an address outside this function says nothing about its inline frames */
-		if (ri == NONE || (wt->entry_rt && sp->func && wt->entry_rt != sp->func)) {
-			c->wp_node[pos] = nopen ? (*open)[nopen - 1] : si;
-			continue;
-		}
-		if (ri != last_ri) {
-			const struct result *r = &c->res[ri];
-			uint32_t m = res_levels(r), keep = 0;
-			while (keep < nopen && keep < m && level_eq(c, cur, r, keep + 1))
-				keep++;
-			close_levels(c, *open, &nopen, keep, w->time);
-			if (m > *cap_open) {
-				uint32_t *no = realloc(*open, m * 2 * sizeof *no);
-				if (!no) {
-					c->oom = 1;
-					return;
-				}
-				*open = no;
-				*cap_open = m * 2;
-			}
-			for (uint32_t j = keep + 1; j <= m; j++) {
-				uint32_t parent = j == 1 ? si : (*open)[j - 2];
-				uint32_t n = node_new(c, w->time, sp->end);
-				const struct sframe *lf = level_frame(c, r, j);
-				struct inl in = {(uint32_t)(lf - c->frames), sp->tid, MTEV_SPAN_INLINE};
-				if (n == NONE || VEC_PUSH(c->inls, c->ninls, c->capinls, in) < 0) {
-					c->oom = 1;
-					return;
-				}
-				if (w->time == sp->begin)
-					c->inls[c->ninls - 1].flags |= sp->flags & MTEV_SPAN_INFERRED_START;
-				node_add_child(c, parent, n);
-				(*open)[nopen++] = n;
-			}
-			cur = r;
-			last_ri = ri;
-		}
-		c->wp_node[pos] = nopen ? (*open)[nopen - 1] : si;
-	}
-	/* what is still open lasts to the span's end */
-	for (uint32_t j = 0; j < nopen; j++) {
-		c->nodes[(*open)[j]].end = sp->end;
-		c->inls[(*open)[j] - c->nspans].flags |= sp->flags & MTEV_SPAN_OPEN_AT_END;
-	}
-}
-
-/* The node of parent span @pi a child [b, e] called from @callsite hangs under. */
-static uint32_t attach_point(struct ctx *c, uint32_t pi, uint64_t b, uint64_t e, uint64_t callsite)
-{
-	const struct span *p = &c->spans[pi];
-	if (p->wp_first == NONE)
-		return pi;
-	/* the parent's waypoints are in time order: the last one at or before b,
-	 * preferring the call instruction itself among those at time b */
-	uint32_t lo = p->wp_first, hi = p->wp_last + 1;
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-		if (c->wps[mid].time <= b)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	uint32_t best = NONE;
-	for (uint32_t pos = lo; pos-- > p->wp_first;) {
-		if (c->wp_span[pos] != pi)
-			continue;
-		const struct wp *w = &c->wps[pos];
-		if (best == NONE)
-			best = pos;
-		if (w->time != b)
-			break;
-		if (callsite && w->w != NONE && c->wants[w->w].addr == callsite) {
-			best = pos;
-			break;
-		}
-	}
-	if (best == NONE)
-		return pi;
-	uint32_t n = c->wp_node[best];
-	/* climb to a node that holds the whole child */
-	while (n != pi && n != NONE && !(c->nodes[n].begin <= b && e <= c->nodes[n].end))
-		n = c->nodes[n].parent;
-	return n == NONE ? pi : n;
-}
-
-/* Builds the span forest: inline nodes and the parent of every node. */
-static int build_tree(struct ctx *c, uint32_t *is_root)
-{
-	struct hmap tidx = {0};
-	struct thr *th = NULL;
-	size_t nth = 0, capth = 0;
-	uint32_t *open = NULL;
-	size_t cap_open = 0;
-	int ret = -1;
-	for (size_t i = 0; i < c->nspans; i++) {
-		const struct span *sp = &c->spans[i];
-		if (node_new(c, sp->begin, sp->end) == NONE)
-			goto out;
-	}
-	for (uint32_t i = 0; i < c->nspans && !c->oom; i++) {
-		struct span *sp = &c->spans[i];
-		uint32_t k = hmap_put(&tidx, sp->tid, 0, (uint32_t)nth);
-		if (k == NONE)
-			goto out;
-		if (k == nth) {
-			struct thr z = {sp->tid, NULL, 0, 0};
-			if (VEC_PUSH(th, nth, capth, z) < 0)
-				goto out;
-		}
-		struct thr *t = &th[k];
-		uint32_t parent = NONE;
-		if (sp->depth > 0 && sp->depth <= t->n)
-			parent = t->stack[sp->depth - 1];
-		/* keep stack[0..depth) and put this span at [depth] */
-		while (t->cap <= sp->depth)
-			if (vec_grow((void **)&t->stack, &t->cap, sizeof *t->stack) < 0)
-				goto out;
-		for (size_t d = t->n; d < sp->depth; d++)
-			t->stack[d] = NONE;
-		t->stack[sp->depth] = i;
-		t->n = sp->depth + 1;
-		expand_span(c, i, &open, &cap_open);
-		if (parent == NONE) {
-			is_root[i] = 1;
-			c->nodes[i].depth = sp->depth;
-		} else {
-			is_root[i] = 0;
-			uint32_t at = attach_point(c, parent, sp->begin, sp->end, sp->callsite);
-			node_add_child(c, at, i);
-		}
-	}
-	ret = c->oom ? -1 : 0;
-out:
-	for (size_t i = 0; i < nth; i++)
-		free(th[i].stack);
-	free(th);
-	free(open);
-	hmap_fini(&tidx);
-	if (ret < 0)
+	uint32_t k = hmap_put(&c->tidx, sp->tid, 0, (uint32_t)c->nthrs);
+	if (k == NONE) {
 		c->oom = 1;
-	return ret;
+		return;
+	}
+	if (k == c->nthrs) {
+		struct thr z = {sp->tid, NULL, 0, 0};
+		if (VEC_PUSH(c->thrs, c->nthrs, c->capthrs, z) < 0) {
+			c->oom = 1;
+			return;
+		}
+	}
+	struct thr *t = &c->thrs[k];
+	uint32_t parent = NONE;
+	if (sp->depth > 0 && sp->depth <= t->n)
+		parent = t->stack[sp->depth - 1];
+	/* keep stack[0..depth) and put this span at [depth] */
+	while (t->cap <= sp->depth)
+		if (vec_grow((void **)&t->stack, &t->cap, sizeof *t->stack) < 0) {
+			c->oom = 1;
+			return;
+		}
+	for (size_t d = t->n; d < sp->depth; d++)
+		t->stack[d] = NONE;
+	t->stack[sp->depth] = si;
+	t->n = sp->depth + 1;
+	sp->parent = parent;
+
+	sp->nd = (struct node){sp->begin, sp->end, NONE, NONE, NONE, NONE, 0, si, NONE, 0};
+	sp->inner = si;
+	if (parent == NONE) {
+		sp->nd.depth = sp->depth;
+		if (VEC_PUSH(c->roots, c->nroots, c->caproots, si) < 0)
+			c->oom = 1;
+	} else {
+		struct span *p = &c->spans[parent];
+		/* children met before at an earlier time are placed for good */
+		while (p->pend != NONE && c->spans[p->pend].begin < sp->begin)
+			p->pend = c->spans[p->pend].pend_next;
+		/* where the parent is now: after its last waypoint (at or before
+		 * our begin); its waypoints at our begin come after us and may
+		 * still move it (proc_wp) */
+		sp->cand_any = p->nwp ? p->inner : NONE;
+		sp->cand_match = NONE;
+		sp->pend_next = p->pend;
+		p->pend = si;
+	}
+}
+
+/* A waypoint, in input order: the span of its thread and depth live at its
+ * time; the inline frames of that span change when its inline chain does. */
+static void proc_wp(struct ctx *c, const struct witem *it)
+{
+	struct grp *g = &c->grps[it->g];
+	uint64_t time = it->time;
+	uint32_t s = g->cur;
+	while (s != NONE && c->spans[s].end < time)
+		s = c->spans[s].grp_next;
+	g->cur = s;
+	if (s == NONE || c->spans[s].begin > time) {
+		c->st->waypoints_unmatched++;
+		return;
+	}
+	const struct want *wt = it->a != NONE ? &c->wants[it->a] : NULL;
+	/* several spans live at this time (zero-length ones): the one whose
+	 * function holds the address */
+	uint64_t e = wt ? wt->entry_rt : 0;
+	if (e && c->spans[s].func != e) {
+		uint32_t t = c->spans[s].grp_next;
+		for (int k = 1; t != NONE && k < 8 && c->spans[t].begin <= time;
+		     k++, t = c->spans[t].grp_next) {
+			if (c->spans[t].func == e) {
+				s = g->cur = t;
+				break;
+			}
+		}
+	}
+	struct span *sp = &c->spans[s];
+	sp->nwp++;
+	uint32_t ri = wt ? wt->ri : NONE;
+	/* an address outside this function says nothing about its inline frames */
+	if (ri != NONE && ri != sp->last_ri && !(wt->entry_rt && sp->func && wt->entry_rt != sp->func)) {
+		const struct result *r = &c->res[ri];
+		uint32_t m = res_levels(r), keep = 0;
+		if (sp->nopen) {
+			const struct result *cur = &c->res[sp->last_ri];
+			while (keep < sp->nopen && keep < m && level_eq(c, cur, r, keep + 1))
+				keep++;
+		}
+		while (sp->nopen > keep) {
+			struct node *in = ND(c, sp->inner);
+			in->end = time;
+			sp->inner = in->parent;
+			sp->nopen--;
+		}
+		for (uint32_t j = keep + 1; j <= m; j++) {
+			uint32_t n = inode_new(c, time, sp->end, s);
+			if (n == NONE)
+				return;
+			sp = &c->spans[s];
+			struct node *nd = ND(c, n);
+			nd->fi = (uint32_t)(level_frame(c, r, j) - c->frames);
+			nd->iflags = MTEV_SPAN_INLINE;
+			if (time == sp->begin)
+				nd->iflags |= sp->flags & MTEV_SPAN_INFERRED_START;
+			node_add_child(c, sp->inner, n);
+			sp->inner = n;
+			sp->nopen++;
+		}
+		sp->last_ri = ri;
+	}
+	/* children that begin now hang under the frame open after the last of
+	 * these waypoints, or after the one at their call site */
+	for (uint32_t *pp = &sp->pend; *pp != NONE;) {
+		struct span *ch = &c->spans[*pp];
+		if (ch->begin < time) {
+			*pp = ch->pend_next; /* placed for good */
+			continue;
+		}
+		if (ch->begin == time) {
+			ch->cand_any = sp->inner;
+			if (ch->callsite && wt && wt->addr == ch->callsite)
+				ch->cand_match = sp->inner;
+		}
+		pp = &ch->pend_next;
+	}
+}
+
+static double cpu_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Resolves the window's new addresses in one batch, then processes it. */
+static void proc_window(struct ctx *c)
+{
+	double t0 = cpu_now();
+	resolve_pending(c);
+	double t1 = cpu_now();
+	c->st->t_resolve += t1 - t0;
+	for (size_t i = 0; i < c->nwin && !c->oom; i++) {
+		const struct witem *it = &c->win[i];
+		if (it->g == NONE)
+			proc_span(c, it->a);
+		else
+			proc_wp(c, it);
+	}
+	c->nwin = 0;
+	c->st->t_tree += cpu_now() - t1;
+}
+
+/* The unit is complete: inline frames still open last to their span's end,
+ * and each child hangs under the innermost frame of its parent that holds it
+ * (parents come first, so theirs are closed when a child looks). */
+static void unit_close(struct ctx *c)
+{
+	for (uint32_t i = 0; i < c->nspans; i++) {
+		struct span *sp = &c->spans[i];
+		for (uint32_t n = sp->inner; n != i; n = ND(c, n)->parent) {
+			struct node *in = ND(c, n);
+			in->end = sp->end;
+			in->iflags |= sp->flags & MTEV_SPAN_OPEN_AT_END;
+		}
+		if (sp->parent == NONE)
+			continue;
+		uint32_t pn = sp->parent;
+		uint32_t n = sp->cand_match != NONE ? sp->cand_match : sp->cand_any;
+		if (n == NONE)
+			n = pn;
+		/* climb to a node that holds the whole child */
+		while (n != pn && n != NONE && !(ND(c, n)->begin <= sp->begin && sp->end <= ND(c, n)->end))
+			n = ND(c, n)->parent;
+		node_add_child(c, n == NONE ? pn : n, i);
+	}
 }
 
 /* ---- output ---- */
@@ -1466,7 +1756,7 @@ static uint64_t str_hash(const char *p, size_t n)
 }
 
 /* The string id of name @s, writing its string record the first time.
- * @s must stay valid for the whole run (arena or frames).  0 or -MTEV_E*. */
+ * 0 or -MTEV_E*. */
 static int name_sid(struct ctx *c, mtev_writer *wr, struct mtev_str s, uint32_t *sid)
 {
 	if ((c->nntab + 1) * 2 > c->capntab) {
@@ -1499,13 +1789,16 @@ static int name_sid(struct ctx *c, mtev_writer *wr, struct mtev_str s, uint32_t 
 		c->next_sid = SID_BASE;
 	if (c->next_sid == UINT32_MAX)
 		return -MTEV_ENOMEM;
+	const char *keep = arena_strndup(&c->ar, s.p, s.len);
+	if (!keep)
+		return -MTEV_ENOMEM;
 	struct mtev_rec rec = {.kind = MTEV_STRING};
 	rec.string.id = c->next_sid;
 	rec.string.text = s;
 	int r = mtev_write(wr, &rec);
 	if (r < 0)
 		return r;
-	c->ntab[j] = (struct nent){h, s.p, s.len, c->next_sid};
+	c->ntab[j] = (struct nent){h, keep, s.len, c->next_sid};
 	c->nntab++;
 	*sid = c->next_sid++;
 	return 0;
@@ -1516,7 +1809,7 @@ static int span_name(struct ctx *c, mtev_writer *wr, uint32_t si, struct mtev_re
 {
 	const struct span *sp = &c->spans[si];
 	if (sp->name_len) {
-		rec->span.name = (struct mtev_str){sp->name, sp->name_len};
+		rec->span.name = (struct mtev_str){c->uname + sp->name_off, sp->name_len};
 		return name_sid(c, wr, rec->span.name, &rec->span.name_id);
 	}
 	const struct result *r = want_res(c, sp->func_w);
@@ -1533,20 +1826,20 @@ static int span_name(struct ctx *c, mtev_writer *wr, uint32_t si, struct mtev_re
 	return 0;
 }
 
+/* One symbol record for each runtime address first met since the last call. */
 static int write_symbols(struct ctx *c, mtev_writer *wr)
 {
-	struct hmap seen = {0};
 	struct mtev_frame *fr = NULL;
 	size_t capfr = 0;
 	int ret = 0;
-	for (size_t i = 0; i < c->nwants && !ret; i++) {
+	for (size_t i = c->wants_written; i < c->nwants && !ret; i++) {
 		const struct want *w = &c->wants[i];
 		const struct result *r = want_res(c, (uint32_t)i);
 		if (!r || !r->nf)
 			continue;
-		if (hmap_get(&seen, w->addr, 0) != NONE)
+		if (hmap_get(&c->sym_seen, w->addr, 0) != NONE)
 			continue;
-		if (hmap_put(&seen, w->addr, 0, 0) == NONE) {
+		if (hmap_put(&c->sym_seen, w->addr, 0, 0) == NONE) {
 			ret = -MTEV_ENOMEM;
 			break;
 		}
@@ -1572,51 +1865,52 @@ static int write_symbols(struct ctx *c, mtev_writer *wr)
 		ret = mtev_write(wr, &rec);
 		c->st->symbols_out++;
 	}
+	c->wants_written = c->nwants;
 	free(fr);
-	hmap_fini(&seen);
 	return ret;
 }
 
 static int cmp_child(const void *a, const void *b, void *arg)
 {
-	const struct node *nodes = arg;
+	const struct ctx *c = arg;
 	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-	if (nodes[x].begin != nodes[y].begin)
-		return nodes[x].begin < nodes[y].begin ? -1 : 1;
+	const struct node *nx = ND(c, x), *ny = ND(c, y);
+	if (nx->begin != ny->begin)
+		return nx->begin < ny->begin ? -1 : 1;
 	/* Siblings never overlap, so of two that begin together one is empty
 	 * ([t, t]) and comes first: the other may end after t. */
-	if (nodes[x].end != nodes[y].end)
-		return nodes[x].end < nodes[y].end ? -1 : 1;
+	if (nx->end != ny->end)
+		return nx->end < ny->end ? -1 : 1;
+	/* then function spans (in input order) before inline frames (ids) */
 	return x < y ? -1 : x > y;
 }
 
-/* Writes the subtree of root span @root in pre-order. */
-static int emit_tree(struct ctx *c, mtev_writer *wr, uint32_t root, uint32_t **stk, size_t *capstk,
-		     uint32_t **kids, size_t *capkids)
+/* Writes the subtree of root node @root in pre-order. */
+static int emit_tree(struct ctx *c, mtev_writer *wr, uint32_t root)
 {
 	size_t n = 0;
-	(*stk)[n++] = root;
+	if (!c->capstk && vec_grow((void **)&c->stk, &c->capstk, sizeof *c->stk) < 0)
+		return -MTEV_ENOMEM;
+	c->stk[n++] = root;
 	while (n) {
-		uint32_t x = (*stk)[--n];
-		const struct node *nd = &c->nodes[x];
+		uint32_t x = c->stk[--n];
+		const struct node *nd = ND(c, x);
+		const struct span *sp = &c->spans[nd->si];
 		struct mtev_rec rec = {.kind = MTEV_SPAN};
 		int r;
+		rec.span.tid = sp->tid;
 		rec.span.depth = nd->depth;
 		rec.span.begin = nd->begin;
 		rec.span.end = nd->end;
-		if (x < c->nspans) {
-			const struct span *sp = &c->spans[x];
-			rec.span.tid = sp->tid;
+		if (nd->fi == NONE) {
 			rec.span.func = sp->func;
 			rec.span.callsite = sp->callsite;
 			rec.span.flags = sp->flags;
-			if ((r = span_name(c, wr, x, &rec)) < 0)
+			if ((r = span_name(c, wr, nd->si, &rec)) < 0)
 				return r;
 		} else {
-			const struct inl *in = &c->inls[x - c->nspans];
-			struct sframe *f = &c->frames[in->fi];
-			rec.span.tid = in->tid;
-			rec.span.flags = in->flags;
+			struct sframe *f = &c->frames[nd->fi];
+			rec.span.flags = nd->iflags;
 			rec.span.name = (struct mtev_str){f->name, f->name_len};
 			if (!f->sid && (r = name_sid(c, wr, rec.span.name, &f->sid)) < 0)
 				return r;
@@ -1627,22 +1921,65 @@ static int emit_tree(struct ctx *c, mtev_writer *wr, uint32_t root, uint32_t **s
 			return r;
 		c->st->spans_out++;
 		size_t nk = 0;
-		for (uint32_t ch = nd->first_child; ch != NONE; ch = c->nodes[ch].next_sib) {
-			if (nk == *capkids && vec_grow((void **)kids, capkids, sizeof **kids) < 0)
+		for (uint32_t ch = nd->first_child; ch != NONE; ch = ND(c, ch)->next_sib) {
+			if (nk == c->capkids && vec_grow((void **)&c->kids, &c->capkids, sizeof *c->kids) < 0)
 				return -MTEV_ENOMEM;
-			(*kids)[nk++] = ch;
+			c->kids[nk++] = ch;
 		}
-		if (nk > 1)
-			qsort_r(*kids, nk, sizeof **kids, cmp_child, c->nodes);
-		while (*capstk < n + nk + 1)
-			if (vec_grow((void **)stk, capstk, sizeof **stk) < 0)
+		/* children are linked mostly in order already: sort only if not */
+		size_t k = 1;
+		while (k < nk && cmp_child(&c->kids[k - 1], &c->kids[k], c) < 0)
+			k++;
+		if (k < nk)
+			qsort_r(c->kids, nk, sizeof *c->kids, cmp_child, c);
+		while (c->capstk < n + nk + 1)
+			if (vec_grow((void **)&c->stk, &c->capstk, sizeof *c->stk) < 0)
 				return -MTEV_ENOMEM;
 		for (size_t i = nk; i-- > 0;) {
-			c->nodes[(*kids)[i]].depth = nd->depth + 1;
-			(*stk)[n++] = (*kids)[i];
+			ND(c, c->kids[i])->depth = nd->depth + 1;
+			c->stk[n++] = c->kids[i];
 		}
 	}
 	return 0;
+}
+
+static void unit_reset(struct ctx *c)
+{
+	c->nspans = 0;
+	c->ninodes = 0;
+	c->nroots = 0;
+	c->nwin = 0;
+	c->ngrps = 0;
+	hmap_fini(&c->gidx);
+	for (size_t i = 0; i < c->nthrs; i++)
+		free(c->thrs[i].stack);
+	c->nthrs = 0;
+	hmap_fini(&c->tidx);
+	c->unamelen = 0;
+	c->unit_tid = NONE;
+	c->unit_end = 0;
+	c->last_gkey[0] = c->last_gkey[1] = UINT64_MAX;
+}
+
+/* The unit is complete: resolve, build its tree, write its symbols, then its
+ * spans, root by root in input order.  0 or -MTEV_E*. */
+static int unit_flush(struct ctx *c, mtev_writer *wr)
+{
+	if (!c->nspans && !c->nwin)
+		return 0;
+	proc_window(c);
+	if (c->oom)
+		return -MTEV_ENOMEM;
+	double t0 = cpu_now();
+	unit_close(c);
+	double t1 = cpu_now();
+	c->st->t_tree += t1 - t0;
+	int r = write_symbols(c, wr);
+	for (size_t i = 0; i < c->nroots && r == 0; i++)
+		r = emit_tree(c, wr, c->roots[i]);
+	c->st->t_write += cpu_now() - t1;
+	unit_reset(c);
+	return r;
 }
 
 static int fail(struct symz_stats *st, int code, const char *fmt, ...)
@@ -1658,6 +1995,9 @@ static int fail(struct symz_stats *st, int code, const char *fmt, ...)
 
 static void ctx_fini(struct ctx *c)
 {
+	if (c->sym)
+		llvmsym_stop(c->sym, 0);
+	unit_reset(c);
 	for (size_t i = 0; i < c->nbins; i++) {
 		struct bin *b = &c->bins[i];
 		if (b->state > 0)
@@ -1674,202 +2014,240 @@ static void ctx_fini(struct ctx *c)
 	free(c->wants);
 	free(c->res);
 	free(c->frames);
-	bvec_free(c->wps, c->capwps, sizeof *c->wps);
-	bvec_free(c->wp_span, c->cap_wp_span, sizeof *c->wp_span);
-	bvec_free(c->wp_node, c->cap_wp_node, sizeof *c->wp_node);
-	bvec_free(c->nodes, c->capnodes, sizeof *c->nodes);
 	bvec_free(c->spans, c->capspans, sizeof *c->spans);
-	free(c->gcount);
-	hmap_fini(&c->gidx);
-	free(c->inls);
+	bvec_free(c->inodes, c->capinodes, sizeof *c->inodes);
+	free(c->roots);
+	bvec_free(c->win, c->capwin, sizeof *c->win);
+	free(c->grps);
+	free(c->thrs);
+	free(c->uname);
+	free(c->stk);
+	free(c->kids);
 	free(c->ntab);
+	free(c->jf);
+	free(c->js);
+	hmap_fini(&c->sym_seen);
 	hmap_fini(&c->tid2pid);
 	hmap_fini(&c->want_idx);
 	hmap_fini(&c->res_idx);
 	arena_fini(&c->ar);
 }
 
-static int read_all(struct ctx *c, const void *buf, size_t len, uint32_t *hdr_flags)
+/* Window size: addresses are resolved once per window (a symbolizer batch). */
+#define WINDOW (1u << 18)
+
+static int add_span(struct ctx *c, const struct mtev_rec *rec)
 {
-	int err = 0;
-	mtev_reader *rd = mtev_reader_alloc_mem(buf, len, &err);
-	if (!rd)
-		return fail(c->st, SYMZ_EINPUT, "not a usable MTEV stream: %s", mtev_strerror(err));
-	*hdr_flags = mtev_reader_header(rd)->flags;
-	struct mtev_rec rec;
-	int r;
-	while ((r = mtev_read(rd, &rec)) > 0 && !c->oom) {
-		c->st->records_in++;
-		switch (rec.kind) {
-		case MTEV_THREAD:
-			if (hmap_put(&c->tid2pid, rec.thread.tid, 0, rec.thread.pid) == NONE)
-				c->oom = 1;
-			break;
-		case MTEV_MAP: {
-			struct map m = {rec.map.pid, rec.map.time, rec.map.start, rec.map.len,
-					rec.map.pgoff, NONE, NULL};
-			m.path = arena_strndup(&c->ar, rec.map.path.p, rec.map.path.len);
-			if (!m.path) {
-				c->oom = 1;
-				break;
-			}
-			if (is_file_backed(m.path))
-				m.bin = bin_get(c, rec.map.path.p, rec.map.path.len, rec.map.build_id,
-						rec.map.build_id_len);
-			if (VEC_PUSH(c->maps, c->nmaps, c->capmaps, m) < 0)
-				c->oom = 1;
-			break;
+	struct span s = {{0, 0, NONE, NONE, NONE, NONE, 0, 0, NONE, 0},
+			 rec->span.tid, rec->span.depth, rec->span.flags, rec->span.begin,
+			 rec->span.end, rec->span.func, rec->span.callsite, 0, rec->span.name.len,
+			 NONE, NONE, NONE, 0, NONE, NONE, NONE, 0, NONE, NONE, NONE};
+	if (s.name_len) {
+		if (c->unamelen + s.name_len > c->unamecap) {
+			size_t nc = c->unamecap ? c->unamecap : 4096;
+			while (nc < c->unamelen + s.name_len)
+				nc *= 2;
+			char *nb = realloc(c->uname, nc);
+			if (!nb)
+				return -1;
+			c->uname = nb;
+			c->unamecap = nc;
 		}
-		case MTEV_SPAN: {
-			struct span s = {rec.span.tid, rec.span.depth, rec.span.flags, rec.span.begin,
-					 rec.span.end, rec.span.func, rec.span.callsite, NULL,
-					 rec.span.name.len, NONE, NONE, NONE, NONE};
-			if (s.name_len && !(s.name = arena_strndup(&c->ar, rec.span.name.p, s.name_len)))
-				c->oom = 1;
-			if (s.func)
-				s.func_w = want_get(c, s.tid, s.func);
-			if (s.callsite)
-				s.cs_w = want_get(c, s.tid, s.callsite);
-			if (BVEC_PUSH(c->spans, c->nspans, c->capspans, s) < 0)
-				c->oom = 1;
-			c->st->spans_in++;
-			break;
-		}
-		case MTEV_WAYPOINT: {
-			uint32_t gk;
-			if (c->ng && c->last_gkey[0] == rec.waypoint.tid &&
-			    c->last_gkey[1] == rec.waypoint.depth) {
-				gk = c->last_g;
-			} else {
-				gk = hmap_put(&c->gidx, rec.waypoint.tid, rec.waypoint.depth, (uint32_t)c->ng);
-				if (gk == c->ng && VEC_PUSH(c->gcount, c->ng, c->capg, 0) < 0)
-					gk = NONE;
-				if (gk == NONE) {
-					c->oom = 1;
-					break;
-				}
-				c->last_gkey[0] = rec.waypoint.tid;
-				c->last_gkey[1] = rec.waypoint.depth;
-				c->last_g = gk;
-			}
-			c->gcount[gk]++;
-			struct wp w = {rec.waypoint.time, want_get(c, rec.waypoint.tid, rec.waypoint.addr), gk};
-			if (BVEC_PUSH(c->wps, c->nwps, c->capwps, w) < 0)
-				c->oom = 1;
-			c->st->waypoints_in++;
-			break;
-		}
-		default:
-			break;
-		}
+		memcpy(c->uname + c->unamelen, rec->span.name.p, s.name_len);
+		s.name_off = (uint32_t)c->unamelen;
+		c->unamelen += s.name_len;
 	}
-	uint64_t off = mtev_reader_offset(rd);
-	mtev_reader_free(rd);
-	if (c->oom)
-		return fail(c->st, SYMZ_ESYS, "out of memory");
-	if (r < 0)
-		return fail(c->st, SYMZ_EINPUT, "input: %s at byte offset %" PRIu64, mtev_strerror(r),
-			    off);
-	if (c->nspans > UINT32_MAX / 2 || c->nwps > UINT32_MAX / 2)
-		return fail(c->st, SYMZ_EINPUT, "input too large");
+	if (s.func)
+		s.func_w = want_get(c, s.tid, s.func);
+	if (s.callsite)
+		want_get(c, s.tid, s.callsite); /* for its symbol record */
+	if (c->nspans >= UINT32_MAX / 4 || BVEC_PUSH(c->spans, c->nspans, c->capspans, s) < 0)
+		return -1;
+	struct witem it = {s.begin, (uint32_t)(c->nspans - 1), NONE};
+	if (BVEC_PUSH(c->win, c->nwin, c->capwin, it) < 0)
+		return -1;
+	if (c->unit_tid == NONE)
+		c->unit_tid = s.tid;
+	else if (c->unit_tid != s.tid)
+		c->unit_tid = UNIT_MULTI;
+	if (s.end > c->unit_end)
+		c->unit_end = s.end;
+	c->st->spans_in++;
 	return 0;
 }
 
-static double cpu_now(void)
+static int add_waypoint(struct ctx *c, const struct mtev_rec *rec)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	uint32_t g;
+	if (c->last_gkey[0] == rec->waypoint.tid && c->last_gkey[1] == rec->waypoint.depth) {
+		g = c->last_g;
+	} else {
+		g = hmap_put(&c->gidx, rec->waypoint.tid, rec->waypoint.depth, (uint32_t)c->ngrps);
+		if (g == NONE)
+			return -1;
+		if (g == c->ngrps) {
+			struct grp z = {NONE, NONE};
+			if (VEC_PUSH(c->grps, c->ngrps, c->capgrps, z) < 0)
+				return -1;
+		}
+		c->last_gkey[0] = rec->waypoint.tid;
+		c->last_gkey[1] = rec->waypoint.depth;
+		c->last_g = g;
+	}
+	struct witem it = {rec->waypoint.time, want_get(c, rec->waypoint.tid, rec->waypoint.addr), g};
+	if (BVEC_PUSH(c->win, c->nwin, c->capwin, it) < 0)
+		return -1;
+	if (c->unit_tid == NONE)
+		c->unit_tid = rec->waypoint.tid;
+	else if (c->unit_tid != rec->waypoint.tid)
+		c->unit_tid = UNIT_MULTI;
+	c->st->waypoints_in++;
+	return 0;
 }
 
-int symz_stream(const void *buf, size_t len, int out_fd, const struct symz_opts *o,
-		struct symz_stats *st)
+/* The group of a span (spans join their group when read, so that proc_wp
+ * sees every span that begins at or before a waypoint's time). */
+static int span_group(struct ctx *c, uint32_t si)
+{
+	const struct span *sp = &c->spans[si];
+	uint32_t g = hmap_put(&c->gidx, sp->tid, sp->depth, (uint32_t)c->ngrps);
+	if (g == NONE)
+		return -1;
+	if (g == c->ngrps) {
+		struct grp z = {NONE, NONE};
+		if (VEC_PUSH(c->grps, c->ngrps, c->capgrps, z) < 0)
+			return -1;
+	}
+	struct grp *gp = &c->grps[g];
+	if (gp->tail != NONE)
+		c->spans[gp->tail].grp_next = si;
+	gp->tail = si;
+	if (gp->cur == NONE)
+		gp->cur = si;
+	return 0;
+}
+
+static int symz_core(mtev_reader *rd, int out_fd, const struct symz_opts *o,
+		     struct symz_stats *st)
 {
 	struct ctx c;
 	memset(&c, 0, sizeof c);
-	memset(st, 0, sizeof *st);
 	c.o = o;
 	c.st = st;
-	uint32_t flags = 0, *is_root = NULL, *stk = NULL, *kids = NULL;
-	size_t capstk = 0, capkids = 0;
-	mtev_writer *wr = NULL;
-	mtev_reader *rd = NULL;
-	double t0 = cpu_now();
-	int ret = read_all(&c, buf, len, &flags);
-	st->t_read = cpu_now() - t0;
-	if (ret < 0)
-		goto out;
-	if (!c.nspans && !c.nwps && !(flags & MTEV_F_SPANS)) {
-		ret = fail(st, SYMZ_EINPUT,
-			   "input has no spans (flag 'spans' unset): run mt-segment before mt-symbolize");
-		goto out;
-	}
-	t0 = cpu_now();
-	resolve_all(&c);
-	st->t_resolve = cpu_now() - t0;
-	t0 = cpu_now();
-	if (c.oom || assign_waypoints(&c) < 0) {
-		ret = fail(st, SYMZ_ESYS, "out of memory");
-		goto out;
-	}
-	is_root = malloc((c.nspans + 1) * sizeof *is_root);
-	if (!is_root || build_tree(&c, is_root) < 0) {
-		ret = fail(st, SYMZ_ESYS, "out of memory");
-		goto out;
-	}
-	st->t_tree = cpu_now() - t0;
-	t0 = cpu_now();
-	/* second pass: pass everything through, spans as expanded trees */
-	int err = 0;
-	rd = mtev_reader_alloc_mem(buf, len, &err);
-	wr = rd ? mtev_writer_alloc(out_fd, "mt-symbolize", flags | MTEV_F_SYMBOLS, &err) : NULL;
+	unit_reset(&c);
+	int ret = 0, err = 0, r;
+	uint32_t flags = mtev_reader_header(rd)->flags;
+	double t_start = cpu_now();
+	mtev_writer *wr = mtev_writer_alloc(out_fd, "mt-symbolize", flags | MTEV_F_SYMBOLS, &err);
 	if (!wr) {
 		ret = fail(st, SYMZ_ESYS, "cannot write output: %s", mtev_strerror(err));
 		goto out;
 	}
-	capstk = capkids = 64;
-	stk = malloc(capstk * sizeof *stk);
-	kids = malloc(capkids * sizeof *kids);
-	if (!stk || !kids) {
-		ret = fail(st, SYMZ_ESYS, "out of memory");
-		goto out;
-	}
 	struct mtev_rec rec;
-	int r, symbols_done = 0;
-	uint32_t si = 0;
 	while ((r = mtev_read(rd, &rec)) > 0) {
 		int w = 0;
-		if ((rec.kind == MTEV_SPAN || rec.kind == MTEV_WAYPOINT) && !symbols_done) {
-			symbols_done = 1;
-			w = write_symbols(&c, wr);
-		}
-		if (w < 0) {
-			r = w;
-			break;
-		}
+		st->records_in++;
 		switch (rec.kind) {
 		case MTEV_SPAN:
-			if (is_root[si])
-				w = emit_tree(&c, wr, si, &stk, &capstk, &kids, &capkids);
-			si++;
+			/* a new root of the same thread after everything before it
+			 * ended: what came before is complete */
+			if (rec.span.depth == 0 && c.nspans && c.unit_tid == rec.span.tid &&
+			    rec.span.begin > c.unit_end)
+				w = unit_flush(&c, wr);
+			c.any_span = 1;
+			if (w == 0 && (add_span(&c, &rec) < 0 || span_group(&c, (uint32_t)(c.nspans - 1)) < 0))
+				c.oom = 1;
 			break;
 		case MTEV_WAYPOINT:
+			c.any_span = 1;
+			if (add_waypoint(&c, &rec) < 0)
+				c.oom = 1;
+			break;
 		case MTEV_SYMBOL: /* replaced by ours */
 			break;
 		case MTEV_STRING:
 			if (rec.string.id < SID_BASE) /* else a name of ours (a previous run's) */
 				w = mtev_write(wr, &rec);
 			break;
+		case MTEV_SEGMENT:
+		case MTEV_GAP:
+			/* producers write a segment's (or thread's) spans and
+			 * waypoints together: what came before is complete */
+			w = unit_flush(&c, wr);
+			if (w == 0)
+				w = mtev_write(wr, &rec);
+			break;
+		case MTEV_BRANCH:
+			if (!c.any_span && !(flags & MTEV_F_SPANS)) {
+				ret = fail(st, SYMZ_EINPUT,
+					   "input has no spans (branch records, flag 'spans' unset): run mt-segment before mt-symbolize");
+				goto out;
+			}
+			w = mtev_write(wr, &rec);
+			break;
+		case MTEV_THREAD:
+			if (hmap_put(&c.tid2pid, rec.thread.tid, 0, rec.thread.pid) == NONE)
+				c.oom = 1;
+			w = mtev_write(wr, &rec);
+			break;
+		case MTEV_MAP: {
+			struct map m = {rec.map.pid, rec.map.time, rec.map.start, rec.map.len,
+					rec.map.pgoff, NONE, NULL};
+			m.path = arena_strndup(&c.ar, rec.map.path.p, rec.map.path.len);
+			if (!m.path) {
+				c.oom = 1;
+				break;
+			}
+			if (is_file_backed(m.path))
+				m.bin = bin_get(&c, rec.map.path.p, rec.map.path.len, rec.map.build_id,
+						rec.map.build_id_len);
+			if (VEC_PUSH(c.maps, c.nmaps, c.capmaps, m) < 0)
+				c.oom = 1;
+			w = mtev_write(wr, &rec);
+			break;
+		}
 		default:
 			w = mtev_write(wr, &rec);
 		}
+		if (c.oom) {
+			ret = fail(st, SYMZ_ESYS, "out of memory");
+			goto out;
+		}
 		if (w < 0) {
-			r = w;
-			break;
+			ret = fail(st, SYMZ_ESYS, "cannot write output: %s%s%s", mtev_strerror(w),
+				   w == -MTEV_EIO ? ": " : "", w == -MTEV_EIO ? strerror(errno) : "");
+			goto out;
+		}
+		if (c.nwin >= WINDOW) {
+			proc_window(&c);
+			if (c.oom) {
+				ret = fail(st, SYMZ_ESYS, "out of memory");
+				goto out;
+			}
 		}
 	}
-	if (r == 0 && !symbols_done)
-		r = write_symbols(&c, wr);
+	if (r == -MTEV_EIO || r == -MTEV_ENOMEM) {
+		ret = fail(st, SYMZ_ESYS, "cannot read input: %s",
+			   r == -MTEV_EIO ? strerror(errno) : mtev_strerror(r));
+		goto out;
+	}
+	if (r < 0) {
+		ret = fail(st, SYMZ_EINPUT, "input: %s at byte offset %" PRIu64, mtev_strerror(r),
+			   mtev_reader_offset(rd));
+		goto out;
+	}
+	if (r == 0 && !c.any_span && !(flags & MTEV_F_SPANS)) {
+		ret = fail(st, SYMZ_EINPUT,
+			   "input has no spans (flag 'spans' unset): run mt-segment before mt-symbolize");
+		goto out;
+	}
+	if (r == 0)
+		r = unit_flush(&c, wr);
+	if (c.oom) {
+		ret = fail(st, SYMZ_ESYS, "out of memory");
+		goto out;
+	}
+	resolve_finish(&c);
 	if (r == 0)
 		r = mtev_writer_finish(wr);
 	if (r < 0) {
@@ -1877,16 +2255,39 @@ int symz_stream(const void *buf, size_t len, int out_fd, const struct symz_opts 
 			   r == -MTEV_EIO ? ": " : "", r == -MTEV_EIO ? strerror(errno) : "");
 		goto out;
 	}
-	st->t_write = cpu_now() - t0;
-	ret = 0;
+	st->t_read = cpu_now() - t_start - st->t_resolve - st->t_tree - st->t_write;
 out:
 	mtev_writer_free(wr);
-	mtev_reader_free(rd);
-	free(is_root);
-	free(stk);
-	free(kids);
 	ctx_fini(&c);
 	return ret;
+}
+
+int symz_stream(const void *buf, size_t len, int out_fd, const struct symz_opts *o,
+		struct symz_stats *st)
+{
+	int err = 0;
+	memset(st, 0, sizeof *st);
+	mtev_reader *rd = mtev_reader_alloc_mem(buf, len, &err);
+	if (!rd)
+		return fail(st, SYMZ_EINPUT, "not a usable MTEV stream: %s", mtev_strerror(err));
+	int r = symz_core(rd, out_fd, o, st);
+	mtev_reader_free(rd);
+	return r;
+}
+
+int symz_run(int in_fd, int out_fd, const struct symz_opts *o, struct symz_stats *st)
+{
+	int err = 0;
+	memset(st, 0, sizeof *st);
+	mtev_reader *rd = mtev_reader_alloc(in_fd, &err);
+	if (!rd) {
+		if (err == -MTEV_EIO)
+			return fail(st, SYMZ_ESYS, "cannot read input: %s", strerror(errno));
+		return fail(st, SYMZ_EINPUT, "not a usable MTEV stream: %s", mtev_strerror(err));
+	}
+	int r = symz_core(rd, out_fd, o, st);
+	mtev_reader_free(rd);
+	return r;
 }
 
 int symz_default_cache_dir(char *out, size_t cap)

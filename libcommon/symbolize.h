@@ -1,16 +1,26 @@
 /* mt-symbolize's stage logic: names, source lines and inline frames for a
  * span stream.
  *
- * symz_stream() reads a whole MTEV span stream (spans, waypoints, maps, and
- * context passed through), resolves every unique address it needs (span
+ * symz_run() reads an MTEV span stream as it comes (spans, waypoints, maps,
+ * and context passed through), resolves every unique address it needs (span
  * entries, call sites, waypoints) through one llvm-symbolizer coprocess
  * (libcommon/llvmsym.h) and a per-build-id cache, and writes:
  *   - the input's other records, unchanged and in order;
- *   - one symbol record per unique runtime address, before the first span;
- *   - every span with its name filled in, each physical span followed by
- *     nested inline spans (flag MTEV_SPAN_INLINE) built from its waypoints,
- *     depths renumbered so that the tree stays a tree;
+ *   - one symbol record per unique runtime address, before the first span
+ *     that needs it;
+ *   - every span with its name filled in (by reference to a string record
+ *     written once per name), each physical span followed by nested inline
+ *     spans (flag MTEV_SPAN_INLINE) built from its waypoints, depths
+ *     renumbered so that the tree stays a tree;
  *   - no waypoints (they are consumed).
+ *
+ * It works one unit at a time: the spans and waypoints up to a segment or
+ * gap record, or up to a thread's next root span that begins after all of
+ * them ended (formats/mtev-semantics.md, Symbols).  Within a unit, records
+ * are taken in windows; each window's new addresses are resolved in one
+ * batch, then its spans and waypoints are processed in input order, so the
+ * waypoints are never stored.  Memory: the largest unit's spans and inline
+ * frames (about 150 bytes each) plus the symbol tables.
  *
  * Inline spans: the waypoints of one physical span, in time order, each carry
  * an inline chain (innermost first).  A run of consecutive waypoints whose
@@ -50,6 +60,7 @@ struct symz_stats {
 	uint64_t unique_addrs;	      /* unique (thread, address) pairs */
 	uint64_t unique_binaddrs;     /* unique (binary, address) pairs resolved */
 	uint64_t cache_hits, symbolizer_requests, fallback_names, unknown_names;
+	uint64_t json_slow; /* replies the fast reader left to jansson */
 	double t_read, t_resolve, t_tree, t_write; /* wall seconds per phase */
 	int degraded; /* some names are fallbacks because of a problem */
 	char err[256]; /* why symz_stream failed */
@@ -62,10 +73,16 @@ enum {
 
 /* Transforms the MTEV stream in @buf[0..@len) and writes the result to
  * @out_fd.  0 on success (check stats->degraded), or -SYMZ_EINPUT /
- * -SYMZ_ESYS with stats->err filled.  Nothing is written when the input is
- * unusable.  The caller must ignore SIGPIPE. */
+ * -SYMZ_ESYS with stats->err filled.  Output already written when the input
+ * turns out unusable (corrupt or truncated in the middle) stays written and
+ * has no END record: write to a temporary file and discard it on error.  The
+ * caller must ignore SIGPIPE. */
 int symz_stream(const void *buf, size_t len, int out_fd, const struct symz_opts *o,
 		struct symz_stats *stats);
+
+/* Same, reading the stream from @in_fd as it comes: memory is bounded by the
+ * largest unit (a segment, or a root span's subtree) plus the symbol tables. */
+int symz_run(int in_fd, int out_fd, const struct symz_opts *o, struct symz_stats *st);
 
 /* The mt cache directory: $XDG_CACHE_HOME/mt, else $HOME/.cache/mt, into
  * @out (@cap bytes).  0, or -1 when neither variable is set. */

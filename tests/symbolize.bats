@@ -189,6 +189,32 @@ base_of() {
 	"$BIN/mt-dump" -k span "$T/out.mt" | grep -q 'name="sym_mixed"'
 }
 
+@test "replies are read the same by the fast JSON reader and by jansson (escapes, surrogates, unknown keys)" {
+	gen "$PROGS/sym_inline" "$(base_of "$PROGS/sym_inline")" sym_mixed sym_accumulate
+	"$BIN/mt-symbolize" --no-cache -o "$T/plain.mt" "$T/in.mt"
+	# the same answers with \u and \/ escapes: the fast reader decodes them
+	printf '%s\n' 's|"FunctionName":"sym_|"FunctionName":"\\u0073ym\\/\\/_|g' > "$T/esc.sed"
+	# an unknown key holding a surrogate pair: the fast reader gives up, jansson reads it
+	printf '%s\n' 's/^{/{"Extra":["\\ud83d\\ude00",{"a":null}],/' > "$T/sur.sed"
+	for v in esc sur; do
+		printf '#!/bin/sh\nllvm-symbolizer "$@" | sed -u -f "%s"\n' "$T/$v.sed" > "$T/$v"
+		chmod +x "$T/$v"
+	done
+	r=$(printf '%s 0x%x\n' "$PROGS/sym_inline" 0x401000 | "$T/sur" --output-style=JSON)
+	[[ "$r" == '{"Extra":["\ud83d\ude00",'* ]]
+	spans() { "$BIN/mt-dump" -k span "$1" | sed 's/ name_id=[0-9]*$//'; }
+	for v in esc sur; do
+		run timeout 60 "$BIN/mt-symbolize" -s --no-cache --symbolizer "$T/$v" -o "$T/$v.mt" "$T/in.mt"
+		echo "$output"
+		[ "$status" -eq 0 ]
+		diff <(spans "$T/plain.mt") <(spans "$T/$v.mt" | sed 's|"sym//_|"sym_|g')
+		n=$(grep -o '[0-9]* replies read by jansson' <<<"$output" | cut -d' ' -f1)
+		if [ "$v" = esc ]; then [ "$n" -eq 0 ]; else [ "$n" -gt 50 ]; fi
+	done
+	# the escaped names really went through the escapes
+	"$BIN/mt-dump" -k span "$T/esc.mt" | grep -q 'name="sym//_'
+}
+
 @test "llvm-symbolizer that dies after two answers: one warning, the rest from ELF, exit 1" {
 	gen "$PROGS/sym_inline" "$(base_of "$PROGS/sym_inline")" sym_mixed
 	cat > "$T/die" <<-EOF2
@@ -276,8 +302,46 @@ base_of() {
 	"$BIN/mt-dump" -k span "$T/out.mt" | grep -q 'flags=syscall name="\[syscall\]"'
 	# header: producer and the symbols flag
 	"$BIN/mt-dump" -k mtev "$T/out.mt" | grep -q 'producer="mt-symbolize" flags=0x7'
-	# symbols come before the first span
-	"$BIN/mt-dump" "$T/out.mt" | awk '/^span/ { s = 1 } /^symbol/ && s { exit 1 }'
+	# each span's function has its symbol record before the span
+	"$BIN/mt-dump" "$T/out.mt" | awk '/^symbol/ { split($2, a, "="); seen[a[2]] = 1 }
+		/^span/ { split($7, f, "="); if (f[2] != "0x0" && !(f[2] in seen)) exit 1 }'
+}
+
+@test "one unit at a time: two segments give each segment's own spans, symbols just before they are needed" {
+	local b
+	b=$(base_of "$PROGS/sym_inline")
+	gen "$PROGS/sym_inline" "$b" sym_accumulate
+	cp "$T/in.txt" "$T/a.txt"
+	gen "$PROGS/sym_inline" "$b" sym_mixed
+	cp "$T/in.txt" "$T/b.txt"
+	"$BIN/mt-symbolize" --no-cache -o "$T/a.mt" <("$BIN/mt-undump" "$T/a.txt")
+	"$BIN/mt-symbolize" --no-cache -o "$T/b.mt" <("$BIN/mt-undump" "$T/b.txt")
+	# one stream: a's segment, then b's moved 2 s later, as mt-segment writes them
+	{ grep -v -e '^end$' "$T/a.txt" | sed '/^span /,$d'
+	  echo 'segment tid=4242 index=0 begin=0 end=1000000000 reason=start'
+	  sed -n '/^span /,$p' "$T/a.txt" | grep -v '^end$'
+	  echo 'segment tid=4242 index=1 begin=2000000000 end=3000000000 reason=start'
+	  sed -n '/^span /,$p' "$T/b.txt" | grep -v '^end$' |
+		awk '{ for (i = 2; i <= NF; i++) { split($i, kv, "=")
+			if (kv[1] == "begin" || kv[1] == "end" || kv[1] == "time") $i = kv[1] "=" sprintf("%.0f", kv[2] + 2000000000) } print }'
+	  echo end; } > "$T/ab.txt"
+	"$BIN/mt-undump" "$T/ab.txt" > "$T/ab.mt"
+	run "$BIN/mt-symbolize" --no-cache -o "$T/out.mt" "$T/ab.mt"
+	[ "$status" -eq 0 ]
+	spans() { "$BIN/mt-dump" -k span "$1" | sed 's/ name_id=[0-9]*$//'; }
+	spans "$T/a.mt" > "$T/want.txt"
+	spans "$T/b.mt" | awk '{ for (i = 2; i <= NF; i++) { split($i, kv, "=")
+		if (kv[1] == "begin" || kv[1] == "end") $i = kv[1] "=" sprintf("%.0f", kv[2] + 2000000000) } print }' >> "$T/want.txt"
+	spans "$T/out.mt" > "$T/got.txt"
+	diff -u "$T/want.txt" "$T/got.txt"
+	# segment a's spans are out before the symbols only segment b needs, and
+	# every span's function has its symbol before it
+	"$BIN/mt-dump" "$T/out.mt" > "$T/out.txt"
+	first_b_sym=$(grep -n '^symbol .*frame="sym_mixed"' "$T/out.txt" | head -1 | cut -d: -f1)
+	last_a_span=$(grep -n '^span .*begin=[0-9]\{1,9\} ' "$T/out.txt" | tail -1 | cut -d: -f1)
+	[ -n "$first_b_sym" ] && [ -n "$last_a_span" ] && [ "$first_b_sym" -gt "$last_a_span" ]
+	awk '/^symbol/ { split($2, a, "="); seen[a[2]] = 1 }
+		/^span/ { split($7, f, "="); if (f[2] != "0x0" && !(f[2] in seen)) exit 1 }' "$T/out.txt"
 }
 
 @test "unusable input: one fatal line, exit 2, no output file" {

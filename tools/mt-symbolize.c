@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -21,9 +20,11 @@ static void usage(FILE *f)
 	fputs("usage: mt-symbolize [options] [FILE]\n"
 	      "Reads a span stream (mt-segment / mt-stitch output; FILE or stdin) and writes it\n"
 	      "with names: one symbol record per unique address (name, file, line, inline\n"
-	      "chain) before the spans, every span's name filled in, and each function span\n"
-	      "expanded into nested inline spans (flag `inline`) from its waypoints, which are\n"
-	      "consumed.  Other records pass through unchanged.\n"
+	      "chain) before the first span that needs it, every span's name filled in (by\n"
+	      "reference to a string record), and each function span expanded into nested\n"
+	      "inline spans (flag `inline`) from its waypoints, which are consumed.  Other\n"
+	      "records pass through unchanged.  The input is read as it comes and written one\n"
+	      "segment (or root span) at a time: memory is bounded by the largest segment.\n"
 	      "\n"
 	      "Addresses are resolved through one `llvm-symbolizer --output-style=JSON\n"
 	      "--inlines --demangle` coprocess and cached by build-id.  An inline frame begins\n"
@@ -127,28 +128,14 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 
 	const char *in_path = optind < argc ? argv[optind] : "-";
-	/* the whole stream is needed twice (names first, then the spans):
-	 * map a regular file, read anything else into memory */
-	uint8_t *buf = NULL;
-	size_t len = 0;
-	int mapped = 0;
+	/* read as it comes (memory is bounded by the largest segment) */
 	int in_fd = io_open_in(in_path);
 	struct stat sb;
 	if (in_fd < 0)
 		mt_fatal(errno == ENOENT || errno == EACCES ? MT_EXIT_USAGE : MT_EXIT_SYS,
 			 "unable to open %s: %m", in_path);
-	if (fstat(in_fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > 0) {
-		void *p = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, in_fd, 0);
-		if (p != MAP_FAILED) {
-			buf = p;
-			len = (size_t)sb.st_size;
-			mapped = 1;
-		}
-	}
-	if (!mapped && io_slurp_fd(in_fd, &buf, &len) < 0)
-		mt_fatal(errno == EISDIR ? MT_EXIT_USAGE : MT_EXIT_SYS, "unable to read %s: %m", in_path);
-	if (in_fd != 0)
-		close(in_fd);
+	if (fstat(in_fd, &sb) == 0 && S_ISDIR(sb.st_mode))
+		mt_fatal(MT_EXIT_USAGE, "unable to read %s: %s", in_path, strerror(EISDIR));
 	struct io_out out;
 	if (io_out_open(&out, out_path, 1, force) < 0) {
 		if (errno == EISDIR && !out_path)
@@ -156,11 +143,9 @@ int main(int argc, char **argv)
 		mt_fatal(MT_EXIT_SYS, "unable to open %s: %m", out_path ? out_path : "stdout");
 	}
 	struct symz_stats st;
-	int r = symz_stream(buf, len, out.fd, &o, &st);
-	if (mapped)
-		munmap(buf, len);
-	else
-		free(buf);
+	int r = symz_run(in_fd, out.fd, &o, &st);
+	if (in_fd != 0)
+		close(in_fd);
 	if (r < 0) {
 		io_out_abort(&out);
 		mt_fatal(r == -SYMZ_EINPUT ? MT_EXIT_USAGE : MT_EXIT_SYS, "%s", st.err);
@@ -173,11 +158,11 @@ int main(int argc, char **argv)
 			" waypoints in; %" PRIu64 " spans out (%" PRIu64 " inline), %" PRIu64
 			" symbols; %" PRIu64 " unique addresses, %" PRIu64 " in binaries, %" PRIu64
 			" cache hits, %" PRIu64 " symbolizer requests, %" PRIu64 " fallback, %" PRIu64
-			" unknown, %" PRIu64 " waypoints unmatched; seconds: read %.3f resolve %.3f"
-			" tree %.3f write %.3f\n",
+			" unknown, %" PRIu64 " waypoints unmatched, %" PRIu64 " replies read by jansson;"
+			" seconds: read %.3f resolve %.3f tree %.3f write %.3f\n",
 			st.records_in, st.spans_in, st.waypoints_in, st.spans_out, st.inline_spans,
 			st.symbols_out, st.unique_addrs, st.unique_binaddrs, st.cache_hits,
 			st.symbolizer_requests, st.fallback_names, st.unknown_names,
-			st.waypoints_unmatched, st.t_read, st.t_resolve, st.t_tree, st.t_write);
+			st.waypoints_unmatched, st.json_slow, st.t_read, st.t_resolve, st.t_tree, st.t_write);
 	return st.degraded ? MT_EXIT_DEGRADED : MT_EXIT_OK;
 }
