@@ -477,13 +477,29 @@ static int read_eh_frame(struct elfinfo *ei, Elf *e, struct symvec *sv, struct p
 		uint64_t n = rd_enc(&r, ce, hdr);
 		if (r.bad || te == 0xff || n > ph.p_filesz / 2)
 			return 0;
+		/* names: "[FILE+0xADDR]"; in a perf build-id cache
+		 * (.../FILE/BUILD-ID/elf) FILE is two levels up */
+		const char *path = ei->path ? ei->path : "?", *base = path, *b1 = NULL, *b2 = NULL;
+		size_t blen;
+		for (const char *c = path; *c; c++)
+			if (*c == '/') {
+				b2 = b1;
+				b1 = base;
+				base = c + 1;
+			}
+		blen = strlen(base);
+		if (!strcmp(base, "elf") && b2) {
+			base = b2;
+			blen = (size_t)(strchr(b2, '/') - b2);
+		}
 		for (uint64_t k = 0; k < n && !r.bad; k++) {
 			uint64_t start = rd_enc(&r, te, hdr), fva = rd_enc(&r, te, hdr), lo, len;
 			if (r.bad || fde_range(ei, raw, rawsize, fva, &lo, &len) || lo != start ||
 			    !len || !in_exec_segment(ei, lo))
 				continue;
-			char name[40];
-			snprintf(name, sizeof name, "[fde@0x%" PRIx64 "]", lo);
+			char name[300];
+			snprintf(name, sizeof name, "[%.*s+0x%" PRIx64 "]", (int)(blen > 256 ? 256 : blen),
+				 base, lo);
 			long off = pool_add(pl, name, NULL);
 			if (off < 0 || symvec_push(sv, lo, len, off, 0, 0) < 0)
 				return -1;

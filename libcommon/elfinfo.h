@@ -9,7 +9,7 @@
  * DIR/.build-id/xx/yyyy.debug for each DIR of $MT_DEBUGINFO_DIR
  * (':'-separated; unset: /usr/lib/debug, Debian's *-dbg packages; empty: no
  * debug files).  It must carry the same build-id.  Without one, the stripped
- * file's symbols are .dynsym and the PLT stubs, plus one "[fde@0xADDR]"
+ * file's symbols are .dynsym and the PLT stubs, plus one "[FILE+0xADDR]"
  * symbol per FDE of its .eh_frame search table (PT_GNU_EH_FRAME) whose start
  * has no symbol: compilers emit one FDE per function (and one per .cold
  * part), so these are function starts and sizes, as unwinders and perf's
@@ -34,7 +34,7 @@ struct elf_sym {
 	const char *name;    /* owned by the elfinfo */
 	uint8_t is_plt;	     /* a PLT stub ("name@plt") */
 	uint8_t is_label;    /* untyped (STT_NOTYPE) code label, not STT_FUNC */
-	uint8_t is_fde;	     /* no symbol: an .eh_frame FDE's range, "[fde@0xADDR]" */
+	uint8_t is_fde;	     /* no symbol: an .eh_frame FDE's range, "[FILE+0xADDR]" */
 };
 
 struct elf_seg {

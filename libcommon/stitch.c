@@ -29,9 +29,9 @@ struct meta {
 	int has_msg;
 };
 
-/* Log words (libcommon/wplog.h): a word with bit 0 clear, or a word 1 and
- * five more, is a waypoint; a word with bits 0-1 set (namelen << 2 | 3)
- * starts a span: begin, end, func, callsite (two words each, low first),
+/* Log words: a waypoint in libcommon/wplog.h's encoding (1, 2 or 6 words,
+ * first word's low bits x0, 101 or 001), or a span: a word with low bits 11
+ * (namelen << 2 | 3), then begin, end, func, callsite (two words each, low first),
  * level, flags, seq, then the name in ceil(namelen / 4) words. */
 enum { SPAN_WORDS = 12 };
 
@@ -458,7 +458,7 @@ static int flush_group(stitcher *s, struct sthr *t, size_t nmeta)
 				return s->err;
 			continue;
 		}
-		if (lrd_need(&rd, x & 1 ? 6 : 1))
+		if (lrd_need(&rd, !(x & 1) ? 1 : x & 4 ? 2 : 6))
 			return s->err ? s->err : (s->err = -STITCH_ESPILL);
 		wc.p = rd.p;
 		wc.end = rd.end;

@@ -37,7 +37,7 @@ enum stitch_err {
 };
 
 /* Default log memory per thread before spilling to $TMPDIR (or /tmp). */
-#define STITCH_MEM_DEFAULT ((size_t)16 << 20)
+#define STITCH_MEM_DEFAULT ((size_t)4 << 20)
 
 struct stitch_stats {
 	uint64_t segments, joins, aligned, unaligned, continued, revealed, gap_spans;

@@ -1,12 +1,16 @@
 /* Waypoint logs: (time, address, level) triples held in memory until they
  * can be written (mt-segment, mt-stitch), 4 bytes each in the common case.
  *
- * A word with bit 0 clear is relative to the previous entry: bits 1-2 the
- * level change + 1 (0, 1, 2 = -1, 0, +1), bits 3-12 the time step (0..1023),
- * bits 13-31 the address step (signed, -2^18..2^18-1).  Anything else (the
- * first entry, a time going back or jumping far, a jump to another library,
- * a level change of more than one) is a word 1 followed by the absolute
- * time, address (two words each, low first) and level: 24 bytes. */
+ * Short (one word, bit 0 clear), relative to the previous entry: bits 1-2
+ * the level change + 1 (0, 1, 2 = -1, 0, +1), bits 3-12 the time step
+ * (0..1023), bits 13-31 the address step (signed, -2^18..2^18-1).
+ * Medium (two words, low bits 101): bits 3-4 the level change + 1, bits
+ * 5-31 the time step (0..2^27-1); then the address step (signed 32 bits):
+ * calls and returns to far functions of the same file.
+ * Absolute (six words, low bits 001): the time and address (two words each,
+ * low first) and the level: the first entry, a time going back or jumping
+ * far, a jump to another library, a level change of more than one.
+ * Low bits 11 are left to users that interleave other records (mt-stitch). */
 #ifndef MT_WPLOG_H
 #define MT_WPLOG_H
 
@@ -48,6 +52,10 @@ static inline int wplog_put(struct wplog *l, uint64_t time, uint64_t addr, int32
 	int64_t dl = (int64_t)level - l->level + 1;
 	if (l->count && dt < 1024 && da >= -(1 << 18) && da < (1 << 18) && (uint64_t)dl < 3) {
 		l->v[l->n++] = (uint32_t)dl << 1 | (uint32_t)dt << 3 | ((uint32_t)da & 0x7ffffu) << 13;
+	} else if (l->count && dt < (1u << 27) && da >= INT32_MIN && da <= INT32_MAX && (uint64_t)dl < 3) {
+		l->v[l->n] = 5 | (uint32_t)dl << 3 | (uint32_t)dt << 5;
+		l->v[l->n + 1] = (uint32_t)da;
+		l->n += 2;
 	} else {
 		uint32_t *p = l->v + l->n;
 		p[0] = 1;
@@ -92,6 +100,10 @@ static inline int wpcur_next(struct wpcur *c)
 		c->level += (int32_t)((w >> 1) & 3) - 1;
 		c->time += (w >> 3) & 1023;
 		c->addr += (uint64_t)(int64_t)((int32_t)w >> 13);
+	} else if (w & 4) {
+		c->level += (int32_t)((w >> 3) & 3) - 1;
+		c->time += w >> 5;
+		c->addr += (uint64_t)(int64_t)(int32_t)*c->p++;
 	} else {
 		c->time = (uint64_t)c->p[0] | (uint64_t)c->p[1] << 32;
 		c->addr = (uint64_t)c->p[2] | (uint64_t)c->p[3] << 32;

@@ -217,10 +217,10 @@ truth_branches() {
 	$S $C/clean/signal/truth-spans.mt $P/signal --count on_usr1 3 --count on_segv 1 --name "[interrupt]" 1 \
 		--count crash 1 --ends-with on_segv --ends-with crash
 	$S $C/clean/threads/truth-spans.mt $P/threads --threads 2 --count worker 1 --count work 2
-	# middle(4) twice: inner(4..0) unwound by the exception.
-	$S $C/clean/exception/truth-spans.mt $P/exception --count _ZL5inneri 10 --count _ZL6middlei 2 \
+	# middle(4) six times: inner(4..0) unwound by the exception.
+	$S $C/clean/exception/truth-spans.mt $P/exception --count _ZL5inneri 30 --count _ZL6middlei 6 \
 		--ends-with _ZL5inneri
-	$S $C/clean/fnptr/truth-spans.mt $P/fnptr --count twice 100 --count square 100 --count negate 100
+	$S $C/clean/fnptr/truth-spans.mt $P/fnptr --count twice 400 --count square 400 --count negate 400
 	$S $C/clean/snapshot/truth-spans.mt $P/snapshot --count interesting 1 --count busy 2
 	run $S $C/clean/dynamic/truth-spans.mt $P/dynamic --count main 1 --name "[syscall]" 0
 	[ "$status" -eq 1 ] # it makes system calls

@@ -80,43 +80,86 @@ EXACT="--min-precision 1 --min-recall 1 --max-wrong 0"
 	skip "window/exception: the 6 frames between main's callee and the unwinder end by the landing pad with no branch in the window (notes/segment.md)"
 }
 
-# every fault kind, every program: after mt-stitch no wrong span and >= MIN
-# of the true frame-time covered (before mt-stitch: bench/fidelity.sh and
-# the last test)
+# Share of the true frame-time that lies inside the decoder's gaps (from the
+# fault, or the last PSB before a corrupt byte, to the next PSB) in frames
+# that begin or end there: no trace shows where they begin or end (frames
+# live across the whole gap are not counted: mt-stitch can join them).
+# Reads $T/in.mt (decoded) and the truth.
+gap_share() {
+	{ "$BIN/mt-dump" -k gap "$T/in.mt"; "$BIN/mt-dump" -k span "$1/truth-spans.mt"; } | awk '
+	function v(k,  i, a) { for (i = 2; i <= NF; i++) { split($i, a, "="); if (a[1] == k) return a[2] } }
+	$1 == "gap" { n++; gt[n] = v("tid"); gb[n] = v("begin"); ge[n] = v("end"); next }
+	$1 == "span" { t = v("tid"); b = v("begin"); e = v("end"); tot += e - b
+		for (i = 1; i <= n; i++) if (gt[i] == t && !(b <= gb[i] && e >= ge[i])) {
+			lo = b > gb[i] ? b : gb[i]; hi = e < ge[i] ? e : ge[i]
+			if (hi > lo) in_gap += hi - lo } }
+	END { printf "%.4f\n", tot ? in_gap / tot : 0 }'
+}
+
+# The fallback for stripped libraries without debug files: function starts
+# and sizes from .eh_frame FDEs (libcommon/elfinfo.h), for the truth and for
+# mt-segment alike (MT_DEBUGINFO_DIR= hides libc6-dbg's files from both).
+# The runs are re-synthesized from the cached step logs (no stepping).
+@test "stripped libraries without debug files (.eh_frame function starts): clean exact, windows as known" {
+	for p in dynamic sym_inline exception; do
+		for w in "" "--window 10000"; do
+			rm -rf "$T/nd"
+			MT_DEBUGINFO_DIR= "$BIN/mt-ptsim" --replay "$C/runs/$p.run" --psb-period 2048 $w -o "$T/nd" 2>/dev/null
+			for o in "" --no-call-targets; do
+				MT_DEBUGINFO_DIR= "$BIN/mt-segment" $o -i "$T/nd/truth.mt" -o "$T/nd.mt" 2>/dev/null
+				run "$BIN/mt-compare" "$T/nd/truth-spans.mt" "$T/nd.mt"
+				echo "$p ${w:-clean} ${o:-default}: ${lines[-1]}"
+				case "$p/$w" in
+				exception/--window*) ;; # the unwinder window: see above
+				dynamic/--window*)
+					# ld.so's _start (assembly, no FDE, no symbol) is the
+					# window's root, revealed by a return into it: its
+					# entry is unknowable, func = the address seen (1 span)
+					[[ "${lines[-1]}" == *" wrong=1 "* ]] ;;
+				*) [[ "${lines[-1]}" == *"precision=1.000000 recall=1.000000 "*" wrong=0 "* ]] ;;
+				esac
+			done
+		done
+	done
+}
+
+# every fault kind, every program: after mt-stitch no wrong span and >= 95%
+# of the true frame-time covered.  A run below 95% passes only when the gap
+# itself holds more than 4.5% of its frame-time (these runs are short: 8-18 KB
+# of PT, and a PSB interval is 2 KB, perf's smallest psb_period), with >= all
+# that lies outside the gap less 0.5%; the output names each such run.
+# Before mt-stitch: bench/fidelity.sh, and the last test.
 faults() {
-	local v=$1 min=$2 p
-	shift 2
+	local v=$1 p cov share
 	n=0
 	for d in "$C/$v"/*/; do
 		p=$(basename "$d")
-		local m=$min
-		case " $* " in *" $p "*) m=$GAPMIN; echo "# $v/$p: >= $GAPMIN (the gap to the next PSB holds more than 5% of this short run's frame-time)" >&3 ;; esac
-		SEGOPTS= check $v $p decode stitch --min-coverage $m --max-wrong 0
+		SEGOPTS= check $v $p decode stitch --max-wrong 0
+		cov=$(tail -1 "$T/cmp.txt" | sed 's/.* coverage=\([0-9.]*\) .*/\1/')
 		n=$((n + 1))
+		awk -v c="$cov" 'BEGIN { exit !(c >= 0.95) }' && continue
+		share=$(gap_share "$d")
+		echo "# $v/$p: coverage $cov < 0.95; the gap holds $share of the true frame-time" >&3
+		awk -v c="$cov" -v s="$share" 'BEGIN { exit !(s > 0.045 && c >= 1 - s - 0.005) }' ||
+			{ echo "$v/$p: coverage $cov, gap share $share"; return 1; }
 	done
 	[ "$n" -ge 10 ]
 }
 
-# Known, visible: in these runs the stretch a fault loses (to the next PSB,
-# 2 KB: perf's smallest psb_period) is more than 5% of the whole short run's
-# frame-time; mt-stitch still reaches what lies outside the gap.
-GAPMIN=0.85
-GAPLIMITED="fnptr exception"
-
 @test "overflow: after mt-stitch >= 95% of true frame-time covered and no wrong span, every program" {
-	faults overflow 0.95
+	faults overflow
 }
 
 @test "drop: after mt-stitch >= 95% of true frame-time covered and no wrong span" {
-	faults drop 0.95 $GAPLIMITED
+	faults drop
 }
 
 @test "corrupt: after mt-stitch >= 95% of true frame-time covered and no wrong span" {
-	faults corrupt 0.95 $GAPLIMITED longjmp
+	faults corrupt
 }
 
 @test "truncate: after mt-stitch >= 95% of true frame-time covered and no wrong span" {
-	faults truncate 0.95 $GAPLIMITED
+	faults truncate
 }
 
 @test "injected faults: before mt-stitch the same traces lose most of their frame-time" {

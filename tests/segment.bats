@@ -206,3 +206,25 @@ cmp_run() {
 		"$BIN/mt-dump" "$T/b.mt" | grep -q 'flags=.*stitched'
 	done
 }
+
+@test "stitch: a temporary file that cannot be made: one line naming the directory, exit 111, no output" {
+	# a loop in one function: 600 waypoints, more than 256 bytes of log
+	{
+		head -4 "$G/stitch-gap-depth10.in.txt"
+		echo "branch tid=1 time=7000 type=trace-start from=0x0 to=0x401110"
+		awk 'BEGIN { for (i = 1; i <= 300; i++) printf "branch tid=1 time=%d type=jcc from=0x401120 to=0x401110\n", 7000 + i }'
+		echo end
+	} | "$BIN/mt-undump" > "$T/in.mt"
+	"$BIN/mt-segment" --symfs "$SYMFS" -i "$T/in.mt" -o "$T/seg.mt"
+	"$BIN/mt-stitch" --mem-limit 256 -i "$T/seg.mt" -o "$T/ok.mt"
+	[ "$("$BIN/mt-dump" "$T/ok.mt" | grep -c '^waypoint')" -eq 601 ]
+	TMPDIR="$T/nonexistent" run "$BIN/mt-stitch" --mem-limit 256 -i "$T/seg.mt" -o "$T/o.mt"
+	[ "$status" -eq 111 ]
+	[[ "$output" == "mt-stitch: fatal: temporary file failed in $T/nonexistent: "* ]]
+	[ "${#lines[@]}" -eq 1 ]
+	[ ! -e "$T/o.mt" ]
+	TMPDIR="$T/nonexistent" run "$BIN/mt-segment" --stitch --mem-limit 256 --symfs "$SYMFS" -i "$T/in.mt" -o "$T/o.mt"
+	[ "$status" -eq 111 ]
+	[[ "$output" == "mt-segment: fatal: temporary file failed in $T/nonexistent: "* ]]
+	[ ! -e "$T/o.mt" ]
+}

@@ -14,6 +14,13 @@
 #include <string.h>
 #include <unistd.h>
 
+/* Where the stitcher spills (libcommon/stitch.c uses the same rule). */
+static const char *spill_dir(void)
+{
+	const char *d = getenv("TMPDIR");
+	return d && *d ? d : "/tmp";
+}
+
 static void usage(FILE *f)
 {
 	fputs("usage: mt-segment [OPTIONS] [-i IN] [-o OUT]\n"
@@ -78,10 +85,11 @@ static int stitch_cb(void *ctx, const struct mtev_rec *r)
 static void fail(struct io_out *out, int e)
 {
 	io_out_abort(out);
+	if (e == -SEG_EEMIT && stitch_err == -STITCH_ESPILL)
+		mt_fatal(MT_EXIT_SYS, "%s in %s: %s", stitch_strerror(stitch_err), spill_dir(),
+			 strerror(errno));
 	if (e == -SEG_EEMIT && stitch_err)
-		mt_fatal(MT_EXIT_SYS, "%s%s%s", stitch_strerror(stitch_err),
-			 stitch_err == -STITCH_ESPILL ? ": " : "",
-			 stitch_err == -STITCH_ESPILL ? strerror(errno) : "");
+		mt_fatal(MT_EXIT_SYS, "%s", stitch_strerror(stitch_err));
 	mt_fatal(MT_EXIT_SYS, "%s", seg_strerror(e));
 }
 

@@ -11,6 +11,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Where the stitcher spills (libcommon/stitch.c uses the same rule). */
+static const char *spill_dir(void)
+{
+	const char *d = getenv("TMPDIR");
+	return d && *d ? d : "/tmp";
+}
+
 static void usage(FILE *f)
 {
 	fputs("usage: mt-stitch [OPTIONS] [-i IN] [-o OUT]\n"
@@ -26,7 +33,7 @@ static void usage(FILE *f)
 	      "  -o, --output FILE    write FILE, atomically (default: stdout)\n"
 	      "      --mem-limit SIZE  log memory per thread before spilling to a temporary\n"
 	      "                       file in $TMPDIR (default /tmp); SIZE in bytes, or with\n"
-	      "                       a K, M or G suffix (default 16M, at least 256)\n"
+	      "                       a K, M or G suffix (default 4M, at least 256)\n"
 	      "      --stats          print counters on stderr at the end\n"
 	      "      --partial        on a truncated or corrupt input, still write what was\n"
 	      "                       read (exit 1); by default nothing is (exit 2)\n"
@@ -150,7 +157,8 @@ int main(int argc, char **argv)
 		if (e) {
 			io_out_abort(&out);
 			if (e == -STITCH_ESPILL)
-				mt_fatal(MT_EXIT_SYS, "%s: %s", stitch_strerror(e), strerror(errno));
+				mt_fatal(MT_EXIT_SYS, "%s in %s: %s", stitch_strerror(e), spill_dir(),
+					 strerror(errno));
 			mt_fatal(MT_EXIT_SYS, "%s", stitch_strerror(e));
 		}
 	}
@@ -173,7 +181,8 @@ int main(int argc, char **argv)
 	if (e) {
 		io_out_abort(&out);
 		if (e == -STITCH_ESPILL)
-			mt_fatal(MT_EXIT_SYS, "%s: %s", stitch_strerror(e), strerror(errno));
+			mt_fatal(MT_EXIT_SYS, "%s in %s: %s", stitch_strerror(e), spill_dir(),
+				 strerror(errno));
 		mt_fatal(MT_EXIT_SYS, "%s", stitch_strerror(e));
 	}
 	if ((e = mtev_writer_finish(w)) < 0 || io_out_commit(&out) < 0) {

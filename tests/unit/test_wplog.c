@@ -81,7 +81,7 @@ int main(void)
 			put_ok = 0;
 	}
 	T_CHECK(put_ok, "%d entries put", N);
-	T_CHECK(l.n < (size_t)N * 6, "short form used (%zu words for %d entries)", l.n, N);
+	T_CHECK(l.n < (size_t)N * 3, "short and medium forms used (%zu words for %d entries)", l.n, N);
 	struct wpcur c;
 	wpcur_init(&c, &l, 0, l.n);
 	size_t i = 0, bad = 0;
@@ -105,6 +105,21 @@ int main(void)
 	ok = ok && wpcur_next(&c) && c.time == 1028 && c.addr == 6 + (1 << 18) - 1 && c.level == -6;
 	ok = ok && wpcur_next(&c) && c.time == 1028 && c.addr == 5 && c.level == -7 && !wpcur_next(&c);
 	T_CHECK(ok, "edge entries read back");
+	wplog_clear(&l);
+	int mok = !wplog_put(&l, 100, 0x400000, 3) && l.n == 6;
+	mok = mok && !wplog_put(&l, 100 + 1024, 0x400000 + (1 << 18), 4) && l.n == 8; /* medium */
+	mok = mok && !wplog_put(&l, 100 + 1024 + (1u << 27) - 1, 0x440000 - ((uint64_t)1 << 31), 3) &&
+	      l.n == 10; /* medium, its extremes */
+	mok = mok && !wplog_put(&l, 100 + 1024 + (1u << 27) - 1 + (1u << 27), 0x400000, 3) &&
+	      l.n == 16; /* time step too large: absolute */
+	wpcur_init(&c, &l, 0, l.n);
+	mok = mok && wpcur_next(&c) && c.time == 100 && c.addr == 0x400000 && c.level == 3;
+	mok = mok && wpcur_next(&c) && c.time == 1124 && c.addr == 0x400000 + (1 << 18) && c.level == 4;
+	mok = mok && wpcur_next(&c) && c.time == 1124 + (1u << 27) - 1 &&
+	      c.addr == 0x440000 - ((uint64_t)1 << 31) && c.level == 3;
+	mok = mok && wpcur_next(&c) && c.time == 1124 + (1u << 27) - 1 + (1u << 27) &&
+	      c.addr == 0x400000 && c.level == 3 && !wpcur_next(&c);
+	T_CHECK(mok, "medium form (two words) at its limits, and past them");
 	wplog_free(&l);
 	free(v);
 	return T_DONE();
