@@ -941,6 +941,18 @@ static void emit_br_slow(struct ptd *d, struct ptq *q, unsigned type, uint64_t f
 		r->gap.end = time >= r->gap.begin ? time : r->gap.begin;
 		t->gap_pending = 0;
 		d->st->gaps++;
+		if (type != MTEV_BR_TRACE_START) {
+			/* after a gap the thread's trace starts again
+			 * (mtev-semantics), also when the first record after
+			 * it comes from an event (an overflow whose timing came
+			 * back at a TSC, not at a block): a resume becomes the
+			 * start, anything else starts at its source */
+			q->need_start = 0;
+			if (type == MTEV_BR_SYSRET || type == MTEV_BR_IRET)
+				type = MTEV_BR_TRACE_START;
+			else if (from)
+				emit_br_slow(d, q, MTEV_BR_TRACE_START, 0, from, time);
+		}
 	}
 	if (!q->fcount && d->nq == 1 && !q->psbs &&
 	    (d->sb_emit >= d->nsb || d->sb[d->sb_emit].time > time)) {

@@ -184,6 +184,13 @@ struct sb { /* a sideband record to sort by time */
 	size_t a, b;
 };
 
+/* Appends a record whose order is its index (n is read before it grows). */
+static void sb_push(struct sb *sb, size_t *n, uint64_t time, int kind, size_t a, size_t b)
+{
+	sb[*n] = (struct sb){time, *n, kind, a, b};
+	++*n;
+}
+
 static int sb_cmp(const void *x, const void *y)
 {
 	const struct sb *p = x, *q = y;
@@ -268,7 +275,7 @@ int ptsim_write_perf(int fd, const struct ptsim_run *run, const struct ptsim_res
 	}
 	size_t n = 0;
 	uint64_t t0 = ptsim_tsc_to_perf(PTSIM_TSC0);
-	sb[n++] = (struct sb){t0, n, 0, 0, 0};
+	sb_push(sb, &n, t0, 0, 0, 0);
 	{
 		/* Map times: the clock when each MAP event was logged. */
 		size_t mi = 0;
@@ -278,7 +285,7 @@ int ptsim_write_perf(int fd, const struct ptsim_run *run, const struct ptsim_res
 			if (run->ev[i].kind == PTSIM_EV_MAP) {
 				/* A map appears before any code in it runs; its time is
 				 * that of the first thread event after it, at most. */
-				sb[n++] = (struct sb){t0, n, 1, run->ev[i].arg, 0};
+				sb_push(sb, &n, t0, 1, run->ev[i].arg, 0);
 				mi++;
 			}
 	}
@@ -286,10 +293,10 @@ int ptsim_write_perf(int fd, const struct ptsim_run *run, const struct ptsim_res
 		const struct ptsim_tstream *ts = &res->ts[k];
 		uint64_t st = ts->start_time ? ts->start_time : t0;
 		if (k > 0)
-			sb[n++] = (struct sb){st, n, 3, k, 0};
-		sb[n++] = (struct sb){st, n, 2, k, 0};
+			sb_push(sb, &n, st, 3, k, 0);
+		sb_push(sb, &n, st, 2, k, 0);
 		for (size_t j = 0; j < ts->naux; j++)
-			sb[n++] = (struct sb){ts->end_time, n, 4, k, j};
+			sb_push(sb, &n, ts->end_time, 4, k, j);
 	}
 	qsort(sb, n, sizeof(*sb), sb_cmp);
 	for (size_t i = 0; i < n; i++) {

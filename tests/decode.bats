@@ -342,28 +342,33 @@ decode_run() { # DIR -> DIR/decode.mt (images from the run's build-id cache)
 	[ "$ok" -eq "$n" ]
 }
 
-# branch_semantics < mt-dump -k branch: every record whose from/to break
+# branch_semantics < mt-dump -k branch,gap: every record that breaks
 # formats/mtev-semantics.md (syscall, interrupt, trace-end: to 0; sysret,
-# iret, trace-start: from 0 and to not 0; call/return/jump/jcc: both set);
+# iret, trace-start: from 0 and to not 0; call/return/jump/jcc: from set (a
+# call through a NULL pointer goes to 0);
+# after a gap or a trace-end, the thread's next branch is a trace-start);
 # prints "checked N far M" last
 branch_semantics() {
-	awk '{ ty = ""; fr = ""; to = ""
-		for (i = 2; i <= NF; i++) { split($i, kv, "="); if (kv[1] == "type") ty = kv[2]; else if (kv[1] == "from") fr = kv[2]; else if (kv[1] == "to") to = kv[2] }
+	awk '{ ty = ""; fr = ""; to = ""; tid = ""
+		for (i = 2; i <= NF; i++) { split($i, kv, "="); if (kv[1] == "type") ty = kv[2]; else if (kv[1] == "from") fr = kv[2]; else if (kv[1] == "to") to = kv[2]; else if (kv[1] == "tid") tid = kv[2] }
+		if ($1 == "gap") { restart[tid] = 1; next }
+		if (restart[tid] && ty != "trace-start") print "bad (no trace-start after a gap or trace-end): " $0
+		restart[tid] = ty == "trace-end"
 		n++
 		if (ty ~ /^(syscall|interrupt|sysret|iret)$/) far++
 		if (ty ~ /^(syscall|interrupt|trace-end)$/ && to != "0x0") print "bad: " $0
 		else if (ty ~ /^(sysret|iret|trace-start)$/ && (fr != "0x0" || to == "0x0")) print "bad: " $0
-		else if (ty ~ /^(call|return|jump|jcc)$/ && (fr == "0x0" || to == "0x0")) print "bad: " $0
+		else if (ty ~ /^(call|return|jump|jcc)$/ && fr == "0x0") print "bad: " $0
 		else if (ty == "syscall" && fr == "0x0") print "bad: " $0 }
 		END { print "checked " n + 0 " far " far + 0 }'
 }
 
-@test "damaged traces keep the branch semantics: syscall/interrupt to 0, sysret/iret from 0 (every record of every cached fault run, and the fuzzer's far-branch input)" {
+@test "damaged traces keep the branch semantics: syscall/interrupt to 0, sysret/iret from 0, a trace-start after each gap (every record of every cached fault run and of the fuzzer-found PT)" {
 	local n=0 far=0 d f out
 	for d in $(ptsim_dirs '^(corrupt|drop|overflow|truncate)$'); do
 		run decode_run "$d"
 		[ "$status" -le 1 ] || { echo "$d: $output"; return 1; }
-		out=$("$BIN/mt-dump" -k branch "$T/decode.mt" | branch_semantics)
+		out=$("$BIN/mt-dump" -k branch,gap "$T/decode.mt" | branch_semantics)
 		[ -z "$(grep '^bad' <<<"$out")" ] || { echo "$d:"; grep '^bad' <<<"$out" | head -5; return 1; }
 		far=$((far + $(sed -n 's/^checked [0-9]* far //p' <<<"$out")))
 		n=$((n + 1))
@@ -379,7 +384,7 @@ branch_semantics() {
 		run timeout 120 "$BIN/mt-decode" -o "$T/raw.mt" --cpu 6/94/3 \
 			--image "$ROOT/build/programs/recursion:0x1000:0x78000@0x401000" --pt "$f"
 		[ "$status" -le 1 ]
-		out=$("$BIN/mt-dump" -k branch "$T/raw.mt" | branch_semantics)
+		out=$("$BIN/mt-dump" -k branch,gap "$T/raw.mt" | branch_semantics)
 		[ -z "$(grep '^bad' <<<"$out")" ] || { echo "$f:"; grep '^bad' <<<"$out" | head -5; return 1; }
 	done
 }

@@ -76,7 +76,7 @@ setup() {
 
 @test "mt-undump refuses to write binary to a terminal" {
 	command -v script >/dev/null || skip "script(1) not installed"
-	run script -qec "$BIN/mt-undump $BATS_TEST_DIRNAME/golden/mtev-all-kinds.txt" /dev/null
+	run script -qec "$BIN/mt-undump $BATS_TEST_DIRNAME/golden/mtev-all-kinds.txt" /dev/null </dev/null
 	[ "$status" -ne 0 ]
 	[[ "$output" == *"refusing to write binary to a terminal"* ]]
 }

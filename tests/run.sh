@@ -5,13 +5,13 @@ cd "$(dirname "$0")/.." || exit 111
 log=$(mktemp); out=$(mktemp); trap 'rm -f "$log" "$out"' EXIT
 for t in "$@"; do
 	echo "# unit: $t"
-	"$t" >"$out" 2>&1; rc=$?
+	"$t" </dev/null >"$out" 2>&1; rc=$?
 	cat "$out"; cat "$out" >>"$log"
 	# a unit binary that crashes or exits non-zero counts as a failure
 	[ $rc -eq 0 ] || echo "not ok - $t exited with status $rc" | tee -a "$log"
 done
 if ls tests/*.bats >/dev/null 2>&1; then
-	bats --tap tests/*.bats 2>&1 | tee -a "$log"
+	bats --tap tests/*.bats </dev/null 2>&1 | tee -a "$log"
 fi
 pass=$(grep -c '^ok ' "$log")
 fail=$(grep -c '^not ok ' "$log")
