@@ -127,6 +127,27 @@ struct qdata {
 static int par(struct qdata *q, size_t nq, struct pt_image *img, const struct pd_info *info,
 	       unsigned jobs);
 
+/* The image's files, so that each parallel worker can build its own section
+ * cache: sections shared between threads are locked on every access, and the
+ * lock, not the decoding, then sets the pace. */
+struct secfile {
+	char *file;
+	uint64_t pgoff, len, addr;
+};
+static struct secfile *secfiles;
+static size_t nsecfiles;
+
+static void secfile_add(const char *file, uint64_t pgoff, uint64_t len, uint64_t addr)
+{
+	struct secfile *v = realloc(secfiles, (nsecfiles + 1) * sizeof *v);
+	if (!v)
+		return;
+	secfiles = v;
+	secfiles[nsecfiles] = (struct secfile){strdup(file), pgoff, len, addr};
+	if (secfiles[nsecfiles].file)
+		nsecfiles++;
+}
+
 static int bare(const char *path, const char *imgdir, int plain, unsigned jobs)
 {
 	pd_reader *r;
@@ -167,8 +188,10 @@ static int bare(const char *path, const char *imgdir, int plain, unsigned jobs)
 					snprintf(file, sizeof file, "%s", m.filename);
 			}
 			int isid = pt_iscache_add_file(isc, file, m.pgoff, m.len, m.addr);
-			if (isid >= 0)
+			if (isid >= 0) {
 				pt_image_add_cached(img, isc, isid, NULL);
+				secfile_add(file, m.pgoff, m.len, m.addr);
+			}
 		} else if (ev.type == PD_REC_AUXTRACE) {
 			struct pd_auxtrace a;
 			pd_parse_auxtrace(&ev, &a);
@@ -272,6 +295,7 @@ static void decode_chunk(struct chunk *c, struct pt_image *img, const struct pt_
 	struct pt_block_decoder *dec;
 	struct pt_block blk;
 	struct pt_event pev;
+	uint64_t blocks = 0, insns = 0; /* counted here: chunks share cache lines */
 	int st;
 
 	cfg.begin = (uint8_t *)c->begin;
@@ -297,8 +321,8 @@ static void decode_chunk(struct chunk *c, struct pt_image *img, const struct pt_
 			if (st < 0)
 				break;
 			st = pt_blk_next(dec, &blk, sizeof blk);
-			c->blocks++;
-			c->insns += blk.ninsn;
+			blocks++;
+			insns += blk.ninsn;
 			pt_blk_time(dec, &tsc, &lm, &lc);
 			if (st < 0)
 				break;
@@ -306,14 +330,23 @@ static void decode_chunk(struct chunk *c, struct pt_image *img, const struct pt_
 		if (st != -pte_eos)
 			c->errors++;
 	}
+	c->blocks += blocks;
+	c->insns += insns;
 	pt_blk_free_decoder(dec);
 }
 
 static void *pworker(void *arg)
 {
 	struct pjob *j = arg;
+	struct pt_image_section_cache *isc = pt_iscache_alloc(NULL);
 	struct pt_image *img = pt_image_alloc(NULL);
-	pt_image_copy(img, j->img);
+	(void)j->img;
+	for (size_t i = 0; i < nsecfiles; i++) {
+		const struct secfile *f = &secfiles[i];
+		int isid = pt_iscache_add_file(isc, f->file, f->pgoff, f->len, f->addr);
+		if (isid >= 0)
+			pt_image_add_cached(img, isc, isid, NULL);
+	}
 	for (;;) {
 		pthread_mutex_lock(j->mu);
 		size_t k = (*j->next)++;
@@ -323,6 +356,7 @@ static void *pworker(void *arg)
 		decode_chunk(&j->c[k], img, j->base);
 	}
 	pt_image_free(img);
+	pt_iscache_free(isc);
 	return NULL;
 }
 
