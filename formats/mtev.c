@@ -93,10 +93,18 @@ struct tmap {
 	struct tstate *last;
 };
 
-static struct tstate *tmap_get(struct tmap *m, uint32_t tid)
+static struct tstate *tmap_get_slow(struct tmap *m, uint32_t tid);
+
+/* The thread of the previous record, inline (most records); else the table. */
+static inline struct tstate *tmap_get(struct tmap *m, uint32_t tid)
 {
-	if (m->last && m->last->tid == tid)
+	if (__builtin_expect(m->last && m->last->tid == tid, 1))
 		return m->last;
+	return tmap_get_slow(m, tid);
+}
+
+static struct tstate *tmap_get_slow(struct tmap *m, uint32_t tid)
+{
 	if (m->n * 2 >= m->cap) {
 		uint32_t nc = m->cap ? m->cap * 2 : 64;
 		struct tstate *nv = calloc(nc, sizeof *nv);
@@ -364,10 +372,18 @@ static int strtab_put(struct strtab *r, uint32_t id, struct mtev_str t)
 }
 
 /* Make at least @need bytes available at buf[pos].  0, or -MTEV_E*. */
-static int r_fill(mtev_reader *r, size_t need)
+static int r_fill_slow(mtev_reader *r, size_t need);
+
+/* Makes @need bytes available at r->pos: inline when they already are. */
+static inline int r_fill(mtev_reader *r, size_t need)
 {
-	if (r->len - r->pos >= need)
+	if (__builtin_expect(r->len - r->pos >= need, 1))
 		return 0;
+	return r_fill_slow(r, need);
+}
+
+static int r_fill_slow(mtev_reader *r, size_t need)
+{
 	if (r->fd < 0 || r->eof)
 		return -MTEV_ETRUNC;
 	if (r->pos) {
