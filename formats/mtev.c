@@ -1033,6 +1033,28 @@ int mtev_write(mtev_writer *w, const struct mtev_rec *rec)
 		w->len += 2 + (size_t)(p - pl);
 		return 0;
 	}
+	if (rec->kind == MTEV_WAYPOINT) {
+		/* In place too (two per branch in segment output): the payload is
+		 * at most 5 + 5 + 2 * 10 = 30 bytes, one size byte; the same bytes
+		 * as the general path. */
+		if (w->len + 2 + 30 > w->cap && mtev_writer_flush(w))
+			return w->err;
+		struct tstate *st = tmap_get(&w->tm, rec->waypoint.tid);
+		if (!st)
+			return -MTEV_ENOMEM;
+		uint8_t *rb = w->buf + w->len;
+		uint8_t *pl = rb + 2, *p = pl;
+		p = put_uv(p, rec->waypoint.tid);
+		p = put_uv(p, rec->waypoint.depth);
+		p = put_sv(p, (int64_t)(rec->waypoint.time - st->time));
+		p = put_sv(p, (int64_t)(rec->waypoint.addr - st->addr));
+		st->time = rec->waypoint.time;
+		st->addr = rec->waypoint.addr;
+		rb[0] = MTEV_WAYPOINT;
+		rb[1] = (uint8_t)(p - pl);
+		w->len += 2 + (size_t)(p - pl);
+		return 0;
+	}
 	if (rec->kind == MTEV_KIND_RAW) {
 		unsigned k = rec->raw.kind;
 		if (k > 0xff || k == MTEV_END || (k >= 0x20 && k <= 0x3f) || mtev_kind_name(k) ||
