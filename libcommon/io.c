@@ -168,3 +168,20 @@ int io_progress_enabled(void)
 {
 	return isatty(2);
 }
+
+size_t io_parse_size(const char *arg, size_t min)
+{
+	char *end;
+	unsigned sh = 0;
+	errno = 0;
+	unsigned long long v = strtoull(arg, &end, 10);
+	if (*end == 'K' || *end == 'k')
+		sh = 10, end++;
+	else if (*end == 'M' || *end == 'm')
+		sh = 20, end++;
+	else if (*end == 'G' || *end == 'g')
+		sh = 30, end++;
+	if (errno || end == arg || *end || arg[0] == '-' || v > (SIZE_MAX >> 30) || (v << sh) < min)
+		return 0;
+	return (size_t)(v << sh);
+}

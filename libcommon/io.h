@@ -34,4 +34,8 @@ int io_open_in(const char *path);
 /* Is stderr a terminal (progress reporting)? */
 int io_progress_enabled(void);
 
+/* A byte count written as digits with an optional K, M or G suffix (powers of
+ * 1024); 0 when it is not one or is below @min. */
+size_t io_parse_size(const char *arg, size_t min);
+
 #endif

@@ -93,23 +93,6 @@ static void fail(struct io_out *out, int e)
 	mt_fatal(MT_EXIT_SYS, "%s", seg_strerror(e));
 }
 
-static size_t parse_size(const char *arg)
-{
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(arg, &end, 10);
-	unsigned sh = 0;
-	if (*end == 'K' || *end == 'k')
-		sh = 10, end++;
-	else if (*end == 'M' || *end == 'm')
-		sh = 20, end++;
-	else if (*end == 'G' || *end == 'g')
-		sh = 30, end++;
-	if (errno || end == arg || *end || arg[0] == '-' || v > (SIZE_MAX >> 30) || (v << sh) < 256)
-		return 0;
-	return (size_t)(v << sh);
-}
-
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -162,7 +145,7 @@ int main(int argc, char **argv)
 			o.stitch = 1;
 			break;
 		case 'm':
-			if (!(o.mem_limit = parse_size(optarg))) {
+			if (!(o.mem_limit = io_parse_size(optarg, 256))) {
 				mt_warn("--mem-limit: '%s' is not a size of at least 256 bytes", optarg);
 				usage(stderr);
 				return MT_EXIT_USAGE;

@@ -83,26 +83,13 @@ int main(int argc, char **argv)
 		case 'P':
 			partial = 1;
 			break;
-		case 'm': {
-			char *end;
-			errno = 0;
-			unsigned long long v = strtoull(optarg, &end, 10);
-			unsigned sh = 0;
-			if (*end == 'K' || *end == 'k')
-				sh = 10, end++;
-			else if (*end == 'M' || *end == 'm')
-				sh = 20, end++;
-			else if (*end == 'G' || *end == 'g')
-				sh = 30, end++;
-			if (errno || end == optarg || *end || optarg[0] == '-' || v > (SIZE_MAX >> 30) ||
-			    (v << sh) < 256) {
+		case 'm':
+			if (!(mem_limit = io_parse_size(optarg, 256))) {
 				mt_warn("--mem-limit: '%s' is not a size of at least 256 bytes", optarg);
 				usage(stderr);
 				return MT_EXIT_USAGE;
 			}
-			mem_limit = (size_t)(v << sh);
 			break;
-		}
 		case 'h':
 			usage(stdout);
 			return 0;

@@ -45,5 +45,11 @@ int main(void)
 	T_CHECK(io_slurp("/nonexistent", &buf, &len) < 0, "slurp of a missing file fails");
 	unlink(path);
 	rmdir(dir);
+
+	T_CHECK(io_parse_size("4M", 256) == 4u << 20, "4M is 4 MiB");
+	T_CHECK(io_parse_size("512", 256) == 512 && io_parse_size("2k", 256) == 2048, "plain and k sizes");
+	T_CHECK(io_parse_size("100", 256) == 0, "below the minimum: 0");
+	T_CHECK(io_parse_size("-1", 1) == 0 && io_parse_size("4X", 1) == 0 && io_parse_size("", 1) == 0,
+		"negative, bad suffix, empty: 0");
 	return T_DONE();
 }
