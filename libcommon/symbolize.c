@@ -808,6 +808,17 @@ static int js_int(struct jcur *j, long long *v)
 }
 
 /* Skips one value of any kind. */
+/* After a member or element: 1 after ',' (another follows), 0 after @close,
+ * -1 for anything else. */
+static int js_sep(struct jcur *j, char close)
+{
+	js_ws(j);
+	if (j->p >= j->end)
+		return -1;
+	char ch = *j->p++;
+	return ch == ',' ? 1 : ch == close ? 0 : -1;
+}
+
 static int js_skip(struct jcur *j, int depth)
 {
 	js_ws(j);
@@ -835,16 +846,9 @@ static int js_skip(struct jcur *j, int depth)
 			}
 			if (js_skip(j, depth + 1) < 0)
 				return -1;
-			js_ws(j);
-			if (j->p >= j->end)
-				return -1;
-			if (*j->p == ',') {
-				j->p++;
-				continue;
-			}
-			if (*j->p++ != close)
-				return -1;
-			return 0;
+			int more = js_sep(j, close);
+			if (more <= 0)
+				return more;
 		}
 	}
 	long long v;
@@ -915,14 +919,9 @@ static int js_frame(struct jcur *j, struct jframe *f, uint64_t *start)
 			e = js_skip(j, 2);
 		if (e < 0)
 			return -1;
-		js_ws(j);
-		if (j->p >= j->end)
-			return -1;
-		if (*j->p == ',') {
-			j->p++;
-			continue;
-		}
-		return *j->p++ == '}' ? 0 : -1;
+		int more = js_sep(j, '}');
+		if (more <= 0)
+			return more;
 	}
 }
 
@@ -969,16 +968,11 @@ static int res_from_json_fast(struct ctx *c, struct result *r, const char *line,
 						return -2;
 					start = st; /* the last frame's */
 					n++;
-					js_ws(&j);
-					if (j.p >= j.end)
+					int more = js_sep(&j, ']');
+					if (more < 0)
 						return -2;
-					if (*j.p == ',') {
-						j.p++;
-						continue;
-					}
-					if (*j.p++ != ']')
-						return -2;
-					break;
+					if (!more)
+						break;
 				}
 			}
 		} else {
@@ -987,16 +981,11 @@ static int res_from_json_fast(struct ctx *c, struct result *r, const char *line,
 			if (js_skip(&j, 1) < 0)
 				return -2;
 		}
-		js_ws(&j);
-		if (j.p >= j.end)
+		int more = js_sep(&j, '}');
+		if (more < 0)
 			return -2;
-		if (*j.p == ',') {
-			j.p++;
-			continue;
-		}
-		if (*j.p++ != '}')
-			return -2;
-		break;
+		if (!more)
+			break;
 	}
 	js_ws(&j);
 	if (j.p != j.end)
