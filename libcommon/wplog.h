@@ -42,8 +42,24 @@ static inline void wplog_free(struct wplog *l)
 	l->n = l->cap = 0;
 }
 
-/* 0, or -ENOMEM (the log is unchanged). */
-static inline int wplog_put(struct wplog *l, uint64_t time, uint64_t addr, int32_t level)
+/* The short word for (time, addr, level) after the last entry: 1 and *w,
+ * or 0 when it needs a longer form (or it is the first entry).  An exact
+ * repeat of the last entry is the word 2. */
+static inline __attribute__((always_inline)) int wplog_short(const struct wplog *l, uint64_t time, uint64_t addr, int32_t level,
+			      uint32_t *w)
+{
+	uint64_t dt = time - l->time;
+	uint64_t da = addr - l->addr + (1u << 18); /* [0, 2^19) when short */
+	uint64_t dl = (uint64_t)((int64_t)level - l->level + 1);
+	if (!l->count || (dt >> 10 | da >> 19) || dl >= 3)
+		return 0;
+	*w = (uint32_t)dl << 1 | (uint32_t)dt << 3 | (((uint32_t)da - (1u << 18)) & 0x7ffffu) << 13;
+	return 1;
+}
+
+/* The general case of wplog_put: 0, or -ENOMEM (the log is unchanged). */
+static __attribute__((noinline, unused)) int wplog_put_slow(struct wplog *l, uint64_t time,
+							    uint64_t addr, int32_t level)
 {
 	if (l->n + 6 > l->cap && mt_grow((void **)&l->v, &l->cap, l->n + 6, sizeof *l->v))
 		return -ENOMEM;
@@ -71,6 +87,21 @@ static inline int wplog_put(struct wplog *l, uint64_t time, uint64_t addr, int32
 	l->level = level;
 	l->count++;
 	return 0;
+}
+
+/* 0, or -ENOMEM (the log is unchanged). */
+static inline int wplog_put(struct wplog *l, uint64_t time, uint64_t addr, int32_t level)
+{
+	uint32_t w;
+	if (__builtin_expect(l->n < l->cap && wplog_short(l, time, addr, level, &w), 1)) {
+		l->v[l->n++] = w;
+		l->time = time;
+		l->addr = addr;
+		l->level = level;
+		l->count++;
+		return 0;
+	}
+	return wplog_put_slow(l, time, addr, level);
 }
 
 struct wpcur {
