@@ -11,6 +11,14 @@
 
 #define MAXD 4096 /* deepest stack level joined */
 
+/* gcc's SLP vectorizer pairs a waypoint's time and address in a vector
+ * register in the output loop: more instructions, not fewer. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define NO_SLP __attribute__((optimize("no-tree-slp-vectorize")))
+#else
+#define NO_SLP
+#endif
+
 /* A span held in memory: one whose record can still change (on a group's
  * end stack: its end and flags wait for the next join), or whose place in
  * the output is not where it arrived (a root revealed by a later segment
@@ -80,6 +88,7 @@ struct stitcher {
 	struct sthr **thr;
 	size_t nthr, capthr;
 	struct sthr *last;
+	struct sthr *wpt; /* a thread in a decided segment: its waypoints go straight to the log */
 	size_t limit_words; /* per thread log in memory before spilling */
 	uint32_t *rbuf;	    /* reading the spill back */
 	size_t caprbuf;
@@ -162,10 +171,8 @@ void stitch_free(stitcher *s)
 	free(s);
 }
 
-static struct sthr *get_thr(stitcher *s, uint32_t tid)
+static __attribute__((noinline)) struct sthr *get_thr_slow(stitcher *s, uint32_t tid)
 {
-	if (s->last && s->last->tid == tid)
-		return s->last;
 	for (size_t i = s->nthr; i-- > 0;)
 		if (s->thr[i]->tid == tid)
 			return s->last = s->thr[i];
@@ -178,6 +185,13 @@ static struct sthr *get_thr(stitcher *s, uint32_t tid)
 	t->fd = -1;
 	s->thr[s->nthr++] = t;
 	return s->last = t;
+}
+
+static inline struct sthr *get_thr(stitcher *s, uint32_t tid)
+{
+	if (__builtin_expect(s->last && s->last->tid == tid, 1))
+		return s->last;
+	return get_thr_slow(s, tid);
 }
 
 static int emit(stitcher *s, const struct mtev_rec *r)
@@ -399,7 +413,7 @@ static inline int lrd_need(struct lrd *rd, size_t k)
 /* Writes the group: its segment and gap records (the first @nmeta meta
  * entries), then its spans in pre-order with the waypoints merged in by
  * time; then clears it. */
-static int flush_group(stitcher *s, struct sthr *t, size_t nmeta)
+static NO_SLP int flush_group(stitcher *s, struct sthr *t, size_t nmeta)
 {
 	for (size_t i = 0; i < nmeta; i++)
 		if (emit(s, &t->meta[i].r))
@@ -423,19 +437,30 @@ static int flush_group(stitcher *s, struct sthr *t, size_t nmeta)
 			return s->err = -STITCH_ESPILL;
 		rd.file_left = t->spilled;
 	}
-	struct wpcur wc = {0};
 	struct mtev_rec w;
 	memset(&w, 0, sizeof w);
 	w.kind = MTEV_WAYPOINT;
 	w.waypoint.tid = t->tid;
+	/* the waypoint state (it runs across the spans in the log) and the
+	 * next held span, in locals */
+	uint64_t time = 0, addr = 0;
+	int32_t level = 0, gmin = t->gmin;
+	const struct hspan *h = t->h;
+	size_t nh = t->nh;
+	uint64_t hb = nh ? h[0].begin : UINT64_MAX;
 	for (;;) {
-		if (lrd_need(&rd, 1)) {
+		if (rd.p == rd.end && lrd_need(&rd, 1)) {
 			if (s->err)
 				return s->err;
 			break;
 		}
 		uint32_t x = *rd.p;
-		if ((x & 3) == 3) {
+		if (__builtin_expect(!(x & 1), 1)) {
+			rd.p++;
+			level += (int32_t)((x >> 1) & 3) - 1;
+			time += (x >> 3) & 1023;
+			addr += (uint64_t)(int64_t)((int32_t)x >> 13);
+		} else if ((x & 3) == 3) {
 			struct hspan y;
 			uint32_t namelen = x >> 2;
 			size_t nw = SPAN_WORDS + (namelen + 3) / 4;
@@ -451,32 +476,39 @@ static int flush_group(stitcher *s, struct sthr *t, size_t nmeta)
 			y.seq = p[11];
 			y.namelen = namelen;
 			rd.p += nw;
-			while (k < t->nh && cmp_h(&t->h[k], &y) < 0) {
-				if (emit_span(s, t, &t->h[k], t->pool + t->h[k].name))
+			while (k < nh && cmp_h(&h[k], &y) < 0) {
+				if (emit_span(s, t, &h[k], t->pool + h[k].name))
 					return s->err;
 				k++;
 			}
+			hb = k < nh ? h[k].begin : UINT64_MAX;
 			if (emit_span(s, t, &y, (const char *)(p + SPAN_WORDS)))
 				return s->err;
 			continue;
+		} else {
+			if (lrd_need(&rd, x & 4 ? 2 : 6))
+				return s->err ? s->err : (s->err = -STITCH_ESPILL);
+			struct wpcur wc = {rd.p, rd.end, time, addr, level};
+			wpcur_next(&wc);
+			rd.p = wc.p;
+			time = wc.time;
+			addr = wc.addr;
+			level = wc.level;
 		}
-		if (lrd_need(&rd, !(x & 1) ? 1 : x & 4 ? 2 : 6))
-			return s->err ? s->err : (s->err = -STITCH_ESPILL);
-		wc.p = rd.p;
-		wc.end = rd.end;
-		wpcur_next(&wc);
-		rd.p = wc.p;
-		while (k < t->nh && t->h[k].begin <= wc.time) {
-			if (emit_span(s, t, &t->h[k], t->pool + t->h[k].name))
-				return s->err;
-			k++;
+		if (__builtin_expect(hb <= time, 0)) {
+			while (k < nh && h[k].begin <= time) {
+				if (emit_span(s, t, &h[k], t->pool + h[k].name))
+					return s->err;
+				k++;
+			}
+			hb = k < nh ? h[k].begin : UINT64_MAX;
 		}
-		int32_t d = wc.level - t->gmin;
-		w.waypoint.time = wc.time;
-		w.waypoint.addr = wc.addr;
+		int32_t d = level - gmin;
+		w.waypoint.time = time;
+		w.waypoint.addr = addr;
 		w.waypoint.depth = (uint32_t)(d < 0 ? 0 : d);
-		if (emit(s, &w))
-			return s->err;
+		if (s->emit(s->ctx, &w))
+			return s->err = -STITCH_EEMIT;
 	}
 	for (; k < t->nh; k++)
 		if (emit_span(s, t, &t->h[k], t->pool + t->h[k].name))
@@ -566,6 +598,7 @@ static void group_start(struct sthr *t)
 static int decide(stitcher *s, struct sthr *t)
 {
 	t->pending = 0;
+	s->wpt = t;
 	size_t qfrom = t->seg_meta, nq = t->ngaps_q;
 	int32_t gaplevel = 0;
 	long st[MAXD];
@@ -731,6 +764,8 @@ static int begin_segment(stitcher *s, struct sthr *t, uint32_t index, uint64_t b
 		return s->err;
 	t->inseg = 1;
 	t->pending = 1;
+	if (s->wpt == t)
+		s->wpt = NULL;
 	t->implicit = implicit;
 	t->nseg++;
 	t->seg_begin = begin;
@@ -783,7 +818,36 @@ static int feed_wp(stitcher *s, struct sthr *t, const struct mtev_rec *r)
 	return log_wp(s, t, r->waypoint.time, r->waypoint.addr, t->L + (int32_t)r->waypoint.depth);
 }
 
+static __attribute__((noinline)) int stitch_feed_slow(stitcher *s, const struct mtev_rec *r);
+
+/* The common case inline, without a stack frame; the rest in
+ * stitch_feed_slow. */
 int stitch_feed(stitcher *s, const struct mtev_rec *r)
+{
+	struct sthr *t;
+	/* the common case: a waypoint of the thread before it, in a segment
+	 * whose join is decided (what feed_wp does for it) */
+	if (__builtin_expect(r->kind == MTEV_WAYPOINT, 1) && (t = s->wpt) &&
+	    t->tid == r->waypoint.tid && !s->err) {
+		struct wplog *l = &t->log;
+		int32_t level = t->L + (int32_t)r->waypoint.depth;
+		uint32_t w;
+		if (__builtin_expect(l->n + 1 < s->limit_words && l->n < l->cap &&
+					     wplog_short(l, r->waypoint.time, r->waypoint.addr, level, &w),
+				     1)) {
+			l->v[l->n++] = w;
+			l->time = r->waypoint.time;
+			l->addr = r->waypoint.addr;
+			l->level = level;
+			l->count++;
+			return 0;
+		}
+		return log_wp(s, t, r->waypoint.time, r->waypoint.addr, level);
+	}
+	return stitch_feed_slow(s, r);
+}
+
+static int stitch_feed_slow(stitcher *s, const struct mtev_rec *r)
 {
 	struct sthr *t;
 	if (s->err)
