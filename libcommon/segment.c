@@ -783,6 +783,7 @@ static int emit_span(segmenter *s, struct thr *t, const struct frame *f)
 /* Writes the waypoints before @limit: the cursor's pending entry (if
  * @c->have) and the following ones while their time is below @limit. */
 struct wpout {
+	const uint32_t *q;	 /* the pending entry (set by wpout_next) */
 	const uint32_t *p, *end; /* entries after the pending one */
 	uint64_t time, addr;	 /* the pending entry */
 	int32_t depth;
@@ -792,6 +793,7 @@ struct wpout {
 static void wpout_next(struct wpout *c, int32_t min)
 {
 	struct wpcur w = {c->p, c->end, c->time, c->addr, c->depth + min};
+	c->q = c->p;
 	c->have = wpcur_next(&w);
 	c->p = w.p;
 	c->time = w.time;
@@ -848,6 +850,29 @@ static NO_SLP int emit_wps_before(segmenter *s, struct thr *t, struct wpout *c, 
 }
 
 /* One waypoint whatever its time (the pending one, at UINT64_MAX). */
+/* emit_wps_before for a wprun callback: the entries as words. */
+static int emit_wprun_before(segmenter *s, struct thr *t, struct wpout *c, uint64_t limit)
+{
+	if (!c->have || c->time >= limit)
+		return 0;
+	int32_t min = t->min_level;
+	struct wprun run = {c->q, c->p, c->end, c->time, c->addr, c->depth + min, -min, limit, 1, 0};
+	if (s->o.wprun(s->ctx, t->tid, &run))
+		return s->err = -SEG_EEMIT;
+	c->q = run.q;
+	c->p = run.p;
+	c->time = run.time;
+	c->addr = run.addr;
+	c->depth = run.level - min;
+	c->have = run.have;
+	return 0;
+}
+
+static inline int emit_wps(segmenter *s, struct thr *t, struct wpout *c, uint64_t limit)
+{
+	return s->o.wprun ? emit_wprun_before(s, t, c, limit) : emit_wps_before(s, t, c, limit);
+}
+
 static int emit_wps_before_max(segmenter *s, struct thr *t, struct wpout *c)
 {
 	struct mtev_rec r;
@@ -904,7 +929,7 @@ static int close_seg(segmenter *s, struct thr *t)
 	s->st.segments++;
 	if (emit(s, &r))
 		return s->err;
-	struct wpout c = {t->wl.v, t->wl.v + t->wl.n, 0, 0, -t->min_level, 0};
+	struct wpout c = {t->wl.v, t->wl.v, t->wl.v + t->wl.n, 0, 0, -t->min_level, 0};
 	wpout_next(&c, t->min_level);
 	/* pre-order: the promoted roots, outermost first (they began at the
 	 * segment start and hold everything before them), then every other
@@ -935,14 +960,14 @@ static int close_seg(segmenter *s, struct thr *t)
 		const uint32_t *ord = j - i > 1 ? t->blk : &t->blk_one;
 		for (size_t x = 0; x < nb; x++) {
 			const struct frame *h = &t->fr[ord[x]];
-			if (emit_wps_before(s, t, &c, h->begin) || emit_span(s, t, h))
+			if (emit_wps(s, t, &c, h->begin) || emit_span(s, t, h))
 				return s->err;
 		}
 		i = j;
 	}
 	/* the rest (a time of UINT64_MAX included) */
 	while (c.have)
-		if (emit_wps_before(s, t, &c, UINT64_MAX) ||
+		if (emit_wps(s, t, &c, UINT64_MAX) ||
 		    (c.have && emit_wps_before_max(s, t, &c)))
 			return s->err;
 	s->st.waypoints += t->wl.count;

@@ -885,6 +885,152 @@ static int stitch_feed_slow(stitcher *s, const struct mtev_rec *r)
 	}
 }
 
+/* Copies the entries of @c after its pending one (already in the log)
+ * while their time is below the limit; absolute levels moved by @off.
+ * Spills as log_wp does, after the entry that reaches the limit. */
+static NO_SLP int log_run(stitcher *s, struct sthr *t, struct wprun *c, int32_t off)
+{
+	struct wplog *l = &t->log;
+	size_t lim = s->limit_words;
+	if (l->cap < lim + 6 && mt_grow((void **)&l->v, &l->cap, lim + 6, sizeof *l->v))
+		return s->err = -STITCH_ENOMEM;
+	uint32_t *v = l->v, *dst = v + l->n, *dlim = v + lim;
+	const uint32_t *src = c->p, *end = c->end;
+	uint64_t time = c->time, addr = c->addr, limit = c->limit;
+	int32_t level = c->level;
+	size_t n = 1; /* the pending entry */
+	while (src < end) {
+		uint32_t x = *src;
+		if (__builtin_expect(!(x & 1), 1)) {
+			uint64_t nt = time + ((x >> 3) & 1023);
+			if (nt >= limit)
+				break;
+			time = nt;
+			level += (int32_t)((x >> 1) & 3) - 1;
+			addr += (uint64_t)(int64_t)((int32_t)x >> 13);
+			*dst++ = x;
+			src++;
+		} else {
+			struct wpcur k = {src, end, time, addr, level};
+			wpcur_next(&k);
+			if (k.time >= limit)
+				break;
+			time = k.time;
+			addr = k.addr;
+			level = k.level;
+			if (x & 4) {
+				dst[0] = x;
+				dst[1] = src[1];
+				dst += 2;
+			} else {
+				memcpy(dst, src, 5 * sizeof *dst);
+				dst[5] = (uint32_t)(level + off);
+				dst += 6;
+			}
+			src = k.p;
+		}
+		n++;
+		if (__builtin_expect(dst >= dlim, 0)) {
+			l->n = (size_t)(dst - v);
+			if (spill(s, t))
+				return s->err;
+			dst = v;
+		}
+	}
+	l->n = (size_t)(dst - v);
+	l->time = time;
+	l->addr = addr;
+	l->level = level + off;
+	l->count += n - 1;
+	c->n += n - 1;
+	/* the next pending entry */
+	c->q = src;
+	if (src == end) {
+		c->have = 0;
+		return 0;
+	}
+	struct wpcur k = {src, end, time, addr, level};
+	wpcur_next(&k);
+	c->p = k.p;
+	c->time = k.time;
+	c->addr = k.addr;
+	c->level = k.level;
+	c->have = 1;
+	return 0;
+}
+
+int stitch_feed_wprun(stitcher *s, uint32_t tid, struct wprun *c)
+{
+	c->n = 0;
+	if (s->err)
+		return s->err;
+	if (!c->have || c->time >= c->limit)
+		return 0;
+	struct sthr *t = s->wpt;
+	int32_t depth = c->level + c->abs_off;
+	if (!t || t->tid != tid) {
+		/* the first waypoint decides the join, as a record */
+		struct mtev_rec r;
+		r.kind = MTEV_WAYPOINT;
+		r.waypoint.tid = tid;
+		r.waypoint.time = c->time;
+		r.waypoint.addr = c->addr;
+		r.waypoint.depth = (uint32_t)depth;
+		if (stitch_feed(s, &r))
+			return s->err;
+		c->n = 1;
+		t = s->wpt;
+		if (!t || t->tid != tid) { /* not expected: record by record */
+			struct wpcur k = {c->p, c->end, c->time, c->addr, c->level};
+			for (;;) {
+				c->q = k.p;
+				if (!wpcur_next(&k)) {
+					c->have = 0;
+					return 0;
+				}
+				c->p = k.p;
+				c->time = k.time;
+				c->addr = k.addr;
+				c->level = k.level;
+				if (k.time >= c->limit)
+					return 0;
+				r.waypoint.time = k.time;
+				r.waypoint.addr = k.addr;
+				r.waypoint.depth = (uint32_t)(k.level + c->abs_off);
+				if (stitch_feed(s, &r))
+					return s->err;
+				c->n++;
+			}
+		}
+		return log_run(s, t, c, t->L + c->abs_off);
+	}
+	/* the pending entry's words as they are when, decoded from the log's
+	 * last entry, they give it (they are relative to the same entry, or
+	 * absolute); else put anew */
+	struct wplog *l = &t->log;
+	int32_t off = t->L + c->abs_off;
+	struct wpcur k = {c->q, c->p, l->time, l->addr, l->level - off};
+	wpcur_next(&k);
+	uint32_t x = c->q[0];
+	if (l->count && k.time == c->time && k.addr == c->addr && k.level == c->level &&
+	    l->n + 1 < s->limit_words && l->n + 6 <= l->cap && (x & 3) != 3) {
+		uint32_t *dst = l->v + l->n;
+		size_t nw = (size_t)(c->p - c->q);
+		memcpy(dst, c->q, nw * sizeof *dst);
+		if (nw == 6)
+			dst[5] = (uint32_t)(c->level + off);
+		l->n += nw;
+		l->time = c->time;
+		l->addr = c->addr;
+		l->level = c->level + off;
+		l->count++;
+	} else if (log_wp(s, t, c->time, c->addr, t->L + depth)) {
+		return s->err;
+	}
+	c->n = 1;
+	return log_run(s, t, c, off);
+}
+
 int stitch_finish(stitcher *s)
 {
 	if (s->err)

@@ -144,6 +144,30 @@ static inline int wpcur_next(struct wpcur *c)
 	return 1;
 }
 
+/* Words of the entry that begins with word @x. */
+static inline size_t wplog_entry_words(uint32_t x)
+{
+	return !(x & 1) ? 1 : x & 4 ? 2 : 6;
+}
+
+/* A cursor that hands a log's entries over to another log (mt-segment
+ * --stitch: the segmenter's waypoints to the stitcher's log, as words):
+ * the pending entry (decoded, and its words [q, p)), then [p, end).  The
+ * receiver takes the pending entry and the ones after it while their time
+ * is below @limit and leaves the cursor on the first one it did not take
+ * (@have 0: none left).  Short and medium entries are relative to the entry
+ * before them; the level of an absolute entry is the first log's: depth =
+ * level + @abs_off. */
+struct wprun {
+	const uint32_t *q, *p, *end;
+	uint64_t time, addr; /* the pending entry */
+	int32_t level;	     /* its level (the first log's) */
+	int32_t abs_off;
+	uint64_t limit;
+	int have;
+	size_t n; /* out: entries taken */
+};
+
 /* Makes the next entry put absolute, so that a cursor can start there. */
 static inline void wplog_mark(struct wplog *l)
 {
