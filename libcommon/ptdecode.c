@@ -2202,21 +2202,40 @@ static int emit_upto(struct ptd *d, uint64_t safe)
 					if (t < limit)
 						limit = t;
 				}
-			do {
-				const struct mtev_rec *r = &q->fifo[q->fhead];
-				if (d->per_cpu) {
-					if (write_rec(d, r) < 0)
+			if (d->per_cpu) {
+				do {
+					if (write_rec(d, &q->fifo[q->fhead]) < 0)
 						return d->err;
-				} else {
-					int e = mtev_write(d->w, r);
+					q->fhead = (q->fhead + 1) & (q->fcap - 1);
+					q->fcount--;
+					q->nready--;
+				} while (q->nready && rec_time(&q->fifo[q->fhead]) <= limit);
+			} else {
+				/* the common case, with the ring in locals */
+				const struct mtev_rec *fifo = q->fifo, *end = fifo + q->fcap;
+				const struct mtev_rec *r = fifo + q->fhead;
+				mtev_writer *w = d->w;
+				size_t n = q->nready, k = 0, head;
+				int e;
+				for (;;) {
+					e = mtev_write(w, r);
 					if (e < 0)
-						return ptd_fail(d, PTD_EOUTPUT, "writing MTEV: %s",
-								mtev_strerror(e));
+						break;
+					k++;
+					if (++r == end)
+						r = fifo;
+					if (k == n ||
+					    (r->kind == MTEV_BRANCH ? r->br.time : rec_time(r)) > limit)
+						break;
 				}
-				q->fhead = (q->fhead + 1) & (q->fcap - 1);
-				q->fcount--;
-				q->nready--;
-			} while (q->nready && rec_time(&q->fifo[q->fhead]) <= limit);
+				head = (size_t)(r - fifo);
+				q->fhead = head;
+				q->fcount -= k;
+				q->nready -= k;
+				if (e < 0)
+					return ptd_fail(d, PTD_EOUTPUT, "writing MTEV: %s",
+							mtev_strerror(e));
+			}
 		}
 	}
 }
