@@ -39,7 +39,7 @@ struct runev {
 	uint8_t type;
 };
 
-enum { RC_SIZE = 256 };
+enum { RC_SIZE = 1024 };
 
 struct sigctx {
 	int32_t level;	 /* level of the handler frame */
@@ -79,12 +79,14 @@ struct thr {
 	uint32_t *blk, blk_one; /* output order scratch */
 	size_t capblk;
 
-	/* function ranges by function entry: direct-mapped, valid while the
-	 * maps do not change (generation) */
+	/* the function containing an address (a frame's function entry, a
+	 * jump target): direct-mapped, valid while the maps do not change
+	 * (generation) */
 	struct rcache {
-		uint64_t func, lo, hi;
+		uint64_t func, lo, hi; /* func: the address looked up */
 		uint32_t gen;
 		int32_t ok;
+		uint8_t is_plt, cold;
 	} rc[RC_SIZE];
 };
 
@@ -478,6 +480,29 @@ static int close_synthetic(segmenter *s, struct thr *t, uint64_t time)
 	return 0;
 }
 
+static int is_cold_part(const char *name)
+{
+	const char *c = name ? strstr(name, ".cold") : NULL;
+	return c && (c[5] == 0 || c[5] == '.');
+}
+
+/* fnmap_lookup of @addr through the thread's cache. */
+static inline const struct rcache *fn_lookup(segmenter *s, struct thr *t, uint64_t addr)
+{
+	struct rcache *c = &t->rc[(addr ^ addr >> 9) & (RC_SIZE - 1)];
+	if (c->gen != s->gen || c->func != addr) {
+		struct fn_info in;
+		c->ok = fnmap_lookup(s->o.fns, t->tid, addr, &in);
+		c->func = addr;
+		c->gen = s->gen;
+		c->lo = c->ok ? in.entry : 0;
+		c->hi = c->ok ? in.end : 0;
+		c->is_plt = (uint8_t)(c->ok && in.is_plt);
+		c->cold = (uint8_t)(c->ok && is_cold_part(in.name));
+	}
+	return c;
+}
+
 /* Function range of frame @fi; 1 known, 0 unknown. */
 static inline __attribute__((always_inline)) int frame_range(segmenter *s, struct thr *t, uint32_t fi, uint64_t *lo, uint64_t *hi)
 {
@@ -489,27 +514,13 @@ static inline __attribute__((always_inline)) int frame_range(segmenter *s, struc
 	const struct frame *f = &t->fr[fi];
 	if (f->kind > FK_SIGNAL || !s->o.fns)
 		return 0;
-	struct rcache *c = &t->rc[(f->func ^ f->func >> 9) & (RC_SIZE - 1)];
-	if (c->gen != s->gen || c->func != f->func) {
-		struct fn_info in;
-		c->ok = fnmap_lookup(s->o.fns, t->tid, f->func, &in);
-		c->func = f->func;
-		c->gen = s->gen;
-		c->lo = c->ok ? in.entry : 0;
-		c->hi = c->ok ? in.end : 0;
-	}
+	const struct rcache *c = fn_lookup(s, t, f->func);
 	t->rfi = fi;
 	t->rgen = s->gen;
 	t->rok = c->ok;
 	*lo = t->rlo = c->lo;
 	*hi = t->rhi = c->hi;
 	return c->ok;
-}
-
-static int is_cold_part(const char *name)
-{
-	const char *c = name ? strstr(name, ".cold") : NULL;
-	return c && (c[5] == 0 || c[5] == '.');
 }
 
 static int tail_call(segmenter *s, struct thr *t, uint64_t to, uint64_t time)
@@ -535,12 +546,12 @@ static int classify_jump(segmenter *s, struct thr *t, uint64_t from, uint64_t to
 	int have = frame_range(s, t, cur, &lo, &hi);
 	if (have && to >= lo && to < hi)
 		return 0;
-	struct fn_info fi;
-	int kn = fnmap_lookup(s->o.fns, t->tid, to, &fi);
-	if (kn) {
-		if (is_cold_part(fi.name))
+	/* a copy: frame_range below may reuse the cache entry */
+	const struct rcache fi = *fn_lookup(s, t, to);
+	if (fi.ok) {
+		if (fi.cold)
 			return 0;
-		if (to == fi.entry)
+		if (to == fi.lo)
 			return tail_call(s, t, to, time);
 		for (size_t i = t->nstk - 1; i-- > 0;) {
 			uint64_t alo, ahi;
