@@ -222,17 +222,18 @@ int main(int argc, char **argv)
 	while ((r = mtev_read(rd, &rec)) > 0) {
 		n++;
 		int e = seg_feed(s, &rec);
-		if (e == -SEG_EKIND) {
-			io_out_abort(&out);
-			mt_fatal(MT_EXIT_USAGE,
-				 "%s: record %llu at offset %llu is a %s record: the input is already "
-				 "segmented; mt-segment reads branch records or samples",
-				 o.in ? o.in : "stdin", (unsigned long long)n,
-				 (unsigned long long)mtev_reader_offset(rd),
-				 mtev_kind_name(seg_error_detail(s)) ? mtev_kind_name(seg_error_detail(s)) : "?");
-		}
-		if (e)
+		if (__builtin_expect(e != 0, 0)) {
+			if (e == -SEG_EKIND) {
+				io_out_abort(&out);
+				mt_fatal(MT_EXIT_USAGE,
+					 "%s: record %llu at offset %llu is a %s record: the input is "
+					 "already segmented; mt-segment reads branch records or samples",
+					 o.in ? o.in : "stdin", (unsigned long long)n,
+					 (unsigned long long)mtev_reader_offset(rd),
+					 mtev_kind_name(seg_error_detail(s)) ? mtev_kind_name(seg_error_detail(s)) : "?");
+			}
 			fail(&out, e);
+		}
 		if (progress && !(n & 0xfffff))
 			fprintf(stderr, "\rmt-segment: %llu records", (unsigned long long)n);
 	}

@@ -133,6 +133,8 @@ int main(int argc, char **argv)
 	while ((r = mtev_read(rd, &rec)) > 0) {
 		n++;
 		int e = stitch_feed(s, &rec);
+		if (__builtin_expect(!e, 1))
+			continue;
 		if (e == -STITCH_EKIND) {
 			io_out_abort(&out);
 			mt_fatal(MT_EXIT_USAGE,
@@ -141,13 +143,11 @@ int main(int argc, char **argv)
 				 iname, (unsigned long long)n, (unsigned long long)mtev_reader_offset(rd),
 				 mtev_kind_name(stitch_error_detail(s)));
 		}
-		if (e) {
-			io_out_abort(&out);
-			if (e == -STITCH_ESPILL)
-				mt_fatal(MT_EXIT_SYS, "%s in %s: %s", stitch_strerror(e), spill_dir(),
-					 strerror(errno));
-			mt_fatal(MT_EXIT_SYS, "%s", stitch_strerror(e));
-		}
+		io_out_abort(&out);
+		if (e == -STITCH_ESPILL)
+			mt_fatal(MT_EXIT_SYS, "%s in %s: %s", stitch_strerror(e), spill_dir(),
+				 strerror(errno));
+		mt_fatal(MT_EXIT_SYS, "%s", stitch_strerror(e));
 	}
 	if (r < 0) {
 		if (r == -MTEV_EIO) {

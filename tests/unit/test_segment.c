@@ -3,6 +3,7 @@
 #include "spancmp.h"
 #include "stitch.h"
 #include "t.h"
+#include "wplog.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -329,6 +330,158 @@ static void test_stitch_spill(void)
 	free(in);
 }
 
+/* ---- mt-segment --stitch: waypoints handed over as runs of words ---- */
+
+static uint64_t rng = 0x2545f4914f6cdd1dull;
+static uint64_t rnd(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+static int same_rec(const struct mtev_rec *x, const struct mtev_rec *y)
+{
+	if (x->kind != y->kind)
+		return 0;
+	switch (x->kind) {
+	case MTEV_SPAN:
+		return x->span.tid == y->span.tid && x->span.begin == y->span.begin &&
+		       x->span.end == y->span.end && x->span.depth == y->span.depth &&
+		       x->span.func == y->span.func && x->span.callsite == y->span.callsite &&
+		       x->span.flags == y->span.flags && x->span.name.len == y->span.name.len;
+	case MTEV_WAYPOINT:
+		return x->waypoint.tid == y->waypoint.tid && x->waypoint.time == y->waypoint.time &&
+		       x->waypoint.addr == y->waypoint.addr && x->waypoint.depth == y->waypoint.depth;
+	case MTEV_SEGMENT:
+		return x->segment.tid == y->segment.tid && x->segment.index == y->segment.index &&
+		       x->segment.begin == y->segment.begin && x->segment.end == y->segment.end &&
+		       x->segment.reason == y->segment.reason;
+	case MTEV_GAP:
+		return x->gap.tid == y->gap.tid && x->gap.begin == y->gap.begin &&
+		       x->gap.end == y->gap.end && x->gap.reason == y->gap.reason;
+	}
+	return 1;
+}
+
+static int feed_stitch_cb(void *ctx, const struct mtev_rec *r)
+{
+	return stitch_feed(ctx, r);
+}
+
+static int wprun_cb(void *ctx, uint32_t tid, struct wprun *run)
+{
+	return stitch_feed_wprun(ctx, tid, run);
+}
+
+/* A random branch stream of two threads (calls, returns that fit or reveal
+ * callers, jumps near and far, runs of equal times, time leaps, gaps). */
+static size_t gen_stream(struct mtev_rec *v, size_t max)
+{
+	uint64_t time = 1000, cur[2] = {0x400000, 0x400000}, stk[2][64];
+	size_t n = 0, depth[2] = {0, 0};
+	for (int tid = 1; tid <= 2; tid++)
+		v[n++] = br((uint32_t)tid, time, MTEV_BR_TRACE_START, 0, 0x400010);
+	while (n + 2 < max) {
+		uint64_t r = rnd();
+		int k = r % 5 == 0; /* thread 2 a fifth of the time */
+		uint32_t tid = (uint32_t)k + 1;
+		switch ((r >> 8) % 16) {
+		case 0: /* same time */
+			break;
+		case 1:
+			time += (r >> 16) % 100000; /* past the short form */
+			break;
+		default:
+			time += (r >> 16) % 4;
+		}
+		uint64_t from = cur[k] + ((r >> 24) % 0x800);
+		unsigned what = (unsigned)((r >> 40) % 100);
+		if (what < 22 && depth[k] < 64) {
+			uint64_t to = ((r >> 48) % 8 == 0 ? 0x7f0000000000ull : 0x400000) +
+				      ((r >> 52) % 64) * 0x1000;
+			stk[k][depth[k]++] = from;
+			v[n++] = br(tid, time, MTEV_BR_CALL, from, to);
+			cur[k] = to;
+		} else if (what < 42) {
+			uint64_t to = depth[k] ? stk[k][--depth[k]] + 5 : 0x500000 + ((r >> 48) % 64) * 0x40;
+			v[n++] = br(tid, time, MTEV_BR_RETURN, from, to);
+			cur[k] = to & ~0xfffull;
+		} else if (what < 95) {
+			v[n++] = br(tid, time, MTEV_BR_JCC, from, cur[k] + ((r >> 48) % 0x800));
+		} else if (what < 98) {
+			uint64_t to = 0x600000 + ((r >> 48) % 16) * 0x100000;
+			v[n++] = br(tid, time, MTEV_BR_JUMP, from, to);
+			cur[k] = to;
+		} else {
+			struct mtev_rec g;
+			memset(&g, 0, sizeof g);
+			g.kind = MTEV_GAP;
+			g.gap.tid = tid;
+			g.gap.begin = time;
+			time += 50;
+			g.gap.end = time;
+			g.gap.reason = MTEV_GAP_LOST;
+			v[n++] = g;
+			v[n++] = br(tid, time, MTEV_BR_TRACE_START, 0, cur[k] + 0x10);
+		}
+	}
+	return n;
+}
+
+static int run_seg_stitch(const struct mtev_rec *in, size_t n, int runs, size_t limit, struct out *o)
+{
+	stitcher *st = stitch_alloc(collect, o);
+	struct seg_opts so = {0};
+	if (runs)
+		so.wprun = wprun_cb;
+	segmenter *sg = st ? seg_alloc(&so, feed_stitch_cb, st) : NULL;
+	int e = !sg;
+	if (st && limit)
+		stitch_set_mem_limit(st, limit);
+	for (size_t i = 0; !e && i < n; i++)
+		e |= seg_feed(sg, &in[i]);
+	if (!e)
+		e |= seg_finish(sg) | stitch_finish(st);
+	seg_free(sg);
+	stitch_free(st);
+	return e;
+}
+
+/* The records of `mt-segment --stitch` (waypoints as runs of words, from
+ * the segmenter's log to the stitcher's) are those of the record path, on
+ * random streams, in memory and spilling after every few entries. */
+static void test_wprun(void)
+{
+	enum { N = 60000 };
+	struct mtev_rec *in = calloc(N, sizeof *in);
+	if (!in)
+		return;
+	int ok = 1, ran = 0;
+	size_t wps = 0;
+	for (int round = 0; round < 6; round++) {
+		size_t n = gen_stream(in, N);
+		size_t limit = round % 2 ? 256 : 0;
+		struct out a = {0}, b = {0};
+		int e = run_seg_stitch(in, n, 0, limit, &a) | run_seg_stitch(in, n, 1, limit, &b);
+		ran += !e;
+		int same = !e && a.n == b.n;
+		for (size_t i = 0; same && i < a.n; i++)
+			same = same_rec(&a.v[i], &b.v[i]);
+		if (!same)
+			printf("# round %d: %zu and %zu records\n", round, a.n, b.n);
+		ok &= same;
+		wps += a.waypoints;
+		free(a.v);
+		free(b.v);
+	}
+	T_CHECK(ran == 6 && ok, "waypoint runs = waypoint records, 6 random streams (%zu waypoints)",
+		wps);
+	T_CHECK(wps > 100000, "the streams have waypoints");
+	free(in);
+}
+
 int main(void)
 {
 	test_deep_promotion();
@@ -336,5 +489,6 @@ int main(void)
 	test_stitch_unaligned();
 	test_stitch_aligned();
 	test_stitch_spill();
+	test_wprun();
 	return T_DONE();
 }
