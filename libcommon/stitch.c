@@ -832,18 +832,20 @@ int stitch_feed(stitcher *s, const struct mtev_rec *r)
 		struct wplog *l = &t->log;
 		int32_t level = t->L + (int32_t)r->waypoint.depth;
 		uint32_t w;
-		if (__builtin_expect(l->n + 1 < s->limit_words && l->n < l->cap &&
+		size_t n = l->n;
+		if (__builtin_expect(n + 1 < s->limit_words && n < l->cap &&
 					     wplog_short(l, r->waypoint.time, r->waypoint.addr, level, &w),
 				     1)) {
-			l->v[l->n++] = w;
+			l->v[n] = w;
+			l->n = n + 1;
 			l->time = r->waypoint.time;
 			l->addr = r->waypoint.addr;
 			l->level = level;
 			l->count++;
 			return 0;
 		}
-		return log_wp(s, t, r->waypoint.time, r->waypoint.addr, level);
 	}
+	/* everything else, and the rare waypoints (spill, long entries) */
 	return stitch_feed_slow(s, r);
 }
 
