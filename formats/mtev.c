@@ -1186,8 +1186,8 @@ int mtev_write(mtev_writer *w, const struct mtev_rec *rec)
 		uint8_t *rb = w->buf + w->len;
 		uint8_t *pl = rb + 2, *p = pl;
 		/* short form: the previous waypoint's thread, depth within -3..+4 */
-		uint32_t dd = rec->waypoint.depth - w->last_wp_depth + 3;
-		if (w->have_wp && w->last_wp_tid == rec->waypoint.tid && dd < 8) {
+		int64_t dd = (int64_t)rec->waypoint.depth - (int64_t)w->last_wp_depth + 3;
+		if (w->have_wp && w->last_wp_tid == rec->waypoint.tid && dd >= 0 && dd < 8) {
 			rb[0] = (uint8_t)(MTEV_WP_SHORT + dd);
 		} else {
 			rb[0] = MTEV_WAYPOINT;
