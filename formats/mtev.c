@@ -775,6 +775,11 @@ static inline int fuv(const uint8_t **pp, const uint8_t *end, uint64_t *out)
 		*pp = p + 2;
 		return 0;
 	}
+	if (end - p >= 3 && p[2] < 0x80) { /* p[1] has its high bit: 3 bytes */
+		*out = (uint64_t)(p[0] & 0x7f) | (uint64_t)(p[1] & 0x7f) << 7 | (uint64_t)p[2] << 14;
+		*pp = p + 3;
+		return 0;
+	}
 	struct cur c = {p, end, 0};
 	*out = get_uv(&c);
 	*pp = c.p;
