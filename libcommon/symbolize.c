@@ -150,6 +150,68 @@ static void hmap_fini(struct hmap *m)
 	memset(m, 0, sizeof *m);
 }
 
+/* ---- wants: (thread, runtime address) -> want index ----
+ * The per-waypoint lookup: one multiply, one 16-byte slot per probe. */
+struct wslot {
+	uint64_t addr;
+	uint32_t tid;
+	uint32_t w1; /* want + 1; 0 = empty */
+};
+struct wtab {
+	struct wslot *s;
+	size_t cap, n; /* cap a power of two */
+	unsigned shift; /* 64 - log2(cap) */
+};
+
+static inline size_t wtab_slot(const struct wtab *t, uint32_t tid, uint64_t addr)
+{
+	return (size_t)(((addr ^ (uint64_t)tid << 40) * 0x9E3779B97F4A7C15ull) >> t->shift);
+}
+
+/* The want of (tid, addr), or NONE. */
+static inline uint32_t wtab_get(const struct wtab *t, uint32_t tid, uint64_t addr)
+{
+	if (!t->cap)
+		return NONE;
+	for (size_t j = wtab_slot(t, tid, addr);; j = (j + 1) & (t->cap - 1)) {
+		const struct wslot *e = &t->s[j];
+		if (!e->w1)
+			return NONE;
+		if (e->addr == addr && e->tid == tid)
+			return e->w1 - 1;
+	}
+}
+
+/* Adds (tid, addr) -> w (absent).  0 or -1. */
+static int wtab_add(struct wtab *t, uint32_t tid, uint64_t addr, uint32_t w)
+{
+	if ((t->n + 1) * 2 > t->cap) {
+		struct wtab nt = {NULL, t->cap ? t->cap * 2 : 4096, 0, 0};
+		nt.shift = 64u - (unsigned)__builtin_ctzll(nt.cap);
+		nt.s = calloc(nt.cap, sizeof *nt.s);
+		if (!nt.s)
+			return -1;
+		for (size_t i = 0; i < t->cap; i++) {
+			const struct wslot *e = &t->s[i];
+			if (!e->w1)
+				continue;
+			size_t j = wtab_slot(&nt, e->tid, e->addr);
+			while (nt.s[j].w1)
+				j = (j + 1) & (nt.cap - 1);
+			nt.s[j] = *e;
+		}
+		nt.n = t->n;
+		free(t->s);
+		*t = nt;
+	}
+	size_t j = wtab_slot(t, tid, addr);
+	while (t->s[j].w1)
+		j = (j + 1) & (t->cap - 1);
+	t->s[j] = (struct wslot){addr, tid, w + 1};
+	t->n++;
+	return 0;
+}
+
 /* ---- growable arrays ---- */
 #define VEC_PUSH(arr, n, cap, ...)                                                                 \
 	((n) < (cap) || vec_grow((void **)&(arr), &(cap), sizeof *(arr)) == 0                      \
@@ -343,7 +405,7 @@ struct ctx {
 	size_t nbins, capbins;
 	struct want *wants;
 	size_t nwants, capwants;
-	struct hmap want_idx;
+	struct wtab want_idx;
 	struct result *res;
 	size_t nres, capres;
 	struct hmap res_idx;
@@ -369,8 +431,10 @@ struct ctx {
 	struct hmap gidx; /* (tid, depth) -> group */
 	struct grp *grps;
 	size_t ngrps, capgrps;
-	uint64_t last_gkey[2];
-	uint32_t last_g;
+	uint32_t gd_tid;  /* the thread of gdep, or NONE */
+	uint32_t *gdep;	  /* gd_tid's group + 1 by depth (0: none yet) */
+	size_t capgdep, gdep_used;
+	uint32_t last_gtid, last_gdepth, last_g; /* the last lookup */
 	struct hmap tidx; /* tid -> thread */
 	struct thr *thrs;
 	size_t nthrs, capthrs;
@@ -679,13 +743,26 @@ static int res_fill(struct ctx *c, struct result *r, const struct jframe *fr, si
 				r->entry_vaddr = s->addr;
 		}
 		if (r->entry_vaddr && r->vaddr != r->entry_vaddr) {
-			char buf[1200];
-			sfmt(buf, sizeof buf, "%s+0x%" PRIx64, c->frames[f0].name,
-				 r->vaddr - r->entry_vaddr);
-			c->frames[f0].name = arena_strndup(&c->ar, buf, strlen(buf));
-			c->frames[f0].name_len = (uint32_t)strlen(buf);
-			if (!c->frames[f0].name)
+			/* "%s+0x%x" cut to 1199 bytes (as the fallbacks' names) */
+			const char *nm = c->frames[f0].name;
+			size_t nl = c->frames[f0].name_len, hl = 0;
+			char hex[20];
+			for (uint64_t off = r->vaddr - r->entry_vaddr; off; off >>= 4)
+				hex[hl++] = "0123456789abcdef"[off & 15];
+			size_t full = nl + 3 + hl, cut = full < 1199 ? full : 1199;
+			char *buf = arena_alloc(&c->ar, full + 1);
+			if (!buf) {
 				c->oom = 1;
+			} else {
+				char *o = buf;
+				memcpy(o, nm, nl);
+				memcpy(o + nl, "+0x", 3);
+				for (size_t k = 0; k < hl; k++)
+					o[nl + 3 + k] = hex[hl - 1 - k];
+				buf[cut] = 0;
+				c->frames[f0].name = buf;
+				c->frames[f0].name_len = (uint32_t)cut;
+			}
 		}
 	}
 	return 0;
@@ -728,13 +805,49 @@ static int js_hex4(const char *p, unsigned *v)
 	return 0;
 }
 
-/* A string at j->p: decoded into j->out (when @s) as *s, *n. */
+/* The first byte at or after @p that ends a plain run of string bytes: a
+ * quote, a backslash or a control character; @end if none.  Eight bytes at a
+ * time: the borrows of the subtractions below can flag a byte above a true
+ * hit, never one below, so the lowest flag is the first such byte. */
+static inline const char *js_plain_end(const char *p, const char *end)
+{
+	const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+	while (end - p >= 8) {
+		uint64_t w;
+		memcpy(&w, p, 8);
+		uint64_t q = w ^ (ones * '"'), b = w ^ (ones * '\\');
+		uint64_t hit = ((q - ones) & ~q) | ((b - ones) & ~b) | ((w - ones * 0x20) & ~w);
+		hit &= highs;
+		if (hit)
+			return p + (__builtin_ctzll(hit) >> 3);
+		p += 8;
+	}
+	while (p < end && *p != '"' && *p != '\\' && (unsigned char)*p >= 0x20)
+		p++;
+	return p;
+}
+
+/* A string at j->p: *s, *n (when @s) point into the input when it has no
+ * escape, else to its decoded copy in j->out. */
 static int js_str(struct jcur *j, const char **s, size_t *n)
 {
 	if (j->p >= j->end || *j->p != '"')
 		return -1;
 	j->p++;
+	const char *e = js_plain_end(j->p, j->end);
+	if (e < j->end && *e == '"') {
+		if (s) {
+			*s = j->p;
+			*n = (size_t)(e - j->p);
+		}
+		j->p = e + 1;
+		return 0;
+	}
+	/* an escape (or an error): decode the plain prefix and go on bytewise */
 	char *o = j->out, *o0 = o;
+	memcpy(o, j->p, (size_t)(e - j->p));
+	o += e - j->p;
+	j->p = e;
 	while (j->p < j->end) {
 		char ch = *j->p++;
 		if (ch == '"') {
@@ -1040,6 +1153,30 @@ static int cache_path(struct ctx *c, const struct bin *b, char *out, size_t cap)
 	return n < 0 || (size_t)n >= cap ? -1 : 0;
 }
 
+/* strtoull(s, end, 16), with a fast path for what we write: 1 to 16 hex
+ * digits and a space. */
+static uint64_t hex_prefix(char *s, char **end)
+{
+	uint64_t v = 0;
+	int k = 0;
+	for (;; k++) {
+		unsigned ch = (unsigned char)s[k], d;
+		if (ch - '0' < 10)
+			d = ch - '0';
+		else if ((ch | 0x20) - 'a' < 6)
+			d = (ch | 0x20) - 'a' + 10;
+		else
+			break;
+		if (k == 16)
+			return strtoull(s, end, 16);
+		v = v << 4 | d;
+	}
+	if (!k || s[k] != ' ')
+		return strtoull(s, end, 16);
+	*end = s + k;
+	return v;
+}
+
 static void cache_index(struct bin *b)
 {
 	uint8_t *p = b->cbuf, *end = b->cbuf + b->cbuf_len;
@@ -1049,7 +1186,7 @@ static void cache_index(struct bin *b)
 			break; /* a torn last line (never written by us): ignore */
 		*nl = 0;
 		char *sp;
-		uint64_t va = strtoull((char *)p, &sp, 16);
+		uint64_t va = hex_prefix((char *)p, &sp);
 		if (sp != (char *)p && *sp == ' ')
 			hmap_put(&b->cidx, va, 0, (uint32_t)((uint8_t *)sp + 1 - b->cbuf));
 		p = nl + 1;
@@ -1214,14 +1351,14 @@ static const struct perfmap_ent *perfmap_lookup(const struct perfmap *pm, uint64
 }
 
 /* ---- address resolution ---- */
-static uint32_t want_get(struct ctx *c, uint32_t tid, uint64_t addr)
+static inline uint32_t want_get(struct ctx *c, uint32_t tid, uint64_t addr)
 {
-	uint32_t w = hmap_get(&c->want_idx, tid, addr);
+	uint32_t w = wtab_get(&c->want_idx, tid, addr);
 	if (w != NONE)
 		return w;
 	struct want nw = {tid, addr, NONE, 0};
-	if (VEC_PUSH(c->wants, c->nwants, c->capwants, nw) < 0 ||
-	    hmap_put(&c->want_idx, tid, addr, (uint32_t)(c->nwants - 1)) == NONE) {
+	if (c->nwants >= NONE - 1 || VEC_PUSH(c->wants, c->nwants, c->capwants, nw) < 0 ||
+	    wtab_add(&c->want_idx, tid, addr, (uint32_t)(c->nwants - 1)) < 0) {
 		c->oom = 1;
 		return NONE;
 	}
@@ -1947,7 +2084,11 @@ static void unit_reset(struct ctx *c)
 	c->unamelen = 0;
 	c->unit_tid = NONE;
 	c->unit_end = 0;
-	c->last_gkey[0] = c->last_gkey[1] = UINT64_MAX;
+	if (c->gdep_used)
+		memset(c->gdep, 0, c->gdep_used * sizeof *c->gdep);
+	c->gdep_used = 0;
+	c->gd_tid = NONE;
+	c->last_gtid = c->last_gdepth = NONE;
 }
 
 /* The unit is complete: resolve, build its tree, write its symbols, then its
@@ -2008,6 +2149,7 @@ static void ctx_fini(struct ctx *c)
 	free(c->roots);
 	bvec_free(c->win, c->capwin, sizeof *c->win);
 	free(c->grps);
+	free(c->gdep);
 	free(c->thrs);
 	free(c->uname);
 	free(c->stk);
@@ -2017,7 +2159,7 @@ static void ctx_fini(struct ctx *c)
 	free(c->js);
 	hmap_fini(&c->sym_seen);
 	hmap_fini(&c->tid2pid);
-	hmap_fini(&c->want_idx);
+	free(c->want_idx.s);
 	hmap_fini(&c->res_idx);
 	arena_fini(&c->ar);
 }
@@ -2065,24 +2207,71 @@ static int add_span(struct ctx *c, const struct mtev_rec *rec)
 	return 0;
 }
 
+static uint32_t grp_of_slow(struct ctx *c, uint32_t tid, uint32_t depth)
+{
+	uint32_t g = hmap_put(&c->gidx, tid, depth, (uint32_t)c->ngrps);
+	if (g == NONE)
+		return NONE;
+	if (g == c->ngrps) {
+		struct grp z = {NONE, NONE};
+		if (VEC_PUSH(c->grps, c->ngrps, c->capgrps, z) < 0)
+			return NONE;
+	}
+	return g;
+}
+
+/* grp_of when the last lookup was another group: the unit's first thread
+ * has a table by depth in front of the hash. */
+static uint32_t grp_of_miss(struct ctx *c, uint32_t tid, uint32_t depth)
+{
+	uint32_t g = NONE;
+	if (c->gd_tid == NONE)
+		c->gd_tid = tid;
+	if (tid != c->gd_tid || depth >= (1u << 20)) {
+		g = grp_of_slow(c, tid, depth);
+		goto out;
+	}
+	if (depth < c->gdep_used && c->gdep[depth]) {
+		g = c->gdep[depth] - 1;
+		goto out;
+	}
+	if (depth >= c->capgdep) {
+		size_t nc = c->capgdep ? c->capgdep : 64;
+		while (nc <= depth)
+			nc *= 2;
+		uint32_t *nb = realloc(c->gdep, nc * sizeof *nb);
+		if (!nb)
+			return NONE;
+		c->gdep = nb;
+		c->capgdep = nc;
+	}
+	if (depth >= c->gdep_used) {
+		memset(c->gdep + c->gdep_used, 0, (depth + 1 - c->gdep_used) * sizeof *c->gdep);
+		c->gdep_used = depth + 1;
+	}
+	g = grp_of_slow(c, tid, depth);
+	if (g != NONE)
+		c->gdep[depth] = g + 1;
+out:
+	c->last_gtid = tid;
+	c->last_gdepth = depth;
+	c->last_g = g;
+	return g;
+}
+
+/* The (tid, depth) group, created when new; NONE when out of memory. */
+static inline uint32_t grp_of(struct ctx *c, uint32_t tid, uint32_t depth)
+{
+	if (tid == c->last_gtid && depth == c->last_gdepth)
+		return c->last_g;
+	return grp_of_miss(c, tid, depth);
+}
+
 static int add_waypoint(struct ctx *c, const struct mtev_rec *rec)
 {
-	uint32_t g;
-	if (c->last_gkey[0] == rec->waypoint.tid && c->last_gkey[1] == rec->waypoint.depth) {
-		g = c->last_g;
-	} else {
-		g = hmap_put(&c->gidx, rec->waypoint.tid, rec->waypoint.depth, (uint32_t)c->ngrps);
-		if (g == NONE)
-			return -1;
-		if (g == c->ngrps) {
-			struct grp z = {NONE, NONE};
-			if (VEC_PUSH(c->grps, c->ngrps, c->capgrps, z) < 0)
-				return -1;
-		}
-		c->last_gkey[0] = rec->waypoint.tid;
-		c->last_gkey[1] = rec->waypoint.depth;
-		c->last_g = g;
-	}
+	uint32_t g = grp_of(c, rec->waypoint.tid, rec->waypoint.depth);
+	if (g == NONE)
+		return -1;
 	struct witem it = {rec->waypoint.time, want_get(c, rec->waypoint.tid, rec->waypoint.addr), g};
 	if (BVEC_PUSH(c->win, c->nwin, c->capwin, it) < 0)
 		return -1;
@@ -2099,14 +2288,9 @@ static int add_waypoint(struct ctx *c, const struct mtev_rec *rec)
 static int span_group(struct ctx *c, uint32_t si)
 {
 	const struct span *sp = &c->spans[si];
-	uint32_t g = hmap_put(&c->gidx, sp->tid, sp->depth, (uint32_t)c->ngrps);
+	uint32_t g = grp_of(c, sp->tid, sp->depth);
 	if (g == NONE)
 		return -1;
-	if (g == c->ngrps) {
-		struct grp z = {NONE, NONE};
-		if (VEC_PUSH(c->grps, c->ngrps, c->capgrps, z) < 0)
-			return -1;
-	}
 	struct grp *gp = &c->grps[g];
 	if (gp->tail != NONE)
 		c->spans[gp->tail].grp_next = si;
