@@ -283,10 +283,11 @@ struct result {
 };
 
 struct want { /* one unique (thread, runtime address) */
-	uint32_t tid;
 	uint64_t addr;
-	uint32_t ri;	   /* result */
 	uint64_t entry_rt; /* runtime entry of the physical function, 0 unknown */
+	uint32_t tid;
+	uint32_t ri;  /* result */
+	uint32_t lev; /* its inline levels (0 without a result) */
 };
 
 struct cache_new {
@@ -337,22 +338,28 @@ struct perfmap {
 /* A node of the output tree: a function span (embedded in its span, id = the
  * span's index) or an inline frame (c->inodes, id = INL | index). */
 struct node {
-	uint64_t begin, end;
+	uint64_t begin, end; /* a function span's are its own (set when read) */
 	uint32_t first_child, last_child, next_sib, parent;
 	uint32_t depth;
-	uint32_t si;	 /* the physical span it is, or belongs to */
-	uint32_t fi;	 /* inline: the frame it names; physical: NONE */
-	uint32_t iflags; /* inline: its span flags */
+};
+
+struct inode { /* an inline frame */
+	struct node n;
+	uint32_t si;	 /* the physical span it belongs to */
+	uint32_t fi;	 /* the frame it names */
+	uint32_t iflags; /* its span flags */
 };
 
 #define INL 0x80000000u
 
+/* ~120 bytes: the unit holds one per span until it ends. */
 struct span {
 	struct node nd;
+	uint64_t func;
 	uint32_t tid, depth, flags;
-	uint64_t begin, end, func, callsite;
 	uint32_t name_off, name_len; /* input name in c->uname, or 0 */
 	uint32_t func_w;   /* want of func, or NONE */
+	uint32_t cs_w;	   /* want of the call site (its address), or NONE (none) */
 	uint32_t grp_next; /* next span of the same (tid, depth), or NONE */
 	uint32_t inner;	   /* innermost open node (its own when no inline frame is open) */
 	uint32_t nopen;	   /* open inline levels */
@@ -422,7 +429,7 @@ struct ctx {
 	/* the unit */
 	struct span *spans;
 	size_t nspans, capspans;
-	struct node *inodes; /* inline frames */
+	struct inode *inodes; /* inline frames */
 	size_t ninodes, capinodes;
 	uint32_t *roots; /* spans without a parent, in input order */
 	size_t nroots, caproots;
@@ -438,6 +445,7 @@ struct ctx {
 	struct hmap tidx; /* tid -> thread */
 	struct thr *thrs;
 	size_t nthrs, capthrs;
+	uint32_t last_thr; /* the thread of the last span (when nthrs) */
 	char *uname; /* input span names */
 	size_t unamelen, unamecap;
 	uint32_t unit_tid; /* NONE: no span yet; UNIT_MULTI: several threads */
@@ -1350,13 +1358,19 @@ static const struct perfmap_ent *perfmap_lookup(const struct perfmap *pm, uint64
 	return NULL;
 }
 
+/* Inline levels of a result: level 1 is the outermost inlined frame. */
+static inline uint32_t res_levels(const struct result *r)
+{
+	return r->nf ? r->nf - 1 : 0;
+}
+
 /* ---- address resolution ---- */
 static inline uint32_t want_get(struct ctx *c, uint32_t tid, uint64_t addr)
 {
 	uint32_t w = wtab_get(&c->want_idx, tid, addr);
 	if (w != NONE)
 		return w;
-	struct want nw = {tid, addr, NONE, 0};
+	struct want nw = {addr, 0, tid, NONE, 0};
 	if (c->nwants >= NONE - 1 || VEC_PUSH(c->wants, c->nwants, c->capwants, nw) < 0 ||
 	    wtab_add(&c->want_idx, tid, addr, (uint32_t)(c->nwants - 1)) < 0) {
 		c->oom = 1;
@@ -1585,6 +1599,7 @@ static void resolve_pending(struct ctx *c)
 		if (w->ri == NONE)
 			continue;
 		const struct result *r = &c->res[w->ri];
+		w->lev = res_levels(r);
 		if (!r->entry_vaddr)
 			w->entry_rt = 0;
 		else if (r->bin == NONE)
@@ -1624,11 +1639,6 @@ static void resolve_finish(struct ctx *c)
 
 /* ---- spans and inline expansion ---- */
 
-/* Inline levels of a result: level 1 is the outermost inlined frame. */
-static inline uint32_t res_levels(const struct result *r)
-{
-	return r->nf ? r->nf - 1 : 0;
-}
 
 static inline const struct sframe *level_frame(const struct ctx *c, const struct result *r,
 					       uint32_t j)
@@ -1649,13 +1659,13 @@ static int level_eq(const struct ctx *c, const struct result *a, const struct re
 
 static inline struct node *ND(const struct ctx *c, uint32_t id)
 {
-	return id & INL ? &c->inodes[id & ~INL] : &c->spans[id].nd;
+	return id & INL ? &c->inodes[id & ~INL].n : &c->spans[id].nd;
 }
 
 /* A new inline node of span @si: its id, or NONE. */
 static uint32_t inode_new(struct ctx *c, uint64_t begin, uint64_t end, uint32_t si)
 {
-	struct node n = {begin, end, NONE, NONE, NONE, NONE, 0, si, NONE, 0};
+	struct inode n = {{begin, end, NONE, NONE, NONE, NONE, 0}, si, NONE, 0};
 	if (c->ninodes >= INL - 1 || BVEC_PUSH(c->inodes, c->ninodes, c->capinodes, n) < 0) {
 		c->oom = 1;
 		return NONE;
@@ -1679,11 +1689,14 @@ static void node_add_child(struct ctx *c, uint32_t parent, uint32_t child)
 static void proc_span(struct ctx *c, uint32_t si)
 {
 	struct span *sp = &c->spans[si];
-	uint32_t k = hmap_put(&c->tidx, sp->tid, 0, (uint32_t)c->nthrs);
+	uint32_t k = c->nthrs && c->thrs[c->last_thr].tid == sp->tid
+			     ? c->last_thr
+			     : hmap_put(&c->tidx, sp->tid, 0, (uint32_t)c->nthrs);
 	if (k == NONE) {
 		c->oom = 1;
 		return;
 	}
+	c->last_thr = k;
 	if (k == c->nthrs) {
 		struct thr z = {sp->tid, NULL, 0, 0};
 		if (VEC_PUSH(c->thrs, c->nthrs, c->capthrs, z) < 0) {
@@ -1707,7 +1720,8 @@ static void proc_span(struct ctx *c, uint32_t si)
 	t->n = sp->depth + 1;
 	sp->parent = parent;
 
-	sp->nd = (struct node){sp->begin, sp->end, NONE, NONE, NONE, NONE, 0, si, NONE, 0};
+	sp->nd.first_child = sp->nd.last_child = sp->nd.next_sib = sp->nd.parent = NONE;
+	sp->nd.depth = 0;
 	sp->inner = si;
 	if (parent == NONE) {
 		sp->nd.depth = sp->depth;
@@ -1716,7 +1730,7 @@ static void proc_span(struct ctx *c, uint32_t si)
 	} else {
 		struct span *p = &c->spans[parent];
 		/* children met before at an earlier time are placed for good */
-		while (p->pend != NONE && c->spans[p->pend].begin < sp->begin)
+		while (p->pend != NONE && c->spans[p->pend].nd.begin < sp->nd.begin)
 			p->pend = c->spans[p->pend].pend_next;
 		/* where the parent is now: after its last waypoint (at or before
 		 * our begin); its waypoints at our begin come after us and may
@@ -1735,10 +1749,10 @@ static void proc_wp(struct ctx *c, const struct witem *it)
 	struct grp *g = &c->grps[it->g];
 	uint64_t time = it->time;
 	uint32_t s = g->cur;
-	while (s != NONE && c->spans[s].end < time)
+	while (s != NONE && c->spans[s].nd.end < time)
 		s = c->spans[s].grp_next;
 	g->cur = s;
-	if (s == NONE || c->spans[s].begin > time) {
+	if (s == NONE || c->spans[s].nd.begin > time) {
 		c->st->waypoints_unmatched++;
 		return;
 	}
@@ -1748,7 +1762,7 @@ static void proc_wp(struct ctx *c, const struct witem *it)
 	uint64_t e = wt ? wt->entry_rt : 0;
 	if (e && c->spans[s].func != e) {
 		uint32_t t = c->spans[s].grp_next;
-		for (int k = 1; t != NONE && k < 8 && c->spans[t].begin <= time;
+		for (int k = 1; t != NONE && k < 8 && c->spans[t].nd.begin <= time;
 		     k++, t = c->spans[t].grp_next) {
 			if (c->spans[t].func == e) {
 				s = g->cur = t;
@@ -1759,8 +1773,12 @@ static void proc_wp(struct ctx *c, const struct witem *it)
 	struct span *sp = &c->spans[s];
 	sp->nwp++;
 	uint32_t ri = wt ? wt->ri : NONE;
-	/* an address outside this function says nothing about its inline frames */
-	if (ri != NONE && ri != sp->last_ri && !(wt->entry_rt && sp->func && wt->entry_rt != sp->func)) {
+	/* an address outside this function says nothing about its inline frames;
+	 * nor does one without inline levels while none is open (sp->nopen is
+	 * then 0 and stays 0; skipping it leaves sp->last_ri at NONE or at a
+	 * result without levels, which makes no difference either) */
+	if (ri != NONE && (wt->lev | sp->nopen) && ri != sp->last_ri &&
+	    !(wt->entry_rt && sp->func && wt->entry_rt != sp->func)) {
 		const struct result *r = &c->res[ri];
 		uint32_t m = res_levels(r), keep = 0;
 		if (sp->nopen) {
@@ -1775,14 +1793,14 @@ static void proc_wp(struct ctx *c, const struct witem *it)
 			sp->nopen--;
 		}
 		for (uint32_t j = keep + 1; j <= m; j++) {
-			uint32_t n = inode_new(c, time, sp->end, s);
+			uint32_t n = inode_new(c, time, sp->nd.end, s);
 			if (n == NONE)
 				return;
 			sp = &c->spans[s];
-			struct node *nd = ND(c, n);
+			struct inode *nd = &c->inodes[n & ~INL];
 			nd->fi = (uint32_t)(level_frame(c, r, j) - c->frames);
 			nd->iflags = MTEV_SPAN_INLINE;
-			if (time == sp->begin)
+			if (time == sp->nd.begin)
 				nd->iflags |= sp->flags & MTEV_SPAN_INFERRED_START;
 			node_add_child(c, sp->inner, n);
 			sp->inner = n;
@@ -1794,13 +1812,13 @@ static void proc_wp(struct ctx *c, const struct witem *it)
 	 * these waypoints, or after the one at their call site */
 	for (uint32_t *pp = &sp->pend; *pp != NONE;) {
 		struct span *ch = &c->spans[*pp];
-		if (ch->begin < time) {
+		if (ch->nd.begin < time) {
 			*pp = ch->pend_next; /* placed for good */
 			continue;
 		}
-		if (ch->begin == time) {
+		if (ch->nd.begin == time) {
 			ch->cand_any = sp->inner;
-			if (ch->callsite && wt && wt->addr == ch->callsite)
+			if (ch->cs_w != NONE && ch->cs_w == it->a)
 				ch->cand_match = sp->inner;
 		}
 		pp = &ch->pend_next;
@@ -1840,8 +1858,8 @@ static void unit_close(struct ctx *c)
 	for (uint32_t i = 0; i < c->nspans; i++) {
 		struct span *sp = &c->spans[i];
 		for (uint32_t n = sp->inner; n != i; n = ND(c, n)->parent) {
-			struct node *in = ND(c, n);
-			in->end = sp->end;
+			struct inode *in = &c->inodes[n & ~INL];
+			in->n.end = sp->nd.end;
 			in->iflags |= sp->flags & MTEV_SPAN_OPEN_AT_END;
 		}
 		if (sp->parent == NONE)
@@ -1851,7 +1869,8 @@ static void unit_close(struct ctx *c)
 		if (n == NONE)
 			n = pn;
 		/* climb to a node that holds the whole child */
-		while (n != pn && n != NONE && !(ND(c, n)->begin <= sp->begin && sp->end <= ND(c, n)->end))
+		while (n != pn && n != NONE &&
+		       !(ND(c, n)->begin <= sp->nd.begin && sp->nd.end <= ND(c, n)->end))
 			n = ND(c, n)->parent;
 		node_add_child(c, n == NONE ? pn : n, i);
 	}
@@ -2021,22 +2040,24 @@ static int emit_tree(struct ctx *c, mtev_writer *wr, uint32_t root)
 	while (n) {
 		uint32_t x = c->stk[--n];
 		const struct node *nd = ND(c, x);
-		const struct span *sp = &c->spans[nd->si];
+		const struct inode *in = x & INL ? &c->inodes[x & ~INL] : NULL;
+		uint32_t si = in ? in->si : x;
+		const struct span *sp = &c->spans[si];
 		struct mtev_rec rec = {.kind = MTEV_SPAN};
 		int r;
 		rec.span.tid = sp->tid;
 		rec.span.depth = nd->depth;
 		rec.span.begin = nd->begin;
 		rec.span.end = nd->end;
-		if (nd->fi == NONE) {
+		if (!in) {
 			rec.span.func = sp->func;
-			rec.span.callsite = sp->callsite;
+			rec.span.callsite = sp->cs_w != NONE ? c->wants[sp->cs_w].addr : 0;
 			rec.span.flags = sp->flags;
-			if ((r = span_name(c, wr, nd->si, &rec)) < 0)
+			if ((r = span_name(c, wr, si, &rec)) < 0)
 				return r;
 		} else {
-			struct sframe *f = &c->frames[nd->fi];
-			rec.span.flags = nd->iflags;
+			struct sframe *f = &c->frames[in->fi];
+			rec.span.flags = in->iflags;
 			rec.span.name = (struct mtev_str){f->name, f->name_len};
 			if (!f->sid && (r = name_sid(c, wr, rec.span.name, &f->sid)) < 0)
 				return r;
@@ -2169,10 +2190,10 @@ static void ctx_fini(struct ctx *c)
 
 static int add_span(struct ctx *c, const struct mtev_rec *rec)
 {
-	struct span s = {{0, 0, NONE, NONE, NONE, NONE, 0, 0, NONE, 0},
-			 rec->span.tid, rec->span.depth, rec->span.flags, rec->span.begin,
-			 rec->span.end, rec->span.func, rec->span.callsite, 0, rec->span.name.len,
-			 NONE, NONE, NONE, 0, NONE, NONE, NONE, 0, NONE, NONE, NONE};
+	struct span s = {{rec->span.begin, rec->span.end, NONE, NONE, NONE, NONE, 0},
+			 rec->span.func, rec->span.tid, rec->span.depth, rec->span.flags,
+			 0, rec->span.name.len, NONE, NONE,
+			 NONE, NONE, 0, NONE, NONE, NONE, 0, NONE, NONE, NONE};
 	if (s.name_len) {
 		if (c->unamelen + s.name_len > c->unamecap) {
 			size_t nc = c->unamecap ? c->unamecap : 4096;
@@ -2190,19 +2211,19 @@ static int add_span(struct ctx *c, const struct mtev_rec *rec)
 	}
 	if (s.func)
 		s.func_w = want_get(c, s.tid, s.func);
-	if (s.callsite)
-		want_get(c, s.tid, s.callsite); /* for its symbol record */
+	if (rec->span.callsite) /* for its symbol record, and the attach rule */
+		s.cs_w = want_get(c, s.tid, rec->span.callsite);
 	if (c->nspans >= UINT32_MAX / 4 || BVEC_PUSH(c->spans, c->nspans, c->capspans, s) < 0)
 		return -1;
-	struct witem it = {s.begin, (uint32_t)(c->nspans - 1), NONE};
+	struct witem it = {s.nd.begin, (uint32_t)(c->nspans - 1), NONE};
 	if (BVEC_PUSH(c->win, c->nwin, c->capwin, it) < 0)
 		return -1;
 	if (c->unit_tid == NONE)
 		c->unit_tid = s.tid;
 	else if (c->unit_tid != s.tid)
 		c->unit_tid = UNIT_MULTI;
-	if (s.end > c->unit_end)
-		c->unit_end = s.end;
+	if (s.nd.end > c->unit_end)
+		c->unit_end = s.nd.end;
 	c->st->spans_in++;
 	return 0;
 }
@@ -2262,6 +2283,8 @@ out:
 /* The (tid, depth) group, created when new; NONE when out of memory. */
 static inline uint32_t grp_of(struct ctx *c, uint32_t tid, uint32_t depth)
 {
+	if (tid == c->gd_tid && depth < c->gdep_used && c->gdep[depth])
+		return c->gdep[depth] - 1;
 	if (tid == c->last_gtid && depth == c->last_gdepth)
 		return c->last_g;
 	return grp_of_miss(c, tid, depth);
