@@ -1046,6 +1046,84 @@ static int js_frame(struct jcur *j, struct jframe *f, uint64_t *start)
 	}
 }
 
+static inline int js_lit(struct jcur *j, const char *lit, size_t n)
+{
+	if ((size_t)(j->end - j->p) < n || memcmp(j->p, lit, n))
+		return -1;
+	j->p += n;
+	return 0;
+}
+#define JS_LIT(j, s) js_lit((j), (s), sizeof(s) - 1)
+
+/* A StartAddress string as parse_hex reads it: "0x" and 1 to 16 hex digits
+ * here, else -1 (left to the general reader). */
+static int js_start_hex(const char *s, size_t n, uint64_t *v)
+{
+	if (n < 3 || n > 18 || s[0] != '0' || s[1] != 'x')
+		return -1;
+	uint64_t x = 0;
+	for (size_t i = 2; i < n; i++) {
+		unsigned ch = (unsigned char)s[i], d;
+		if (ch - '0' < 10)
+			d = ch - '0';
+		else if ((ch | 0x20) - 'a' < 6)
+			d = (ch | 0x20) - 'a' + 10;
+		else
+			return -1;
+		x = x << 4 | d;
+	}
+	*v = x;
+	return 0;
+}
+
+/* A reply exactly as llvm-symbolizer writes it (these keys in this order,
+ * no spaces): read by matching it.  0 / -1 as res_from_json, -2 for
+ * anything else (then the general reader decides). */
+static int res_from_json_tmpl(struct ctx *c, struct result *r, const char *line, size_t len)
+{
+	struct jcur j = {line, line + len, c->js};
+	const char *sv;
+	size_t sl, n = 0;
+	uint64_t start = 0;
+	if (JS_LIT(&j, "{\"Address\":") || js_str(&j, NULL, NULL) ||
+	    JS_LIT(&j, ",\"ModuleName\":") || js_str(&j, NULL, NULL) ||
+	    JS_LIT(&j, ",\"Symbol\":["))
+		return -2;
+	if (j.p < j.end && *j.p == ']') {
+		j.p++;
+	} else {
+		for (;;) {
+			if (jframes_room(c, n + 1) < 0)
+				return -2;
+			struct jframe *f = &c->jf[n];
+			long long skip;
+			if (JS_LIT(&j, "{\"Column\":") || js_int(&j, &f->col) ||
+			    JS_LIT(&j, ",\"Discriminator\":") || js_int(&j, &skip) ||
+			    JS_LIT(&j, ",\"FileName\":") || js_str(&j, &f->file, &f->fl) ||
+			    JS_LIT(&j, ",\"FunctionName\":") || js_str(&j, &f->nm, &f->nl) ||
+			    JS_LIT(&j, ",\"Line\":") || js_int(&j, &f->line) ||
+			    JS_LIT(&j, ",\"StartAddress\":") || js_str(&j, &sv, &sl) ||
+			    JS_LIT(&j, ",\"StartFileName\":") || js_str(&j, NULL, NULL) ||
+			    JS_LIT(&j, ",\"StartLine\":") || js_int(&j, &skip) || JS_LIT(&j, "}"))
+				return -2;
+			start = 0;
+			if (sl && js_start_hex(sv, sl, &start) < 0)
+				return -2;
+			n++;
+			if (j.p < j.end && *j.p == ',') {
+				j.p++;
+				continue;
+			}
+			if (JS_LIT(&j, "]"))
+				return -2;
+			break;
+		}
+	}
+	if (JS_LIT(&j, "}") || j.p != j.end)
+		return -2;
+	return res_fill(c, r, c->jf, n, start) < 0 ? -1 : 0;
+}
+
 /* The fast reader: 0 / -1 as res_from_json, -2 when it gives up. */
 static int res_from_json_fast(struct ctx *c, struct result *r, const char *line, size_t len)
 {
@@ -1056,6 +1134,9 @@ static int res_from_json_fast(struct ctx *c, struct result *r, const char *line,
 		c->js = nb;
 		c->capjs = len + 1;
 	}
+	int t = res_from_json_tmpl(c, r, line, len);
+	if (t != -2)
+		return t;
 	struct jcur j = {line, line + len, c->js};
 	size_t n = 0;
 	int have_syms = 0, err = 0;
