@@ -2371,18 +2371,18 @@ static inline uint32_t grp_of(struct ctx *c, uint32_t tid, uint32_t depth)
 	return grp_of_miss(c, tid, depth);
 }
 
-static int add_waypoint(struct ctx *c, const struct mtev_rec *rec)
+static inline int add_waypoint(struct ctx *c, const struct mtev_rec *rec)
 {
-	uint32_t g = grp_of(c, rec->waypoint.tid, rec->waypoint.depth);
+	uint32_t tid = rec->waypoint.tid;
+	uint32_t g = grp_of(c, tid, rec->waypoint.depth);
 	if (g == NONE)
 		return -1;
-	struct witem it = {rec->waypoint.time, want_get(c, rec->waypoint.tid, rec->waypoint.addr), g};
-	if (BVEC_PUSH(c->win, c->nwin, c->capwin, it) < 0)
+	uint32_t w = want_get(c, tid, rec->waypoint.addr);
+	if (c->nwin == c->capwin && bvec_grow((void **)&c->win, &c->capwin, sizeof *c->win) < 0)
 		return -1;
-	if (c->unit_tid == NONE)
-		c->unit_tid = rec->waypoint.tid;
-	else if (c->unit_tid != rec->waypoint.tid)
-		c->unit_tid = UNIT_MULTI;
+	c->win[c->nwin++] = (struct witem){rec->waypoint.time, w, g};
+	if (tid != c->unit_tid) /* NONE: the first; else several threads */
+		c->unit_tid = c->unit_tid == NONE ? tid : UNIT_MULTI;
 	c->st->waypoints_in++;
 	return 0;
 }
@@ -2424,6 +2424,21 @@ static int symz_core(mtev_reader *rd, int out_fd, const struct symz_opts *o,
 	while ((r = mtev_read(rd, &rec)) > 0) {
 		int w = 0;
 		st->records_in++;
+		if (rec.kind == MTEV_WAYPOINT) { /* most records */
+			c.any_span = 1;
+			if (add_waypoint(&c, &rec) < 0 || c.oom) {
+				ret = fail(st, SYMZ_ESYS, "out of memory");
+				goto out;
+			}
+			if (c.nwin >= WINDOW) {
+				proc_window(&c);
+				if (c.oom) {
+					ret = fail(st, SYMZ_ESYS, "out of memory");
+					goto out;
+				}
+			}
+			continue;
+		}
 		switch (rec.kind) {
 		case MTEV_SPAN:
 			/* a new root of the same thread after everything before it
