@@ -168,11 +168,9 @@ static inline size_t wtab_slot(const struct wtab *t, uint32_t tid, uint64_t addr
 	return (size_t)(((addr ^ (uint64_t)tid << 40) * 0x9E3779B97F4A7C15ull) >> t->shift);
 }
 
-/* The want of (tid, addr), or NONE. */
+/* The want of (tid, addr), or NONE.  The table is never empty (wtab_init). */
 static inline uint32_t wtab_get(const struct wtab *t, uint32_t tid, uint64_t addr)
 {
-	if (!t->cap)
-		return NONE;
 	for (size_t j = wtab_slot(t, tid, addr);; j = (j + 1) & (t->cap - 1)) {
 		const struct wslot *e = &t->s[j];
 		if (!e->w1)
@@ -180,6 +178,15 @@ static inline uint32_t wtab_get(const struct wtab *t, uint32_t tid, uint64_t add
 		if (e->addr == addr && e->tid == tid)
 			return e->w1 - 1;
 	}
+}
+
+static int wtab_init(struct wtab *t)
+{
+	t->cap = 4096;
+	t->n = 0;
+	t->shift = 64u - 12u;
+	t->s = calloc(t->cap, sizeof *t->s);
+	return t->s ? 0 : -1;
 }
 
 /* Adds (tid, addr) -> w (absent).  0 or -1. */
@@ -382,6 +389,7 @@ struct witem {
 struct grp { /* the spans of one (tid, depth), in begin order */
 	uint32_t cur;  /* the first one a later waypoint can still fall in */
 	uint32_t tail; /* the last one */
+	uint64_t cur_begin, cur_end; /* cur's (0, 0 when cur is NONE) */
 };
 
 struct thr {
@@ -1825,15 +1833,24 @@ static void proc_span(struct ctx *c, uint32_t si)
 
 /* A waypoint, in input order: the span of its thread and depth live at its
  * time; the inline frames of that span change when its inline chain does. */
+static inline void grp_set_cur(const struct ctx *c, struct grp *g, uint32_t s)
+{
+	g->cur = s;
+	g->cur_begin = s != NONE ? c->spans[s].nd.begin : 0;
+	g->cur_end = s != NONE ? c->spans[s].nd.end : 0;
+}
+
 static void proc_wp(struct ctx *c, const struct witem *it)
 {
 	struct grp *g = &c->grps[it->g];
 	uint64_t time = it->time;
 	uint32_t s = g->cur;
-	while (s != NONE && c->spans[s].nd.end < time)
-		s = c->spans[s].grp_next;
-	g->cur = s;
-	if (s == NONE || c->spans[s].nd.begin > time) {
+	if (g->cur_end < time) {
+		while (s != NONE && c->spans[s].nd.end < time)
+			s = c->spans[s].grp_next;
+		grp_set_cur(c, g, s);
+	}
+	if (s == NONE || g->cur_begin > time) {
 		c->st->waypoints_unmatched++;
 		return;
 	}
@@ -1846,7 +1863,8 @@ static void proc_wp(struct ctx *c, const struct witem *it)
 		for (int k = 1; t != NONE && k < 8 && c->spans[t].nd.begin <= time;
 		     k++, t = c->spans[t].grp_next) {
 			if (c->spans[t].func == e) {
-				s = g->cur = t;
+				s = t;
+				grp_set_cur(c, g, s);
 				break;
 			}
 		}
@@ -1920,12 +1938,13 @@ static void proc_window(struct ctx *c)
 	resolve_pending(c);
 	double t1 = cpu_now();
 	c->st->t_resolve += t1 - t0;
-	for (size_t i = 0; i < c->nwin && !c->oom; i++) {
-		const struct witem *it = &c->win[i];
+	for (const struct witem *it = c->win, *end = it + c->nwin; it < end; it++) {
 		if (it->g == NONE)
 			proc_span(c, it->a);
 		else
 			proc_wp(c, it);
+		if (c->oom)
+			break;
 	}
 	c->nwin = 0;
 	c->st->t_tree += cpu_now() - t1;
@@ -2315,7 +2334,7 @@ static uint32_t grp_of_slow(struct ctx *c, uint32_t tid, uint32_t depth)
 	if (g == NONE)
 		return NONE;
 	if (g == c->ngrps) {
-		struct grp z = {NONE, NONE};
+		struct grp z = {NONE, NONE, 0, 0};
 		if (VEC_PUSH(c->grps, c->ngrps, c->capgrps, z) < 0)
 			return NONE;
 	}
@@ -2383,7 +2402,6 @@ static inline int add_waypoint(struct ctx *c, const struct mtev_rec *rec)
 	c->win[c->nwin++] = (struct witem){rec->waypoint.time, w, g};
 	if (tid != c->unit_tid) /* NONE: the first; else several threads */
 		c->unit_tid = c->unit_tid == NONE ? tid : UNIT_MULTI;
-	c->st->waypoints_in++;
 	return 0;
 }
 
@@ -2400,7 +2418,7 @@ static int span_group(struct ctx *c, uint32_t si)
 		c->spans[gp->tail].grp_next = si;
 	gp->tail = si;
 	if (gp->cur == NONE)
-		gp->cur = si;
+		grp_set_cur(c, gp, si);
 	return 0;
 }
 
@@ -2413,6 +2431,7 @@ static int symz_core(mtev_reader *rd, int out_fd, const struct symz_opts *o,
 	c.st = st;
 	unit_reset(&c);
 	int ret = 0, err = 0, r;
+	uint64_t nwp = 0; /* waypoints read (counted apart from records_in) */
 	uint32_t flags = mtev_reader_header(rd)->flags;
 	double t_start = cpu_now();
 	mtev_writer *wr = mtev_writer_alloc(out_fd, "mt-symbolize", flags | MTEV_F_SYMBOLS, &err);
@@ -2420,12 +2439,15 @@ static int symz_core(mtev_reader *rd, int out_fd, const struct symz_opts *o,
 		ret = fail(st, SYMZ_ESYS, "cannot write output: %s", mtev_strerror(err));
 		goto out;
 	}
+	if (wtab_init(&c.want_idx) < 0) {
+		ret = fail(st, SYMZ_ESYS, "out of memory");
+		goto out;
+	}
 	struct mtev_rec rec;
 	while ((r = mtev_read(rd, &rec)) > 0) {
 		int w = 0;
-		st->records_in++;
 		if (rec.kind == MTEV_WAYPOINT) { /* most records */
-			c.any_span = 1;
+			nwp++;
 			if (add_waypoint(&c, &rec) < 0 || c.oom) {
 				ret = fail(st, SYMZ_ESYS, "out of memory");
 				goto out;
@@ -2439,6 +2461,9 @@ static int symz_core(mtev_reader *rd, int out_fd, const struct symz_opts *o,
 			}
 			continue;
 		}
+		st->records_in++;
+		if (nwp)
+			c.any_span = 1;
 		switch (rec.kind) {
 		case MTEV_SPAN:
 			/* a new root of the same thread after everything before it
@@ -2528,6 +2553,8 @@ static int symz_core(mtev_reader *rd, int out_fd, const struct symz_opts *o,
 			   mtev_reader_offset(rd));
 		goto out;
 	}
+	if (nwp)
+		c.any_span = 1;
 	if (r == 0 && !c.any_span && !(flags & MTEV_F_SPANS)) {
 		ret = fail(st, SYMZ_EINPUT,
 			   "input has no spans (flag 'spans' unset): run mt-segment before mt-symbolize");
@@ -2549,6 +2576,8 @@ static int symz_core(mtev_reader *rd, int out_fd, const struct symz_opts *o,
 	}
 	st->t_read = cpu_now() - t_start - st->t_resolve - st->t_tree - st->t_write;
 out:
+	st->records_in += nwp;
+	st->waypoints_in += nwp;
 	mtev_writer_free(wr);
 	ctx_fini(&c);
 	return ret;
