@@ -107,7 +107,7 @@ static void lru_push_head(struct slot_table *t, unsigned i)
 	t->s[0].next = (uint16_t)i;
 }
 
-static void touch(struct slot_table *t, unsigned i, uint32_t stamp)
+static inline void touch(struct slot_table *t, unsigned i, uint32_t stamp)
 {
 	t->s[i].stamp = stamp;
 	if (t->s[0].next != i) {
@@ -229,13 +229,17 @@ static int room(fxt_writer *w)
 static inline void put64(fxt_writer *w, uint64_t v)
 {
 	uint8_t *p = w->buf + w->len;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	memcpy(p, &v, 8);
+#else
 	for (int i = 0; i < 8; i++)
 		p[i] = (uint8_t)(v >> (8 * i));
+#endif
 	w->len += 8;
 }
 
 /* The string's bytes zero-padded to a multiple of 8. */
-static void put_stream(fxt_writer *w, const char *p, size_t len)
+static inline void put_stream(fxt_writer *w, const char *p, size_t len)
 {
 	if (!len)
 		return;
@@ -245,7 +249,7 @@ static void put_stream(fxt_writer *w, const char *p, size_t len)
 	w->len += len + pad;
 }
 
-static size_t words(size_t len)
+static inline size_t words(size_t len)
 {
 	return (len + 7) / 8;
 }
@@ -305,13 +309,14 @@ struct rstr {
 	size_t len; /* inline bytes, 0 if interned/empty */
 };
 
-static int resolve(fxt_writer *w, const struct fxt_str *s, struct rstr *out)
+/* A cached reference still valid: the slot holds the value it was given for. */
+static inline int cache_valid(const struct slot_table *t, const struct fxt_ref_cache *c)
 {
-	out->ref = 0;
-	out->p = NULL;
-	out->len = 0;
-	if (!s->len || !s->p)
-		return 0;
+	return c && c->slot && c->slot <= t->used && t->s[c->slot].gen == c->gen;
+}
+
+static int resolve_slow(fxt_writer *w, const struct fxt_str *s, struct rstr *out)
+{
 	if (s->inline_) {
 		out->p = s->p;
 		out->len = clip_utf8(s->p, s->len, MAX_INLINE_LEN);
@@ -320,11 +325,6 @@ static int resolve(fxt_writer *w, const struct fxt_str *s, struct rstr *out)
 	}
 	struct slot_table *t = &w->strings;
 	struct fxt_ref_cache *c = s->cache;
-	if (c && c->slot && c->slot <= t->used && t->s[c->slot].gen == c->gen) {
-		touch(t, c->slot, w->stamp);
-		out->ref = c->slot;
-		return 0;
-	}
 	size_t len = clip_utf8(s->p, s->len, FXT_MAX_STRING_LEN);
 	int fresh;
 	unsigned i = table_get(t, s->p, len, w->stamp, &fresh);
@@ -347,11 +347,27 @@ static int resolve(fxt_writer *w, const struct fxt_str *s, struct rstr *out)
 	return 0;
 }
 
-static int resolve_thread(fxt_writer *w, uint64_t pid, uint64_t tid, struct fxt_ref_cache *c,
+/* The common case inline: empty, or interned and still cached. */
+static inline int resolve(fxt_writer *w, const struct fxt_str *s, struct rstr *out)
+{
+	out->ref = 0;
+	out->p = NULL;
+	out->len = 0;
+	if (!s->len || !s->p)
+		return 0;
+	if (!s->inline_ && cache_valid(&w->strings, s->cache)) {
+		touch(&w->strings, s->cache->slot, w->stamp);
+		out->ref = s->cache->slot;
+		return 0;
+	}
+	return resolve_slow(w, s, out);
+}
+
+static inline int resolve_thread(fxt_writer *w, uint64_t pid, uint64_t tid, struct fxt_ref_cache *c,
 			  uint8_t *ref)
 {
 	struct slot_table *t = &w->threads;
-	if (c && c->slot && c->slot <= t->used && t->s[c->slot].gen == c->gen) {
+	if (cache_valid(t, c)) {
 		touch(t, c->slot, w->stamp);
 		*ref = (uint8_t)c->slot;
 		return 0;

@@ -51,16 +51,21 @@ struct thr {
 	size_t pname_len, pname_cap;
 };
 
+/* A function (span.func or a symbol address).  Symbol records only store
+ * their raw text here; the strings a span needs are built on the first span
+ * that uses the function (most symbols are interior addresses no span names). */
 struct func {
 	uint64_t addr;
-	uint32_t name_off, name_len; /* in t->arena */
-	uint32_t src_off, src_len;
-	uint32_t loc_off, loc_len; /* "0x... file:line" */
-	int sym;		   /* 2: from a symbol for this address, 1: derived from an entry, 0: none */
-	struct fxt_ref_cache name_c, loc_c, src_c, addr_c;
+	uint32_t sname_off, sname_len; /* symbol name (clipped) in t->arena; len 0: none */
+	uint32_t file_off, file_len;   /* source file (clipped, up to a NUL) */
+	uint32_t line;
+	int sym;   /* 2: from a symbol for this address, 1: derived from an entry, 0: none */
+	int ready; /* the strings below match the fields above */
+	uint32_t name_off, name_len;   /* the slice name, in t->arena */
+	uint32_t loc_off, loc_len;     /* "0x... file:line" */
+	struct fxt_ref_cache name_c, loc_c;
 	uint32_t jname_off, jname_len; /* JSON-escaped name, quotes included */
 	uint32_t jloc_off, jloc_len;
-	uint32_t jsrc_off, jsrc_len;
 };
 
 struct tw {
@@ -97,8 +102,13 @@ struct tw {
 	uint64_t jflushed;
 	int jfirst;
 	/* interned constant strings (FXT) */
-	struct fxt_ref_cache c_span, c_gap, c_trigger, c_loc, c_inline, c_flags, c_addr, c_src;
+	struct fxt_ref_cache c_span, c_gap, c_trigger, c_loc, c_inline, c_flags;
 	struct fxt_ref_cache c_flagset[1u << 9];
+	/* flags_text() of flags values below 1 << 9, built once each: len + 1, 0 = not yet */
+	struct {
+		uint32_t off, len1;
+	} flagtext[1u << 9];
+	uint32_t last_tid, last_thr; /* thread_get's memo: index + 1, 0 = none */
 	struct tw_stats st;
 	char msg[512];
 };
@@ -255,11 +265,16 @@ static int thash_grow(tw *t)
 
 static struct thr *thread_get(tw *t, uint32_t tid)
 {
+	if (t->last_thr && t->last_tid == tid)
+		return &t->thr[t->last_thr - 1];
 	if (t->thmask) {
 		uint32_t pos = hash64(tid) & t->thmask;
 		for (; t->thash[pos]; pos = (pos + 1) & t->thmask)
-			if (t->thr[t->thash[pos] - 1].tid == tid)
+			if (t->thr[t->thash[pos] - 1].tid == tid) {
+				t->last_tid = tid;
+				t->last_thr = t->thash[pos];
 				return &t->thr[t->thash[pos] - 1];
+			}
 	}
 	if ((t->nthr + 1) * 2 > t->thmask && thash_grow(t) < 0)
 		return NULL;
@@ -282,6 +297,8 @@ static struct thr *thread_get(tw *t, uint32_t tid)
 	while (t->thash[pos])
 		pos = (pos + 1) & t->thmask;
 	t->thash[pos] = ++t->nthr;
+	t->last_tid = tid;
+	t->last_thr = t->nthr;
 	return th;
 }
 
@@ -315,51 +332,99 @@ static struct func *func_find(tw *t, uint64_t addr)
 	return NULL;
 }
 
-/* Sets the strings of @f from a name and a source location. */
+/* Number formatting by hand (no printf on the span path).  Each writes at @p
+ * and returns the length: lowercase hex without leading zeros, decimal. */
+static size_t fmt_hex(char *p, uint64_t v)
+{
+	char d[16];
+	size_t n = 0;
+	do {
+		d[n++] = "0123456789abcdef"[v & 15];
+		v >>= 4;
+	} while (v);
+	for (size_t i = 0; i < n; i++)
+		p[i] = d[n - 1 - i];
+	return n;
+}
+
+static size_t fmt_dec(char *p, uint64_t v)
+{
+	char d[20];
+	size_t n = 0;
+	do {
+		d[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	for (size_t i = 0; i < n; i++)
+		p[i] = d[n - 1 - i];
+	return n;
+}
+
+/* Records a name and a source location for @f; the strings are built when a
+ * span first needs them (func_ready). */
 static int func_fill(tw *t, struct func *f, const char *name, size_t nlen, const char *file,
 		     size_t flen, uint32_t line)
+{
+	int r;
+	f->ready = 0;
+	f->sname_len = f->file_len = 0;
+	if (nlen) {
+		nlen = clip(name, nlen, MAX_NAME);
+		if ((r = arena_add(t, name, nlen, &f->sname_off)) < 0)
+			return r;
+		f->sname_len = (uint32_t)nlen;
+	}
+	if (flen) {
+		flen = clip(file, flen, MAX_NAME);
+		const char *z = memchr(file, 0, flen); /* the text ends at a NUL */
+		if (z)
+			flen = (size_t)(z - file);
+		if (flen && (r = arena_add(t, file, flen, &f->file_off)) < 0)
+			return r;
+		f->file_len = (uint32_t)flen;
+	}
+	f->line = line;
+	return 0;
+}
+
+/* Builds the slice name "NAME" (else "0xADDR") and the argument
+ * "0xADDR FILE:LINE" (else "0xADDR") of @f, and their JSON literals. */
+static int func_build(tw *t, struct func *f)
 {
 	char buf[MAX_NAME + 64];
 	int r;
 	memset(&f->name_c, 0, sizeof f->name_c);
 	memset(&f->loc_c, 0, sizeof f->loc_c);
-	memset(&f->src_c, 0, sizeof f->src_c);
-	f->jname_len = f->jloc_len = f->jsrc_len = 0;
-	if (nlen) {
-		nlen = clip(name, nlen, MAX_NAME);
-		if ((r = arena_add(t, name, nlen, &f->name_off)) < 0)
-			return r;
-		f->name_len = (uint32_t)nlen;
+	f->jname_len = f->jloc_len = 0;
+	size_t n = 0;
+	buf[n++] = '0';
+	buf[n++] = 'x';
+	n += fmt_hex(buf + n, f->addr);
+	size_t hexlen = n;
+	if (f->sname_len) {
+		f->name_off = f->sname_off;
+		f->name_len = f->sname_len;
 	} else {
-		int n = snprintf(buf, sizeof buf, "0x%" PRIx64, f->addr);
-		if ((r = arena_add(t, buf, (size_t)n, &f->name_off)) < 0)
+		if ((r = arena_add(t, buf, hexlen, &f->name_off)) < 0)
 			return r;
-		f->name_len = (uint32_t)n;
+		f->name_len = (uint32_t)hexlen;
 	}
-	f->src_len = 0;
-	if (flen) {
-		flen = clip(file, flen, MAX_NAME);
-		int n = snprintf(buf, sizeof buf, "%.*s:%" PRIu32, (int)flen, file, line);
-		if ((r = arena_add(t, buf, (size_t)n, &f->src_off)) < 0)
-			return r;
-		f->src_len = (uint32_t)n;
+	if (f->file_len) {
+		buf[n++] = ' ';
+		memcpy(buf + n, t->arena + f->file_off, f->file_len);
+		n += f->file_len;
+		buf[n++] = ':';
+		n += fmt_dec(buf + n, f->line);
 	}
-	int n = f->src_len ? snprintf(buf, sizeof buf, "0x%" PRIx64 " %s", f->addr,
-				      t->arena + f->src_off)
-			   : snprintf(buf, sizeof buf, "0x%" PRIx64, f->addr);
-	if ((r = arena_add(t, buf, (size_t)n, &f->loc_off)) < 0)
+	if ((r = arena_add(t, buf, n, &f->loc_off)) < 0)
 		return r;
 	f->loc_len = (uint32_t)n;
-	if (t->o.format == TW_JSON) {
-		if ((r = json_quote(t, t->arena + f->name_off, f->name_len, &f->jname_off,
-				    &f->jname_len)) < 0 ||
-		    (r = json_quote(t, t->arena + f->loc_off, f->loc_len, &f->jloc_off,
-				    &f->jloc_len)) < 0)
-			return r;
-		if (f->src_len && (r = json_quote(t, t->arena + f->src_off, f->src_len,
-						  &f->jsrc_off, &f->jsrc_len)) < 0)
-			return r;
-	}
+	if (t->o.format == TW_JSON &&
+	    ((r = json_quote(t, t->arena + f->name_off, f->name_len, &f->jname_off,
+			     &f->jname_len)) < 0 ||
+	     (r = json_quote(t, t->arena + f->loc_off, f->loc_len, &f->jloc_off, &f->jloc_len)) < 0))
+		return r;
+	f->ready = 1;
 	return 0;
 }
 
@@ -383,8 +448,6 @@ static struct func *func_get(tw *t, uint64_t addr)
 	f = &t->fn[t->nfn];
 	memset(f, 0, sizeof *f);
 	f->addr = addr;
-	if (func_fill(t, f, NULL, 0, NULL, 0, 0) < 0)
-		return NULL;
 	uint32_t pos = hash64(addr) & t->fhmask;
 	while (t->fhash[pos])
 		pos = (pos + 1) & t->fhmask;
@@ -723,6 +786,9 @@ static int on_thread(tw *t, const struct mtev_rec *r)
 
 /* ---- spans ---- */
 
+/* The span flags but inline, by name ("open-at-end,0x200"), as the
+ * comma-separated list mt-dump prints, cut before the item that would reach
+ * @cap - 1 bytes. */
 static size_t flags_text(char *buf, size_t cap, unsigned flags)
 {
 	size_t n = 0;
@@ -730,14 +796,53 @@ static size_t flags_text(char *buf, size_t cap, unsigned flags)
 	for (unsigned b = 0; b < 32; b++) {
 		if (!(flags & (1u << b)) || (1u << b) == MTEV_SPAN_INLINE)
 			continue;
+		char item[24];
+		size_t k = 0;
+		if (n)
+			item[k++] = ',';
 		const char *nm = mtev_span_flag_name(b);
-		int k = nm ? snprintf(buf + n, cap - n, "%s%s", n ? "," : "", nm)
-			   : snprintf(buf + n, cap - n, "%s0x%x", n ? "," : "", 1u << b);
-		if (k < 0 || (size_t)k >= cap - n)
+		size_t nl = nm ? strlen(nm) : 0;
+		if (nm && nl < sizeof item - 1) {
+			memcpy(item + k, nm, nl);
+			k += nl;
+		} else if (nm) { /* never: flag names are short */
 			break;
-		n += (size_t)k;
+		} else {
+			item[k++] = '0';
+			item[k++] = 'x';
+			k += fmt_hex(item + k, 1u << b);
+		}
+		if (k >= cap - n)
+			break;
+		memcpy(buf + n, item, k);
+		n += k;
+		buf[n] = 0;
 	}
 	return n;
+}
+
+/* The text of @flags (see flags_text) in *@p, its length returned; values
+ * below 1 << 9 are built once and kept in the arena, others go in @tmp. */
+static size_t flags_str(tw *t, unsigned flags, char tmp[256], const char **p)
+{
+	if (!(flags & ~(unsigned)MTEV_SPAN_INLINE))
+		return 0;
+	if (flags >= (1u << 9)) {
+		*p = tmp;
+		return flags_text(tmp, 256, flags);
+	}
+	if (!t->flagtext[flags].len1) {
+		size_t n = flags_text(tmp, 256, flags);
+		uint32_t off;
+		if (arena_add(t, tmp, n, &off) < 0) {
+			*p = tmp; /* the text is right; only the memo failed */
+			return n;
+		}
+		t->flagtext[flags].off = off;
+		t->flagtext[flags].len1 = (uint32_t)n + 1;
+	}
+	*p = t->arena + t->flagtext[flags].off;
+	return t->flagtext[flags].len1 - 1;
 }
 
 /* FXT: writes frame @f as a begin event or (a leaf) as a complete event. */
@@ -747,8 +852,9 @@ static int fxt_span(tw *t, struct thr *th, struct frame *f, unsigned type)
 	struct fxt_arg a[3];
 	unsigned na = 0;
 	char ftext[256];
-	size_t flen = f->flags & ~(unsigned)MTEV_SPAN_INLINE ? flags_text(ftext, sizeof ftext, f->flags)
-							     : 0;
+	/* a symbol record may have come since the span was read */
+	if (!fn->ready && func_build(t, fn) < 0)
+		return -t->err;
 	if (!t->o.no_args) {
 		if (fn->addr) { /* synthetic and inline spans have no address */
 			a[na].type = FXT_ARG_STRING;
@@ -760,10 +866,12 @@ static int fxt_span(tw *t, struct thr *th, struct frame *f, unsigned type)
 			a[na].name = S("inline", 6, &t->c_inline);
 			a[na++].b = 1;
 		}
+		const char *fp;
+		size_t flen = flags_str(t, f->flags, ftext, &fp);
 		if (flen) {
 			a[na].type = FXT_ARG_STRING;
 			a[na].name = S("flags", 5, &t->c_flags);
-			a[na++].s = S(ftext, flen, f->flags < (1u << 9) ? &t->c_flagset[f->flags] : NULL);
+			a[na++].s = S(fp, flen, f->flags < (1u << 9) ? &t->c_flagset[f->flags] : NULL);
 		}
 	}
 	struct fxt_str name = f->named == 2 ? S(t->arena + t->nm[f->nm].name_off,
@@ -886,18 +994,12 @@ static int on_span(tw *t, const struct mtev_rec *r)
 		return -t->err;
 	f->fn = (uint32_t)(fn - t->fn);
 	f->flags = r->span.flags;
-	const char *name = r->span.name.len ? r->span.name.p : t->arena + fn->name_off;
-	size_t nlen = r->span.name.len ? clip(r->span.name.p, r->span.name.len, MAX_NAME)
-				       : fn->name_len;
 	struct rname *rn = NULL;
 	if (r->span.name_id && r->span.name.len) {
 		if (!(rn = nm_get(t, r->span.name_id, r->span.name.p, r->span.name.len)))
 			return -t->err;
 		f->nm = (uint32_t)(rn - t->nm);
 	}
-	unsigned flags = r->span.flags;
-	char ftext[256];
-	size_t flen = flags & ~(unsigned)MTEV_SPAN_INLINE ? flags_text(ftext, sizeof ftext, flags) : 0;
 	t->st.spans_written++;
 
 	if (t->o.format == TW_FXT) {
@@ -907,6 +1009,8 @@ static int on_span(tw *t, const struct mtev_rec *r)
 		if (rn) {
 			f->named = 2;
 		} else if (r->span.name.len) {
+			const char *name = r->span.name.p;
+			size_t nlen = clip(name, r->span.name.len, MAX_NAME);
 			if (nlen > th->pname_cap) {
 				size_t nc = nlen < 64 ? 64 : nlen;
 				char *n = realloc(th->pname, nc);
@@ -925,6 +1029,11 @@ static int on_span(tw *t, const struct mtev_rec *r)
 
 	/* JSON: the B event now; the same name and args go on the E event, which
 	 * readers like speedscope match by name and args */
+	if (!fn->ready && func_build(t, fn) < 0)
+		return -t->err;
+	const char *name = r->span.name.p;
+	size_t nlen = r->span.name.len ? clip(name, r->span.name.len, MAX_NAME) : 0;
+	unsigned flags = r->span.flags;
 	if (jroom(t, 3 * JROOM) < 0)
 		return -t->err;
 	jevent(t, 'B', th->pid, th->tid, b);
@@ -954,10 +1063,13 @@ static int on_span(tw *t, const struct mtev_rec *r)
 			jputs(t, "\"inline\":true");
 			sep = ",";
 		}
+		char ftext[256];
+		const char *fp = ftext;
+		size_t flen = flags_str(t, flags, ftext, &fp); /* after any arena growth */
 		if (flen) {
 			jputs(t, sep);
 			jputs(t, "\"flags\":\"");
-			jput(t, ftext, flen); /* flag names need no escaping */
+			jput(t, fp, flen); /* flag names need no escaping */
 			jputs(t, "\"");
 		}
 		jputs(t, "}");
