@@ -15,18 +15,26 @@ enum { KOBJ_PROCESS = 1, KOBJ_THREAD = 2 };
 
 /* ---- a table of reference slots with LRU replacement ---- */
 
+/* Least recently used order: while the table has free slots, each slot only
+ * records when it was last used (a counter), which is all a use costs; when
+ * the table first fills up, the slots are sorted by that into a list (head =
+ * most recent) that later uses maintain.  Both orders are the same, so the
+ * slot evicted is the same as with a list kept from the start. */
 struct slot {
 	uint64_t hash;
 	char *key;
 	uint32_t keylen, keycap;
 	uint32_t gen;	 /* bumped each time the slot is given a new value */
 	uint32_t stamp;	 /* record stamp of its last use: pinned while it equals the current one */
-	uint16_t prev, next; /* LRU list: head = most recent */
+	uint64_t last;	 /* use counter at its last use */
+	uint16_t prev, next; /* LRU list (once listed): head = most recent */
 };
 
 struct slot_table {
 	unsigned max;	 /* slots 1..max */
 	unsigned used;	 /* slots handed out so far (they are never freed, only reused) */
+	int listed;	 /* the LRU list is built (the table has been full) */
+	uint64_t clock;	 /* uses so far */
 	struct slot *s;	 /* [max + 1]; s[0] is the list sentinel */
 	uint16_t *index; /* open addressing, linear probing: slot numbers, 0 = empty */
 	unsigned mask;
@@ -110,10 +118,35 @@ static void lru_push_head(struct slot_table *t, unsigned i)
 static inline void touch(struct slot_table *t, unsigned i, uint32_t stamp)
 {
 	t->s[i].stamp = stamp;
-	if (t->s[0].next != i) {
+	t->s[i].last = ++t->clock;
+	if (t->listed && t->s[0].next != i) {
 		lru_unlink(t, i);
 		lru_push_head(t, i);
 	}
+}
+
+static int by_last_desc(const void *a, const void *b, void *ctx)
+{
+	const struct slot *s = ctx;
+	uint64_t x = s[*(const uint16_t *)a].last, y = s[*(const uint16_t *)b].last;
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* Links every slot into the LRU list by its last use (see struct slot). */
+static int lru_build(struct slot_table *t)
+{
+	uint16_t *order = malloc(t->used * sizeof *order);
+	if (!order)
+		return -1;
+	for (unsigned i = 0; i < t->used; i++)
+		order[i] = (uint16_t)(i + 1);
+	qsort_r(order, t->used, sizeof *order, by_last_desc, t->s);
+	t->s[0].next = t->s[0].prev = 0;
+	for (unsigned k = t->used; k-- > 0;)
+		lru_push_head(t, order[k]);
+	free(order);
+	t->listed = 1;
+	return 0;
 }
 
 /* Position in the index of @key, or of the empty cell where it would go. */
@@ -167,6 +200,8 @@ static unsigned table_get(struct slot_table *t, const void *key, size_t len, uin
 	if (t->used < t->max) {
 		i = ++t->used;
 	} else {
+		if (!t->listed && lru_build(t) < 0)
+			return 0; /* the caller fails the writer for good */
 		i = t->s[0].prev; /* least recently used */
 		if (t->s[i].stamp == stamp)
 			return 0;
@@ -190,8 +225,10 @@ static unsigned table_get(struct slot_table *t, const void *key, size_t len, uin
 	s->hash = h;
 	s->gen++;
 	s->stamp = stamp;
+	s->last = ++t->clock;
 	t->index[pos] = (uint16_t)i;
-	lru_push_head(t, i);
+	if (t->listed)
+		lru_push_head(t, i);
 	*fresh = 1;
 	return i;
 }
@@ -451,6 +488,116 @@ static size_t arg_words(const struct fxt_arg *a, const struct rstr *name, const 
 	return n;
 }
 
+/* The reference of @s when it needs no work beyond a touch: 0 for an empty
+ * string, the cached slot of an interned one; -1 otherwise. */
+static inline int quick_ref(const struct slot_table *t, const struct fxt_str *s)
+{
+	if (!s->len || !s->p)
+		return 0;
+	if (!s->inline_ && cache_valid(t, s->cache))
+		return s->cache->slot;
+	return -1;
+}
+
+#define QUICK_ARGS 4
+
+/* fxt_event when every string is empty or interned and cached, the thread is
+ * cached, and the arguments are few: the same bytes and the same table
+ * updates (touches in the same order), without the general machinery.
+ * Returns 1 when it did not apply (nothing changed). */
+static int event_quick(fxt_writer *w, unsigned type, struct fxt_ref_cache *thread_cache,
+		       const struct fxt_str *category, const struct fxt_str *name, uint64_t ts,
+		       const struct fxt_arg *args, unsigned nargs, uint64_t extra)
+{
+	struct slot_table *st = &w->strings;
+	int cat, nm, an[QUICK_ARGS], av[QUICK_ARGS];
+	if (nargs > QUICK_ARGS || !cache_valid(&w->threads, thread_cache) ||
+	    (cat = quick_ref(st, category)) < 0 || (nm = quick_ref(st, name)) < 0)
+		return 1;
+	size_t size = 2;
+	for (unsigned i = 0; i < nargs; i++) {
+		const struct fxt_arg *a = &args[i];
+		if ((an[i] = quick_ref(st, &a->name)) < 0)
+			return 1;
+		av[i] = 0;
+		switch (a->type) {
+		case FXT_ARG_STRING:
+			if ((av[i] = quick_ref(st, &a->s)) < 0)
+				return 1;
+			size += 1;
+			break;
+		case FXT_ARG_INT64:
+		case FXT_ARG_UINT64:
+		case FXT_ARG_DOUBLE:
+		case FXT_ARG_POINTER:
+		case FXT_ARG_KOID:
+			size += 2;
+			break;
+		default:
+			size += 1;
+			break;
+		}
+	}
+	if (type == FXT_EV_COMPLETE || type == FXT_EV_COUNTER)
+		size++;
+	int r = room(w);
+	if (r < 0)
+		return r;
+	uint32_t stamp = ++w->stamp;
+	unsigned th = thread_cache->slot;
+	touch(&w->threads, th, stamp);
+	if (cat)
+		touch(st, (unsigned)cat, stamp);
+	if (nm)
+		touch(st, (unsigned)nm, stamp);
+	put64(w, REC_EVENT | (uint64_t)size << 4 | (uint64_t)type << 16 | (uint64_t)nargs << 20 |
+			 (uint64_t)th << 24 | (uint64_t)cat << 32 | (uint64_t)nm << 48);
+	put64(w, ts);
+	for (unsigned i = 0; i < nargs; i++) {
+		const struct fxt_arg *a = &args[i];
+		if (an[i])
+			touch(st, (unsigned)an[i], stamp);
+		if (av[i])
+			touch(st, (unsigned)av[i], stamp);
+		uint64_t hdr = a->type | (uint64_t)an[i] << 16;
+		switch (a->type) {
+		case FXT_ARG_INT32:
+			put64(w, hdr | 1u << 4 | (uint64_t)(uint32_t)(int32_t)a->i << 32);
+			break;
+		case FXT_ARG_UINT32:
+			put64(w, hdr | 1u << 4 | (uint64_t)(uint32_t)a->u << 32);
+			break;
+		case FXT_ARG_STRING:
+			put64(w, hdr | 1u << 4 | (uint64_t)av[i] << 32);
+			break;
+		case FXT_ARG_BOOL:
+			put64(w, hdr | 1u << 4 | (uint64_t)(a->b != 0) << 32);
+			break;
+		case FXT_ARG_INT64:
+		case FXT_ARG_UINT64:
+		case FXT_ARG_POINTER:
+		case FXT_ARG_KOID:
+			put64(w, hdr | 2u << 4);
+			put64(w, a->u);
+			break;
+		case FXT_ARG_DOUBLE: {
+			uint64_t v;
+			memcpy(&v, &a->d, 8);
+			put64(w, hdr | 2u << 4);
+			put64(w, v);
+			break;
+		}
+		default:
+			put64(w, hdr | 1u << 4);
+			break;
+		}
+	}
+	if (type == FXT_EV_COMPLETE || type == FXT_EV_COUNTER)
+		put64(w, extra);
+	w->st.events++;
+	return 0;
+}
+
 int fxt_event(fxt_writer *w, unsigned type, uint64_t pid, uint64_t tid,
 	      struct fxt_ref_cache *thread_cache, struct fxt_str category, struct fxt_str name,
 	      uint64_t ts, const struct fxt_arg *args, unsigned nargs, uint64_t extra)
@@ -459,6 +606,9 @@ int fxt_event(fxt_writer *w, unsigned type, uint64_t pid, uint64_t tid,
 		return -w->err;
 	if (nargs > FXT_MAX_ARGS || type > FXT_EV_COMPLETE)
 		return -FXT_EINVAL;
+	int q = event_quick(w, type, thread_cache, &category, &name, ts, args, nargs, extra);
+	if (q <= 0)
+		return q;
 	w->stamp++;
 	uint8_t th = 0;
 	struct rstr cat, nm, an[FXT_MAX_ARGS], av[FXT_MAX_ARGS];
