@@ -25,8 +25,7 @@ struct slot {
 	char *key;
 	uint32_t keylen, keycap;
 	uint32_t gen;	 /* bumped each time the slot is given a new value */
-	uint32_t stamp;	 /* record stamp of its last use: pinned while it equals the current one */
-	uint64_t last;	 /* use counter at its last use */
+	uint64_t last;	 /* use counter at its last use; pinned while > the table's rec_start */
 	uint16_t prev, next; /* LRU list (once listed): head = most recent */
 };
 
@@ -35,6 +34,7 @@ struct slot_table {
 	unsigned used;	 /* slots handed out so far (they are never freed, only reused) */
 	int listed;	 /* the LRU list is built (the table has been full) */
 	uint64_t clock;	 /* uses so far */
+	uint64_t rec_start; /* clock when the record being built began */
 	struct slot *s;	 /* [max + 1]; s[0] is the list sentinel */
 	uint16_t *index; /* open addressing, linear probing: slot numbers, 0 = empty */
 	unsigned mask;
@@ -48,7 +48,6 @@ struct fxt_writer {
 	size_t len;
 	uint64_t flushed; /* bytes handed to the sink */
 	int err;	  /* sticky */
-	uint32_t stamp;
 	struct slot_table strings, threads;
 	struct fxt_ref_cache process_arg; /* the string "process" */
 	struct fxt_stats st;
@@ -115,14 +114,20 @@ static void lru_push_head(struct slot_table *t, unsigned i)
 	t->s[0].next = (uint16_t)i;
 }
 
-static inline void touch(struct slot_table *t, unsigned i, uint32_t stamp)
+static inline void touch(struct slot_table *t, unsigned i)
 {
-	t->s[i].stamp = stamp;
 	t->s[i].last = ++t->clock;
 	if (t->listed && t->s[0].next != i) {
 		lru_unlink(t, i);
 		lru_push_head(t, i);
 	}
+}
+
+/* A new record begins: the slots it uses are pinned from now on. */
+static inline void rec_begin(fxt_writer *w)
+{
+	w->strings.rec_start = w->strings.clock;
+	w->threads.rec_start = w->threads.clock;
 }
 
 static int by_last_desc(const void *a, const void *b, void *ctx)
@@ -186,15 +191,14 @@ static void index_remove(struct slot_table *t, unsigned pos)
 /* Finds or assigns the slot for @key.  *fresh = 1 when the slot was (re)assigned
  * and its registration record must be written.  Returns the slot, or 0 when
  * every slot is pinned by the current record. */
-static unsigned table_get(struct slot_table *t, const void *key, size_t len, uint32_t stamp,
-			  int *fresh)
+static unsigned table_get(struct slot_table *t, const void *key, size_t len, int *fresh)
 {
 	uint64_t h = hash_bytes(key, len);
 	unsigned pos = index_find(t, h, key, len);
 	unsigned i = t->index[pos];
 	*fresh = 0;
 	if (i) {
-		touch(t, i, stamp);
+		touch(t, i);
 		return i;
 	}
 	if (t->used < t->max) {
@@ -203,8 +207,8 @@ static unsigned table_get(struct slot_table *t, const void *key, size_t len, uin
 		if (!t->listed && lru_build(t) < 0)
 			return 0; /* the caller fails the writer for good */
 		i = t->s[0].prev; /* least recently used */
-		if (t->s[i].stamp == stamp)
-			return 0;
+		if (t->s[i].last > t->rec_start)
+			return 0; /* pinned: used by the record being built */
 		struct slot *old = &t->s[i];
 		index_remove(t, index_find(t, old->hash, old->key, old->keylen));
 		lru_unlink(t, i);
@@ -224,7 +228,6 @@ static unsigned table_get(struct slot_table *t, const void *key, size_t len, uin
 	s->keylen = (uint32_t)len;
 	s->hash = h;
 	s->gen++;
-	s->stamp = stamp;
 	s->last = ++t->clock;
 	t->index[pos] = (uint16_t)i;
 	if (t->listed)
@@ -364,7 +367,7 @@ static int resolve_slow(fxt_writer *w, const struct fxt_str *s, struct rstr *out
 	struct fxt_ref_cache *c = s->cache;
 	size_t len = clip_utf8(s->p, s->len, FXT_MAX_STRING_LEN);
 	int fresh;
-	unsigned i = table_get(t, s->p, len, w->stamp, &fresh);
+	unsigned i = table_get(t, s->p, len, &fresh);
 	if (!i)
 		return fail(w, FXT_ENOMEM);
 	if (fresh) {
@@ -393,7 +396,7 @@ static inline int resolve(fxt_writer *w, const struct fxt_str *s, struct rstr *o
 	if (!s->len || !s->p)
 		return 0;
 	if (!s->inline_ && cache_valid(&w->strings, s->cache)) {
-		touch(&w->strings, s->cache->slot, w->stamp);
+		touch(&w->strings, s->cache->slot);
 		out->ref = s->cache->slot;
 		return 0;
 	}
@@ -405,13 +408,13 @@ static inline int resolve_thread(fxt_writer *w, uint64_t pid, uint64_t tid, stru
 {
 	struct slot_table *t = &w->threads;
 	if (cache_valid(t, c)) {
-		touch(t, c->slot, w->stamp);
+		touch(t, c->slot);
 		*ref = (uint8_t)c->slot;
 		return 0;
 	}
 	uint64_t key[2] = {pid, tid};
 	int fresh;
-	unsigned i = table_get(t, key, sizeof key, w->stamp, &fresh);
+	unsigned i = table_get(t, key, sizeof key, &fresh);
 	if (!i)
 		return fail(w, FXT_ENOMEM);
 	if (fresh) {
@@ -435,7 +438,7 @@ int fxt_process(fxt_writer *w, uint64_t pid, struct fxt_str name)
 {
 	if (w->err)
 		return -w->err;
-	w->stamp++;
+	rec_begin(w);
 	struct rstr n;
 	int r = resolve(w, &name, &n);
 	if (r < 0 || (r = room(w)) < 0)
@@ -452,7 +455,7 @@ int fxt_thread_name(fxt_writer *w, uint64_t pid, uint64_t tid, struct fxt_str na
 {
 	if (w->err)
 		return -w->err;
-	w->stamp++;
+	rec_begin(w);
 	struct rstr n, an;
 	struct fxt_str arg = {"process", 7, &w->process_arg, 0};
 	int r = resolve(w, &name, &n);
@@ -489,139 +492,131 @@ static size_t arg_words(const struct fxt_arg *a, const struct rstr *name, const 
 }
 
 /* The reference of @s when it needs no work beyond a touch: 0 for an empty
- * string, the cached slot of an interned one; -1 otherwise. */
+ * string, the cached slot of an interned one; -1 otherwise.  Until the table
+ * has been full no slot was ever given a new value, so a filled cache is
+ * valid. */
 static inline int quick_ref(const struct slot_table *t, const struct fxt_str *s)
 {
 	if (!s->len || !s->p)
 		return 0;
-	if (!s->inline_ && cache_valid(t, s->cache))
-		return s->cache->slot;
-	return -1;
+	const struct fxt_ref_cache *c = s->cache;
+	if (s->inline_ || !c || !c->slot || c->slot > t->used)
+		return -1;
+	if (t->listed && t->s[c->slot].gen != c->gen)
+		return -1;
+	return c->slot;
 }
 
 #define QUICK_ARGS 4
 
 /* fxt_event when every string is empty or interned and cached, the thread is
  * cached, and the arguments are few: the same bytes and the same table
- * updates (touches in the same order), without the general machinery.
+ * updates (uses in the same order), without the general machinery.
  * Returns 1 when it did not apply (nothing changed). */
-static int event_quick(fxt_writer *w, unsigned type, struct fxt_ref_cache *thread_cache,
-		       const struct fxt_str *category, const struct fxt_str *name, uint64_t ts,
-		       const struct fxt_arg *args, unsigned nargs, uint64_t extra)
+static inline int event_quick(fxt_writer *w, unsigned type, struct fxt_ref_cache *thread_cache,
+			      const struct fxt_str *category, const struct fxt_str *name, uint64_t ts,
+			      const struct fxt_arg *const *args, unsigned nargs, uint64_t extra)
 {
-	struct slot_table *st = &w->strings;
-	int cat, nm, an[QUICK_ARGS], av[QUICK_ARGS];
-	if (nargs > QUICK_ARGS || !cache_valid(&w->threads, thread_cache) ||
+	struct slot_table *st = &w->strings, *tt = &w->threads;
+	uint64_t v[2 + 2 * QUICK_ARGS + 1];
+	uint16_t use[2 + 2 * QUICK_ARGS];
+	unsigned nv = 2, nu = 0;
+	int cat, nm;
+	if (nargs > QUICK_ARGS || !thread_cache || !thread_cache->slot ||
+	    thread_cache->slot > tt->used ||
+	    (tt->listed && tt->s[thread_cache->slot].gen != thread_cache->gen) ||
 	    (cat = quick_ref(st, category)) < 0 || (nm = quick_ref(st, name)) < 0)
 		return 1;
-	size_t size = 2;
+	if (cat)
+		use[nu++] = (uint16_t)cat;
+	if (nm)
+		use[nu++] = (uint16_t)nm;
 	for (unsigned i = 0; i < nargs; i++) {
-		const struct fxt_arg *a = &args[i];
-		if ((an[i] = quick_ref(st, &a->name)) < 0)
+		const struct fxt_arg *a = args[i];
+		int an = quick_ref(st, &a->name);
+		if (an < 0)
 			return 1;
-		av[i] = 0;
+		if (an)
+			use[nu++] = (uint16_t)an;
+		uint64_t hdr = a->type | (uint64_t)an << 16;
 		switch (a->type) {
-		case FXT_ARG_STRING:
-			if ((av[i] = quick_ref(st, &a->s)) < 0)
+		case FXT_ARG_STRING: {
+			int av = quick_ref(st, &a->s);
+			if (av < 0)
 				return 1;
-			size += 1;
+			if (av)
+				use[nu++] = (uint16_t)av;
+			v[nv++] = hdr | 1u << 4 | (uint64_t)av << 32;
+			break;
+		}
+		case FXT_ARG_BOOL:
+			v[nv++] = hdr | 1u << 4 | (uint64_t)(a->b != 0) << 32;
+			break;
+		case FXT_ARG_INT32:
+			v[nv++] = hdr | 1u << 4 | (uint64_t)(uint32_t)(int32_t)a->i << 32;
+			break;
+		case FXT_ARG_UINT32:
+			v[nv++] = hdr | 1u << 4 | (uint64_t)(uint32_t)a->u << 32;
 			break;
 		case FXT_ARG_INT64:
 		case FXT_ARG_UINT64:
-		case FXT_ARG_DOUBLE:
 		case FXT_ARG_POINTER:
 		case FXT_ARG_KOID:
-			size += 2;
+			v[nv++] = hdr | 2u << 4;
+			v[nv++] = a->u;
+			break;
+		case FXT_ARG_DOUBLE:
+			v[nv++] = hdr | 2u << 4;
+			memcpy(&v[nv++], &a->d, 8);
 			break;
 		default:
-			size += 1;
+			v[nv++] = hdr | 1u << 4;
 			break;
 		}
 	}
 	if (type == FXT_EV_COMPLETE || type == FXT_EV_COUNTER)
-		size++;
+		v[nv++] = extra;
 	int r = room(w);
 	if (r < 0)
 		return r;
-	uint32_t stamp = ++w->stamp;
+	rec_begin(w);
 	unsigned th = thread_cache->slot;
-	touch(&w->threads, th, stamp);
-	if (cat)
-		touch(st, (unsigned)cat, stamp);
-	if (nm)
-		touch(st, (unsigned)nm, stamp);
-	put64(w, REC_EVENT | (uint64_t)size << 4 | (uint64_t)type << 16 | (uint64_t)nargs << 20 |
-			 (uint64_t)th << 24 | (uint64_t)cat << 32 | (uint64_t)nm << 48);
-	put64(w, ts);
-	for (unsigned i = 0; i < nargs; i++) {
-		const struct fxt_arg *a = &args[i];
-		if (an[i])
-			touch(st, (unsigned)an[i], stamp);
-		if (av[i])
-			touch(st, (unsigned)av[i], stamp);
-		uint64_t hdr = a->type | (uint64_t)an[i] << 16;
-		switch (a->type) {
-		case FXT_ARG_INT32:
-			put64(w, hdr | 1u << 4 | (uint64_t)(uint32_t)(int32_t)a->i << 32);
-			break;
-		case FXT_ARG_UINT32:
-			put64(w, hdr | 1u << 4 | (uint64_t)(uint32_t)a->u << 32);
-			break;
-		case FXT_ARG_STRING:
-			put64(w, hdr | 1u << 4 | (uint64_t)av[i] << 32);
-			break;
-		case FXT_ARG_BOOL:
-			put64(w, hdr | 1u << 4 | (uint64_t)(a->b != 0) << 32);
-			break;
-		case FXT_ARG_INT64:
-		case FXT_ARG_UINT64:
-		case FXT_ARG_POINTER:
-		case FXT_ARG_KOID:
-			put64(w, hdr | 2u << 4);
-			put64(w, a->u);
-			break;
-		case FXT_ARG_DOUBLE: {
-			uint64_t v;
-			memcpy(&v, &a->d, 8);
-			put64(w, hdr | 2u << 4);
-			put64(w, v);
-			break;
-		}
-		default:
-			put64(w, hdr | 1u << 4);
-			break;
-		}
-	}
-	if (type == FXT_EV_COMPLETE || type == FXT_EV_COUNTER)
-		put64(w, extra);
+	touch(tt, th);
+	for (unsigned k = 0; k < nu; k++)
+		touch(st, use[k]);
+	v[0] = REC_EVENT | (uint64_t)nv << 4 | (uint64_t)type << 16 | (uint64_t)nargs << 20 |
+	       (uint64_t)th << 24 | (uint64_t)cat << 32 | (uint64_t)nm << 48;
+	v[1] = ts;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	memcpy(w->buf + w->len, v, nv * 8);
+	w->len += nv * 8;
+#else
+	for (unsigned k = 0; k < nv; k++)
+		put64(w, v[k]);
+#endif
 	w->st.events++;
 	return 0;
 }
 
-int fxt_event(fxt_writer *w, unsigned type, uint64_t pid, uint64_t tid,
-	      struct fxt_ref_cache *thread_cache, struct fxt_str category, struct fxt_str name,
-	      uint64_t ts, const struct fxt_arg *args, unsigned nargs, uint64_t extra)
+/* The general case: strings interned or inline, registered as needed. */
+static __attribute__((noinline)) int event_slow(fxt_writer *w, unsigned type, uint64_t pid, uint64_t tid,
+		      struct fxt_ref_cache *thread_cache, const struct fxt_str *category,
+		      const struct fxt_str *name, uint64_t ts, const struct fxt_arg *const *args,
+		      unsigned nargs, uint64_t extra)
 {
-	if (w->err)
-		return -w->err;
-	if (nargs > FXT_MAX_ARGS || type > FXT_EV_COMPLETE)
-		return -FXT_EINVAL;
-	int q = event_quick(w, type, thread_cache, &category, &name, ts, args, nargs, extra);
-	if (q <= 0)
-		return q;
-	w->stamp++;
+	rec_begin(w);
 	uint8_t th = 0;
 	struct rstr cat, nm, an[FXT_MAX_ARGS], av[FXT_MAX_ARGS];
 	int r = resolve_thread(w, pid, tid, thread_cache, &th);
-	if (r < 0 || (r = resolve(w, &category, &cat)) < 0 || (r = resolve(w, &name, &nm)) < 0)
+	if (r < 0 || (r = resolve(w, category, &cat)) < 0 || (r = resolve(w, name, &nm)) < 0)
 		return r;
 	size_t size = 2 + words(cat.len) + words(nm.len);
 	for (unsigned i = 0; i < nargs; i++) {
 		static const struct fxt_str none;
-		if ((r = resolve(w, &args[i].name, &an[i])) < 0 ||
-		    (r = resolve(w, args[i].type == FXT_ARG_STRING ? &args[i].s : &none, &av[i])) < 0)
+		if ((r = resolve(w, &args[i]->name, &an[i])) < 0 ||
+		    (r = resolve(w, args[i]->type == FXT_ARG_STRING ? &args[i]->s : &none, &av[i])) < 0)
 			return r;
-		size += arg_words(&args[i], &an[i], &av[i]);
+		size += arg_words(args[i], &an[i], &av[i]);
 	}
 	if (type == FXT_EV_COMPLETE || type == FXT_EV_COUNTER)
 		size++;
@@ -635,7 +630,7 @@ int fxt_event(fxt_writer *w, unsigned type, uint64_t pid, uint64_t tid,
 	put_stream(w, cat.p, cat.len);
 	put_stream(w, nm.p, nm.len);
 	for (unsigned i = 0; i < nargs; i++) {
-		const struct fxt_arg *a = &args[i];
+		const struct fxt_arg *a = args[i];
 		uint64_t hdr = a->type | (uint64_t)arg_words(a, &an[i], &av[i]) << 4 |
 			       (uint64_t)an[i].ref << 16;
 		switch (a->type) {
@@ -680,6 +675,38 @@ int fxt_event(fxt_writer *w, unsigned type, uint64_t pid, uint64_t tid,
 		put64(w, extra);
 	w->st.events++;
 	return 0;
+}
+
+int fxt_eventp(fxt_writer *w, unsigned type, uint64_t pid, uint64_t tid,
+	       struct fxt_ref_cache *thread_cache, const struct fxt_str *category,
+	       const struct fxt_str *name, uint64_t ts, const struct fxt_arg *const *args,
+	       unsigned nargs, uint64_t extra)
+{
+	static const struct fxt_str none;
+	if (w->err)
+		return -w->err;
+	if (nargs > FXT_MAX_ARGS || type > FXT_EV_COMPLETE)
+		return -FXT_EINVAL;
+	if (!category)
+		category = &none;
+	if (!name)
+		name = &none;
+	int q = event_quick(w, type, thread_cache, category, name, ts, args, nargs, extra);
+	if (q <= 0)
+		return q;
+	return event_slow(w, type, pid, tid, thread_cache, category, name, ts, args, nargs, extra);
+}
+
+int fxt_event(fxt_writer *w, unsigned type, uint64_t pid, uint64_t tid,
+	      struct fxt_ref_cache *thread_cache, struct fxt_str category, struct fxt_str name,
+	      uint64_t ts, const struct fxt_arg *args, unsigned nargs, uint64_t extra)
+{
+	const struct fxt_arg *argp[FXT_MAX_ARGS];
+	if (nargs > FXT_MAX_ARGS)
+		return w->err ? -w->err : -FXT_EINVAL;
+	for (unsigned i = 0; i < nargs; i++)
+		argp[i] = &args[i];
+	return fxt_eventp(w, type, pid, tid, thread_cache, &category, &name, ts, argp, nargs, extra);
 }
 
 void fxt_writer_stats(const fxt_writer *w, struct fxt_stats *st)

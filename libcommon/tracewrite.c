@@ -82,7 +82,10 @@ struct tw {
 	/* functions: addr -> index in fn[] */
 	struct func *fn;
 	uint32_t nfn, fncap;
-	uint32_t *fhash;
+	struct fent {
+		uint64_t addr;
+		uint32_t idx1; /* index in fn[] + 1, 0 = empty cell */
+	} *fhash;
 	uint32_t fhmask;
 	char *arena;
 	size_t alen, acap;
@@ -94,7 +97,9 @@ struct tw {
 		struct fxt_ref_cache c;
 	} *nm;
 	uint32_t nnm, nmcap;
-	uint32_t *nmhash;
+	struct nment {
+		uint32_t id, idx1; /* idx1: index in nm[] + 1, 0 = empty cell */
+	} *nmhash;
 	uint32_t nmmask;
 	/* JSON output */
 	char *jb;
@@ -109,6 +114,9 @@ struct tw {
 		uint32_t off, len1;
 	} flagtext[1u << 9];
 	uint32_t last_tid, last_thr; /* thread_get's memo: index + 1, 0 = none */
+	/* FXT: the category and arguments of span slices, kept from span to span */
+	struct fxt_str s_span;
+	struct fxt_arg a_loc, a_inline, a_flags;
 	struct tw_stats st;
 	char msg[512];
 };
@@ -263,10 +271,17 @@ static int thash_grow(tw *t)
 	return 0;
 }
 
-static struct thr *thread_get(tw *t, uint32_t tid)
+static struct thr *thread_find_add(tw *t, uint32_t tid);
+
+static inline struct thr *thread_get(tw *t, uint32_t tid)
 {
 	if (t->last_thr && t->last_tid == tid)
 		return &t->thr[t->last_thr - 1];
+	return thread_find_add(t, tid);
+}
+
+static struct thr *thread_find_add(tw *t, uint32_t tid)
+{
 	if (t->thmask) {
 		uint32_t pos = hash64(tid) & t->thmask;
 		for (; t->thash[pos]; pos = (pos + 1) & t->thmask)
@@ -304,17 +319,24 @@ static struct thr *thread_get(tw *t, uint32_t tid)
 
 /* ---- functions and symbols ---- */
 
+/* Multiplicative hashing: the high half of the product. */
+static inline uint32_t mix64(uint64_t x)
+{
+	return (uint32_t)((x * 0x9e3779b97f4a7c15ull) >> 32);
+}
+
 static int fhash_grow(tw *t)
 {
 	uint32_t size = t->fhmask ? (t->fhmask + 1) * 2 : 4096;
-	uint32_t *h = calloc(size, sizeof *h);
+	struct fent *h = calloc(size, sizeof *h);
 	if (!h)
 		return fail(t, TW_ENOMEM);
 	for (uint32_t i = 0; i < t->nfn; i++) {
-		uint32_t pos = hash64(t->fn[i].addr) & (size - 1);
-		while (h[pos])
+		uint32_t pos = mix64(t->fn[i].addr) & (size - 1);
+		while (h[pos].idx1)
 			pos = (pos + 1) & (size - 1);
-		h[pos] = i + 1;
+		h[pos].addr = t->fn[i].addr;
+		h[pos].idx1 = i + 1;
 	}
 	free(t->fhash);
 	t->fhash = h;
@@ -322,13 +344,13 @@ static int fhash_grow(tw *t)
 	return 0;
 }
 
-static struct func *func_find(tw *t, uint64_t addr)
+static inline struct func *func_find(tw *t, uint64_t addr)
 {
 	if (!t->fhmask)
 		return NULL;
-	for (uint32_t pos = hash64(addr) & t->fhmask; t->fhash[pos]; pos = (pos + 1) & t->fhmask)
-		if (t->fn[t->fhash[pos] - 1].addr == addr)
-			return &t->fn[t->fhash[pos] - 1];
+	for (uint32_t pos = mix64(addr) & t->fhmask; t->fhash[pos].idx1; pos = (pos + 1) & t->fhmask)
+		if (t->fhash[pos].addr == addr)
+			return &t->fn[t->fhash[pos].idx1 - 1];
 	return NULL;
 }
 
@@ -428,11 +450,17 @@ static int func_build(tw *t, struct func *f)
 	return 0;
 }
 
-static struct func *func_get(tw *t, uint64_t addr)
+static struct func *func_add(tw *t, uint64_t addr);
+
+static inline struct func *func_get(tw *t, uint64_t addr)
 {
 	struct func *f = func_find(t, addr);
-	if (f)
-		return f;
+	return f ? f : func_add(t, addr);
+}
+
+static struct func *func_add(tw *t, uint64_t addr)
+{
+	struct func *f;
 	if ((t->nfn + 1) * 2 > t->fhmask && fhash_grow(t) < 0)
 		return NULL;
 	if (t->nfn == t->fncap) {
@@ -448,10 +476,11 @@ static struct func *func_get(tw *t, uint64_t addr)
 	f = &t->fn[t->nfn];
 	memset(f, 0, sizeof *f);
 	f->addr = addr;
-	uint32_t pos = hash64(addr) & t->fhmask;
-	while (t->fhash[pos])
+	uint32_t pos = mix64(addr) & t->fhmask;
+	while (t->fhash[pos].idx1)
 		pos = (pos + 1) & t->fhmask;
-	t->fhash[pos] = ++t->nfn;
+	t->fhash[pos].addr = addr;
+	t->fhash[pos].idx1 = ++t->nfn;
 	return f;
 }
 
@@ -460,16 +489,17 @@ static struct func *func_get(tw *t, uint64_t addr)
 static int nmhash_grow(tw *t)
 {
 	uint32_t size = t->nmmask ? (t->nmmask + 1) * 2 : 1024;
-	uint32_t *h = calloc(size, sizeof *h);
+	struct nment *h = calloc(size, sizeof *h);
 	if (!h)
 		return fail(t, TW_ENOMEM);
 	for (uint32_t i = 0; i < t->nnm; i++) {
 		if (!t->nm[i].live)
 			continue;
-		uint32_t pos = hash64(t->nm[i].id) & (size - 1);
-		while (h[pos])
+		uint32_t pos = mix64(t->nm[i].id) & (size - 1);
+		while (h[pos].idx1)
 			pos = (pos + 1) & (size - 1);
-		h[pos] = i + 1;
+		h[pos].id = t->nm[i].id;
+		h[pos].idx1 = i + 1;
 	}
 	free(t->nmhash);
 	t->nmhash = h;
@@ -477,23 +507,28 @@ static int nmhash_grow(tw *t)
 	return 0;
 }
 
-static uint32_t *nm_slot(tw *t, uint32_t id)
+static inline struct nment *nm_slot(tw *t, uint32_t id)
 {
 	if (!t->nmmask)
 		return NULL;
-	for (uint32_t pos = hash64(id) & t->nmmask; t->nmhash[pos]; pos = (pos + 1) & t->nmmask)
-		if (t->nm[t->nmhash[pos] - 1].id == id)
+	for (uint32_t pos = mix64(id) & t->nmmask; t->nmhash[pos].idx1; pos = (pos + 1) & t->nmmask)
+		if (t->nmhash[pos].id == id)
 			return &t->nmhash[pos];
 	return NULL;
 }
 
 /* The entry of span name @id (text @p, @len as the reader resolved it): made
  * on first use, so the text is copied, clipped and interned once per name. */
-static struct rname *nm_get(tw *t, uint32_t id, const char *p, size_t len)
+static struct rname *nm_add(tw *t, uint32_t id, const char *p, size_t len);
+
+static inline struct rname *nm_get(tw *t, uint32_t id, const char *p, size_t len)
 {
-	uint32_t *sl = nm_slot(t, id);
-	if (sl)
-		return &t->nm[*sl - 1];
+	struct nment *sl = nm_slot(t, id);
+	return sl ? &t->nm[sl->idx1 - 1] : nm_add(t, id, p, len);
+}
+
+static struct rname *nm_add(tw *t, uint32_t id, const char *p, size_t len)
+{
 	if ((t->nnm + 1) * 2 > t->nmmask && nmhash_grow(t) < 0)
 		return NULL;
 	if (t->nnm == t->nmcap) {
@@ -514,10 +549,11 @@ static struct rname *nm_get(tw *t, uint32_t id, const char *p, size_t len)
 	if (arena_add(t, p, len, &e->name_off) < 0)
 		return NULL;
 	e->name_len = (uint32_t)len;
-	uint32_t pos = hash64(id) & t->nmmask;
-	while (t->nmhash[pos])
+	uint32_t pos = mix64(id) & t->nmmask;
+	while (t->nmhash[pos].idx1)
 		pos = (pos + 1) & t->nmmask;
-	t->nmhash[pos] = ++t->nnm;
+	t->nmhash[pos].id = id;
+	t->nmhash[pos].idx1 = ++t->nnm;
 	return e;
 }
 
@@ -525,11 +561,11 @@ static struct rname *nm_get(tw *t, uint32_t id, const char *p, size_t len)
  * (the hash is rebuilt without it; redefinitions are rare). */
 static int on_string(tw *t, const struct mtev_rec *r)
 {
-	uint32_t *sl = nm_slot(t, r->string.id);
+	struct nment *sl = nm_slot(t, r->string.id);
 	if (!sl)
 		return 0;
-	t->nm[*sl - 1].live = 0;
-	t->nm[*sl - 1].id = 0;
+	t->nm[sl->idx1 - 1].live = 0;
+	t->nm[sl->idx1 - 1].id = 0;
 	t->nmmask = t->nmmask ? (t->nmmask + 1) / 2 - 1 : 0;
 	return nmhash_grow(t);
 }
@@ -706,6 +742,14 @@ tw *tw_alloc(zsink *out, const struct tw_opts *opts)
 		return NULL;
 	t->o = *opts;
 	t->out = out;
+	t->s_span = S("span", 4, &t->c_span);
+	t->a_loc.type = FXT_ARG_STRING;
+	t->a_loc.name = S("loc", 3, &t->c_loc);
+	t->a_inline.type = FXT_ARG_BOOL;
+	t->a_inline.name = S("inline", 6, &t->c_inline);
+	t->a_inline.b = 1;
+	t->a_flags.type = FXT_ARG_STRING;
+	t->a_flags.name = S("flags", 5, &t->c_flags);
 	if (t->o.format == TW_FXT)
 		t->fx = fxt_writer_alloc(fxt_out, t);
 	else
@@ -823,10 +867,21 @@ static size_t flags_text(char *buf, size_t cap, unsigned flags)
 
 /* The text of @flags (see flags_text) in *@p, its length returned; values
  * below 1 << 9 are built once and kept in the arena, others go in @tmp. */
-static size_t flags_str(tw *t, unsigned flags, char tmp[256], const char **p)
+static size_t flags_str_slow(tw *t, unsigned flags, char tmp[256], const char **p);
+
+static inline size_t flags_str(tw *t, unsigned flags, char tmp[256], const char **p)
 {
 	if (!(flags & ~(unsigned)MTEV_SPAN_INLINE))
 		return 0;
+	if (flags < (1u << 9) && t->flagtext[flags].len1) {
+		*p = t->arena + t->flagtext[flags].off;
+		return t->flagtext[flags].len1 - 1;
+	}
+	return flags_str_slow(t, flags, tmp, p);
+}
+
+static size_t flags_str_slow(tw *t, unsigned flags, char tmp[256], const char **p)
+{
 	if (flags >= (1u << 9)) {
 		*p = tmp;
 		return flags_text(tmp, 256, flags);
@@ -849,7 +904,7 @@ static size_t flags_str(tw *t, unsigned flags, char tmp[256], const char **p)
 static int fxt_span(tw *t, struct thr *th, struct frame *f, unsigned type)
 {
 	struct func *fn = &t->fn[f->fn];
-	struct fxt_arg a[3];
+	const struct fxt_arg *a[3];
 	unsigned na = 0;
 	char ftext[256];
 	/* a symbol record may have come since the span was read */
@@ -857,30 +912,34 @@ static int fxt_span(tw *t, struct thr *th, struct frame *f, unsigned type)
 		return -t->err;
 	if (!t->o.no_args) {
 		if (fn->addr) { /* synthetic and inline spans have no address */
-			a[na].type = FXT_ARG_STRING;
-			a[na].name = S("loc", 3, &t->c_loc);
-			a[na++].s = S(t->arena + fn->loc_off, fn->loc_len, &fn->loc_c);
+			t->a_loc.s.p = t->arena + fn->loc_off;
+			t->a_loc.s.len = fn->loc_len;
+			t->a_loc.s.cache = &fn->loc_c;
+			a[na++] = &t->a_loc;
 		}
-		if (f->flags & MTEV_SPAN_INLINE) {
-			a[na].type = FXT_ARG_BOOL;
-			a[na].name = S("inline", 6, &t->c_inline);
-			a[na++].b = 1;
-		}
+		if (f->flags & MTEV_SPAN_INLINE)
+			a[na++] = &t->a_inline;
 		const char *fp;
 		size_t flen = flags_str(t, f->flags, ftext, &fp);
 		if (flen) {
-			a[na].type = FXT_ARG_STRING;
-			a[na].name = S("flags", 5, &t->c_flags);
-			a[na++].s = S(fp, flen, f->flags < (1u << 9) ? &t->c_flagset[f->flags] : NULL);
+			t->a_flags.s.p = fp;
+			t->a_flags.s.len = flen;
+			t->a_flags.s.cache = f->flags < (1u << 9) ? &t->c_flagset[f->flags] : NULL;
+			a[na++] = &t->a_flags;
 		}
 	}
-	struct fxt_str name = f->named == 2 ? S(t->arena + t->nm[f->nm].name_off,
-						t->nm[f->nm].name_len, &t->nm[f->nm].c)
-			      : f->named ? S(th->pname, th->pname_len, NULL)
-					 : S(t->arena + fn->name_off, fn->name_len, &fn->name_c);
+	struct fxt_str name;
+	if (f->named == 2) {
+		struct rname *rn = &t->nm[f->nm];
+		name = S(t->arena + rn->name_off, rn->name_len, &rn->c);
+	} else if (f->named) {
+		name = S(th->pname, th->pname_len, NULL);
+	} else {
+		name = S(t->arena + fn->name_off, fn->name_len, &fn->name_c);
+	}
 	f->pending = 0;
-	return fx(t, fxt_event(t->fx, type, th->pid, th->tid, &th->tref, S("span", 4, &t->c_span),
-			       name, f->begin, a, na, f->end));
+	return fx(t, fxt_eventp(t->fx, type, th->pid, th->tid, &th->tref, &t->s_span, &name,
+				f->begin, a, na, f->end));
 }
 
 /* Closes the open frames of @th from the top down to depth @d. */
@@ -890,9 +949,8 @@ static int close_to(tw *t, struct thr *th, uint32_t d)
 		struct frame *f = &th->st[--th->open];
 		if (t->o.format == TW_FXT) {
 			int r = f->pending ? fxt_span(t, th, f, FXT_EV_COMPLETE)
-					   : fxt_event(t->fx, FXT_EV_END, th->pid, th->tid, &th->tref,
-						       S(NULL, 0, NULL), S(NULL, 0, NULL), f->end, NULL,
-						       0, 0);
+					   : fxt_eventp(t->fx, FXT_EV_END, th->pid, th->tid, &th->tref,
+							NULL, NULL, f->end, NULL, 0, 0);
 			if (r < 0)
 				return fx(t, r);
 		} else {
@@ -1201,8 +1259,8 @@ int tw_record(tw *t, const struct mtev_rec *r)
 {
 	if (t->err)
 		return -t->err;
-	int rc = start(t);
-	if (rc < 0)
+	int rc;
+	if (!t->started && (rc = start(t)) < 0)
 		return rc;
 	switch (r->kind) {
 	case MTEV_PROCESS:
