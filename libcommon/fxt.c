@@ -509,91 +509,98 @@ static inline int quick_ref(const struct slot_table *t, const struct fxt_str *s)
 
 #define QUICK_ARGS 4
 
+/* Uses string slot @i for the record being built, if @i is not 0. */
+#define USE(i)                                                                                     \
+	do {                                                                                       \
+		if (i)                                                                             \
+			touch(st, (unsigned)(i));                                                  \
+	} while (0)
+
 /* fxt_event when every string is empty or interned and cached, the thread is
  * cached, and the arguments are few: the same bytes and the same table
- * updates (uses in the same order), without the general machinery.
- * Returns 1 when it did not apply (nothing changed). */
+ * updates, without the general machinery.  The words are put in the buffer
+ * as they are known and only kept when the whole record could be done; the
+ * slots are used as they come.  Returns 1 when it did not apply: the slots
+ * it used are then used again, in the same order, by the general path, which
+ * leaves the same LRU order as using them once. */
 static inline int event_quick(fxt_writer *w, unsigned type, struct fxt_ref_cache *thread_cache,
 			      const struct fxt_str *category, const struct fxt_str *name, uint64_t ts,
 			      const struct fxt_arg *const *args, unsigned nargs, uint64_t extra)
 {
 	struct slot_table *st = &w->strings, *tt = &w->threads;
-	uint64_t v[2 + 2 * QUICK_ARGS + 1];
-	uint16_t use[2 + 2 * QUICK_ARGS];
-	unsigned nv = 2, nu = 0;
 	int cat, nm;
 	if (nargs > QUICK_ARGS || !thread_cache || !thread_cache->slot ||
 	    thread_cache->slot > tt->used ||
 	    (tt->listed && tt->s[thread_cache->slot].gen != thread_cache->gen) ||
 	    (cat = quick_ref(st, category)) < 0 || (nm = quick_ref(st, name)) < 0)
 		return 1;
-	if (cat)
-		use[nu++] = (uint16_t)cat;
-	if (nm)
-		use[nu++] = (uint16_t)nm;
-	for (unsigned i = 0; i < nargs; i++) {
-		const struct fxt_arg *a = args[i];
-		int an = quick_ref(st, &a->name);
-		if (an < 0)
-			return 1;
-		if (an)
-			use[nu++] = (uint16_t)an;
-		uint64_t hdr = a->type | (uint64_t)an << 16;
-		switch (a->type) {
-		case FXT_ARG_STRING: {
-			int av = quick_ref(st, &a->s);
-			if (av < 0)
-				return 1;
-			if (av)
-				use[nu++] = (uint16_t)av;
-			v[nv++] = hdr | 1u << 4 | (uint64_t)av << 32;
-			break;
-		}
-		case FXT_ARG_BOOL:
-			v[nv++] = hdr | 1u << 4 | (uint64_t)(a->b != 0) << 32;
-			break;
-		case FXT_ARG_INT32:
-			v[nv++] = hdr | 1u << 4 | (uint64_t)(uint32_t)(int32_t)a->i << 32;
-			break;
-		case FXT_ARG_UINT32:
-			v[nv++] = hdr | 1u << 4 | (uint64_t)(uint32_t)a->u << 32;
-			break;
-		case FXT_ARG_INT64:
-		case FXT_ARG_UINT64:
-		case FXT_ARG_POINTER:
-		case FXT_ARG_KOID:
-			v[nv++] = hdr | 2u << 4;
-			v[nv++] = a->u;
-			break;
-		case FXT_ARG_DOUBLE:
-			v[nv++] = hdr | 2u << 4;
-			memcpy(&v[nv++], &a->d, 8);
-			break;
-		default:
-			v[nv++] = hdr | 1u << 4;
-			break;
-		}
-	}
-	if (type == FXT_EV_COMPLETE || type == FXT_EV_COUNTER)
-		v[nv++] = extra;
 	int r = room(w);
 	if (r < 0)
 		return r;
 	rec_begin(w);
 	unsigned th = thread_cache->slot;
 	touch(tt, th);
-	for (unsigned k = 0; k < nu; k++)
-		touch(st, use[k]);
-	v[0] = REC_EVENT | (uint64_t)nv << 4 | (uint64_t)type << 16 | (uint64_t)nargs << 20 |
-	       (uint64_t)th << 24 | (uint64_t)cat << 32 | (uint64_t)nm << 48;
-	v[1] = ts;
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-	memcpy(w->buf + w->len, v, nv * 8);
+	USE(cat);
+	USE(nm);
+	uint8_t *out = w->buf + w->len;
+	unsigned nv = 2;
+#define PUT(x)                                                                                     \
+	do {                                                                                       \
+		uint64_t x_ = (x);                                                                 \
+		memcpy(out + 8 * nv++, &x_, 8);                                                    \
+	} while (0)
+	for (unsigned i = 0; i < nargs; i++) {
+		const struct fxt_arg *a = args[i];
+		int an = quick_ref(st, &a->name);
+		if (an < 0)
+			return 1;
+		USE(an);
+		uint64_t hdr = a->type | (uint64_t)an << 16;
+		switch (a->type) {
+		case FXT_ARG_STRING: {
+			int av = quick_ref(st, &a->s);
+			if (av < 0)
+				return 1;
+			USE(av);
+			PUT(hdr | 1u << 4 | (uint64_t)av << 32);
+			break;
+		}
+		case FXT_ARG_BOOL:
+			PUT(hdr | 1u << 4 | (uint64_t)(a->b != 0) << 32);
+			break;
+		case FXT_ARG_INT32:
+			PUT(hdr | 1u << 4 | (uint64_t)(uint32_t)(int32_t)a->i << 32);
+			break;
+		case FXT_ARG_UINT32:
+			PUT(hdr | 1u << 4 | (uint64_t)(uint32_t)a->u << 32);
+			break;
+		case FXT_ARG_INT64:
+		case FXT_ARG_UINT64:
+		case FXT_ARG_POINTER:
+		case FXT_ARG_KOID:
+			PUT(hdr | 2u << 4);
+			PUT(a->u);
+			break;
+		case FXT_ARG_DOUBLE: {
+			uint64_t d;
+			memcpy(&d, &a->d, 8);
+			PUT(hdr | 2u << 4);
+			PUT(d);
+			break;
+		}
+		default:
+			PUT(hdr | 1u << 4);
+			break;
+		}
+	}
+	if (type == FXT_EV_COMPLETE || type == FXT_EV_COUNTER)
+		PUT(extra);
+#undef PUT
+	uint64_t h = REC_EVENT | (uint64_t)nv << 4 | (uint64_t)type << 16 | (uint64_t)nargs << 20 |
+		     (uint64_t)th << 24 | (uint64_t)cat << 32 | (uint64_t)nm << 48;
+	memcpy(out, &h, 8);
+	memcpy(out + 8, &ts, 8);
 	w->len += nv * 8;
-#else
-	for (unsigned k = 0; k < nv; k++)
-		put64(w, v[k]);
-#endif
 	w->st.events++;
 	return 0;
 }
