@@ -48,6 +48,9 @@ struct thr {
 	char *ja; /* JSON: tails of the open frames' E events, stack discipline */
 	size_t jlen, jcap;
 	char *pname; /* FXT: the held-back span's own name */
+	char jids[48]; /* JSON: ","pid":P,"tid":T,"ts": for jids_pid */
+	uint8_t jids_len;
+	uint32_t jids_pid;
 	size_t pname_len, pname_cap;
 };
 
@@ -637,35 +640,104 @@ static void jprintf(tw *t, const char *fmt, ...)
 		t->jlen += (size_t)n;
 }
 
-static void jputu(tw *t, uint64_t v)
+static const char dig2[201] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+			       "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+			       "8081828384858687888990919293949596979899";
+
+/* Writes @v in decimal so that it ends just before @end; returns its start.
+ * dec8_back writes exactly 8 digits (leading zeros). */
+static inline char *dec32_back(char *end, uint32_t v)
 {
-	char d[24];
-	int n = 0;
-	do {
-		d[n++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	while (n)
-		t->jb[t->jlen++] = d[--n];
+	char *p = end;
+	while (v >= 100) {
+		uint32_t r = v % 100;
+		v /= 100;
+		p -= 2;
+		memcpy(p, dig2 + 2 * r, 2);
+	}
+	if (v >= 10) {
+		p -= 2;
+		memcpy(p, dig2 + 2 * v, 2);
+	} else {
+		*--p = (char)('0' + v);
+	}
+	return p;
 }
 
-/* Starts an event object: separator, ph, pid, tid, ts (µs with ns digits). */
-static void jevent(tw *t, char ph, uint32_t pid, uint32_t tid, uint64_t ts)
+static inline char *dec8_back(char *end, uint32_t v)
 {
+	char *p = end;
+	for (int i = 0; i < 4; i++) {
+		uint32_t r = v % 100;
+		v /= 100;
+		p -= 2;
+		memcpy(p, dig2 + 2 * r, 2);
+	}
+	return p;
+}
+
+static inline char *dec_back(char *end, uint64_t v)
+{
+	if (v <= UINT32_MAX)
+		return dec32_back(end, (uint32_t)v);
+	char *p = dec8_back(end, (uint32_t)(v % 100000000));
+	v /= 100000000;
+	if (v <= UINT32_MAX)
+		return dec32_back(p, (uint32_t)v);
+	p = dec8_back(p, (uint32_t)(v % 100000000));
+	return dec32_back(p, (uint32_t)(v / 100000000));
+}
+
+/* Writes backwards before @e: ","pid":P,"tid":T,"ts": */
+static inline char *jids_back(char *p, uint32_t pid, uint32_t tid)
+{
+	p -= 6;
+	memcpy(p, ",\"ts\":", 6);
+	p = dec32_back(p, tid);
+	p -= 7;
+	memcpy(p, ",\"tid\":", 7);
+	p = dec32_back(p, pid);
+	p -= 8;
+	memcpy(p, "\",\"pid\":", 8);
+	return p;
+}
+
+/* Starts an event object: separator, ph, pid, tid, ts (µs with ns digits).
+ * @th (may be NULL) keeps its pid/tid part ready-made. */
+static void jevent_th(tw *t, char ph, struct thr *th, uint32_t pid, uint32_t tid, uint64_t ts)
+{
+	char d[160];
+	char *e = d + 96, *p; /* at most 62 bytes before e; 96 are copied */
 	jputs(t, t->jfirst ? "\n{\"ph\":\"" : ",\n{\"ph\":\"");
 	t->jfirst = 0;
 	t->jb[t->jlen++] = ph;
-	jputs(t, "\",\"pid\":");
-	jputu(t, pid);
-	jputs(t, ",\"tid\":");
-	jputu(t, tid);
-	jputs(t, ",\"ts\":");
-	jputu(t, ts / 1000);
-	unsigned ns = (unsigned)(ts % 1000);
-	t->jb[t->jlen++] = '.';
-	t->jb[t->jlen++] = (char)('0' + ns / 100);
-	t->jb[t->jlen++] = (char)('0' + ns / 10 % 10);
-	t->jb[t->jlen++] = (char)('0' + ns % 10);
+	uint64_t us = ts / 1000;
+	uint32_t ns = (uint32_t)(ts - us * 1000);
+	p = e - 3;
+	p[0] = (char)('0' + ns / 100);
+	p[1] = (char)('0' + ns / 10 % 10);
+	p[2] = (char)('0' + ns % 10);
+	*--p = '.';
+	p = dec_back(p, us);
+	if (th) {
+		/* kept right-aligned in th->jids: copied whole, in front of the time */
+		if (!th->jids_len || th->jids_pid != pid) {
+			char *q = jids_back(th->jids + sizeof th->jids, pid, tid);
+			th->jids_len = (uint8_t)(th->jids + sizeof th->jids - q);
+			th->jids_pid = pid;
+		}
+		memcpy(p - sizeof th->jids, th->jids, sizeof th->jids);
+		p -= th->jids_len;
+	} else {
+		p = jids_back(p, pid, tid);
+	}
+	memcpy(t->jb + t->jlen, p, 64); /* e - p <= 62 */
+	t->jlen += (size_t)(e - p);
+}
+
+static void jevent(tw *t, char ph, uint32_t pid, uint32_t tid, uint64_t ts)
+{
+	jevent_th(t, ph, NULL, pid, tid, ts);
 }
 
 /* A JSON string literal for a one-off string. */
@@ -956,7 +1028,7 @@ static int close_to(tw *t, struct thr *th, uint32_t d)
 		} else {
 			if (jroom(t, JROOM) < 0)
 				return -t->err;
-			jevent(t, 'E', th->pid, th->tid, f->end);
+			jevent_th(t, 'E', th, th->pid, th->tid, f->end);
 			jput(t, th->ja + f->jtail, th->jlen - f->jtail);
 			th->jlen = f->jtail;
 		}
@@ -1094,7 +1166,7 @@ static int on_span(tw *t, const struct mtev_rec *r)
 	unsigned flags = r->span.flags;
 	if (jroom(t, 3 * JROOM) < 0)
 		return -t->err;
-	jevent(t, 'B', th->pid, th->tid, b);
+	jevent_th(t, 'B', th, th->pid, th->tid, b);
 	size_t tail = t->jlen;
 	jputs(t, ",\"cat\":\"span\",\"name\":");
 	if (rn) {
