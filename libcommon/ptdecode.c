@@ -1476,21 +1476,16 @@ static void handle_event(struct ptd *d, struct ptq *q, const struct pt_event *ev
 		d->thr[q->th].state = TS_GAP; /* what happened is in the gap */
 }
 
-static inline __attribute__((always_inline)) void handle_block(struct ptd *d, struct ptq *q,
-							       const struct pt_block *b, int ok)
+/* The rest of a block once its pending branch is resolved and the queue's
+ * time is @t: thread, trace-start, the block's own branch. */
+static inline __attribute__((always_inline)) void handle_block_tail(struct ptd *d, struct ptq *q,
+								    const struct pt_block *b, int ok,
+								    uint64_t t)
 {
-	uint64_t t;
 	uint8_t size;
 	enum ptd_brclass cls;
 	struct thr *th;
 
-	if (q->pend.valid)
-		resolve(d, q, b->ip);
-	if (!b->ninsn)
-		return;
-	q->nblocks++;
-	q->ninsns += b->ninsn;
-	t = q_now(d, q);
 	if (q_cpu_needs_switch(d, q, t))
 		q_set_thread(d, q, t);
 	if (q->th < 0)
@@ -1519,6 +1514,240 @@ static inline __attribute__((always_inline)) void handle_block(struct ptd *d, st
 	q->pend.mode = (uint8_t)b->mode;
 	q->pend.from = b->end_ip;
 	q->pend.time = t;
+}
+
+static inline __attribute__((always_inline)) void handle_block(struct ptd *d, struct ptq *q,
+							       const struct pt_block *b, int ok)
+{
+	uint64_t t;
+
+	if (q->pend.valid)
+		resolve(d, q, b->ip);
+	if (!b->ninsn)
+		return;
+	q->nblocks++;
+	q->ninsns += b->ninsn;
+	t = q_now(d, q);
+	handle_block_tail(d, q, b, ok, t);
+}
+
+/* Whether q_fast may run the queue: its thread is known and announced, no
+ * gap waits to be closed, timing is exact and no trace-start is owed. */
+static inline int q_fast_ok(const struct ptd *d, const struct ptq *q)
+{
+	const struct thr *t;
+	if (q->th < 0 || q->untimed || q->need_start)
+		return 0;
+	t = &d->thr[q->th];
+	return t->announced && !t->gap_pending;
+}
+
+enum { QF_EXIT, QF_CHECKS };
+
+/* The hot loop in the steady state (q_fast_ok): the same as pt_blk_next +
+ * handle_block + the checks of q_step's loop, with the per-block and
+ * per-branch bookkeeping (time, counters, the thread's last ip and last
+ * record) kept in locals and written back before anything else can look at
+ * them.  Returns QF_EXIT when q_step's loop must end (*stp: the last status,
+ * negative for pt_blk_next's error, *b the block), QF_CHECKS when a block
+ * needed the general path: it has been handled (a cpu switch), q_step does
+ * its checks. */
+static int q_fast(struct ptd *d, struct ptq *q, uint64_t limit, struct pt_block *b, int *stp)
+{
+	struct pt_block_decoder *dec = q->dec;
+	struct thr *th = &d->thr[q->th];
+	struct pend *p = &q->pend;
+	const uint32_t tid = th->tid;
+	uint64_t now = q->time, last_tsc = q->last_tsc;
+	uint64_t nblocks = q->nblocks, ninsns = q->ninsns;
+	uint64_t spin_off = q->spin_off, spin_insns = q->spin_insns;
+	uint32_t lost = q->lost_timing;
+	uint64_t last_ip = 0, br_time = 0, nbr = 0, stop, sw_next = UINT64_MAX;
+	int touched = 0, full = 0, st, ret = QF_EXIT;
+
+	/* leave at the time limit or when sideband is due */
+	stop = d->sb_apply < d->nsb ? d->sb[d->sb_apply].time : UINT64_MAX;
+	if (limit < stop)
+		stop = limit + 1; /* limit < UINT64_MAX here */
+	if (d->per_cpu && q->cpu >= 0 && (size_t)q->cpu < d->ncpus) {
+		const struct cpuline *cl = &d->cpus[q->cpu];
+		if (q->swi + 1 < cl->n)
+			sw_next = cl->v[q->swi + 1].time;
+	}
+
+#define QF_FLUSH_THREAD()                                                                          \
+	do {                                                                                       \
+		if (nbr) {                                                                         \
+			th->last_time = br_time;                                                   \
+			th->has_rec = 1;                                                           \
+			th->lastq = (int)(q - d->q);                                               \
+			d->st->branches += nbr;                                                    \
+			nbr = 0;                                                                   \
+		}                                                                                  \
+		if (touched) {                                                                     \
+			th->state = TS_ON;                                                         \
+			th->last_ip = last_ip;                                                     \
+			touched = 0;                                                               \
+		}                                                                                  \
+	} while (0)
+#define QF_FLUSH()                                                                                 \
+	do {                                                                                       \
+		QF_FLUSH_THREAD();                                                                 \
+		q->time = now;                                                                     \
+		q->last_tsc = last_tsc;                                                            \
+		q->lost_timing = lost;                                                             \
+		q->nblocks = nblocks;                                                              \
+		q->ninsns = ninsns;                                                                \
+		q->spin_off = spin_off;                                                            \
+		q->spin_insns = spin_insns;                                                        \
+	} while (0)
+
+	for (;;) {
+		uint64_t off, tsc;
+		uint32_t lm, lc;
+		uint8_t size;
+		enum ptd_brclass cls;
+
+		st = pt_blk_next(dec, b, sizeof *b);
+		if (st < 0)
+			break;
+		q->status = st;
+		if (p->valid) {
+			/* resolve(): the instruction after the pending branch
+			 * is at b->ip */
+			uint64_t next = b->ip;
+			unsigned type;
+			struct mtev_rec *r;
+			switch (p->cls) {
+			case PTD_BR_JCC:
+				if (!p->size) {
+					uint64_t delta = next - p->from;
+					if (delta >= 2 && delta <= 15)
+						classify_ip(d, p->from, p->isid, p->mode, &p->size);
+				}
+				if (p->size && next == p->from + p->size) {
+					p->valid = 0;
+					goto resolved;
+				}
+				type = MTEV_BR_JCC;
+				break;
+			case PTD_BR_CALL:
+				type = MTEV_BR_CALL;
+				break;
+			case PTD_BR_RET:
+				type = MTEV_BR_RETURN;
+				break;
+			case PTD_BR_JMP:
+			case PTD_BR_FARJMP:
+				type = MTEV_BR_JUMP;
+				break;
+			default:
+				/* far transfers: the general path (which
+				 * writes the thread's last record itself) */
+				QF_FLUSH_THREAD();
+				resolve(d, q, next);
+				goto resolved;
+			}
+			p->valid = 0;
+			r = q_push(d, q);
+			if (r) {
+				r->kind = MTEV_BRANCH;
+				r->br.tid = tid;
+				r->br.time = p->time;
+				r->br.type = type;
+				r->br.from = p->from;
+				r->br.to = next;
+				br_time = p->time;
+				nbr++;
+			}
+		}
+	resolved:
+		if (b->ninsn) {
+			nblocks++;
+			ninsns += b->ninsn;
+			if (pt_blk_time(dec, &tsc, &lm, &lc) >= 0) {
+				/* q_now() */
+				if (tsc != last_tsc) {
+					uint64_t t = ptd_conv(d, tsc);
+					last_tsc = tsc;
+					if (t > now)
+						now = t;
+				}
+				lost = lm + lc;
+			}
+			if (now >= sw_next) {
+				/* the cpu switches threads: the general path */
+				QF_FLUSH();
+				handle_block_tail(d, q, b, 1, now);
+				ret = QF_CHECKS;
+				goto out;
+			}
+			last_ip = b->end_ip;
+			touched = 1;
+			switch (b->iclass) { /* classify_at() */
+			case ptic_call:
+				cls = PTD_BR_CALL;
+				size = 0;
+				break;
+			case ptic_return:
+				cls = PTD_BR_RET;
+				size = 0;
+				break;
+			case ptic_jump:
+				cls = PTD_BR_JMP;
+				size = 0;
+				break;
+			case ptic_cond_jump:
+				if (!b->truncated) {
+					cls = PTD_BR_JCC;
+					size = 0;
+					break;
+				}
+				/* fallthrough */
+			default:
+				cls = classify_at(d, b, &size);
+				break;
+			}
+			if (cls != PTD_BR_NONE) {
+				p->valid = 1;
+				p->cls = (uint8_t)cls;
+				p->size = size;
+				p->isid = b->isid;
+				p->mode = (uint8_t)b->mode;
+				p->from = b->end_ip;
+				p->time = now;
+			}
+		}
+		/* q_step's checks: a PSB passed (every 16 blocks), spinning,
+		 * a full batch, the time limit, sideband due */
+		off = 0;
+		if (pt_blk_get_offset(dec, &off) >= 0 && !(nblocks & 15) && q->psbi < q->npsbs &&
+		    off > q->psbs[q->psbi]) {
+			while (q->psbi < q->npsbs && off > q->psbs[q->psbi])
+				q->psbi++;
+			q_commit(q);
+			full = q->nready >= 256;
+		}
+		if (off != spin_off) {
+			spin_off = off;
+			spin_insns = 0;
+		} else {
+			spin_insns += b->ninsn;
+			if (spin_insns > PTD_MAX_SPIN) {
+				QF_FLUSH();
+				q_spin_error(d, q, b->end_ip);
+				goto out;
+			}
+		}
+		if ((st & pts_event_pending) || full || now >= stop || d->err)
+			break;
+	}
+	QF_FLUSH();
+out:
+	*stp = st;
+	return ret;
+#undef QF_FLUSH
+#undef QF_FLUSH_THREAD
 }
 
 static int q_open_seg(struct ptd *d, struct ptq *q);
@@ -1627,11 +1856,17 @@ static void q_step(struct ptd *d, struct ptq *q, uint64_t limit)
 			/* the hot loop: blocks until an event, an error, a full
 			 * batch, the time limit or sideband to apply */
 			for (;;) {
+				if (q_fast_ok(d, q)) {
+					if (q_fast(d, q, limit, &blk, &st) == QF_EXIT)
+						break;
+					goto checks;
+				}
 				st = pt_blk_next(q->dec, &blk, sizeof blk);
 				if (st < 0)
 					break;
 				q->status = st;
 				handle_block(d, q, &blk, 1);
+			checks:
 				if (q->psbi < q->npsbs && !(q->nblocks & 15)) {
 					/* checked every 16 blocks: a commit a few
 					 * blocks late is as good */
@@ -1967,21 +2202,40 @@ static int emit_upto(struct ptd *d, uint64_t safe)
 					if (t < limit)
 						limit = t;
 				}
-			do {
-				const struct mtev_rec *r = &q->fifo[q->fhead];
-				if (d->per_cpu) {
-					if (write_rec(d, r) < 0)
+			if (d->per_cpu) {
+				do {
+					if (write_rec(d, &q->fifo[q->fhead]) < 0)
 						return d->err;
-				} else {
-					int e = mtev_write(d->w, r);
+					q->fhead = (q->fhead + 1) & (q->fcap - 1);
+					q->fcount--;
+					q->nready--;
+				} while (q->nready && rec_time(&q->fifo[q->fhead]) <= limit);
+			} else {
+				/* the common case, with the ring in locals */
+				const struct mtev_rec *fifo = q->fifo, *end = fifo + q->fcap;
+				const struct mtev_rec *r = fifo + q->fhead;
+				mtev_writer *w = d->w;
+				size_t n = q->nready, k = 0, head;
+				int e;
+				for (;;) {
+					e = mtev_write(w, r);
 					if (e < 0)
-						return ptd_fail(d, PTD_EOUTPUT, "writing MTEV: %s",
-								mtev_strerror(e));
+						break;
+					k++;
+					if (++r == end)
+						r = fifo;
+					if (k == n ||
+					    (r->kind == MTEV_BRANCH ? r->br.time : rec_time(r)) > limit)
+						break;
 				}
-				q->fhead = (q->fhead + 1) & (q->fcap - 1);
-				q->fcount--;
-				q->nready--;
-			} while (q->nready && rec_time(&q->fifo[q->fhead]) <= limit);
+				head = (size_t)(r - fifo);
+				q->fhead = head;
+				q->fcount -= k;
+				q->nready -= k;
+				if (e < 0)
+					return ptd_fail(d, PTD_EOUTPUT, "writing MTEV: %s",
+							mtev_strerror(e));
+			}
 		}
 	}
 }
@@ -2617,7 +2871,7 @@ static int ptd_init(struct ptd *d, struct ptd_options *opts, struct ptd_stats *s
 	d->opts = opts;
 	d->st = st;
 	d->isc = pt_iscache_alloc(NULL);
-	d->ccmask = (1u << 13) - 1;
+	d->ccmask = (1u << 16) - 1;
 	d->cc = calloc(d->ccmask + 1, sizeof *d->cc);
 	if (!d->isc || !d->cc)
 		return ptd_fail(d, PTD_ESYS, "out of memory");
