@@ -425,6 +425,17 @@ struct ccache_ent {
 	uint8_t cls, size, valid;
 };
 
+struct secview { /* an iscache section as libipt sees it (pt_mk_section) */
+	const uint8_t *data; /* its first byte; NULL: ask pt_iscache_read */
+	uint64_t addr, size; /* load address, size cut at the end of the file */
+};
+
+struct filemap { /* an image file, mapped once */
+	char *file;
+	uint8_t *base; /* NULL: could not be mapped */
+	size_t len;
+};
+
 struct ptd {
 	struct ptd_options *opts;
 	struct ptd_stats *st;
@@ -476,6 +487,13 @@ struct ptd {
 	struct ccache_ent cc1[2048];
 	struct ccache_ent *cc;
 	size_t ccmask;
+	/* the bytes of each iscache section (by isid), read in place by the
+	 * classifier instead of through pt_iscache_read (which maps the
+	 * section and takes its locks on every call) */
+	struct secview *secs;
+	size_t nsecs, seccap;
+	struct filemap *fmaps;
+	size_t nfmaps, fmapcap;
 
 	struct strtab strs;
 	mtev_writer *w;
@@ -532,6 +550,62 @@ static int grow(void *pv, size_t *cap, size_t n, size_t elem)
 	*p = np;
 	*cap = c;
 	return 0;
+}
+
+/* Section @isid is @len bytes of @file from @pgoff, loaded at @addr: keep a
+ * view of its bytes.  The same rules as libipt's: the section is cut at the
+ * end of the file; an offset at or past the end is no section (libipt
+ * refuses it too).  Anything unusual leaves the view empty, and
+ * classify_ip_slow asks libipt instead. */
+static void sec_note(struct ptd *d, const char *file, uint64_t pgoff, uint64_t len, uint64_t addr,
+		     int isid)
+{
+	struct filemap *f = NULL;
+	size_t i;
+
+	if (isid <= 0)
+		return;
+	if ((size_t)isid >= d->nsecs) {
+		if (grow(&d->secs, &d->seccap, (size_t)isid, sizeof *d->secs) < 0)
+			return;
+		memset(d->secs + d->nsecs, 0, ((size_t)isid + 1 - d->nsecs) * sizeof *d->secs);
+		d->nsecs = (size_t)isid + 1;
+	}
+	d->secs[isid].data = NULL;
+	for (i = 0; i < d->nfmaps; i++)
+		if (!strcmp(d->fmaps[i].file, file)) {
+			f = &d->fmaps[i];
+			break;
+		}
+	if (!f) {
+		struct stat st;
+		int fd;
+		if (grow(&d->fmaps, &d->fmapcap, d->nfmaps, sizeof *d->fmaps) < 0)
+			return;
+		f = &d->fmaps[d->nfmaps];
+		f->file = strdup(file);
+		f->base = NULL;
+		f->len = 0;
+		if (!f->file)
+			return;
+		d->nfmaps++;
+		fd = open(file, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+				void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+				if (m != MAP_FAILED) {
+					f->base = m;
+					f->len = (size_t)st.st_size;
+				}
+			}
+			close(fd);
+		}
+	}
+	if (!f->base || pgoff >= f->len)
+		return;
+	d->secs[isid].data = f->base + pgoff;
+	d->secs[isid].addr = addr;
+	d->secs[isid].size = len < f->len - pgoff ? len : f->len - pgoff;
 }
 
 static uint64_t ptd_conv(const struct ptd *d, uint64_t tsc)
@@ -720,6 +794,7 @@ static void image_add(struct ptd *d, uint32_t pid, const struct sb *s)
 	file = find_image(d, path, bid, bidlen, &why);
 	if (file) {
 		isid = pt_iscache_add_file(d->isc, file, s->mmap.pgoff, s->mmap.len, s->mmap.addr);
+		sec_note(d, file, s->mmap.pgoff, s->mmap.len, s->mmap.addr, isid);
 		if (isid < 0) {
 			char hex[41];
 			buildid_hex(hex, bid, bidlen);
@@ -1152,7 +1227,18 @@ static enum ptd_brclass classify_ip_slow(struct ptd *d, uint64_t ip, int32_t isi
 	*size = 0;
 	if (isid <= 0)
 		return PTD_BR_NONE;
-	n = pt_iscache_read(d->isc, buf, sizeof buf, isid, ip);
+	if ((size_t)isid < d->nsecs && d->secs[isid].data) {
+		/* pt_iscache_read without the mapping and locking */
+		const struct secview *v = &d->secs[isid];
+		uint64_t left;
+		if (ip < v->addr || ip - v->addr >= v->size)
+			return PTD_BR_NONE; /* -pte_nomap */
+		left = v->size - (ip - v->addr);
+		n = left < sizeof buf ? (int)left : (int)sizeof buf;
+		memcpy(buf, v->data + (ip - v->addr), (size_t)n);
+	} else {
+		n = pt_iscache_read(d->isc, buf, sizeof buf, isid, ip);
+	}
 	if (n <= 0)
 		return PTD_BR_NONE;
 	bits = mode == ptem_64bit ? 64 : mode == ptem_32bit ? 32 : 16;
@@ -1646,6 +1732,7 @@ static int q_fast(struct ptd *d, struct ptq *q, uint64_t limit, struct pt_block 
 				 * writes the thread's last record itself) */
 				QF_FLUSH_THREAD();
 				resolve(d, q, next);
+				full |= d->err != 0;
 				goto resolved;
 			}
 			p->valid = 0;
@@ -1659,6 +1746,8 @@ static int q_fast(struct ptd *d, struct ptq *q, uint64_t limit, struct pt_block 
 				r->br.to = next;
 				br_time = p->time;
 				nbr++;
+			} else {
+				full = 1; /* out of memory: d->err is set */
 			}
 		}
 	resolved:
@@ -1726,7 +1815,7 @@ static int q_fast(struct ptd *d, struct ptq *q, uint64_t limit, struct pt_block 
 			while (q->psbi < q->npsbs && off > q->psbs[q->psbi])
 				q->psbi++;
 			q_commit(q);
-			full = q->nready >= 256;
+			full |= q->nready >= 256;
 		}
 		if (off != spin_off) {
 			spin_off = off;
@@ -1739,7 +1828,7 @@ static int q_fast(struct ptd *d, struct ptq *q, uint64_t limit, struct pt_block 
 				goto out;
 			}
 		}
-		if ((st & pts_event_pending) || full || now >= stop || d->err)
+		if ((st & pts_event_pending) || full || now >= stop)
 			break;
 	}
 	QF_FLUSH();
@@ -2912,6 +3001,13 @@ static void ptd_fini(struct ptd *d)
 	free(d->kmaps);
 	pt_iscache_free(d->isc);
 	free(d->cc);
+	for (i = 0; i < d->nfmaps; i++) {
+		if (d->fmaps[i].base)
+			munmap(d->fmaps[i].base, d->fmaps[i].len);
+		free(d->fmaps[i].file);
+	}
+	free(d->fmaps);
+	free(d->secs);
 	free(d->sb);
 	free(d->ips);
 	for (i = 0; i < d->ncpus; i++)
@@ -3090,6 +3186,7 @@ int ptd_decode_raw(const char *pt_file, int (*open_out)(void *ctx, uint32_t flag
 				size = (uint64_t)sb.st_size - im->offset;
 			}
 			isid = pt_iscache_add_file(d.isc, im->file, im->offset, size, im->vaddr);
+			sec_note(&d, im->file, im->offset, size, im->vaddr, isid);
 			if (isid < 0) {
 				ptd_fail(&d, PTD_EINPUT, "image %s: %s", im->file,
 					 pt_errstr(pt_errcode(isid)));
