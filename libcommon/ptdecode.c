@@ -1704,8 +1704,8 @@ static int q_fast(struct ptd *d, struct ptq *q, uint64_t limit, struct pt_block 
 			uint64_t next = b->ip;
 			unsigned type;
 			struct mtev_rec *r;
-			switch (p->cls) {
-			case PTD_BR_JCC:
+			/* most pending branches are jcc, then calls and returns */
+			if (p->cls == PTD_BR_JCC) {
 				if (!p->size) {
 					uint64_t delta = next - p->from;
 					if (delta >= 2 && delta <= 15)
@@ -1716,18 +1716,13 @@ static int q_fast(struct ptd *d, struct ptq *q, uint64_t limit, struct pt_block 
 					goto resolved;
 				}
 				type = MTEV_BR_JCC;
-				break;
-			case PTD_BR_CALL:
+			} else if (p->cls == PTD_BR_CALL) {
 				type = MTEV_BR_CALL;
-				break;
-			case PTD_BR_RET:
+			} else if (p->cls == PTD_BR_RET) {
 				type = MTEV_BR_RETURN;
-				break;
-			case PTD_BR_JMP:
-			case PTD_BR_FARJMP:
+			} else if (p->cls == PTD_BR_JMP || p->cls == PTD_BR_FARJMP) {
 				type = MTEV_BR_JUMP;
-				break;
-			default:
+			} else {
 				/* far transfers: the general path (which
 				 * writes the thread's last record itself) */
 				QF_FLUSH_THREAD();
