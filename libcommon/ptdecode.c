@@ -405,7 +405,10 @@ struct ptq {
 	uint64_t last_tsc;    /* q->time is its perf time (or later) */
 	uint64_t nblocks, ninsns;
 	int untimed;	      /* after an overflow, until timing is exact again */
-	uint64_t spin_off, spin_insns; /* instructions decoded since a packet was read */
+	/* spinning, checked every 16 blocks (q_spinning): the offset and the
+	 * instruction count at the last check, and how many instructions ran
+	 * since a check first saw the offset where it still is */
+	uint64_t spin_off, spin_mark, spin_insns;
 
 	/* output: fcount records from fhead; the first nready are final, the
 	 * rest (decoded since the last PSB) are dropped if the decoder finds
@@ -1376,20 +1379,25 @@ static void q_error(struct ptd *d, struct ptq *q, int err, uint64_t ip)
  * needs no packets: libipt would decode it forever from a trace that leads
  * there (a corrupt one: real hardware faults on the hlt).  No real code runs
  * this many instructions without a conditional or indirect branch, which
- * consume trace. */
+ * consume trace.  Checked with the PSB check, every 16 blocks (asking
+ * libipt for the offset after every block cost 2% of all instructions): the
+ * count starts at the first check that sees the offset where it stays, so a
+ * loop is caught at most 16 blocks after it passes the limit. */
 #define PTD_MAX_SPIN (1u << 17)
 
-static int q_spinning(struct ptq *q, const struct pt_block *b)
+/* At a check (q->nblocks a multiple of 16), the decoder at @off (0 if
+ * unknown): whether the queue is spinning. */
+static inline int q_spin_check(uint64_t off, uint64_t ninsns, uint64_t *spin_off,
+			       uint64_t *spin_mark, uint64_t *spin_insns)
 {
-	uint64_t off = 0;
-	pt_blk_get_offset(q->dec, &off);
-	if (off != q->spin_off) {
-		q->spin_off = off;
-		q->spin_insns = 0;
-		return 0;
+	if (off != *spin_off) {
+		*spin_off = off;
+		*spin_insns = 0;
+	} else {
+		*spin_insns += ninsns - *spin_mark;
 	}
-	q->spin_insns += b->ninsn;
-	return q->spin_insns > PTD_MAX_SPIN;
+	*spin_mark = ninsns;
+	return *spin_insns > PTD_MAX_SPIN;
 }
 
 static void q_spin_error(struct ptd *d, struct ptq *q, uint64_t ip)
@@ -1649,7 +1657,7 @@ static int q_fast(struct ptd *d, struct ptq *q, uint64_t limit, struct pt_block 
 	const uint32_t tid = th->tid;
 	uint64_t now = q->time, last_tsc = q->last_tsc;
 	uint64_t nblocks = q->nblocks, ninsns = q->ninsns;
-	uint64_t spin_off = q->spin_off, spin_insns = q->spin_insns;
+	uint64_t spin_off = q->spin_off, spin_insns = q->spin_insns, spin_mark = q->spin_mark;
 	uint32_t lost = q->lost_timing;
 	uint64_t last_ip = 0, br_time = 0, nbr = 0, stop, sw_next = UINT64_MAX;
 	int touched = 0, full = 0, st, ret = QF_EXIT;
@@ -1689,6 +1697,7 @@ static int q_fast(struct ptd *d, struct ptq *q, uint64_t limit, struct pt_block 
 		q->ninsns = ninsns;                                                                \
 		q->spin_off = spin_off;                                                            \
 		q->spin_insns = spin_insns;                                                        \
+		q->spin_mark = spin_mark;                                                          \
 	} while (0)
 
 	for (;;) {
@@ -1805,22 +1814,18 @@ static int q_fast(struct ptd *d, struct ptq *q, uint64_t limit, struct pt_block 
 				p->time = now;
 			}
 		}
-		/* q_step's checks: a PSB passed (every 16 blocks), spinning,
-		 * a full batch, the time limit, sideband due */
-		off = 0;
-		if (pt_blk_get_offset(dec, &off) >= 0 && !(nblocks & 15) && q->psbi < q->npsbs &&
-		    off > q->psbs[q->psbi]) {
-			while (q->psbi < q->npsbs && off > q->psbs[q->psbi])
-				q->psbi++;
-			q_commit(q);
-			full |= q->nready >= 256;
-		}
-		if (off != spin_off) {
-			spin_off = off;
-			spin_insns = 0;
-		} else {
-			spin_insns += b->ninsn;
-			if (spin_insns > PTD_MAX_SPIN) {
+		/* q_step's checks: every 16 blocks a PSB passed and
+		 * spinning; a full batch, the time limit, sideband due */
+		if (!(nblocks & 15)) {
+			off = 0;
+			if (pt_blk_get_offset(dec, &off) >= 0 && q->psbi < q->npsbs &&
+			    off > q->psbs[q->psbi]) {
+				while (q->psbi < q->npsbs && off > q->psbs[q->psbi])
+					q->psbi++;
+				q_commit(q);
+				full |= q->nready >= 256;
+			}
+			if (q_spin_check(off, ninsns, &spin_off, &spin_mark, &spin_insns)) {
 				QF_FLUSH();
 				q_spin_error(d, q, b->end_ip);
 				goto out;
@@ -1954,20 +1959,21 @@ static void q_step(struct ptd *d, struct ptq *q, uint64_t limit)
 				q->status = st;
 				handle_block(d, q, &blk, 1);
 			checks:
-				if (q->psbi < q->npsbs && !(q->nblocks & 15)) {
+				if (!(q->nblocks & 15)) {
 					/* checked every 16 blocks: a commit a few
 					 * blocks late is as good */
-					uint64_t off;
-					if (pt_blk_get_offset(q->dec, &off) >= 0 &&
+					uint64_t off = 0;
+					if (pt_blk_get_offset(q->dec, &off) >= 0 && q->psbi < q->npsbs &&
 					    off > q->psbs[q->psbi]) {
 						while (q->psbi < q->npsbs && off > q->psbs[q->psbi])
 							q->psbi++;
 						q_commit(q);
 					}
-				}
-				if (q_spinning(q, &blk)) {
-					q_spin_error(d, q, blk.end_ip);
-					break;
+					if (q_spin_check(off, q->ninsns, &q->spin_off, &q->spin_mark,
+							 &q->spin_insns)) {
+						q_spin_error(d, q, blk.end_ip);
+						break;
+					}
 				}
 				if ((st & pts_event_pending) || q->nready >= 256 || q->time > limit ||
 				    (d->sb_apply < d->nsb && d->sb[d->sb_apply].time <= q->time) ||
