@@ -155,8 +155,9 @@ static void hmap_fini(struct hmap *m)
 struct wslot {
 	uint64_t addr;
 	uint32_t tid;
-	uint32_t w1; /* want + 1; 0 = empty */
+	uint32_t w1; /* want + 1; 0 = empty (in the memo: the want, NONE = empty) */
 };
+#define WMEMO 16384
 struct wtab {
 	struct wslot *s;
 	size_t cap, n; /* cap a power of two */
@@ -421,6 +422,7 @@ struct ctx {
 	struct want *wants;
 	size_t nwants, capwants;
 	struct wtab want_idx;
+	struct wslot *wmemo; /* [WMEMO], see want_get */
 	struct result *res;
 	size_t nres, capres;
 	struct hmap res_idx;
@@ -1454,18 +1456,31 @@ static inline uint32_t res_levels(const struct result *r)
 }
 
 /* ---- address resolution ---- */
-static inline uint32_t want_get(struct ctx *c, uint32_t tid, uint64_t addr)
+static uint32_t want_get_slow(struct ctx *c, struct wslot *e, uint32_t tid, uint64_t addr)
 {
 	uint32_t w = wtab_get(&c->want_idx, tid, addr);
-	if (w != NONE)
-		return w;
-	struct want nw = {addr, 0, tid, NONE, 0};
-	if (c->nwants >= NONE - 1 || VEC_PUSH(c->wants, c->nwants, c->capwants, nw) < 0 ||
-	    wtab_add(&c->want_idx, tid, addr, (uint32_t)(c->nwants - 1)) < 0) {
-		c->oom = 1;
-		return NONE;
+	if (w == NONE) {
+		struct want nw = {addr, 0, tid, NONE, 0};
+		if (c->nwants >= NONE - 1 || VEC_PUSH(c->wants, c->nwants, c->capwants, nw) < 0 ||
+		    wtab_add(&c->want_idx, tid, addr, (uint32_t)(c->nwants - 1)) < 0) {
+			c->oom = 1;
+			return NONE;
+		}
+		w = (uint32_t)(c->nwants - 1);
 	}
-	return (uint32_t)(c->nwants - 1);
+	*e = (struct wslot){addr, tid, w};
+	return w;
+}
+
+/* The want of (tid, addr), made when new; NONE when out of memory.  A
+ * direct-mapped memo of recent ones in front of the table (its empty
+ * entries hold w NONE, which is never a hit). */
+static inline uint32_t want_get(struct ctx *c, uint32_t tid, uint64_t addr)
+{
+	struct wslot *e = &c->wmemo[addr & (WMEMO - 1)];
+	if (e->addr == addr && e->tid == tid && e->w1 != NONE)
+		return e->w1;
+	return want_get_slow(c, e, tid, addr);
 }
 
 static const struct map *map_find(const struct ctx *c, uint32_t pid, int any_pid, uint64_t addr)
@@ -2281,6 +2296,7 @@ static void ctx_fini(struct ctx *c)
 	hmap_fini(&c->sym_seen);
 	hmap_fini(&c->tid2pid);
 	free(c->want_idx.s);
+	free(c->wmemo);
 	hmap_fini(&c->res_idx);
 	arena_fini(&c->ar);
 }
@@ -2397,6 +2413,8 @@ static inline int add_waypoint(struct ctx *c, const struct mtev_rec *rec)
 	if (g == NONE)
 		return -1;
 	uint32_t w = want_get(c, tid, rec->waypoint.addr);
+	if (w == NONE)
+		return -1;
 	if (c->nwin == c->capwin && bvec_grow((void **)&c->win, &c->capwin, sizeof *c->win) < 0)
 		return -1;
 	c->win[c->nwin++] = (struct witem){rec->waypoint.time, w, g};
@@ -2439,7 +2457,11 @@ static int symz_core(mtev_reader *rd, int out_fd, const struct symz_opts *o,
 		ret = fail(st, SYMZ_ESYS, "cannot write output: %s", mtev_strerror(err));
 		goto out;
 	}
-	if (wtab_init(&c.want_idx) < 0) {
+	c.wmemo = malloc(WMEMO * sizeof *c.wmemo);
+	if (c.wmemo)
+		for (size_t i = 0; i < WMEMO; i++)
+			c.wmemo[i] = (struct wslot){0, 0, NONE};
+	if (!c.wmemo || wtab_init(&c.want_idx) < 0) {
 		ret = fail(st, SYMZ_ESYS, "out of memory");
 		goto out;
 	}
@@ -2448,7 +2470,7 @@ static int symz_core(mtev_reader *rd, int out_fd, const struct symz_opts *o,
 		int w = 0;
 		if (rec.kind == MTEV_WAYPOINT) { /* most records */
 			nwp++;
-			if (add_waypoint(&c, &rec) < 0 || c.oom) {
+			if (add_waypoint(&c, &rec) < 0) {
 				ret = fail(st, SYMZ_ESYS, "out of memory");
 				goto out;
 			}
