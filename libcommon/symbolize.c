@@ -374,7 +374,7 @@ struct span {
 	uint32_t last_ri;  /* the result whose inline chain is open, or NONE */
 	uint32_t parent;   /* parent span, or NONE (a root) */
 	uint32_t pend;	   /* first child still looking for its attach point */
-	uint32_t nwp;	   /* waypoints given to it */
+	uint32_t seen;	   /* 1 once a waypoint was given to it */
 	/* as a child: where it hangs (nodes of the parent), see proc_wp */
 	uint32_t cand_any, cand_match, pend_next;
 };
@@ -1839,15 +1839,14 @@ static void proc_span(struct ctx *c, uint32_t si)
 		/* where the parent is now: after its last waypoint (at or before
 		 * our begin); its waypoints at our begin come after us and may
 		 * still move it (proc_wp) */
-		sp->cand_any = p->nwp ? p->inner : NONE;
+		sp->cand_any = p->seen ? p->inner : NONE;
 		sp->cand_match = NONE;
 		sp->pend_next = p->pend;
 		p->pend = si;
 	}
 }
 
-/* A waypoint, in input order: the span of its thread and depth live at its
- * time; the inline frames of that span change when its inline chain does. */
+/* The group's cursor and its span's bounds. */
 static inline void grp_set_cur(const struct ctx *c, struct grp *g, uint32_t s)
 {
 	g->cur = s;
@@ -1855,75 +1854,75 @@ static inline void grp_set_cur(const struct ctx *c, struct grp *g, uint32_t s)
 	g->cur_end = s != NONE ? c->spans[s].nd.end : 0;
 }
 
-static void proc_wp(struct ctx *c, const struct witem *it)
+/* proc_wp: the group's cursor has passed its span's end. */
+static __attribute__((noinline)) void grp_advance(struct ctx *c, struct grp *g, uint64_t time)
 {
-	struct grp *g = &c->grps[it->g];
-	uint64_t time = it->time;
 	uint32_t s = g->cur;
-	if (g->cur_end < time) {
-		while (s != NONE && c->spans[s].nd.end < time)
-			s = c->spans[s].grp_next;
-		grp_set_cur(c, g, s);
-	}
-	if (s == NONE || g->cur_begin > time) {
-		c->st->waypoints_unmatched++;
-		return;
-	}
-	const struct want *wt = it->a != NONE ? &c->wants[it->a] : NULL;
-	/* several spans live at this time (zero-length ones): the one whose
-	 * function holds the address */
-	uint64_t e = wt ? wt->entry_rt : 0;
-	if (e && c->spans[s].func != e) {
-		uint32_t t = c->spans[s].grp_next;
-		for (int k = 1; t != NONE && k < 8 && c->spans[t].nd.begin <= time;
-		     k++, t = c->spans[t].grp_next) {
-			if (c->spans[t].func == e) {
-				s = t;
-				grp_set_cur(c, g, s);
-				break;
-			}
+	while (s != NONE && c->spans[s].nd.end < time)
+		s = c->spans[s].grp_next;
+	grp_set_cur(c, g, s);
+}
+
+/* proc_wp: several spans live at this time (zero-length ones): the one whose
+ * function (entry @e) holds the address. */
+static __attribute__((noinline)) uint32_t wp_pick(struct ctx *c, struct grp *g, uint32_t s,
+						   uint64_t e, uint64_t time)
+{
+	uint32_t t = c->spans[s].grp_next;
+	for (int k = 1; t != NONE && k < 8 && c->spans[t].nd.begin <= time;
+	     k++, t = c->spans[t].grp_next) {
+		if (c->spans[t].func == e) {
+			grp_set_cur(c, g, t);
+			return t;
 		}
 	}
+	return s;
+}
+
+/* proc_wp: the inline frames of span @s change when its inline chain does. */
+static __attribute__((noinline)) void wp_inline(struct ctx *c, uint32_t s, const struct want *wt,
+						uint64_t time)
+{
 	struct span *sp = &c->spans[s];
-	sp->nwp++;
-	uint32_t ri = wt ? wt->ri : NONE;
-	/* an address outside this function says nothing about its inline frames;
-	 * nor does one without inline levels while none is open (sp->nopen is
-	 * then 0 and stays 0; skipping it leaves sp->last_ri at NONE or at a
-	 * result without levels, which makes no difference either) */
-	if (ri != NONE && (wt->lev | sp->nopen) && ri != sp->last_ri &&
-	    !(wt->entry_rt && sp->func && wt->entry_rt != sp->func)) {
-		const struct result *r = &c->res[ri];
-		uint32_t m = res_levels(r), keep = 0;
-		if (sp->nopen) {
-			const struct result *cur = &c->res[sp->last_ri];
-			while (keep < sp->nopen && keep < m && level_eq(c, cur, r, keep + 1))
-				keep++;
-		}
-		while (sp->nopen > keep) {
-			struct node *in = ND(c, sp->inner);
-			in->end = time;
-			sp->inner = in->parent;
-			sp->nopen--;
-		}
-		for (uint32_t j = keep + 1; j <= m; j++) {
-			uint32_t n = inode_new(c, time, sp->nd.end, s);
-			if (n == NONE)
-				return;
-			sp = &c->spans[s];
-			struct inode *nd = &c->inodes[n & ~INL];
-			nd->fi = (uint32_t)(level_frame(c, r, j) - c->frames);
-			nd->iflags = MTEV_SPAN_INLINE;
-			if (time == sp->nd.begin)
-				nd->iflags |= sp->flags & MTEV_SPAN_INFERRED_START;
-			node_add_child(c, sp->inner, n);
-			sp->inner = n;
-			sp->nopen++;
-		}
-		sp->last_ri = ri;
+	uint32_t ri = wt->ri;
+	/* an address outside this function says nothing about its inline frames */
+	if (ri == NONE || ri == sp->last_ri || (wt->entry_rt && sp->func && wt->entry_rt != sp->func))
+		return;
+	const struct result *r = &c->res[ri];
+	uint32_t m = res_levels(r), keep = 0;
+	if (sp->nopen) {
+		const struct result *cur = &c->res[sp->last_ri];
+		while (keep < sp->nopen && keep < m && level_eq(c, cur, r, keep + 1))
+			keep++;
 	}
-	/* children that begin now hang under the frame open after the last of
-	 * these waypoints, or after the one at their call site */
+	while (sp->nopen > keep) {
+		struct node *in = ND(c, sp->inner);
+		in->end = time;
+		sp->inner = in->parent;
+		sp->nopen--;
+	}
+	for (uint32_t j = keep + 1; j <= m; j++) {
+		uint32_t n = inode_new(c, time, sp->nd.end, s);
+		if (n == NONE)
+			return;
+		sp = &c->spans[s];
+		struct inode *nd = &c->inodes[n & ~INL];
+		nd->fi = (uint32_t)(level_frame(c, r, j) - c->frames);
+		nd->iflags = MTEV_SPAN_INLINE;
+		if (time == sp->nd.begin)
+			nd->iflags |= sp->flags & MTEV_SPAN_INFERRED_START;
+		node_add_child(c, sp->inner, n);
+		sp->inner = n;
+		sp->nopen++;
+	}
+	sp->last_ri = ri;
+}
+
+/* proc_wp: children that begin now hang under the frame open after the last
+ * of these waypoints, or after the one at their call site (want @w). */
+static __attribute__((noinline)) void wp_pend(struct ctx *c, struct span *sp, uint32_t w,
+					      uint64_t time)
+{
 	for (uint32_t *pp = &sp->pend; *pp != NONE;) {
 		struct span *ch = &c->spans[*pp];
 		if (ch->nd.begin < time) {
@@ -1932,11 +1931,42 @@ static void proc_wp(struct ctx *c, const struct witem *it)
 		}
 		if (ch->nd.begin == time) {
 			ch->cand_any = sp->inner;
-			if (ch->cs_w != NONE && ch->cs_w == it->a)
+			if (ch->cs_w != NONE && ch->cs_w == w)
 				ch->cand_match = sp->inner;
 		}
 		pp = &ch->pend_next;
 	}
+}
+
+/* A waypoint, in input order: the span of its thread and depth live at its
+ * time; the inline frames of that span change when its inline chain does.
+ * Its want is never NONE (add_waypoint). */
+static inline void proc_wp(struct ctx *c, const struct witem *it)
+{
+	struct grp *g = &c->grps[it->g];
+	uint64_t time = it->time;
+	if (__builtin_expect(g->cur_end < time, 0))
+		grp_advance(c, g, time);
+	uint32_t s = g->cur;
+	if (__builtin_expect(s == NONE || g->cur_begin > time, 0)) {
+		c->st->waypoints_unmatched++;
+		return;
+	}
+	const struct want *wt = &c->wants[it->a];
+	uint64_t e = wt->entry_rt;
+	if (__builtin_expect(e && c->spans[s].func != e, 0))
+		s = wp_pick(c, g, s, e, time);
+	struct span *sp = &c->spans[s];
+	sp->seen = 1;
+	/* a result without inline levels while none is open changes nothing
+	 * (sp->nopen is 0 and stays 0; sp->last_ri stays at NONE or at a result
+	 * without levels, which makes no difference either) */
+	if (__builtin_expect((wt->lev | sp->nopen) != 0, 0)) {
+		wp_inline(c, s, wt, time);
+		sp = &c->spans[s];
+	}
+	if (__builtin_expect(sp->pend != NONE, 0))
+		wp_pend(c, sp, it->a, time);
 }
 
 static double cpu_now(void)
