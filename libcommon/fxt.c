@@ -15,18 +15,26 @@ enum { KOBJ_PROCESS = 1, KOBJ_THREAD = 2 };
 
 /* ---- a table of reference slots with LRU replacement ---- */
 
+/* Least recently used order: while the table has free slots, each slot only
+ * records when it was last used (a counter), which is all a use costs; when
+ * the table first fills up, the slots are sorted by that into a list (head =
+ * most recent) that later uses maintain.  Both orders are the same, so the
+ * slot evicted is the same as with a list kept from the start. */
 struct slot {
 	uint64_t hash;
 	char *key;
 	uint32_t keylen, keycap;
 	uint32_t gen;	 /* bumped each time the slot is given a new value */
-	uint32_t stamp;	 /* record stamp of its last use: pinned while it equals the current one */
-	uint16_t prev, next; /* LRU list: head = most recent */
+	uint64_t last;	 /* use counter at its last use; pinned while > the table's rec_start */
+	uint16_t prev, next; /* LRU list (once listed): head = most recent */
 };
 
 struct slot_table {
 	unsigned max;	 /* slots 1..max */
 	unsigned used;	 /* slots handed out so far (they are never freed, only reused) */
+	int listed;	 /* the LRU list is built (the table has been full) */
+	uint64_t clock;	 /* uses so far */
+	uint64_t rec_start; /* clock when the record being built began */
 	struct slot *s;	 /* [max + 1]; s[0] is the list sentinel */
 	uint16_t *index; /* open addressing, linear probing: slot numbers, 0 = empty */
 	unsigned mask;
@@ -40,7 +48,6 @@ struct fxt_writer {
 	size_t len;
 	uint64_t flushed; /* bytes handed to the sink */
 	int err;	  /* sticky */
-	uint32_t stamp;
 	struct slot_table strings, threads;
 	struct fxt_ref_cache process_arg; /* the string "process" */
 	struct fxt_stats st;
@@ -107,13 +114,44 @@ static void lru_push_head(struct slot_table *t, unsigned i)
 	t->s[0].next = (uint16_t)i;
 }
 
-static void touch(struct slot_table *t, unsigned i, uint32_t stamp)
+static inline void touch(struct slot_table *t, unsigned i)
 {
-	t->s[i].stamp = stamp;
-	if (t->s[0].next != i) {
+	t->s[i].last = ++t->clock;
+	if (t->listed && t->s[0].next != i) {
 		lru_unlink(t, i);
 		lru_push_head(t, i);
 	}
+}
+
+/* A new record begins: the slots it uses are pinned from now on. */
+static inline void rec_begin(fxt_writer *w)
+{
+	w->strings.rec_start = w->strings.clock;
+	w->threads.rec_start = w->threads.clock;
+}
+
+static int by_last_desc(const void *a, const void *b, void *ctx)
+{
+	const struct slot *s = ctx;
+	uint64_t x = s[*(const uint16_t *)a].last, y = s[*(const uint16_t *)b].last;
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* Links every slot into the LRU list by its last use (see struct slot). */
+static int lru_build(struct slot_table *t)
+{
+	uint16_t *order = malloc(t->used * sizeof *order);
+	if (!order)
+		return -1;
+	for (unsigned i = 0; i < t->used; i++)
+		order[i] = (uint16_t)(i + 1);
+	qsort_r(order, t->used, sizeof *order, by_last_desc, t->s);
+	t->s[0].next = t->s[0].prev = 0;
+	for (unsigned k = t->used; k-- > 0;)
+		lru_push_head(t, order[k]);
+	free(order);
+	t->listed = 1;
+	return 0;
 }
 
 /* Position in the index of @key, or of the empty cell where it would go. */
@@ -153,23 +191,24 @@ static void index_remove(struct slot_table *t, unsigned pos)
 /* Finds or assigns the slot for @key.  *fresh = 1 when the slot was (re)assigned
  * and its registration record must be written.  Returns the slot, or 0 when
  * every slot is pinned by the current record. */
-static unsigned table_get(struct slot_table *t, const void *key, size_t len, uint32_t stamp,
-			  int *fresh)
+static unsigned table_get(struct slot_table *t, const void *key, size_t len, int *fresh)
 {
 	uint64_t h = hash_bytes(key, len);
 	unsigned pos = index_find(t, h, key, len);
 	unsigned i = t->index[pos];
 	*fresh = 0;
 	if (i) {
-		touch(t, i, stamp);
+		touch(t, i);
 		return i;
 	}
 	if (t->used < t->max) {
 		i = ++t->used;
 	} else {
+		if (!t->listed && lru_build(t) < 0)
+			return 0; /* the caller fails the writer for good */
 		i = t->s[0].prev; /* least recently used */
-		if (t->s[i].stamp == stamp)
-			return 0;
+		if (t->s[i].last > t->rec_start)
+			return 0; /* pinned: used by the record being built */
 		struct slot *old = &t->s[i];
 		index_remove(t, index_find(t, old->hash, old->key, old->keylen));
 		lru_unlink(t, i);
@@ -189,9 +228,10 @@ static unsigned table_get(struct slot_table *t, const void *key, size_t len, uin
 	s->keylen = (uint32_t)len;
 	s->hash = h;
 	s->gen++;
-	s->stamp = stamp;
+	s->last = ++t->clock;
 	t->index[pos] = (uint16_t)i;
-	lru_push_head(t, i);
+	if (t->listed)
+		lru_push_head(t, i);
 	*fresh = 1;
 	return i;
 }
@@ -229,13 +269,17 @@ static int room(fxt_writer *w)
 static inline void put64(fxt_writer *w, uint64_t v)
 {
 	uint8_t *p = w->buf + w->len;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	memcpy(p, &v, 8);
+#else
 	for (int i = 0; i < 8; i++)
 		p[i] = (uint8_t)(v >> (8 * i));
+#endif
 	w->len += 8;
 }
 
 /* The string's bytes zero-padded to a multiple of 8. */
-static void put_stream(fxt_writer *w, const char *p, size_t len)
+static inline void put_stream(fxt_writer *w, const char *p, size_t len)
 {
 	if (!len)
 		return;
@@ -245,7 +289,7 @@ static void put_stream(fxt_writer *w, const char *p, size_t len)
 	w->len += len + pad;
 }
 
-static size_t words(size_t len)
+static inline size_t words(size_t len)
 {
 	return (len + 7) / 8;
 }
@@ -305,13 +349,14 @@ struct rstr {
 	size_t len; /* inline bytes, 0 if interned/empty */
 };
 
-static int resolve(fxt_writer *w, const struct fxt_str *s, struct rstr *out)
+/* A cached reference still valid: the slot holds the value it was given for. */
+static inline int cache_valid(const struct slot_table *t, const struct fxt_ref_cache *c)
 {
-	out->ref = 0;
-	out->p = NULL;
-	out->len = 0;
-	if (!s->len || !s->p)
-		return 0;
+	return c && c->slot && c->slot <= t->used && t->s[c->slot].gen == c->gen;
+}
+
+static int resolve_slow(fxt_writer *w, const struct fxt_str *s, struct rstr *out)
+{
 	if (s->inline_) {
 		out->p = s->p;
 		out->len = clip_utf8(s->p, s->len, MAX_INLINE_LEN);
@@ -320,14 +365,9 @@ static int resolve(fxt_writer *w, const struct fxt_str *s, struct rstr *out)
 	}
 	struct slot_table *t = &w->strings;
 	struct fxt_ref_cache *c = s->cache;
-	if (c && c->slot && c->slot <= t->used && t->s[c->slot].gen == c->gen) {
-		touch(t, c->slot, w->stamp);
-		out->ref = c->slot;
-		return 0;
-	}
 	size_t len = clip_utf8(s->p, s->len, FXT_MAX_STRING_LEN);
 	int fresh;
-	unsigned i = table_get(t, s->p, len, w->stamp, &fresh);
+	unsigned i = table_get(t, s->p, len, &fresh);
 	if (!i)
 		return fail(w, FXT_ENOMEM);
 	if (fresh) {
@@ -347,18 +387,34 @@ static int resolve(fxt_writer *w, const struct fxt_str *s, struct rstr *out)
 	return 0;
 }
 
-static int resolve_thread(fxt_writer *w, uint64_t pid, uint64_t tid, struct fxt_ref_cache *c,
+/* The common case inline: empty, or interned and still cached. */
+static inline int resolve(fxt_writer *w, const struct fxt_str *s, struct rstr *out)
+{
+	out->ref = 0;
+	out->p = NULL;
+	out->len = 0;
+	if (!s->len || !s->p)
+		return 0;
+	if (!s->inline_ && cache_valid(&w->strings, s->cache)) {
+		touch(&w->strings, s->cache->slot);
+		out->ref = s->cache->slot;
+		return 0;
+	}
+	return resolve_slow(w, s, out);
+}
+
+static inline int resolve_thread(fxt_writer *w, uint64_t pid, uint64_t tid, struct fxt_ref_cache *c,
 			  uint8_t *ref)
 {
 	struct slot_table *t = &w->threads;
-	if (c && c->slot && c->slot <= t->used && t->s[c->slot].gen == c->gen) {
-		touch(t, c->slot, w->stamp);
+	if (cache_valid(t, c)) {
+		touch(t, c->slot);
 		*ref = (uint8_t)c->slot;
 		return 0;
 	}
 	uint64_t key[2] = {pid, tid};
 	int fresh;
-	unsigned i = table_get(t, key, sizeof key, w->stamp, &fresh);
+	unsigned i = table_get(t, key, sizeof key, &fresh);
 	if (!i)
 		return fail(w, FXT_ENOMEM);
 	if (fresh) {
@@ -382,7 +438,7 @@ int fxt_process(fxt_writer *w, uint64_t pid, struct fxt_str name)
 {
 	if (w->err)
 		return -w->err;
-	w->stamp++;
+	rec_begin(w);
 	struct rstr n;
 	int r = resolve(w, &name, &n);
 	if (r < 0 || (r = room(w)) < 0)
@@ -399,7 +455,7 @@ int fxt_thread_name(fxt_writer *w, uint64_t pid, uint64_t tid, struct fxt_str na
 {
 	if (w->err)
 		return -w->err;
-	w->stamp++;
+	rec_begin(w);
 	struct rstr n, an;
 	struct fxt_str arg = {"process", 7, &w->process_arg, 0};
 	int r = resolve(w, &name, &n);
@@ -435,27 +491,139 @@ static size_t arg_words(const struct fxt_arg *a, const struct rstr *name, const 
 	return n;
 }
 
-int fxt_event(fxt_writer *w, unsigned type, uint64_t pid, uint64_t tid,
-	      struct fxt_ref_cache *thread_cache, struct fxt_str category, struct fxt_str name,
-	      uint64_t ts, const struct fxt_arg *args, unsigned nargs, uint64_t extra)
+/* The reference of @s when it needs no work beyond a touch: 0 for an empty
+ * string, the cached slot of an interned one; -1 otherwise.  Until the table
+ * has been full no slot was ever given a new value, so a filled cache is
+ * valid. */
+static inline int quick_ref(const struct slot_table *t, const struct fxt_str *s)
 {
-	if (w->err)
-		return -w->err;
-	if (nargs > FXT_MAX_ARGS || type > FXT_EV_COMPLETE)
-		return -FXT_EINVAL;
-	w->stamp++;
+	if (!s->len || !s->p)
+		return 0;
+	const struct fxt_ref_cache *c = s->cache;
+	if (s->inline_ || !c || !c->slot || c->slot > t->used)
+		return -1;
+	if (t->listed && t->s[c->slot].gen != c->gen)
+		return -1;
+	return c->slot;
+}
+
+#define QUICK_ARGS 4
+
+/* Uses string slot @i for the record being built, if @i is not 0. */
+#define USE(i)                                                                                     \
+	do {                                                                                       \
+		if (i)                                                                             \
+			touch(st, (unsigned)(i));                                                  \
+	} while (0)
+
+/* fxt_event when every string is empty or interned and cached, the thread is
+ * cached, and the arguments are few: the same bytes and the same table
+ * updates, without the general machinery.  The words are put in the buffer
+ * as they are known and only kept when the whole record could be done; the
+ * slots are used as they come.  Returns 1 when it did not apply: the slots
+ * it used are then used again, in the same order, by the general path, which
+ * leaves the same LRU order as using them once. */
+static inline int event_quick(fxt_writer *w, unsigned type, struct fxt_ref_cache *thread_cache,
+			      const struct fxt_str *category, const struct fxt_str *name, uint64_t ts,
+			      const struct fxt_arg *const *args, unsigned nargs, uint64_t extra)
+{
+	struct slot_table *st = &w->strings, *tt = &w->threads;
+	int cat, nm;
+	if (nargs > QUICK_ARGS || !thread_cache || !thread_cache->slot ||
+	    thread_cache->slot > tt->used ||
+	    (tt->listed && tt->s[thread_cache->slot].gen != thread_cache->gen) ||
+	    (cat = quick_ref(st, category)) < 0 || (nm = quick_ref(st, name)) < 0)
+		return 1;
+	int r = room(w);
+	if (r < 0)
+		return r;
+	rec_begin(w);
+	unsigned th = thread_cache->slot;
+	touch(tt, th);
+	USE(cat);
+	USE(nm);
+	uint8_t *out = w->buf + w->len;
+	unsigned nv = 2;
+#define PUT(x)                                                                                     \
+	do {                                                                                       \
+		uint64_t x_ = (x);                                                                 \
+		memcpy(out + 8 * nv++, &x_, 8);                                                    \
+	} while (0)
+	for (unsigned i = 0; i < nargs; i++) {
+		const struct fxt_arg *a = args[i];
+		int an = quick_ref(st, &a->name);
+		if (an < 0)
+			return 1;
+		USE(an);
+		uint64_t hdr = a->type | (uint64_t)an << 16;
+		switch (a->type) {
+		case FXT_ARG_STRING: {
+			int av = quick_ref(st, &a->s);
+			if (av < 0)
+				return 1;
+			USE(av);
+			PUT(hdr | 1u << 4 | (uint64_t)av << 32);
+			break;
+		}
+		case FXT_ARG_BOOL:
+			PUT(hdr | 1u << 4 | (uint64_t)(a->b != 0) << 32);
+			break;
+		case FXT_ARG_INT32:
+			PUT(hdr | 1u << 4 | (uint64_t)(uint32_t)(int32_t)a->i << 32);
+			break;
+		case FXT_ARG_UINT32:
+			PUT(hdr | 1u << 4 | (uint64_t)(uint32_t)a->u << 32);
+			break;
+		case FXT_ARG_INT64:
+		case FXT_ARG_UINT64:
+		case FXT_ARG_POINTER:
+		case FXT_ARG_KOID:
+			PUT(hdr | 2u << 4);
+			PUT(a->u);
+			break;
+		case FXT_ARG_DOUBLE: {
+			uint64_t d;
+			memcpy(&d, &a->d, 8);
+			PUT(hdr | 2u << 4);
+			PUT(d);
+			break;
+		}
+		default:
+			PUT(hdr | 1u << 4);
+			break;
+		}
+	}
+	if (type == FXT_EV_COMPLETE || type == FXT_EV_COUNTER)
+		PUT(extra);
+#undef PUT
+	uint64_t h = REC_EVENT | (uint64_t)nv << 4 | (uint64_t)type << 16 | (uint64_t)nargs << 20 |
+		     (uint64_t)th << 24 | (uint64_t)cat << 32 | (uint64_t)nm << 48;
+	memcpy(out, &h, 8);
+	memcpy(out + 8, &ts, 8);
+	w->len += nv * 8;
+	w->st.events++;
+	return 0;
+}
+
+/* The general case: strings interned or inline, registered as needed. */
+static __attribute__((noinline)) int event_slow(fxt_writer *w, unsigned type, uint64_t pid, uint64_t tid,
+		      struct fxt_ref_cache *thread_cache, const struct fxt_str *category,
+		      const struct fxt_str *name, uint64_t ts, const struct fxt_arg *const *args,
+		      unsigned nargs, uint64_t extra)
+{
+	rec_begin(w);
 	uint8_t th = 0;
 	struct rstr cat, nm, an[FXT_MAX_ARGS], av[FXT_MAX_ARGS];
 	int r = resolve_thread(w, pid, tid, thread_cache, &th);
-	if (r < 0 || (r = resolve(w, &category, &cat)) < 0 || (r = resolve(w, &name, &nm)) < 0)
+	if (r < 0 || (r = resolve(w, category, &cat)) < 0 || (r = resolve(w, name, &nm)) < 0)
 		return r;
 	size_t size = 2 + words(cat.len) + words(nm.len);
 	for (unsigned i = 0; i < nargs; i++) {
 		static const struct fxt_str none;
-		if ((r = resolve(w, &args[i].name, &an[i])) < 0 ||
-		    (r = resolve(w, args[i].type == FXT_ARG_STRING ? &args[i].s : &none, &av[i])) < 0)
+		if ((r = resolve(w, &args[i]->name, &an[i])) < 0 ||
+		    (r = resolve(w, args[i]->type == FXT_ARG_STRING ? &args[i]->s : &none, &av[i])) < 0)
 			return r;
-		size += arg_words(&args[i], &an[i], &av[i]);
+		size += arg_words(args[i], &an[i], &av[i]);
 	}
 	if (type == FXT_EV_COMPLETE || type == FXT_EV_COUNTER)
 		size++;
@@ -469,7 +637,7 @@ int fxt_event(fxt_writer *w, unsigned type, uint64_t pid, uint64_t tid,
 	put_stream(w, cat.p, cat.len);
 	put_stream(w, nm.p, nm.len);
 	for (unsigned i = 0; i < nargs; i++) {
-		const struct fxt_arg *a = &args[i];
+		const struct fxt_arg *a = args[i];
 		uint64_t hdr = a->type | (uint64_t)arg_words(a, &an[i], &av[i]) << 4 |
 			       (uint64_t)an[i].ref << 16;
 		switch (a->type) {
@@ -514,6 +682,38 @@ int fxt_event(fxt_writer *w, unsigned type, uint64_t pid, uint64_t tid,
 		put64(w, extra);
 	w->st.events++;
 	return 0;
+}
+
+int fxt_eventp(fxt_writer *w, unsigned type, uint64_t pid, uint64_t tid,
+	       struct fxt_ref_cache *thread_cache, const struct fxt_str *category,
+	       const struct fxt_str *name, uint64_t ts, const struct fxt_arg *const *args,
+	       unsigned nargs, uint64_t extra)
+{
+	static const struct fxt_str none;
+	if (w->err)
+		return -w->err;
+	if (nargs > FXT_MAX_ARGS || type > FXT_EV_COMPLETE)
+		return -FXT_EINVAL;
+	if (!category)
+		category = &none;
+	if (!name)
+		name = &none;
+	int q = event_quick(w, type, thread_cache, category, name, ts, args, nargs, extra);
+	if (q <= 0)
+		return q;
+	return event_slow(w, type, pid, tid, thread_cache, category, name, ts, args, nargs, extra);
+}
+
+int fxt_event(fxt_writer *w, unsigned type, uint64_t pid, uint64_t tid,
+	      struct fxt_ref_cache *thread_cache, struct fxt_str category, struct fxt_str name,
+	      uint64_t ts, const struct fxt_arg *args, unsigned nargs, uint64_t extra)
+{
+	const struct fxt_arg *argp[FXT_MAX_ARGS];
+	if (nargs > FXT_MAX_ARGS)
+		return w->err ? -w->err : -FXT_EINVAL;
+	for (unsigned i = 0; i < nargs; i++)
+		argp[i] = &args[i];
+	return fxt_eventp(w, type, pid, tid, thread_cache, &category, &name, ts, argp, nargs, extra);
 }
 
 void fxt_writer_stats(const fxt_writer *w, struct fxt_stats *st)

@@ -103,6 +103,14 @@ int fxt_event(fxt_writer *w, unsigned type, uint64_t pid, uint64_t tid,
 	      struct fxt_ref_cache *thread_cache, struct fxt_str category, struct fxt_str name,
 	      uint64_t ts, const struct fxt_arg *args, unsigned nargs, uint64_t extra);
 
+/* fxt_event with its strings and arguments by pointer (a NULL string is
+ * empty): the same record.  For hot paths that keep their fxt_str and fxt_arg
+ * objects (with caches) from one event to the next. */
+int fxt_eventp(fxt_writer *w, unsigned type, uint64_t pid, uint64_t tid,
+	       struct fxt_ref_cache *thread_cache, const struct fxt_str *category,
+	       const struct fxt_str *name, uint64_t ts, const struct fxt_arg *const *args,
+	       unsigned nargs, uint64_t extra);
+
 /* Hands the buffered bytes to the sink. */
 int fxt_flush(fxt_writer *w);
 

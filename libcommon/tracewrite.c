@@ -48,19 +48,27 @@ struct thr {
 	char *ja; /* JSON: tails of the open frames' E events, stack discipline */
 	size_t jlen, jcap;
 	char *pname; /* FXT: the held-back span's own name */
+	char jids[48]; /* JSON: ","pid":P,"tid":T,"ts": for jids_pid */
+	uint8_t jids_len;
+	uint32_t jids_pid;
 	size_t pname_len, pname_cap;
 };
 
+/* A function (span.func or a symbol address).  Symbol records only store
+ * their raw text here; the strings a span needs are built on the first span
+ * that uses the function (most symbols are interior addresses no span names). */
 struct func {
 	uint64_t addr;
-	uint32_t name_off, name_len; /* in t->arena */
-	uint32_t src_off, src_len;
-	uint32_t loc_off, loc_len; /* "0x... file:line" */
-	int sym;		   /* 2: from a symbol for this address, 1: derived from an entry, 0: none */
-	struct fxt_ref_cache name_c, loc_c, src_c, addr_c;
+	uint32_t sname_off, sname_len; /* symbol name (clipped) in t->arena; len 0: none */
+	uint32_t file_off, file_len;   /* source file (clipped, up to a NUL) */
+	uint32_t line;
+	int sym;   /* 2: from a symbol for this address, 1: derived from an entry, 0: none */
+	int ready; /* the strings below match the fields above */
+	uint32_t name_off, name_len;   /* the slice name, in t->arena */
+	uint32_t loc_off, loc_len;     /* "0x... file:line" */
+	struct fxt_ref_cache name_c, loc_c;
 	uint32_t jname_off, jname_len; /* JSON-escaped name, quotes included */
 	uint32_t jloc_off, jloc_len;
-	uint32_t jsrc_off, jsrc_len;
 };
 
 struct tw {
@@ -77,7 +85,10 @@ struct tw {
 	/* functions: addr -> index in fn[] */
 	struct func *fn;
 	uint32_t nfn, fncap;
-	uint32_t *fhash;
+	struct fent {
+		uint64_t addr;
+		uint32_t idx1; /* index in fn[] + 1, 0 = empty cell */
+	} *fhash;
 	uint32_t fhmask;
 	char *arena;
 	size_t alen, acap;
@@ -89,7 +100,9 @@ struct tw {
 		struct fxt_ref_cache c;
 	} *nm;
 	uint32_t nnm, nmcap;
-	uint32_t *nmhash;
+	struct nment {
+		uint32_t id, idx1; /* idx1: index in nm[] + 1, 0 = empty cell */
+	} *nmhash;
 	uint32_t nmmask;
 	/* JSON output */
 	char *jb;
@@ -97,8 +110,16 @@ struct tw {
 	uint64_t jflushed;
 	int jfirst;
 	/* interned constant strings (FXT) */
-	struct fxt_ref_cache c_span, c_gap, c_trigger, c_loc, c_inline, c_flags, c_addr, c_src;
+	struct fxt_ref_cache c_span, c_gap, c_trigger, c_loc, c_inline, c_flags;
 	struct fxt_ref_cache c_flagset[1u << 9];
+	/* flags_text() of flags values below 1 << 9, built once each: len + 1, 0 = not yet */
+	struct {
+		uint32_t off, len1;
+	} flagtext[1u << 9];
+	uint32_t last_tid, last_thr; /* thread_get's memo: index + 1, 0 = none */
+	/* FXT: the category and arguments of span slices, kept from span to span */
+	struct fxt_str s_span;
+	struct fxt_arg a_loc, a_inline, a_flags;
 	struct tw_stats st;
 	char msg[512];
 };
@@ -253,13 +274,25 @@ static int thash_grow(tw *t)
 	return 0;
 }
 
-static struct thr *thread_get(tw *t, uint32_t tid)
+static struct thr *thread_find_add(tw *t, uint32_t tid);
+
+static inline struct thr *thread_get(tw *t, uint32_t tid)
+{
+	if (t->last_thr && t->last_tid == tid)
+		return &t->thr[t->last_thr - 1];
+	return thread_find_add(t, tid);
+}
+
+static struct thr *thread_find_add(tw *t, uint32_t tid)
 {
 	if (t->thmask) {
 		uint32_t pos = hash64(tid) & t->thmask;
 		for (; t->thash[pos]; pos = (pos + 1) & t->thmask)
-			if (t->thr[t->thash[pos] - 1].tid == tid)
+			if (t->thr[t->thash[pos] - 1].tid == tid) {
+				t->last_tid = tid;
+				t->last_thr = t->thash[pos];
 				return &t->thr[t->thash[pos] - 1];
+			}
 	}
 	if ((t->nthr + 1) * 2 > t->thmask && thash_grow(t) < 0)
 		return NULL;
@@ -282,22 +315,31 @@ static struct thr *thread_get(tw *t, uint32_t tid)
 	while (t->thash[pos])
 		pos = (pos + 1) & t->thmask;
 	t->thash[pos] = ++t->nthr;
+	t->last_tid = tid;
+	t->last_thr = t->nthr;
 	return th;
 }
 
 /* ---- functions and symbols ---- */
 
+/* Multiplicative hashing: the high half of the product. */
+static inline uint32_t mix64(uint64_t x)
+{
+	return (uint32_t)((x * 0x9e3779b97f4a7c15ull) >> 32);
+}
+
 static int fhash_grow(tw *t)
 {
 	uint32_t size = t->fhmask ? (t->fhmask + 1) * 2 : 4096;
-	uint32_t *h = calloc(size, sizeof *h);
+	struct fent *h = calloc(size, sizeof *h);
 	if (!h)
 		return fail(t, TW_ENOMEM);
 	for (uint32_t i = 0; i < t->nfn; i++) {
-		uint32_t pos = hash64(t->fn[i].addr) & (size - 1);
-		while (h[pos])
+		uint32_t pos = mix64(t->fn[i].addr) & (size - 1);
+		while (h[pos].idx1)
 			pos = (pos + 1) & (size - 1);
-		h[pos] = i + 1;
+		h[pos].addr = t->fn[i].addr;
+		h[pos].idx1 = i + 1;
 	}
 	free(t->fhash);
 	t->fhash = h;
@@ -305,69 +347,123 @@ static int fhash_grow(tw *t)
 	return 0;
 }
 
-static struct func *func_find(tw *t, uint64_t addr)
+static inline struct func *func_find(tw *t, uint64_t addr)
 {
 	if (!t->fhmask)
 		return NULL;
-	for (uint32_t pos = hash64(addr) & t->fhmask; t->fhash[pos]; pos = (pos + 1) & t->fhmask)
-		if (t->fn[t->fhash[pos] - 1].addr == addr)
-			return &t->fn[t->fhash[pos] - 1];
+	for (uint32_t pos = mix64(addr) & t->fhmask; t->fhash[pos].idx1; pos = (pos + 1) & t->fhmask)
+		if (t->fhash[pos].addr == addr)
+			return &t->fn[t->fhash[pos].idx1 - 1];
 	return NULL;
 }
 
-/* Sets the strings of @f from a name and a source location. */
+/* Number formatting by hand (no printf on the span path).  Each writes at @p
+ * and returns the length: lowercase hex without leading zeros, decimal. */
+static size_t fmt_hex(char *p, uint64_t v)
+{
+	char d[16];
+	size_t n = 0;
+	do {
+		d[n++] = "0123456789abcdef"[v & 15];
+		v >>= 4;
+	} while (v);
+	for (size_t i = 0; i < n; i++)
+		p[i] = d[n - 1 - i];
+	return n;
+}
+
+static size_t fmt_dec(char *p, uint64_t v)
+{
+	char d[20];
+	size_t n = 0;
+	do {
+		d[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	for (size_t i = 0; i < n; i++)
+		p[i] = d[n - 1 - i];
+	return n;
+}
+
+/* Records a name and a source location for @f; the strings are built when a
+ * span first needs them (func_ready). */
 static int func_fill(tw *t, struct func *f, const char *name, size_t nlen, const char *file,
 		     size_t flen, uint32_t line)
+{
+	int r;
+	f->ready = 0;
+	f->sname_len = f->file_len = 0;
+	if (nlen) {
+		nlen = clip(name, nlen, MAX_NAME);
+		if ((r = arena_add(t, name, nlen, &f->sname_off)) < 0)
+			return r;
+		f->sname_len = (uint32_t)nlen;
+	}
+	if (flen) {
+		flen = clip(file, flen, MAX_NAME);
+		const char *z = memchr(file, 0, flen); /* the text ends at a NUL */
+		if (z)
+			flen = (size_t)(z - file);
+		if (flen && (r = arena_add(t, file, flen, &f->file_off)) < 0)
+			return r;
+		f->file_len = (uint32_t)flen;
+	}
+	f->line = line;
+	return 0;
+}
+
+/* Builds the slice name "NAME" (else "0xADDR") and the argument
+ * "0xADDR FILE:LINE" (else "0xADDR") of @f, and their JSON literals. */
+static int func_build(tw *t, struct func *f)
 {
 	char buf[MAX_NAME + 64];
 	int r;
 	memset(&f->name_c, 0, sizeof f->name_c);
 	memset(&f->loc_c, 0, sizeof f->loc_c);
-	memset(&f->src_c, 0, sizeof f->src_c);
-	f->jname_len = f->jloc_len = f->jsrc_len = 0;
-	if (nlen) {
-		nlen = clip(name, nlen, MAX_NAME);
-		if ((r = arena_add(t, name, nlen, &f->name_off)) < 0)
-			return r;
-		f->name_len = (uint32_t)nlen;
+	f->jname_len = f->jloc_len = 0;
+	size_t n = 0;
+	buf[n++] = '0';
+	buf[n++] = 'x';
+	n += fmt_hex(buf + n, f->addr);
+	size_t hexlen = n;
+	if (f->sname_len) {
+		f->name_off = f->sname_off;
+		f->name_len = f->sname_len;
 	} else {
-		int n = snprintf(buf, sizeof buf, "0x%" PRIx64, f->addr);
-		if ((r = arena_add(t, buf, (size_t)n, &f->name_off)) < 0)
+		if ((r = arena_add(t, buf, hexlen, &f->name_off)) < 0)
 			return r;
-		f->name_len = (uint32_t)n;
+		f->name_len = (uint32_t)hexlen;
 	}
-	f->src_len = 0;
-	if (flen) {
-		flen = clip(file, flen, MAX_NAME);
-		int n = snprintf(buf, sizeof buf, "%.*s:%" PRIu32, (int)flen, file, line);
-		if ((r = arena_add(t, buf, (size_t)n, &f->src_off)) < 0)
-			return r;
-		f->src_len = (uint32_t)n;
+	if (f->file_len) {
+		buf[n++] = ' ';
+		memcpy(buf + n, t->arena + f->file_off, f->file_len);
+		n += f->file_len;
+		buf[n++] = ':';
+		n += fmt_dec(buf + n, f->line);
 	}
-	int n = f->src_len ? snprintf(buf, sizeof buf, "0x%" PRIx64 " %s", f->addr,
-				      t->arena + f->src_off)
-			   : snprintf(buf, sizeof buf, "0x%" PRIx64, f->addr);
-	if ((r = arena_add(t, buf, (size_t)n, &f->loc_off)) < 0)
+	if ((r = arena_add(t, buf, n, &f->loc_off)) < 0)
 		return r;
 	f->loc_len = (uint32_t)n;
-	if (t->o.format == TW_JSON) {
-		if ((r = json_quote(t, t->arena + f->name_off, f->name_len, &f->jname_off,
-				    &f->jname_len)) < 0 ||
-		    (r = json_quote(t, t->arena + f->loc_off, f->loc_len, &f->jloc_off,
-				    &f->jloc_len)) < 0)
-			return r;
-		if (f->src_len && (r = json_quote(t, t->arena + f->src_off, f->src_len,
-						  &f->jsrc_off, &f->jsrc_len)) < 0)
-			return r;
-	}
+	if (t->o.format == TW_JSON &&
+	    ((r = json_quote(t, t->arena + f->name_off, f->name_len, &f->jname_off,
+			     &f->jname_len)) < 0 ||
+	     (r = json_quote(t, t->arena + f->loc_off, f->loc_len, &f->jloc_off, &f->jloc_len)) < 0))
+		return r;
+	f->ready = 1;
 	return 0;
 }
 
-static struct func *func_get(tw *t, uint64_t addr)
+static struct func *func_add(tw *t, uint64_t addr);
+
+static inline struct func *func_get(tw *t, uint64_t addr)
 {
 	struct func *f = func_find(t, addr);
-	if (f)
-		return f;
+	return f ? f : func_add(t, addr);
+}
+
+static struct func *func_add(tw *t, uint64_t addr)
+{
+	struct func *f;
 	if ((t->nfn + 1) * 2 > t->fhmask && fhash_grow(t) < 0)
 		return NULL;
 	if (t->nfn == t->fncap) {
@@ -383,12 +479,11 @@ static struct func *func_get(tw *t, uint64_t addr)
 	f = &t->fn[t->nfn];
 	memset(f, 0, sizeof *f);
 	f->addr = addr;
-	if (func_fill(t, f, NULL, 0, NULL, 0, 0) < 0)
-		return NULL;
-	uint32_t pos = hash64(addr) & t->fhmask;
-	while (t->fhash[pos])
+	uint32_t pos = mix64(addr) & t->fhmask;
+	while (t->fhash[pos].idx1)
 		pos = (pos + 1) & t->fhmask;
-	t->fhash[pos] = ++t->nfn;
+	t->fhash[pos].addr = addr;
+	t->fhash[pos].idx1 = ++t->nfn;
 	return f;
 }
 
@@ -397,16 +492,17 @@ static struct func *func_get(tw *t, uint64_t addr)
 static int nmhash_grow(tw *t)
 {
 	uint32_t size = t->nmmask ? (t->nmmask + 1) * 2 : 1024;
-	uint32_t *h = calloc(size, sizeof *h);
+	struct nment *h = calloc(size, sizeof *h);
 	if (!h)
 		return fail(t, TW_ENOMEM);
 	for (uint32_t i = 0; i < t->nnm; i++) {
 		if (!t->nm[i].live)
 			continue;
-		uint32_t pos = hash64(t->nm[i].id) & (size - 1);
-		while (h[pos])
+		uint32_t pos = mix64(t->nm[i].id) & (size - 1);
+		while (h[pos].idx1)
 			pos = (pos + 1) & (size - 1);
-		h[pos] = i + 1;
+		h[pos].id = t->nm[i].id;
+		h[pos].idx1 = i + 1;
 	}
 	free(t->nmhash);
 	t->nmhash = h;
@@ -414,23 +510,28 @@ static int nmhash_grow(tw *t)
 	return 0;
 }
 
-static uint32_t *nm_slot(tw *t, uint32_t id)
+static inline struct nment *nm_slot(tw *t, uint32_t id)
 {
 	if (!t->nmmask)
 		return NULL;
-	for (uint32_t pos = hash64(id) & t->nmmask; t->nmhash[pos]; pos = (pos + 1) & t->nmmask)
-		if (t->nm[t->nmhash[pos] - 1].id == id)
+	for (uint32_t pos = mix64(id) & t->nmmask; t->nmhash[pos].idx1; pos = (pos + 1) & t->nmmask)
+		if (t->nmhash[pos].id == id)
 			return &t->nmhash[pos];
 	return NULL;
 }
 
 /* The entry of span name @id (text @p, @len as the reader resolved it): made
  * on first use, so the text is copied, clipped and interned once per name. */
-static struct rname *nm_get(tw *t, uint32_t id, const char *p, size_t len)
+static struct rname *nm_add(tw *t, uint32_t id, const char *p, size_t len);
+
+static inline struct rname *nm_get(tw *t, uint32_t id, const char *p, size_t len)
 {
-	uint32_t *sl = nm_slot(t, id);
-	if (sl)
-		return &t->nm[*sl - 1];
+	struct nment *sl = nm_slot(t, id);
+	return sl ? &t->nm[sl->idx1 - 1] : nm_add(t, id, p, len);
+}
+
+static struct rname *nm_add(tw *t, uint32_t id, const char *p, size_t len)
+{
 	if ((t->nnm + 1) * 2 > t->nmmask && nmhash_grow(t) < 0)
 		return NULL;
 	if (t->nnm == t->nmcap) {
@@ -451,10 +552,11 @@ static struct rname *nm_get(tw *t, uint32_t id, const char *p, size_t len)
 	if (arena_add(t, p, len, &e->name_off) < 0)
 		return NULL;
 	e->name_len = (uint32_t)len;
-	uint32_t pos = hash64(id) & t->nmmask;
-	while (t->nmhash[pos])
+	uint32_t pos = mix64(id) & t->nmmask;
+	while (t->nmhash[pos].idx1)
 		pos = (pos + 1) & t->nmmask;
-	t->nmhash[pos] = ++t->nnm;
+	t->nmhash[pos].id = id;
+	t->nmhash[pos].idx1 = ++t->nnm;
 	return e;
 }
 
@@ -462,11 +564,11 @@ static struct rname *nm_get(tw *t, uint32_t id, const char *p, size_t len)
  * (the hash is rebuilt without it; redefinitions are rare). */
 static int on_string(tw *t, const struct mtev_rec *r)
 {
-	uint32_t *sl = nm_slot(t, r->string.id);
+	struct nment *sl = nm_slot(t, r->string.id);
 	if (!sl)
 		return 0;
-	t->nm[*sl - 1].live = 0;
-	t->nm[*sl - 1].id = 0;
+	t->nm[sl->idx1 - 1].live = 0;
+	t->nm[sl->idx1 - 1].id = 0;
 	t->nmmask = t->nmmask ? (t->nmmask + 1) / 2 - 1 : 0;
 	return nmhash_grow(t);
 }
@@ -538,35 +640,104 @@ static void jprintf(tw *t, const char *fmt, ...)
 		t->jlen += (size_t)n;
 }
 
-static void jputu(tw *t, uint64_t v)
+static const char dig2[201] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+			       "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+			       "8081828384858687888990919293949596979899";
+
+/* Writes @v in decimal so that it ends just before @end; returns its start.
+ * dec8_back writes exactly 8 digits (leading zeros). */
+static inline char *dec32_back(char *end, uint32_t v)
 {
-	char d[24];
-	int n = 0;
-	do {
-		d[n++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	while (n)
-		t->jb[t->jlen++] = d[--n];
+	char *p = end;
+	while (v >= 100) {
+		uint32_t r = v % 100;
+		v /= 100;
+		p -= 2;
+		memcpy(p, dig2 + 2 * r, 2);
+	}
+	if (v >= 10) {
+		p -= 2;
+		memcpy(p, dig2 + 2 * v, 2);
+	} else {
+		*--p = (char)('0' + v);
+	}
+	return p;
 }
 
-/* Starts an event object: separator, ph, pid, tid, ts (µs with ns digits). */
-static void jevent(tw *t, char ph, uint32_t pid, uint32_t tid, uint64_t ts)
+static inline char *dec8_back(char *end, uint32_t v)
 {
+	char *p = end;
+	for (int i = 0; i < 4; i++) {
+		uint32_t r = v % 100;
+		v /= 100;
+		p -= 2;
+		memcpy(p, dig2 + 2 * r, 2);
+	}
+	return p;
+}
+
+static inline char *dec_back(char *end, uint64_t v)
+{
+	if (v <= UINT32_MAX)
+		return dec32_back(end, (uint32_t)v);
+	char *p = dec8_back(end, (uint32_t)(v % 100000000));
+	v /= 100000000;
+	if (v <= UINT32_MAX)
+		return dec32_back(p, (uint32_t)v);
+	p = dec8_back(p, (uint32_t)(v % 100000000));
+	return dec32_back(p, (uint32_t)(v / 100000000));
+}
+
+/* Writes backwards before @e: ","pid":P,"tid":T,"ts": */
+static inline char *jids_back(char *p, uint32_t pid, uint32_t tid)
+{
+	p -= 6;
+	memcpy(p, ",\"ts\":", 6);
+	p = dec32_back(p, tid);
+	p -= 7;
+	memcpy(p, ",\"tid\":", 7);
+	p = dec32_back(p, pid);
+	p -= 8;
+	memcpy(p, "\",\"pid\":", 8);
+	return p;
+}
+
+/* Starts an event object: separator, ph, pid, tid, ts (µs with ns digits).
+ * @th (may be NULL) keeps its pid/tid part ready-made. */
+static void jevent_th(tw *t, char ph, struct thr *th, uint32_t pid, uint32_t tid, uint64_t ts)
+{
+	char d[160];
+	char *e = d + 96, *p; /* at most 62 bytes before e; 96 are copied */
 	jputs(t, t->jfirst ? "\n{\"ph\":\"" : ",\n{\"ph\":\"");
 	t->jfirst = 0;
 	t->jb[t->jlen++] = ph;
-	jputs(t, "\",\"pid\":");
-	jputu(t, pid);
-	jputs(t, ",\"tid\":");
-	jputu(t, tid);
-	jputs(t, ",\"ts\":");
-	jputu(t, ts / 1000);
-	unsigned ns = (unsigned)(ts % 1000);
-	t->jb[t->jlen++] = '.';
-	t->jb[t->jlen++] = (char)('0' + ns / 100);
-	t->jb[t->jlen++] = (char)('0' + ns / 10 % 10);
-	t->jb[t->jlen++] = (char)('0' + ns % 10);
+	uint64_t us = ts / 1000;
+	uint32_t ns = (uint32_t)(ts - us * 1000);
+	p = e - 3;
+	p[0] = (char)('0' + ns / 100);
+	p[1] = (char)('0' + ns / 10 % 10);
+	p[2] = (char)('0' + ns % 10);
+	*--p = '.';
+	p = dec_back(p, us);
+	if (th) {
+		/* kept right-aligned in th->jids: copied whole, in front of the time */
+		if (!th->jids_len || th->jids_pid != pid) {
+			char *q = jids_back(th->jids + sizeof th->jids, pid, tid);
+			th->jids_len = (uint8_t)(th->jids + sizeof th->jids - q);
+			th->jids_pid = pid;
+		}
+		memcpy(p - sizeof th->jids, th->jids, sizeof th->jids);
+		p -= th->jids_len;
+	} else {
+		p = jids_back(p, pid, tid);
+	}
+	memcpy(t->jb + t->jlen, p, 64); /* e - p <= 62 */
+	t->jlen += (size_t)(e - p);
+}
+
+static void jevent(tw *t, char ph, uint32_t pid, uint32_t tid, uint64_t ts)
+{
+	jevent_th(t, ph, NULL, pid, tid, ts);
 }
 
 /* A JSON string literal for a one-off string. */
@@ -643,6 +814,14 @@ tw *tw_alloc(zsink *out, const struct tw_opts *opts)
 		return NULL;
 	t->o = *opts;
 	t->out = out;
+	t->s_span = S("span", 4, &t->c_span);
+	t->a_loc.type = FXT_ARG_STRING;
+	t->a_loc.name = S("loc", 3, &t->c_loc);
+	t->a_inline.type = FXT_ARG_BOOL;
+	t->a_inline.name = S("inline", 6, &t->c_inline);
+	t->a_inline.b = 1;
+	t->a_flags.type = FXT_ARG_STRING;
+	t->a_flags.name = S("flags", 5, &t->c_flags);
 	if (t->o.format == TW_FXT)
 		t->fx = fxt_writer_alloc(fxt_out, t);
 	else
@@ -723,6 +902,9 @@ static int on_thread(tw *t, const struct mtev_rec *r)
 
 /* ---- spans ---- */
 
+/* The span flags but inline, by name ("open-at-end,0x200"), as the
+ * comma-separated list mt-dump prints, cut before the item that would reach
+ * @cap - 1 bytes. */
 static size_t flags_text(char *buf, size_t cap, unsigned flags)
 {
 	size_t n = 0;
@@ -730,49 +912,106 @@ static size_t flags_text(char *buf, size_t cap, unsigned flags)
 	for (unsigned b = 0; b < 32; b++) {
 		if (!(flags & (1u << b)) || (1u << b) == MTEV_SPAN_INLINE)
 			continue;
+		char item[24];
+		size_t k = 0;
+		if (n)
+			item[k++] = ',';
 		const char *nm = mtev_span_flag_name(b);
-		int k = nm ? snprintf(buf + n, cap - n, "%s%s", n ? "," : "", nm)
-			   : snprintf(buf + n, cap - n, "%s0x%x", n ? "," : "", 1u << b);
-		if (k < 0 || (size_t)k >= cap - n)
+		size_t nl = nm ? strlen(nm) : 0;
+		if (nm && nl < sizeof item - 1) {
+			memcpy(item + k, nm, nl);
+			k += nl;
+		} else if (nm) { /* never: flag names are short */
 			break;
-		n += (size_t)k;
+		} else {
+			item[k++] = '0';
+			item[k++] = 'x';
+			k += fmt_hex(item + k, 1u << b);
+		}
+		if (k >= cap - n)
+			break;
+		memcpy(buf + n, item, k);
+		n += k;
+		buf[n] = 0;
 	}
 	return n;
+}
+
+/* The text of @flags (see flags_text) in *@p, its length returned; values
+ * below 1 << 9 are built once and kept in the arena, others go in @tmp. */
+static size_t flags_str_slow(tw *t, unsigned flags, char tmp[256], const char **p);
+
+static inline size_t flags_str(tw *t, unsigned flags, char tmp[256], const char **p)
+{
+	if (!(flags & ~(unsigned)MTEV_SPAN_INLINE))
+		return 0;
+	if (flags < (1u << 9) && t->flagtext[flags].len1) {
+		*p = t->arena + t->flagtext[flags].off;
+		return t->flagtext[flags].len1 - 1;
+	}
+	return flags_str_slow(t, flags, tmp, p);
+}
+
+static size_t flags_str_slow(tw *t, unsigned flags, char tmp[256], const char **p)
+{
+	if (flags >= (1u << 9)) {
+		*p = tmp;
+		return flags_text(tmp, 256, flags);
+	}
+	if (!t->flagtext[flags].len1) {
+		size_t n = flags_text(tmp, 256, flags);
+		uint32_t off;
+		if (arena_add(t, tmp, n, &off) < 0) {
+			*p = tmp; /* the text is right; only the memo failed */
+			return n;
+		}
+		t->flagtext[flags].off = off;
+		t->flagtext[flags].len1 = (uint32_t)n + 1;
+	}
+	*p = t->arena + t->flagtext[flags].off;
+	return t->flagtext[flags].len1 - 1;
 }
 
 /* FXT: writes frame @f as a begin event or (a leaf) as a complete event. */
 static int fxt_span(tw *t, struct thr *th, struct frame *f, unsigned type)
 {
 	struct func *fn = &t->fn[f->fn];
-	struct fxt_arg a[3];
+	const struct fxt_arg *a[3];
 	unsigned na = 0;
 	char ftext[256];
-	size_t flen = f->flags & ~(unsigned)MTEV_SPAN_INLINE ? flags_text(ftext, sizeof ftext, f->flags)
-							     : 0;
+	/* a symbol record may have come since the span was read */
+	if (!fn->ready && func_build(t, fn) < 0)
+		return -t->err;
 	if (!t->o.no_args) {
 		if (fn->addr) { /* synthetic and inline spans have no address */
-			a[na].type = FXT_ARG_STRING;
-			a[na].name = S("loc", 3, &t->c_loc);
-			a[na++].s = S(t->arena + fn->loc_off, fn->loc_len, &fn->loc_c);
+			t->a_loc.s.p = t->arena + fn->loc_off;
+			t->a_loc.s.len = fn->loc_len;
+			t->a_loc.s.cache = &fn->loc_c;
+			a[na++] = &t->a_loc;
 		}
-		if (f->flags & MTEV_SPAN_INLINE) {
-			a[na].type = FXT_ARG_BOOL;
-			a[na].name = S("inline", 6, &t->c_inline);
-			a[na++].b = 1;
-		}
+		if (f->flags & MTEV_SPAN_INLINE)
+			a[na++] = &t->a_inline;
+		const char *fp;
+		size_t flen = flags_str(t, f->flags, ftext, &fp);
 		if (flen) {
-			a[na].type = FXT_ARG_STRING;
-			a[na].name = S("flags", 5, &t->c_flags);
-			a[na++].s = S(ftext, flen, f->flags < (1u << 9) ? &t->c_flagset[f->flags] : NULL);
+			t->a_flags.s.p = fp;
+			t->a_flags.s.len = flen;
+			t->a_flags.s.cache = f->flags < (1u << 9) ? &t->c_flagset[f->flags] : NULL;
+			a[na++] = &t->a_flags;
 		}
 	}
-	struct fxt_str name = f->named == 2 ? S(t->arena + t->nm[f->nm].name_off,
-						t->nm[f->nm].name_len, &t->nm[f->nm].c)
-			      : f->named ? S(th->pname, th->pname_len, NULL)
-					 : S(t->arena + fn->name_off, fn->name_len, &fn->name_c);
+	struct fxt_str name;
+	if (f->named == 2) {
+		struct rname *rn = &t->nm[f->nm];
+		name = S(t->arena + rn->name_off, rn->name_len, &rn->c);
+	} else if (f->named) {
+		name = S(th->pname, th->pname_len, NULL);
+	} else {
+		name = S(t->arena + fn->name_off, fn->name_len, &fn->name_c);
+	}
 	f->pending = 0;
-	return fx(t, fxt_event(t->fx, type, th->pid, th->tid, &th->tref, S("span", 4, &t->c_span),
-			       name, f->begin, a, na, f->end));
+	return fx(t, fxt_eventp(t->fx, type, th->pid, th->tid, &th->tref, &t->s_span, &name,
+				f->begin, a, na, f->end));
 }
 
 /* Closes the open frames of @th from the top down to depth @d. */
@@ -782,15 +1021,14 @@ static int close_to(tw *t, struct thr *th, uint32_t d)
 		struct frame *f = &th->st[--th->open];
 		if (t->o.format == TW_FXT) {
 			int r = f->pending ? fxt_span(t, th, f, FXT_EV_COMPLETE)
-					   : fxt_event(t->fx, FXT_EV_END, th->pid, th->tid, &th->tref,
-						       S(NULL, 0, NULL), S(NULL, 0, NULL), f->end, NULL,
-						       0, 0);
+					   : fxt_eventp(t->fx, FXT_EV_END, th->pid, th->tid, &th->tref,
+							NULL, NULL, f->end, NULL, 0, 0);
 			if (r < 0)
 				return fx(t, r);
 		} else {
 			if (jroom(t, JROOM) < 0)
 				return -t->err;
-			jevent(t, 'E', th->pid, th->tid, f->end);
+			jevent_th(t, 'E', th, th->pid, th->tid, f->end);
 			jput(t, th->ja + f->jtail, th->jlen - f->jtail);
 			th->jlen = f->jtail;
 		}
@@ -886,18 +1124,12 @@ static int on_span(tw *t, const struct mtev_rec *r)
 		return -t->err;
 	f->fn = (uint32_t)(fn - t->fn);
 	f->flags = r->span.flags;
-	const char *name = r->span.name.len ? r->span.name.p : t->arena + fn->name_off;
-	size_t nlen = r->span.name.len ? clip(r->span.name.p, r->span.name.len, MAX_NAME)
-				       : fn->name_len;
 	struct rname *rn = NULL;
 	if (r->span.name_id && r->span.name.len) {
 		if (!(rn = nm_get(t, r->span.name_id, r->span.name.p, r->span.name.len)))
 			return -t->err;
 		f->nm = (uint32_t)(rn - t->nm);
 	}
-	unsigned flags = r->span.flags;
-	char ftext[256];
-	size_t flen = flags & ~(unsigned)MTEV_SPAN_INLINE ? flags_text(ftext, sizeof ftext, flags) : 0;
 	t->st.spans_written++;
 
 	if (t->o.format == TW_FXT) {
@@ -907,6 +1139,8 @@ static int on_span(tw *t, const struct mtev_rec *r)
 		if (rn) {
 			f->named = 2;
 		} else if (r->span.name.len) {
+			const char *name = r->span.name.p;
+			size_t nlen = clip(name, r->span.name.len, MAX_NAME);
 			if (nlen > th->pname_cap) {
 				size_t nc = nlen < 64 ? 64 : nlen;
 				char *n = realloc(th->pname, nc);
@@ -925,9 +1159,14 @@ static int on_span(tw *t, const struct mtev_rec *r)
 
 	/* JSON: the B event now; the same name and args go on the E event, which
 	 * readers like speedscope match by name and args */
+	if (!fn->ready && func_build(t, fn) < 0)
+		return -t->err;
+	const char *name = r->span.name.p;
+	size_t nlen = r->span.name.len ? clip(name, r->span.name.len, MAX_NAME) : 0;
+	unsigned flags = r->span.flags;
 	if (jroom(t, 3 * JROOM) < 0)
 		return -t->err;
-	jevent(t, 'B', th->pid, th->tid, b);
+	jevent_th(t, 'B', th, th->pid, th->tid, b);
 	size_t tail = t->jlen;
 	jputs(t, ",\"cat\":\"span\",\"name\":");
 	if (rn) {
@@ -954,10 +1193,13 @@ static int on_span(tw *t, const struct mtev_rec *r)
 			jputs(t, "\"inline\":true");
 			sep = ",";
 		}
+		char ftext[256];
+		const char *fp = ftext;
+		size_t flen = flags_str(t, flags, ftext, &fp); /* after any arena growth */
 		if (flen) {
 			jputs(t, sep);
 			jputs(t, "\"flags\":\"");
-			jput(t, ftext, flen); /* flag names need no escaping */
+			jput(t, fp, flen); /* flag names need no escaping */
 			jputs(t, "\"");
 		}
 		jputs(t, "}");
@@ -1089,8 +1331,8 @@ int tw_record(tw *t, const struct mtev_rec *r)
 {
 	if (t->err)
 		return -t->err;
-	int rc = start(t);
-	if (rc < 0)
+	int rc;
+	if (!t->started && (rc = start(t)) < 0)
 		return rc;
 	switch (r->kind) {
 	case MTEV_PROCESS:
