@@ -67,6 +67,10 @@ struct func {
 	uint32_t name_off, name_len;   /* the slice name, in t->arena */
 	uint32_t loc_off, loc_len;     /* "0x... file:line" */
 	struct fxt_ref_cache name_c, loc_c;
+	/* FXT: the slice shape of the last span written for it (flags, and the
+	 * name's source: named 0 = this function's name, 2 = t->nm[memo_nm]) */
+	struct fxt_memo memo;
+	uint32_t memo_flags, memo_named, memo_nm;
 	uint32_t jname_off, jname_len; /* JSON-escaped name, quotes included */
 	uint32_t jloc_off, jloc_len;
 };
@@ -420,6 +424,7 @@ static int func_build(tw *t, struct func *f)
 	int r;
 	memset(&f->name_c, 0, sizeof f->name_c);
 	memset(&f->loc_c, 0, sizeof f->loc_c);
+	f->memo.epoch = 0;
 	f->jname_len = f->jloc_len = 0;
 	size_t n = 0;
 	buf[n++] = '0';
@@ -982,6 +987,16 @@ static int fxt_span(tw *t, struct thr *th, struct frame *f, unsigned type)
 	/* a symbol record may have come since the span was read */
 	if (!fn->ready && func_build(t, fn) < 0)
 		return -t->err;
+	/* the same shape as the last span of this function: from the memo */
+	int same = f->named != 1 && fn->memo_flags == f->flags && fn->memo_named == (uint32_t)f->named &&
+		   (f->named != 2 || fn->memo_nm == f->nm);
+	if (same) {
+		int r = fxt_event_memo(t->fx, &fn->memo, type, &th->tref, f->begin, f->end);
+		if (r <= 0) {
+			f->pending = 0;
+			return fx(t, r);
+		}
+	}
 	if (!t->o.no_args) {
 		if (fn->addr) { /* synthetic and inline spans have no address */
 			t->a_loc.s.p = t->arena + fn->loc_off;
@@ -1010,8 +1025,14 @@ static int fxt_span(tw *t, struct thr *th, struct frame *f, unsigned type)
 		name = S(t->arena + fn->name_off, fn->name_len, &fn->name_c);
 	}
 	f->pending = 0;
-	return fx(t, fxt_eventp(t->fx, type, th->pid, th->tid, &th->tref, &t->s_span, &name,
-				f->begin, a, na, f->end));
+	if (f->named == 1) /* its own text: no memo */
+		return fx(t, fxt_eventp(t->fx, type, th->pid, th->tid, &th->tref, &t->s_span, &name,
+					f->begin, a, na, f->end));
+	fn->memo_flags = f->flags;
+	fn->memo_named = (uint32_t)f->named;
+	fn->memo_nm = f->nm;
+	return fx(t, fxt_eventp_memo(t->fx, &fn->memo, type, th->pid, th->tid, &th->tref,
+				     &t->s_span, &name, f->begin, a, na, f->end));
 }
 
 /* Closes the open frames of @th from the top down to depth @d. */
