@@ -79,6 +79,9 @@ const char *mtev_strerror(int err)
 	return "unknown error";
 }
 
+/* Short waypoint records: kinds 0x40-0x47 (formats/mtev.md). */
+#define MTEV_WP_SHORT 0x40
+
 /* ---- per-thread delta state (branch and waypoint records) ---- */
 
 struct tstate {
@@ -306,6 +309,10 @@ static struct mtev_str get_str(struct cur *c)
 
 static inline uint8_t *put_uv(uint8_t *p, uint64_t v)
 {
+	if (__builtin_expect(v < 0x80, 1)) {
+		*p = (uint8_t)v;
+		return p + 1;
+	}
 	while (v >= 0x80) {
 		*p++ = (uint8_t)(v | 0x80);
 		v >>= 7;
@@ -332,6 +339,8 @@ struct mtev_reader {
 	struct tmap tm;
 	uint32_t last_br_tid;
 	int have_br_tid;
+	uint32_t last_wp_tid, last_wp_depth; /* of the previous waypoint record */
+	int have_wp;
 	uint64_t *ips;
 	size_t ips_cap;
 	struct mtev_frame *frames;
@@ -529,8 +538,16 @@ uint64_t mtev_reader_offset(const mtev_reader *r)
 	return r->rec_off;
 }
 
+static int rd_waypoint_short(mtev_reader *r, unsigned kind, struct mtev_rec *rec,
+			     const uint8_t *p, const uint8_t *end);
+
 static int parse_payload(mtev_reader *r, unsigned kind, struct cur *c, struct mtev_rec *rec)
 {
+	if (kind >= MTEV_WP_SHORT && kind <= MTEV_WP_SHORT + 7) {
+		int e = rd_waypoint_short(r, kind, rec, c->p, c->end);
+		c->p = c->end;
+		return e < 0 ? e : 0;
+	}
 	if (kind >= 0x20 && kind <= 0x3f) {
 		rec->kind = MTEV_BRANCH;
 		rec->br.type = kind & 0x0f;
@@ -698,6 +715,9 @@ static int parse_payload(mtev_reader *r, unsigned kind, struct cur *c, struct mt
 			return -MTEV_ECORRUPT;
 		st->time = rec->waypoint.time;
 		st->addr = rec->waypoint.addr;
+		r->last_wp_tid = rec->waypoint.tid;
+		r->last_wp_depth = rec->waypoint.depth;
+		r->have_wp = 1;
 		break;
 	}
 	case MTEV_SYMBOL: {
@@ -738,7 +758,160 @@ static int parse_payload(mtev_reader *r, unsigned kind, struct cur *c, struct mt
 	return c->bad ? -MTEV_ECORRUPT : 0;
 }
 
+/* ---- fast paths: a branch or waypoint record wholly in the buffer ---- */
+
+/* A varint at *pp, before @end: one or two bytes inline, else get_uv.  The
+ * same values and the same errors as get_uv. */
+static inline int fuv(const uint8_t **pp, const uint8_t *end, uint64_t *out)
+{
+	const uint8_t *p = *pp;
+	if (__builtin_expect(p < end && p[0] < 0x80, 1)) {
+		*out = p[0];
+		*pp = p + 1;
+		return 0;
+	}
+	if (end - p >= 2 && p[1] < 0x80) {
+		*out = (uint64_t)(p[0] & 0x7f) | (uint64_t)p[1] << 7;
+		*pp = p + 2;
+		return 0;
+	}
+	if (end - p >= 3 && p[2] < 0x80) { /* p[1] has its high bit: 3 bytes */
+		*out = (uint64_t)(p[0] & 0x7f) | (uint64_t)(p[1] & 0x7f) << 7 | (uint64_t)p[2] << 14;
+		*pp = p + 3;
+		return 0;
+	}
+	struct cur c = {p, end, 0};
+	*out = get_uv(&c);
+	*pp = c.p;
+	return c.bad;
+}
+
+/* The payload [p, end) of a waypoint record. */
+static __attribute__((noinline)) int rd_waypoint(mtev_reader *r, struct mtev_rec *rec, const uint8_t *p,
+			      const uint8_t *end)
+{
+	uint64_t tid, depth, dt, da;
+	int bad = fuv(&p, end, &tid);
+	bad |= fuv(&p, end, &depth);
+	if (bad || tid > UINT32_MAX || depth > UINT32_MAX)
+		return -MTEV_ECORRUPT;
+	struct tstate *st = tmap_get(&r->tm, (uint32_t)tid);
+	if (!st)
+		return -MTEV_ENOMEM;
+	bad = fuv(&p, end, &dt);
+	bad |= fuv(&p, end, &da);
+	if (bad)
+		return -MTEV_ECORRUPT;
+	rec->kind = MTEV_WAYPOINT;
+	rec->waypoint.tid = (uint32_t)tid;
+	rec->waypoint.depth = (uint32_t)depth;
+	st->time += (uint64_t)zz_dec(dt);
+	st->addr += (uint64_t)zz_dec(da);
+	rec->waypoint.time = st->time;
+	rec->waypoint.addr = st->addr;
+	r->last_wp_tid = (uint32_t)tid;
+	r->last_wp_depth = (uint32_t)depth;
+	r->have_wp = 1;
+	return 1;
+}
+
+/* The payload [p, end) of a short waypoint record (kind 0x40-0x47): the
+ * thread of the previous waypoint record, its depth changed by kind&7 - 3. */
+static inline __attribute__((always_inline)) int
+rd_waypoint_short(mtev_reader *r, unsigned kind, struct mtev_rec *rec, const uint8_t *p,
+		  const uint8_t *end)
+{
+	if (!r->have_wp)
+		return -MTEV_ECORRUPT;
+	int64_t depth = (int64_t)r->last_wp_depth + (int64_t)(kind & 7) - 3;
+	if (depth < 0 || depth > UINT32_MAX)
+		return -MTEV_ECORRUPT;
+	uint64_t dt, da;
+	int bad = fuv(&p, end, &dt);
+	bad |= fuv(&p, end, &da);
+	if (bad)
+		return -MTEV_ECORRUPT;
+	struct tstate *st = tmap_get(&r->tm, r->last_wp_tid);
+	if (!st)
+		return -MTEV_ENOMEM;
+	rec->kind = MTEV_WAYPOINT;
+	rec->waypoint.tid = r->last_wp_tid;
+	rec->waypoint.depth = (uint32_t)depth;
+	st->time += (uint64_t)zz_dec(dt);
+	st->addr += (uint64_t)zz_dec(da);
+	rec->waypoint.time = st->time;
+	rec->waypoint.addr = st->addr;
+	r->last_wp_depth = (uint32_t)depth;
+	return 1;
+}
+
+/* The payload [p, end) of a branch record of wire kind @kind. */
+static __attribute__((noinline)) int rd_branch(mtev_reader *r, unsigned kind, struct mtev_rec *rec,
+			    const uint8_t *p, const uint8_t *end)
+{
+	unsigned type = kind & 0x0f;
+	if (type >= MTEV_BR__COUNT)
+		return -MTEV_ECORRUPT;
+	uint32_t tid = r->last_br_tid;
+	if (kind & 0x10) {
+		uint64_t t;
+		if (fuv(&p, end, &t) || t > UINT32_MAX)
+			return -MTEV_ECORRUPT;
+		tid = (uint32_t)t;
+	} else if (!r->have_br_tid) {
+		return -MTEV_ECORRUPT;
+	}
+	struct tstate *st = tmap_get(&r->tm, tid);
+	if (!st)
+		return -MTEV_ENOMEM;
+	uint64_t dt, df, dto;
+	int bad = fuv(&p, end, &dt);
+	bad |= fuv(&p, end, &df);
+	bad |= fuv(&p, end, &dto);
+	if (bad)
+		return -MTEV_ECORRUPT;
+	rec->kind = MTEV_BRANCH;
+	rec->br.type = type;
+	rec->br.tid = tid;
+	rec->br.time = st->time + (uint64_t)zz_dec(dt);
+	rec->br.from = st->addr + (uint64_t)zz_dec(df);
+	rec->br.to = rec->br.from + (uint64_t)zz_dec(dto);
+	st->time = rec->br.time;
+	st->addr = rec->br.to ? rec->br.to : rec->br.from;
+	r->last_br_tid = tid;
+	r->have_br_tid = 1;
+	return 1;
+}
+
+static int read_slow(mtev_reader *r, struct mtev_rec *rec) __attribute__((noinline));
+
 int mtev_read(mtev_reader *r, struct mtev_rec *rec)
+{
+	size_t avail = r->len - r->pos;
+	const uint8_t *p = r->buf + r->pos;
+	if (__builtin_expect(!r->ended && avail >= 2 && p[1] < 0x80 && avail >= 2 + (size_t)p[1], 1)) {
+		unsigned kind = p[0];
+		const uint8_t *end = p + 2 + p[1];
+		if ((kind & 0xf8) == MTEV_WP_SHORT) {
+			r->rec_off = r->base + r->pos;
+			r->pos += 2 + (size_t)p[1];
+			return rd_waypoint_short(r, kind, rec, p + 2, end);
+		}
+		if (kind == MTEV_WAYPOINT) {
+			r->rec_off = r->base + r->pos;
+			r->pos += 2 + (size_t)p[1];
+			return rd_waypoint(r, rec, p + 2, end);
+		}
+		if ((kind & 0xe0) == 0x20) {
+			r->rec_off = r->base + r->pos;
+			r->pos += 2 + (size_t)p[1];
+			return rd_branch(r, kind, rec, p + 2, end);
+		}
+	}
+	return read_slow(r, rec);
+}
+
+static int read_slow(mtev_reader *r, struct mtev_rec *rec)
 {
 	if (r->ended) {
 		/* only end of file may follow END */
@@ -767,35 +940,6 @@ int mtev_read(mtev_reader *r, struct mtev_rec *rec)
 	unsigned kind = p[0];
 	uint64_t size = 0;
 	size_t hl = 1;
-	if (__builtin_expect(p[1] < 0x80 && kind >= 0x20 && kind <= 0x3f, 1) &&
-	    r->len - r->pos >= 2 + (size_t)p[1]) {
-		/* fast path: a branch record wholly in the buffer */
-		struct cur c = {p + 2, p + 2 + p[1], 0};
-		r->pos += 2 + (size_t)p[1];
-		int e2 = parse_payload(r, kind, &c, rec);
-		return e2 ? e2 : 1;
-	}
-	if (kind == MTEV_WAYPOINT && p[1] < 0x80 && r->len - r->pos >= 2 + (size_t)p[1]) {
-		/* fast path: a waypoint wholly in the buffer (segment output has
-		 * two per branch); the same fields as parse_payload, no memset */
-		struct cur c = {p + 2, p + 2 + p[1], 0};
-		r->pos += 2 + (size_t)p[1];
-		rec->kind = MTEV_WAYPOINT;
-		rec->waypoint.tid = get_u32(&c);
-		rec->waypoint.depth = get_u32(&c);
-		if (c.bad)
-			return -MTEV_ECORRUPT;
-		struct tstate *st = tmap_get(&r->tm, rec->waypoint.tid);
-		if (!st)
-			return -MTEV_ENOMEM;
-		rec->waypoint.time = st->time + (uint64_t)get_sv(&c);
-		rec->waypoint.addr = st->addr + (uint64_t)get_sv(&c);
-		if (c.bad)
-			return -MTEV_ECORRUPT;
-		st->time = rec->waypoint.time;
-		st->addr = rec->waypoint.addr;
-		return 1;
-	}
 	for (unsigned shift = 0;; shift += 7) {
 		if (hl >= r->len - r->pos) {
 			e = r_fill(r, hl + 1);
@@ -845,6 +989,8 @@ struct mtev_writer {
 	struct tmap tm;
 	uint32_t last_br_tid;
 	int have_br_tid;
+	uint32_t last_wp_tid, last_wp_depth; /* of the previous waypoint record */
+	int have_wp;
 	uint8_t *tmp;
 	size_t tmp_cap;
 	struct strtab st; /* string records written */
@@ -1044,20 +1190,30 @@ int mtev_write(mtev_writer *w, const struct mtev_rec *rec)
 			return -MTEV_ENOMEM;
 		uint8_t *rb = w->buf + w->len;
 		uint8_t *pl = rb + 2, *p = pl;
-		p = put_uv(p, rec->waypoint.tid);
-		p = put_uv(p, rec->waypoint.depth);
+		/* short form: the previous waypoint's thread, depth within -3..+4 */
+		int64_t dd = (int64_t)rec->waypoint.depth - (int64_t)w->last_wp_depth + 3;
+		if (w->have_wp && w->last_wp_tid == rec->waypoint.tid && dd >= 0 && dd < 8) {
+			rb[0] = (uint8_t)(MTEV_WP_SHORT + dd);
+		} else {
+			rb[0] = MTEV_WAYPOINT;
+			p = put_uv(p, rec->waypoint.tid);
+			p = put_uv(p, rec->waypoint.depth);
+			w->last_wp_tid = rec->waypoint.tid;
+			w->have_wp = 1;
+		}
+		w->last_wp_depth = rec->waypoint.depth;
 		p = put_sv(p, (int64_t)(rec->waypoint.time - st->time));
 		p = put_sv(p, (int64_t)(rec->waypoint.addr - st->addr));
 		st->time = rec->waypoint.time;
 		st->addr = rec->waypoint.addr;
-		rb[0] = MTEV_WAYPOINT;
 		rb[1] = (uint8_t)(p - pl);
 		w->len += 2 + (size_t)(p - pl);
 		return 0;
 	}
 	if (rec->kind == MTEV_KIND_RAW) {
 		unsigned k = rec->raw.kind;
-		if (k > 0xff || k == MTEV_END || (k >= 0x20 && k <= 0x3f) || mtev_kind_name(k) ||
+		if (k > 0xff || k == MTEV_END || (k >= 0x20 && k <= 0x3f) ||
+		    (k >= MTEV_WP_SHORT && k <= MTEV_WP_SHORT + 7) || mtev_kind_name(k) ||
 		    rec->raw.len > MTEV_MAX_PAYLOAD)
 			return -MTEV_EINVAL;
 		return w_record(w, k, rec->raw.data, rec->raw.len);
@@ -1078,8 +1234,7 @@ int mtev_write(mtev_writer *w, const struct mtev_rec *rec)
 			n += 40 + rec->symbol.frames[i].name.len + rec->symbol.frames[i].file.len;
 		break;
 	case MTEV_CLOCK:
-	case MTEV_SEGMENT:
-	case MTEV_WAYPOINT: break;
+	case MTEV_SEGMENT: break;
 	default: return -MTEV_EINVAL;
 	}
 	uint8_t *p0 = w_tmp(w, n), *p = p0;
@@ -1187,18 +1342,6 @@ int mtev_write(mtev_writer *w, const struct mtev_rec *rec)
 			p = put_str(p, rec->span.name);
 		}
 		break;
-	case MTEV_WAYPOINT: {
-		struct tstate *st = tmap_get(&w->tm, rec->waypoint.tid);
-		if (!st)
-			return -MTEV_ENOMEM;
-		p = put_uv(p, rec->waypoint.tid);
-		p = put_uv(p, rec->waypoint.depth);
-		p = put_sv(p, (int64_t)(rec->waypoint.time - st->time));
-		p = put_sv(p, (int64_t)(rec->waypoint.addr - st->addr));
-		st->time = rec->waypoint.time;
-		st->addr = rec->waypoint.addr;
-		break;
-	}
 	case MTEV_SYMBOL:
 		p = put_uv(p, rec->symbol.addr);
 		p = put_uv(p, rec->symbol.entry);

@@ -8,6 +8,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* gcc's SLP vectorizer pairs a waypoint's time and address in a vector
+ * register in the output loop: twice the instructions. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define NO_SLP __attribute__((optimize("no-tree-slp-vectorize")))
+#else
+#define NO_SLP
+#endif
+
 /* Frame kinds.  FK_FUNC and FK_SIGNAL are functions (a signal handler is a
  * function entered by the kernel, not by a call); the others are synthetic. */
 enum { FK_FUNC, FK_SIGNAL, FK_SYSCALL, FK_INTERRUPT, FK_UNTRACED, FK_DELETED };
@@ -62,6 +70,11 @@ struct thr {
 
 	struct sigctx *sig;
 	size_t nsig, capsig;
+
+	/* the range of frame rfi (the last frame asked; UINT32_MAX: none) */
+	uint32_t rfi, rgen;
+	int32_t rok;
+	uint64_t rlo, rhi;
 
 	uint32_t *blk, blk_one; /* output order scratch */
 	size_t capblk;
@@ -220,10 +233,8 @@ static uint64_t func_entry(segmenter *s, const struct thr *t, uint64_t ip)
 
 /* ---- threads ---- */
 
-static struct thr *get_thr(segmenter *s, uint32_t tid)
+static __attribute__((noinline)) struct thr *get_thr_slow(segmenter *s, uint32_t tid)
 {
-	if (s->last && s->last->tid == tid)
-		return s->last;
 	for (size_t i = 0; i < s->nthr; i++)
 		if (s->thr[i]->tid == tid)
 			return s->last = s->thr[i];
@@ -233,8 +244,16 @@ static struct thr *get_thr(segmenter *s, uint32_t tid)
 	if (!t)
 		return NULL;
 	t->tid = tid;
+	t->rfi = UINT32_MAX;
 	s->thr[s->nthr++] = t;
 	return s->last = t;
+}
+
+static inline struct thr *get_thr(segmenter *s, uint32_t tid)
+{
+	if (__builtin_expect(s->last && s->last->tid == tid, 1))
+		return s->last;
+	return get_thr_slow(s, tid);
 }
 
 static inline struct frame *top(struct thr *t)
@@ -253,17 +272,74 @@ static inline int run_add(segmenter *s, struct thr *t, uint8_t type, uint64_t va
 	return 0;
 }
 
-static inline int wp_append(segmenter *s, struct thr *t, uint64_t time, uint64_t addr, int32_t level)
+static __attribute__((noinline)) int wp_append_slow(segmenter *s, struct thr *t, uint64_t time,
+						     uint64_t addr, int32_t level)
 {
-	/* the same record as the previous waypoint (same time, address and
-	 * frame, nothing between): it tells a reader nothing more (see
-	 * tools/mt-segment.md, Waypoints) */
 	struct wplog *l = &t->wl;
 	if (time == l->time && addr == l->addr && level == l->level && l->count)
 		return 0;
-	if (wplog_put(l, time, addr, level))
+	if (wplog_put_slow(l, time, addr, level))
 		return s->err = -SEG_ENOMEM;
 	return 0;
+}
+
+static inline __attribute__((always_inline)) int wp_append(segmenter *s, struct thr *t,
+							    uint64_t time, uint64_t addr,
+							    int32_t level)
+{
+	/* the same record as the previous waypoint (same time, address and
+	 * frame, nothing between: the short word 2) tells a reader nothing
+	 * more (see tools/mt-segment.md, Waypoints) */
+	struct wplog *l = &t->wl;
+	uint32_t w;
+	if (__builtin_expect(l->n < l->cap && wplog_short(l, time, addr, level, &w), 1)) {
+		if (w != 2) {
+			l->v[l->n++] = w;
+			l->time = time;
+			l->addr = addr;
+			l->level = level;
+			l->count++;
+		}
+		return 0;
+	}
+	return wp_append_slow(s, t, time, addr, level);
+}
+
+/* Two waypoints at one time (a branch's source and target): both words
+ * at once when both are short. */
+static __attribute__((noinline)) int wp_pair_slow(segmenter *s, struct thr *t, uint64_t time,
+						   uint64_t a1, int32_t l1, uint64_t a2, int32_t l2)
+{
+	if (wp_append(s, t, time, a1, l1) || wp_append(s, t, time, a2, l2))
+		return s->err;
+	return 0;
+}
+
+static inline __attribute__((always_inline)) int wp_pair(segmenter *s, struct thr *t, uint64_t time,
+							  uint64_t a1, int32_t l1, uint64_t a2,
+							  int32_t l2)
+{
+	struct wplog *l = &t->wl;
+	uint32_t w1;
+	uint64_t d2 = a2 - a1 + (1u << 18);
+	uint64_t dl2 = (uint64_t)((int64_t)l2 - l1 + 1);
+	if (__builtin_expect(l->n + 2 <= l->cap && wplog_short(l, time, a1, l1, &w1) && !(d2 >> 19) &&
+			     dl2 < 3, 1)) {
+		uint32_t w2 = (uint32_t)dl2 << 1 | (((uint32_t)d2 - (1u << 18)) & 0x7ffffu) << 13;
+		uint32_t *v = l->v + l->n;
+		size_t n = 0;
+		v[n] = w1; /* 2: a repeat of the entry before it, not kept */
+		n += w1 != 2;
+		v[n] = w2;
+		n += w2 != 2;
+		l->n += n;
+		l->count += n;
+		l->time = time;
+		l->addr = a2;
+		l->level = l2;
+		return 0;
+	}
+	return wp_pair_slow(s, t, time, a1, l1, a2, l2);
 }
 
 /* Gives the events of the current run their times, now that the next
@@ -403,8 +479,13 @@ static int close_synthetic(segmenter *s, struct thr *t, uint64_t time)
 }
 
 /* Function range of frame @fi; 1 known, 0 unknown. */
-static inline int frame_range(segmenter *s, struct thr *t, uint32_t fi, uint64_t *lo, uint64_t *hi)
+static inline __attribute__((always_inline)) int frame_range(segmenter *s, struct thr *t, uint32_t fi, uint64_t *lo, uint64_t *hi)
 {
+	if (__builtin_expect(fi == t->rfi && t->rgen == s->gen, 1)) {
+		*lo = t->rlo;
+		*hi = t->rhi;
+		return t->rok;
+	}
 	const struct frame *f = &t->fr[fi];
 	if (f->kind > FK_SIGNAL || !s->o.fns)
 		return 0;
@@ -417,8 +498,11 @@ static inline int frame_range(segmenter *s, struct thr *t, uint32_t fi, uint64_t
 		c->lo = c->ok ? in.entry : 0;
 		c->hi = c->ok ? in.end : 0;
 	}
-	*lo = c->lo;
-	*hi = c->hi;
+	t->rfi = fi;
+	t->rgen = s->gen;
+	t->rok = c->ok;
+	*lo = t->rlo = c->lo;
+	*hi = t->rhi = c->hi;
 	return c->ok;
 }
 
@@ -696,25 +780,110 @@ static int emit_span(segmenter *s, struct thr *t, const struct frame *f)
 	return emit(s, &r);
 }
 
-/* Writes the waypoints before @limit (all of them with @all); @have says
- * whether the cursor holds an entry not yet written. */
-static int emit_wps_before(segmenter *s, struct thr *t, struct wpcur *c, int *have,
-			   uint64_t limit, int all)
+/* Writes the waypoints before @limit: the cursor's pending entry (if
+ * @c->have) and the following ones while their time is below @limit. */
+struct wpout {
+	const uint32_t *q;	 /* the pending entry (set by wpout_next) */
+	const uint32_t *p, *end; /* entries after the pending one */
+	uint64_t time, addr;	 /* the pending entry */
+	int32_t depth;
+	int have;
+};
+
+static void wpout_next(struct wpout *c, int32_t min)
 {
-	if (!*have || (!all && c->time >= limit))
+	struct wpcur w = {c->p, c->end, c->time, c->addr, c->depth + min};
+	c->q = c->p;
+	c->have = wpcur_next(&w);
+	c->p = w.p;
+	c->time = w.time;
+	c->addr = w.addr;
+	c->depth = w.level - min;
+}
+
+static NO_SLP int emit_wps_before(segmenter *s, struct thr *t, struct wpout *c, uint64_t limit)
+{
+	if (!c->have || c->time >= limit)
 		return 0;
 	struct mtev_rec r;
 	r.kind = MTEV_WAYPOINT;
 	r.waypoint.tid = t->tid;
-	do {
-		r.waypoint.time = c->time;
-		r.waypoint.addr = c->addr;
-		r.waypoint.depth = (uint32_t)(c->level - t->min_level);
-		s->st.waypoints++;
-		if (emit(s, &r))
-			return s->err;
-		*have = wpcur_next(c);
-	} while (*have && (all || c->time < limit));
+	/* the cursor in locals; short entries decoded here */
+	const uint32_t *p = c->p;
+	uint64_t time = c->time, addr = c->addr;
+	int32_t depth = c->depth;
+	for (;;) {
+		r.waypoint.time = time;
+		r.waypoint.addr = addr;
+		r.waypoint.depth = (uint32_t)depth;
+		if (s->emit(s->ctx, &r))
+			return s->err = -SEG_EEMIT;
+		if (p == c->end) {
+			c->have = 0;
+			return 0;
+		}
+		uint32_t w = *p;
+		if (__builtin_expect(!(w & 1), 1)) {
+			p++;
+			depth += (int32_t)((w >> 1) & 3) - 1;
+			time += (w >> 3) & 1023;
+			addr += (uint64_t)(int64_t)((int32_t)w >> 13);
+		} else {
+			c->p = p;
+			c->time = time;
+			c->addr = addr;
+			c->depth = depth;
+			wpout_next(c, t->min_level);
+			p = c->p;
+			time = c->time;
+			addr = c->addr;
+			depth = c->depth;
+		}
+		if (time >= limit)
+			break;
+	}
+	c->p = p;
+	c->time = time;
+	c->addr = addr;
+	c->depth = depth;
+	return 0;
+}
+
+/* One waypoint whatever its time (the pending one, at UINT64_MAX). */
+/* emit_wps_before for a wprun callback: the entries as words. */
+static int emit_wprun_before(segmenter *s, struct thr *t, struct wpout *c, uint64_t limit)
+{
+	if (!c->have || c->time >= limit)
+		return 0;
+	int32_t min = t->min_level;
+	struct wprun run = {c->q, c->p, c->end, c->time, c->addr, c->depth + min, -min, limit, 1, 0};
+	if (s->o.wprun(s->ctx, t->tid, &run))
+		return s->err = -SEG_EEMIT;
+	c->q = run.q;
+	c->p = run.p;
+	c->time = run.time;
+	c->addr = run.addr;
+	c->depth = run.level - min;
+	c->have = run.have;
+	return 0;
+}
+
+static inline int emit_wps(segmenter *s, struct thr *t, struct wpout *c, uint64_t limit)
+{
+	return s->o.wprun ? emit_wprun_before(s, t, c, limit) : emit_wps_before(s, t, c, limit);
+}
+
+static int emit_wps_before_max(segmenter *s, struct thr *t, struct wpout *c)
+{
+	struct mtev_rec r;
+	r.kind = MTEV_WAYPOINT;
+	r.waypoint.tid = t->tid;
+	r.waypoint.time = c->time;
+	r.waypoint.addr = c->addr;
+	r.waypoint.depth = (uint32_t)c->depth;
+	if (s->emit(s->ctx, &r))
+		return s->err = -SEG_EEMIT;
+	wpout_next(c, t->min_level);
 	return 0;
 }
 
@@ -760,9 +929,8 @@ static int close_seg(segmenter *s, struct thr *t)
 	s->st.segments++;
 	if (emit(s, &r))
 		return s->err;
-	struct wpcur c;
-	wpcur_init(&c, &t->wl, 0, t->wl.n);
-	int have = wpcur_next(&c);
+	struct wpout c = {t->wl.v, t->wl.v, t->wl.v + t->wl.n, 0, 0, -t->min_level, 0};
+	wpout_next(&c, t->min_level);
 	/* pre-order: the promoted roots, outermost first (they began at the
 	 * segment start and hold everything before them), then every other
 	 * frame in creation order */
@@ -792,16 +960,21 @@ static int close_seg(segmenter *s, struct thr *t)
 		const uint32_t *ord = j - i > 1 ? t->blk : &t->blk_one;
 		for (size_t x = 0; x < nb; x++) {
 			const struct frame *h = &t->fr[ord[x]];
-			if (emit_wps_before(s, t, &c, &have, h->begin, 0) || emit_span(s, t, h))
+			if (emit_wps(s, t, &c, h->begin) || emit_span(s, t, h))
 				return s->err;
 		}
 		i = j;
 	}
-	if (emit_wps_before(s, t, &c, &have, 0, 1))
-		return s->err;
+	/* the rest (a time of UINT64_MAX included) */
+	while (c.have)
+		if (emit_wps(s, t, &c, UINT64_MAX) ||
+		    (c.have && emit_wps_before_max(s, t, &c)))
+			return s->err;
+	s->st.waypoints += t->wl.count;
 	t->active = 0;
 	t->off = 0;
 	t->nfr = t->nstk = t->nrun = t->nsig = 0;
+	t->rfi = UINT32_MAX;
 	wplog_clear(&t->wl);
 	t->run_k = 0;
 	t->min_level = 0;
@@ -890,10 +1063,32 @@ static int do_branch(segmenter *s, const struct mtev_rec *r)
 		uint64_t lo, hi;
 		if (frame_range(s, t, fi, &lo, &hi) && r->br.to >= lo && r->br.to < hi) {
 			int32_t level = t->fr[fi].level;
-			if (wp_append(s, t, time, r->br.from, level) ||
-			    wp_append(s, t, time, r->br.to, level))
+			return wp_pair(s, t, time, r->br.from, level, r->br.to, level);
+		}
+	}
+	/* a call or a return that fits the stack, first in its run: what
+	 * do_call and do_return do for it */
+	if (type <= MTEV_BR_RETURN && t->nstk && t->run_k <= 1 && !s->o.no_waypoints && r->br.from &&
+	    r->br.to) {
+		struct frame *f = &t->fr[t->stk[t->nstk - 1]];
+		int32_t level = f->level;
+		uint64_t from = r->br.from, to = r->br.to;
+		if (type == MTEV_BR_CALL && t->run_k == 0 && f->kind < FK_SYSCALL) {
+			if (tgt_add(s, to))
+				return s->err = -SEG_ENOMEM;
+			if (new_frame(s, t, FK_FUNC, to, from, time, level + 1, 0))
 				return s->err;
-			return 0;
+			t->run_k = 1;
+			return wp_pair(s, t, time, from, level, to, level + 1);
+		}
+		if (type == MTEV_BR_RETURN && t->nstk >= 2 && f->kind == FK_FUNC && f->callsite &&
+		    to > f->callsite && to - f->callsite <= 15) {
+			f->end = time;
+			t->nstk--;
+			int32_t up = t->fr[t->stk[t->nstk - 1]].level;
+			while (t->nsig && t->sig[t->nsig - 1].level > up + 1)
+				t->nsig--;
+			return wp_pair(s, t, time, from, level, to, up);
 		}
 	}
 	struct mtev_rec rr;
@@ -930,9 +1125,9 @@ int seg_feed(segmenter *s, const struct mtev_rec *r)
 {
 	if (s->err)
 		return s->err;
-	switch (r->kind) {
-	case MTEV_BRANCH:
+	if (__builtin_expect(r->kind == MTEV_BRANCH, 1))
 		return do_branch(s, r);
+	switch (r->kind) {
 	case MTEV_GAP: {
 		struct thr *t = get_thr(s, r->gap.tid);
 		if (!t)

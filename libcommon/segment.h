@@ -37,6 +37,7 @@
 #include "mtev.h"
 
 struct fnmap;
+struct wprun;
 
 enum seg_err {
 	SEG_ENOMEM = 1,
@@ -50,6 +51,10 @@ struct seg_opts {
 	int no_waypoints;   /* do not write waypoint records */
 	int no_smear;	    /* keep raw times for events sharing a timestamp */
 	int no_call_targets; /* without symbols, never guess a tail call from call targets */
+	/* optional: a segment's waypoints handed over as runs of
+	 * libcommon/wplog.h words (with the emit callback's ctx) instead of
+	 * one waypoint record each; 0 or a negative value (an emit error) */
+	int (*wprun)(void *ctx, uint32_t tid, struct wprun *run);
 };
 
 struct seg_stats {

@@ -11,6 +11,14 @@
 
 #define MAXD 4096 /* deepest stack level joined */
 
+/* gcc's SLP vectorizer pairs a waypoint's time and address in a vector
+ * register in the output loop: more instructions, not fewer. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define NO_SLP __attribute__((optimize("no-tree-slp-vectorize")))
+#else
+#define NO_SLP
+#endif
+
 /* A span held in memory: one whose record can still change (on a group's
  * end stack: its end and flags wait for the next join), or whose place in
  * the output is not where it arrived (a root revealed by a later segment
@@ -80,6 +88,7 @@ struct stitcher {
 	struct sthr **thr;
 	size_t nthr, capthr;
 	struct sthr *last;
+	struct sthr *wpt; /* a thread in a decided segment: its waypoints go straight to the log */
 	size_t limit_words; /* per thread log in memory before spilling */
 	uint32_t *rbuf;	    /* reading the spill back */
 	size_t caprbuf;
@@ -162,10 +171,8 @@ void stitch_free(stitcher *s)
 	free(s);
 }
 
-static struct sthr *get_thr(stitcher *s, uint32_t tid)
+static __attribute__((noinline)) struct sthr *get_thr_slow(stitcher *s, uint32_t tid)
 {
-	if (s->last && s->last->tid == tid)
-		return s->last;
 	for (size_t i = s->nthr; i-- > 0;)
 		if (s->thr[i]->tid == tid)
 			return s->last = s->thr[i];
@@ -178,6 +185,13 @@ static struct sthr *get_thr(stitcher *s, uint32_t tid)
 	t->fd = -1;
 	s->thr[s->nthr++] = t;
 	return s->last = t;
+}
+
+static inline struct sthr *get_thr(stitcher *s, uint32_t tid)
+{
+	if (__builtin_expect(s->last && s->last->tid == tid, 1))
+		return s->last;
+	return get_thr_slow(s, tid);
 }
 
 static int emit(stitcher *s, const struct mtev_rec *r)
@@ -399,7 +413,7 @@ static inline int lrd_need(struct lrd *rd, size_t k)
 /* Writes the group: its segment and gap records (the first @nmeta meta
  * entries), then its spans in pre-order with the waypoints merged in by
  * time; then clears it. */
-static int flush_group(stitcher *s, struct sthr *t, size_t nmeta)
+static NO_SLP int flush_group(stitcher *s, struct sthr *t, size_t nmeta)
 {
 	for (size_t i = 0; i < nmeta; i++)
 		if (emit(s, &t->meta[i].r))
@@ -423,19 +437,30 @@ static int flush_group(stitcher *s, struct sthr *t, size_t nmeta)
 			return s->err = -STITCH_ESPILL;
 		rd.file_left = t->spilled;
 	}
-	struct wpcur wc = {0};
 	struct mtev_rec w;
 	memset(&w, 0, sizeof w);
 	w.kind = MTEV_WAYPOINT;
 	w.waypoint.tid = t->tid;
+	/* the waypoint state (it runs across the spans in the log) and the
+	 * next held span, in locals */
+	uint64_t time = 0, addr = 0;
+	int32_t level = 0, gmin = t->gmin;
+	const struct hspan *h = t->h;
+	size_t nh = t->nh;
+	uint64_t hb = nh ? h[0].begin : UINT64_MAX;
 	for (;;) {
-		if (lrd_need(&rd, 1)) {
+		if (rd.p == rd.end && lrd_need(&rd, 1)) {
 			if (s->err)
 				return s->err;
 			break;
 		}
 		uint32_t x = *rd.p;
-		if ((x & 3) == 3) {
+		if (__builtin_expect(!(x & 1), 1)) {
+			rd.p++;
+			level += (int32_t)((x >> 1) & 3) - 1;
+			time += (x >> 3) & 1023;
+			addr += (uint64_t)(int64_t)((int32_t)x >> 13);
+		} else if ((x & 3) == 3) {
 			struct hspan y;
 			uint32_t namelen = x >> 2;
 			size_t nw = SPAN_WORDS + (namelen + 3) / 4;
@@ -451,32 +476,39 @@ static int flush_group(stitcher *s, struct sthr *t, size_t nmeta)
 			y.seq = p[11];
 			y.namelen = namelen;
 			rd.p += nw;
-			while (k < t->nh && cmp_h(&t->h[k], &y) < 0) {
-				if (emit_span(s, t, &t->h[k], t->pool + t->h[k].name))
+			while (k < nh && cmp_h(&h[k], &y) < 0) {
+				if (emit_span(s, t, &h[k], t->pool + h[k].name))
 					return s->err;
 				k++;
 			}
+			hb = k < nh ? h[k].begin : UINT64_MAX;
 			if (emit_span(s, t, &y, (const char *)(p + SPAN_WORDS)))
 				return s->err;
 			continue;
+		} else {
+			if (lrd_need(&rd, x & 4 ? 2 : 6))
+				return s->err ? s->err : (s->err = -STITCH_ESPILL);
+			struct wpcur wc = {rd.p, rd.end, time, addr, level};
+			wpcur_next(&wc);
+			rd.p = wc.p;
+			time = wc.time;
+			addr = wc.addr;
+			level = wc.level;
 		}
-		if (lrd_need(&rd, !(x & 1) ? 1 : x & 4 ? 2 : 6))
-			return s->err ? s->err : (s->err = -STITCH_ESPILL);
-		wc.p = rd.p;
-		wc.end = rd.end;
-		wpcur_next(&wc);
-		rd.p = wc.p;
-		while (k < t->nh && t->h[k].begin <= wc.time) {
-			if (emit_span(s, t, &t->h[k], t->pool + t->h[k].name))
-				return s->err;
-			k++;
+		if (__builtin_expect(hb <= time, 0)) {
+			while (k < nh && h[k].begin <= time) {
+				if (emit_span(s, t, &h[k], t->pool + h[k].name))
+					return s->err;
+				k++;
+			}
+			hb = k < nh ? h[k].begin : UINT64_MAX;
 		}
-		int32_t d = wc.level - t->gmin;
-		w.waypoint.time = wc.time;
-		w.waypoint.addr = wc.addr;
+		int32_t d = level - gmin;
+		w.waypoint.time = time;
+		w.waypoint.addr = addr;
 		w.waypoint.depth = (uint32_t)(d < 0 ? 0 : d);
-		if (emit(s, &w))
-			return s->err;
+		if (s->emit(s->ctx, &w))
+			return s->err = -STITCH_EEMIT;
 	}
 	for (; k < t->nh; k++)
 		if (emit_span(s, t, &t->h[k], t->pool + t->h[k].name))
@@ -566,6 +598,7 @@ static void group_start(struct sthr *t)
 static int decide(stitcher *s, struct sthr *t)
 {
 	t->pending = 0;
+	s->wpt = t;
 	size_t qfrom = t->seg_meta, nq = t->ngaps_q;
 	int32_t gaplevel = 0;
 	long st[MAXD];
@@ -731,6 +764,8 @@ static int begin_segment(stitcher *s, struct sthr *t, uint32_t index, uint64_t b
 		return s->err;
 	t->inseg = 1;
 	t->pending = 1;
+	if (s->wpt == t)
+		s->wpt = NULL;
 	t->implicit = implicit;
 	t->nseg++;
 	t->seg_begin = begin;
@@ -783,7 +818,36 @@ static int feed_wp(stitcher *s, struct sthr *t, const struct mtev_rec *r)
 	return log_wp(s, t, r->waypoint.time, r->waypoint.addr, t->L + (int32_t)r->waypoint.depth);
 }
 
+static __attribute__((noinline)) int stitch_feed_slow(stitcher *s, const struct mtev_rec *r);
+
+/* The common case inline, without a stack frame; the rest in
+ * stitch_feed_slow. */
 int stitch_feed(stitcher *s, const struct mtev_rec *r)
+{
+	struct sthr *t;
+	/* the common case: a waypoint of the thread before it, in a segment
+	 * whose join is decided (what feed_wp does for it) */
+	if (__builtin_expect(r->kind == MTEV_WAYPOINT, 1) && (t = s->wpt) &&
+	    t->tid == r->waypoint.tid && !s->err) {
+		struct wplog *l = &t->log;
+		int32_t level = t->L + (int32_t)r->waypoint.depth;
+		uint32_t w;
+		if (__builtin_expect(l->n + 1 < s->limit_words && l->n < l->cap &&
+					     wplog_short(l, r->waypoint.time, r->waypoint.addr, level, &w),
+				     1)) {
+			l->v[l->n++] = w;
+			l->time = r->waypoint.time;
+			l->addr = r->waypoint.addr;
+			l->level = level;
+			l->count++;
+			return 0;
+		}
+		return log_wp(s, t, r->waypoint.time, r->waypoint.addr, level);
+	}
+	return stitch_feed_slow(s, r);
+}
+
+static int stitch_feed_slow(stitcher *s, const struct mtev_rec *r)
 {
 	struct sthr *t;
 	if (s->err)
@@ -819,6 +883,152 @@ int stitch_feed(stitcher *s, const struct mtev_rec *r)
 	default:
 		return emit(s, r);
 	}
+}
+
+/* Copies the entries of @c after its pending one (already in the log)
+ * while their time is below the limit; absolute levels moved by @off.
+ * Spills as log_wp does, after the entry that reaches the limit. */
+static NO_SLP int log_run(stitcher *s, struct sthr *t, struct wprun *c, int32_t off)
+{
+	struct wplog *l = &t->log;
+	size_t lim = s->limit_words;
+	if (l->cap < lim + 6 && mt_grow((void **)&l->v, &l->cap, lim + 6, sizeof *l->v))
+		return s->err = -STITCH_ENOMEM;
+	uint32_t *v = l->v, *dst = v + l->n, *dlim = v + lim;
+	const uint32_t *src = c->p, *end = c->end;
+	uint64_t time = c->time, addr = c->addr, limit = c->limit;
+	int32_t level = c->level;
+	size_t n = 1; /* the pending entry */
+	while (src < end) {
+		uint32_t x = *src;
+		if (__builtin_expect(!(x & 1), 1)) {
+			uint64_t nt = time + ((x >> 3) & 1023);
+			if (nt >= limit)
+				break;
+			time = nt;
+			level += (int32_t)((x >> 1) & 3) - 1;
+			addr += (uint64_t)(int64_t)((int32_t)x >> 13);
+			*dst++ = x;
+			src++;
+		} else {
+			struct wpcur k = {src, end, time, addr, level};
+			wpcur_next(&k);
+			if (k.time >= limit)
+				break;
+			time = k.time;
+			addr = k.addr;
+			level = k.level;
+			if (x & 4) {
+				dst[0] = x;
+				dst[1] = src[1];
+				dst += 2;
+			} else {
+				memcpy(dst, src, 5 * sizeof *dst);
+				dst[5] = (uint32_t)(level + off);
+				dst += 6;
+			}
+			src = k.p;
+		}
+		n++;
+		if (__builtin_expect(dst >= dlim, 0)) {
+			l->n = (size_t)(dst - v);
+			if (spill(s, t))
+				return s->err;
+			dst = v;
+		}
+	}
+	l->n = (size_t)(dst - v);
+	l->time = time;
+	l->addr = addr;
+	l->level = level + off;
+	l->count += n - 1;
+	c->n += n - 1;
+	/* the next pending entry */
+	c->q = src;
+	if (src == end) {
+		c->have = 0;
+		return 0;
+	}
+	struct wpcur k = {src, end, time, addr, level};
+	wpcur_next(&k);
+	c->p = k.p;
+	c->time = k.time;
+	c->addr = k.addr;
+	c->level = k.level;
+	c->have = 1;
+	return 0;
+}
+
+int stitch_feed_wprun(stitcher *s, uint32_t tid, struct wprun *c)
+{
+	c->n = 0;
+	if (s->err)
+		return s->err;
+	if (!c->have || c->time >= c->limit)
+		return 0;
+	struct sthr *t = s->wpt;
+	int32_t depth = c->level + c->abs_off;
+	if (!t || t->tid != tid) {
+		/* the first waypoint decides the join, as a record */
+		struct mtev_rec r;
+		r.kind = MTEV_WAYPOINT;
+		r.waypoint.tid = tid;
+		r.waypoint.time = c->time;
+		r.waypoint.addr = c->addr;
+		r.waypoint.depth = (uint32_t)depth;
+		if (stitch_feed(s, &r))
+			return s->err;
+		c->n = 1;
+		t = s->wpt;
+		if (!t || t->tid != tid) { /* not expected: record by record */
+			struct wpcur k = {c->p, c->end, c->time, c->addr, c->level};
+			for (;;) {
+				c->q = k.p;
+				if (!wpcur_next(&k)) {
+					c->have = 0;
+					return 0;
+				}
+				c->p = k.p;
+				c->time = k.time;
+				c->addr = k.addr;
+				c->level = k.level;
+				if (k.time >= c->limit)
+					return 0;
+				r.waypoint.time = k.time;
+				r.waypoint.addr = k.addr;
+				r.waypoint.depth = (uint32_t)(k.level + c->abs_off);
+				if (stitch_feed(s, &r))
+					return s->err;
+				c->n++;
+			}
+		}
+		return log_run(s, t, c, t->L + c->abs_off);
+	}
+	/* the pending entry's words as they are when, decoded from the log's
+	 * last entry, they give it (they are relative to the same entry, or
+	 * absolute); else put anew */
+	struct wplog *l = &t->log;
+	int32_t off = t->L + c->abs_off;
+	struct wpcur k = {c->q, c->p, l->time, l->addr, l->level - off};
+	wpcur_next(&k);
+	uint32_t x = c->q[0];
+	if (l->count && k.time == c->time && k.addr == c->addr && k.level == c->level &&
+	    l->n + 1 < s->limit_words && l->n + 6 <= l->cap && (x & 3) != 3) {
+		uint32_t *dst = l->v + l->n;
+		size_t nw = (size_t)(c->p - c->q);
+		memcpy(dst, c->q, nw * sizeof *dst);
+		if (nw == 6)
+			dst[5] = (uint32_t)(c->level + off);
+		l->n += nw;
+		l->time = c->time;
+		l->addr = c->addr;
+		l->level = c->level + off;
+		l->count++;
+	} else if (log_wp(s, t, c->time, c->addr, t->L + depth)) {
+		return s->err;
+	}
+	c->n = 1;
+	return log_run(s, t, c, off);
 }
 
 int stitch_finish(stitcher *s)

@@ -54,6 +54,11 @@ void stitch_free(stitcher *s);
  * when a later segment does not align with it, or at the end. */
 int stitch_feed(stitcher *s, const struct mtev_rec *rec);
 int stitch_finish(stitcher *s);
+/* The waypoints of thread @tid at @run (libcommon/wplog.h: depth = level +
+ * abs_off) before @run->limit: what stitch_feed of a record for each does,
+ * without the records (mt-segment --stitch).  Advances @run. */
+struct wprun;
+int stitch_feed_wprun(stitcher *s, uint32_t tid, struct wprun *run);
 const struct stitch_stats *stitch_stats(const stitcher *s);
 const char *stitch_strerror(int err);
 unsigned stitch_error_detail(const stitcher *s);

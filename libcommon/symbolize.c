@@ -150,6 +150,75 @@ static void hmap_fini(struct hmap *m)
 	memset(m, 0, sizeof *m);
 }
 
+/* ---- wants: (thread, runtime address) -> want index ----
+ * The per-waypoint lookup: one multiply, one 16-byte slot per probe. */
+struct wslot {
+	uint64_t addr;
+	uint32_t tid;
+	uint32_t w1; /* want + 1; 0 = empty */
+};
+struct wtab {
+	struct wslot *s;
+	size_t cap, n; /* cap a power of two */
+	unsigned shift; /* 64 - log2(cap) */
+};
+
+static inline size_t wtab_slot(const struct wtab *t, uint32_t tid, uint64_t addr)
+{
+	return (size_t)(((addr ^ (uint64_t)tid << 40) * 0x9E3779B97F4A7C15ull) >> t->shift);
+}
+
+/* The want of (tid, addr), or NONE.  The table is never empty (wtab_init). */
+static inline uint32_t wtab_get(const struct wtab *t, uint32_t tid, uint64_t addr)
+{
+	for (size_t j = wtab_slot(t, tid, addr);; j = (j + 1) & (t->cap - 1)) {
+		const struct wslot *e = &t->s[j];
+		if (!e->w1)
+			return NONE;
+		if (e->addr == addr && e->tid == tid)
+			return e->w1 - 1;
+	}
+}
+
+static int wtab_init(struct wtab *t)
+{
+	t->cap = 4096;
+	t->n = 0;
+	t->shift = 64u - 12u;
+	t->s = calloc(t->cap, sizeof *t->s);
+	return t->s ? 0 : -1;
+}
+
+/* Adds (tid, addr) -> w (absent).  0 or -1. */
+static int wtab_add(struct wtab *t, uint32_t tid, uint64_t addr, uint32_t w)
+{
+	if ((t->n + 1) * 2 > t->cap) {
+		struct wtab nt = {NULL, t->cap ? t->cap * 2 : 4096, 0, 0};
+		nt.shift = 64u - (unsigned)__builtin_ctzll(nt.cap);
+		nt.s = calloc(nt.cap, sizeof *nt.s);
+		if (!nt.s)
+			return -1;
+		for (size_t i = 0; i < t->cap; i++) {
+			const struct wslot *e = &t->s[i];
+			if (!e->w1)
+				continue;
+			size_t j = wtab_slot(&nt, e->tid, e->addr);
+			while (nt.s[j].w1)
+				j = (j + 1) & (nt.cap - 1);
+			nt.s[j] = *e;
+		}
+		nt.n = t->n;
+		free(t->s);
+		*t = nt;
+	}
+	size_t j = wtab_slot(t, tid, addr);
+	while (t->s[j].w1)
+		j = (j + 1) & (t->cap - 1);
+	t->s[j] = (struct wslot){addr, tid, w + 1};
+	t->n++;
+	return 0;
+}
+
 /* ---- growable arrays ---- */
 #define VEC_PUSH(arr, n, cap, ...)                                                                 \
 	((n) < (cap) || vec_grow((void **)&(arr), &(cap), sizeof *(arr)) == 0                      \
@@ -221,10 +290,11 @@ struct result {
 };
 
 struct want { /* one unique (thread, runtime address) */
-	uint32_t tid;
 	uint64_t addr;
-	uint32_t ri;	   /* result */
 	uint64_t entry_rt; /* runtime entry of the physical function, 0 unknown */
+	uint32_t tid;
+	uint32_t ri;  /* result */
+	uint32_t lev; /* its inline levels (0 without a result) */
 };
 
 struct cache_new {
@@ -275,22 +345,28 @@ struct perfmap {
 /* A node of the output tree: a function span (embedded in its span, id = the
  * span's index) or an inline frame (c->inodes, id = INL | index). */
 struct node {
-	uint64_t begin, end;
+	uint64_t begin, end; /* a function span's are its own (set when read) */
 	uint32_t first_child, last_child, next_sib, parent;
 	uint32_t depth;
-	uint32_t si;	 /* the physical span it is, or belongs to */
-	uint32_t fi;	 /* inline: the frame it names; physical: NONE */
-	uint32_t iflags; /* inline: its span flags */
+};
+
+struct inode { /* an inline frame */
+	struct node n;
+	uint32_t si;	 /* the physical span it belongs to */
+	uint32_t fi;	 /* the frame it names */
+	uint32_t iflags; /* its span flags */
 };
 
 #define INL 0x80000000u
 
+/* ~120 bytes: the unit holds one per span until it ends. */
 struct span {
 	struct node nd;
+	uint64_t func;
 	uint32_t tid, depth, flags;
-	uint64_t begin, end, func, callsite;
 	uint32_t name_off, name_len; /* input name in c->uname, or 0 */
 	uint32_t func_w;   /* want of func, or NONE */
+	uint32_t cs_w;	   /* want of the call site (its address), or NONE (none) */
 	uint32_t grp_next; /* next span of the same (tid, depth), or NONE */
 	uint32_t inner;	   /* innermost open node (its own when no inline frame is open) */
 	uint32_t nopen;	   /* open inline levels */
@@ -313,6 +389,7 @@ struct witem {
 struct grp { /* the spans of one (tid, depth), in begin order */
 	uint32_t cur;  /* the first one a later waypoint can still fall in */
 	uint32_t tail; /* the last one */
+	uint64_t cur_begin, cur_end; /* cur's (0, 0 when cur is NONE) */
 };
 
 struct thr {
@@ -343,7 +420,7 @@ struct ctx {
 	size_t nbins, capbins;
 	struct want *wants;
 	size_t nwants, capwants;
-	struct hmap want_idx;
+	struct wtab want_idx;
 	struct result *res;
 	size_t nres, capres;
 	struct hmap res_idx;
@@ -360,7 +437,7 @@ struct ctx {
 	/* the unit */
 	struct span *spans;
 	size_t nspans, capspans;
-	struct node *inodes; /* inline frames */
+	struct inode *inodes; /* inline frames */
 	size_t ninodes, capinodes;
 	uint32_t *roots; /* spans without a parent, in input order */
 	size_t nroots, caproots;
@@ -369,11 +446,14 @@ struct ctx {
 	struct hmap gidx; /* (tid, depth) -> group */
 	struct grp *grps;
 	size_t ngrps, capgrps;
-	uint64_t last_gkey[2];
-	uint32_t last_g;
+	uint32_t gd_tid;  /* the thread of gdep, or NONE */
+	uint32_t *gdep;	  /* gd_tid's group + 1 by depth (0: none yet) */
+	size_t capgdep, gdep_used;
+	uint32_t last_gtid, last_gdepth, last_g; /* the last lookup */
 	struct hmap tidx; /* tid -> thread */
 	struct thr *thrs;
 	size_t nthrs, capthrs;
+	uint32_t last_thr; /* the thread of the last span (when nthrs) */
 	char *uname; /* input span names */
 	size_t unamelen, unamecap;
 	uint32_t unit_tid; /* NONE: no span yet; UNIT_MULTI: several threads */
@@ -679,13 +759,26 @@ static int res_fill(struct ctx *c, struct result *r, const struct jframe *fr, si
 				r->entry_vaddr = s->addr;
 		}
 		if (r->entry_vaddr && r->vaddr != r->entry_vaddr) {
-			char buf[1200];
-			sfmt(buf, sizeof buf, "%s+0x%" PRIx64, c->frames[f0].name,
-				 r->vaddr - r->entry_vaddr);
-			c->frames[f0].name = arena_strndup(&c->ar, buf, strlen(buf));
-			c->frames[f0].name_len = (uint32_t)strlen(buf);
-			if (!c->frames[f0].name)
+			/* "%s+0x%x" cut to 1199 bytes (as the fallbacks' names) */
+			const char *nm = c->frames[f0].name;
+			size_t nl = c->frames[f0].name_len, hl = 0;
+			char hex[20];
+			for (uint64_t off = r->vaddr - r->entry_vaddr; off; off >>= 4)
+				hex[hl++] = "0123456789abcdef"[off & 15];
+			size_t full = nl + 3 + hl, cut = full < 1199 ? full : 1199;
+			char *buf = arena_alloc(&c->ar, full + 1);
+			if (!buf) {
 				c->oom = 1;
+			} else {
+				char *o = buf;
+				memcpy(o, nm, nl);
+				memcpy(o + nl, "+0x", 3);
+				for (size_t k = 0; k < hl; k++)
+					o[nl + 3 + k] = hex[hl - 1 - k];
+				buf[cut] = 0;
+				c->frames[f0].name = buf;
+				c->frames[f0].name_len = (uint32_t)cut;
+			}
 		}
 	}
 	return 0;
@@ -728,13 +821,49 @@ static int js_hex4(const char *p, unsigned *v)
 	return 0;
 }
 
-/* A string at j->p: decoded into j->out (when @s) as *s, *n. */
+/* The first byte at or after @p that ends a plain run of string bytes: a
+ * quote, a backslash or a control character; @end if none.  Eight bytes at a
+ * time: the borrows of the subtractions below can flag a byte above a true
+ * hit, never one below, so the lowest flag is the first such byte. */
+static inline const char *js_plain_end(const char *p, const char *end)
+{
+	const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+	while (end - p >= 8) {
+		uint64_t w;
+		memcpy(&w, p, 8);
+		uint64_t q = w ^ (ones * '"'), b = w ^ (ones * '\\');
+		uint64_t hit = ((q - ones) & ~q) | ((b - ones) & ~b) | ((w - ones * 0x20) & ~w);
+		hit &= highs;
+		if (hit)
+			return p + (__builtin_ctzll(hit) >> 3);
+		p += 8;
+	}
+	while (p < end && *p != '"' && *p != '\\' && (unsigned char)*p >= 0x20)
+		p++;
+	return p;
+}
+
+/* A string at j->p: *s, *n (when @s) point into the input when it has no
+ * escape, else to its decoded copy in j->out. */
 static int js_str(struct jcur *j, const char **s, size_t *n)
 {
 	if (j->p >= j->end || *j->p != '"')
 		return -1;
 	j->p++;
+	const char *e = js_plain_end(j->p, j->end);
+	if (e < j->end && *e == '"') {
+		if (s) {
+			*s = j->p;
+			*n = (size_t)(e - j->p);
+		}
+		j->p = e + 1;
+		return 0;
+	}
+	/* an escape (or an error): decode the plain prefix and go on bytewise */
 	char *o = j->out, *o0 = o;
+	memcpy(o, j->p, (size_t)(e - j->p));
+	o += e - j->p;
+	j->p = e;
 	while (j->p < j->end) {
 		char ch = *j->p++;
 		if (ch == '"') {
@@ -925,6 +1054,84 @@ static int js_frame(struct jcur *j, struct jframe *f, uint64_t *start)
 	}
 }
 
+static inline int js_lit(struct jcur *j, const char *lit, size_t n)
+{
+	if ((size_t)(j->end - j->p) < n || memcmp(j->p, lit, n))
+		return -1;
+	j->p += n;
+	return 0;
+}
+#define JS_LIT(j, s) js_lit((j), (s), sizeof(s) - 1)
+
+/* A StartAddress string as parse_hex reads it: "0x" and 1 to 16 hex digits
+ * here, else -1 (left to the general reader). */
+static int js_start_hex(const char *s, size_t n, uint64_t *v)
+{
+	if (n < 3 || n > 18 || s[0] != '0' || s[1] != 'x')
+		return -1;
+	uint64_t x = 0;
+	for (size_t i = 2; i < n; i++) {
+		unsigned ch = (unsigned char)s[i], d;
+		if (ch - '0' < 10)
+			d = ch - '0';
+		else if ((ch | 0x20) - 'a' < 6)
+			d = (ch | 0x20) - 'a' + 10;
+		else
+			return -1;
+		x = x << 4 | d;
+	}
+	*v = x;
+	return 0;
+}
+
+/* A reply exactly as llvm-symbolizer writes it (these keys in this order,
+ * no spaces): read by matching it.  0 / -1 as res_from_json, -2 for
+ * anything else (then the general reader decides). */
+static int res_from_json_tmpl(struct ctx *c, struct result *r, const char *line, size_t len)
+{
+	struct jcur j = {line, line + len, c->js};
+	const char *sv;
+	size_t sl, n = 0;
+	uint64_t start = 0;
+	if (JS_LIT(&j, "{\"Address\":") || js_str(&j, NULL, NULL) ||
+	    JS_LIT(&j, ",\"ModuleName\":") || js_str(&j, NULL, NULL) ||
+	    JS_LIT(&j, ",\"Symbol\":["))
+		return -2;
+	if (j.p < j.end && *j.p == ']') {
+		j.p++;
+	} else {
+		for (;;) {
+			if (jframes_room(c, n + 1) < 0)
+				return -2;
+			struct jframe *f = &c->jf[n];
+			long long skip;
+			if (JS_LIT(&j, "{\"Column\":") || js_int(&j, &f->col) ||
+			    JS_LIT(&j, ",\"Discriminator\":") || js_int(&j, &skip) ||
+			    JS_LIT(&j, ",\"FileName\":") || js_str(&j, &f->file, &f->fl) ||
+			    JS_LIT(&j, ",\"FunctionName\":") || js_str(&j, &f->nm, &f->nl) ||
+			    JS_LIT(&j, ",\"Line\":") || js_int(&j, &f->line) ||
+			    JS_LIT(&j, ",\"StartAddress\":") || js_str(&j, &sv, &sl) ||
+			    JS_LIT(&j, ",\"StartFileName\":") || js_str(&j, NULL, NULL) ||
+			    JS_LIT(&j, ",\"StartLine\":") || js_int(&j, &skip) || JS_LIT(&j, "}"))
+				return -2;
+			start = 0;
+			if (sl && js_start_hex(sv, sl, &start) < 0)
+				return -2;
+			n++;
+			if (j.p < j.end && *j.p == ',') {
+				j.p++;
+				continue;
+			}
+			if (JS_LIT(&j, "]"))
+				return -2;
+			break;
+		}
+	}
+	if (JS_LIT(&j, "}") || j.p != j.end)
+		return -2;
+	return res_fill(c, r, c->jf, n, start) < 0 ? -1 : 0;
+}
+
 /* The fast reader: 0 / -1 as res_from_json, -2 when it gives up. */
 static int res_from_json_fast(struct ctx *c, struct result *r, const char *line, size_t len)
 {
@@ -935,6 +1142,9 @@ static int res_from_json_fast(struct ctx *c, struct result *r, const char *line,
 		c->js = nb;
 		c->capjs = len + 1;
 	}
+	int t = res_from_json_tmpl(c, r, line, len);
+	if (t != -2)
+		return t;
 	struct jcur j = {line, line + len, c->js};
 	size_t n = 0;
 	int have_syms = 0, err = 0;
@@ -1040,6 +1250,30 @@ static int cache_path(struct ctx *c, const struct bin *b, char *out, size_t cap)
 	return n < 0 || (size_t)n >= cap ? -1 : 0;
 }
 
+/* strtoull(s, end, 16), with a fast path for what we write: 1 to 16 hex
+ * digits and a space. */
+static uint64_t hex_prefix(char *s, char **end)
+{
+	uint64_t v = 0;
+	int k = 0;
+	for (;; k++) {
+		unsigned ch = (unsigned char)s[k], d;
+		if (ch - '0' < 10)
+			d = ch - '0';
+		else if ((ch | 0x20) - 'a' < 6)
+			d = (ch | 0x20) - 'a' + 10;
+		else
+			break;
+		if (k == 16)
+			return strtoull(s, end, 16);
+		v = v << 4 | d;
+	}
+	if (!k || s[k] != ' ')
+		return strtoull(s, end, 16);
+	*end = s + k;
+	return v;
+}
+
 static void cache_index(struct bin *b)
 {
 	uint8_t *p = b->cbuf, *end = b->cbuf + b->cbuf_len;
@@ -1049,7 +1283,7 @@ static void cache_index(struct bin *b)
 			break; /* a torn last line (never written by us): ignore */
 		*nl = 0;
 		char *sp;
-		uint64_t va = strtoull((char *)p, &sp, 16);
+		uint64_t va = hex_prefix((char *)p, &sp);
 		if (sp != (char *)p && *sp == ' ')
 			hmap_put(&b->cidx, va, 0, (uint32_t)((uint8_t *)sp + 1 - b->cbuf));
 		p = nl + 1;
@@ -1213,15 +1447,21 @@ static const struct perfmap_ent *perfmap_lookup(const struct perfmap *pm, uint64
 	return NULL;
 }
 
-/* ---- address resolution ---- */
-static uint32_t want_get(struct ctx *c, uint32_t tid, uint64_t addr)
+/* Inline levels of a result: level 1 is the outermost inlined frame. */
+static inline uint32_t res_levels(const struct result *r)
 {
-	uint32_t w = hmap_get(&c->want_idx, tid, addr);
+	return r->nf ? r->nf - 1 : 0;
+}
+
+/* ---- address resolution ---- */
+static inline uint32_t want_get(struct ctx *c, uint32_t tid, uint64_t addr)
+{
+	uint32_t w = wtab_get(&c->want_idx, tid, addr);
 	if (w != NONE)
 		return w;
-	struct want nw = {tid, addr, NONE, 0};
-	if (VEC_PUSH(c->wants, c->nwants, c->capwants, nw) < 0 ||
-	    hmap_put(&c->want_idx, tid, addr, (uint32_t)(c->nwants - 1)) == NONE) {
+	struct want nw = {addr, 0, tid, NONE, 0};
+	if (c->nwants >= NONE - 1 || VEC_PUSH(c->wants, c->nwants, c->capwants, nw) < 0 ||
+	    wtab_add(&c->want_idx, tid, addr, (uint32_t)(c->nwants - 1)) < 0) {
 		c->oom = 1;
 		return NONE;
 	}
@@ -1448,6 +1688,7 @@ static void resolve_pending(struct ctx *c)
 		if (w->ri == NONE)
 			continue;
 		const struct result *r = &c->res[w->ri];
+		w->lev = res_levels(r);
 		if (!r->entry_vaddr)
 			w->entry_rt = 0;
 		else if (r->bin == NONE)
@@ -1487,11 +1728,6 @@ static void resolve_finish(struct ctx *c)
 
 /* ---- spans and inline expansion ---- */
 
-/* Inline levels of a result: level 1 is the outermost inlined frame. */
-static inline uint32_t res_levels(const struct result *r)
-{
-	return r->nf ? r->nf - 1 : 0;
-}
 
 static inline const struct sframe *level_frame(const struct ctx *c, const struct result *r,
 					       uint32_t j)
@@ -1512,13 +1748,13 @@ static int level_eq(const struct ctx *c, const struct result *a, const struct re
 
 static inline struct node *ND(const struct ctx *c, uint32_t id)
 {
-	return id & INL ? &c->inodes[id & ~INL] : &c->spans[id].nd;
+	return id & INL ? &c->inodes[id & ~INL].n : &c->spans[id].nd;
 }
 
 /* A new inline node of span @si: its id, or NONE. */
 static uint32_t inode_new(struct ctx *c, uint64_t begin, uint64_t end, uint32_t si)
 {
-	struct node n = {begin, end, NONE, NONE, NONE, NONE, 0, si, NONE, 0};
+	struct inode n = {{begin, end, NONE, NONE, NONE, NONE, 0}, si, NONE, 0};
 	if (c->ninodes >= INL - 1 || BVEC_PUSH(c->inodes, c->ninodes, c->capinodes, n) < 0) {
 		c->oom = 1;
 		return NONE;
@@ -1542,11 +1778,14 @@ static void node_add_child(struct ctx *c, uint32_t parent, uint32_t child)
 static void proc_span(struct ctx *c, uint32_t si)
 {
 	struct span *sp = &c->spans[si];
-	uint32_t k = hmap_put(&c->tidx, sp->tid, 0, (uint32_t)c->nthrs);
+	uint32_t k = c->nthrs && c->thrs[c->last_thr].tid == sp->tid
+			     ? c->last_thr
+			     : hmap_put(&c->tidx, sp->tid, 0, (uint32_t)c->nthrs);
 	if (k == NONE) {
 		c->oom = 1;
 		return;
 	}
+	c->last_thr = k;
 	if (k == c->nthrs) {
 		struct thr z = {sp->tid, NULL, 0, 0};
 		if (VEC_PUSH(c->thrs, c->nthrs, c->capthrs, z) < 0) {
@@ -1570,7 +1809,8 @@ static void proc_span(struct ctx *c, uint32_t si)
 	t->n = sp->depth + 1;
 	sp->parent = parent;
 
-	sp->nd = (struct node){sp->begin, sp->end, NONE, NONE, NONE, NONE, 0, si, NONE, 0};
+	sp->nd.first_child = sp->nd.last_child = sp->nd.next_sib = sp->nd.parent = NONE;
+	sp->nd.depth = 0;
 	sp->inner = si;
 	if (parent == NONE) {
 		sp->nd.depth = sp->depth;
@@ -1579,7 +1819,7 @@ static void proc_span(struct ctx *c, uint32_t si)
 	} else {
 		struct span *p = &c->spans[parent];
 		/* children met before at an earlier time are placed for good */
-		while (p->pend != NONE && c->spans[p->pend].begin < sp->begin)
+		while (p->pend != NONE && c->spans[p->pend].nd.begin < sp->nd.begin)
 			p->pend = c->spans[p->pend].pend_next;
 		/* where the parent is now: after its last waypoint (at or before
 		 * our begin); its waypoints at our begin come after us and may
@@ -1593,15 +1833,24 @@ static void proc_span(struct ctx *c, uint32_t si)
 
 /* A waypoint, in input order: the span of its thread and depth live at its
  * time; the inline frames of that span change when its inline chain does. */
+static inline void grp_set_cur(const struct ctx *c, struct grp *g, uint32_t s)
+{
+	g->cur = s;
+	g->cur_begin = s != NONE ? c->spans[s].nd.begin : 0;
+	g->cur_end = s != NONE ? c->spans[s].nd.end : 0;
+}
+
 static void proc_wp(struct ctx *c, const struct witem *it)
 {
 	struct grp *g = &c->grps[it->g];
 	uint64_t time = it->time;
 	uint32_t s = g->cur;
-	while (s != NONE && c->spans[s].end < time)
-		s = c->spans[s].grp_next;
-	g->cur = s;
-	if (s == NONE || c->spans[s].begin > time) {
+	if (g->cur_end < time) {
+		while (s != NONE && c->spans[s].nd.end < time)
+			s = c->spans[s].grp_next;
+		grp_set_cur(c, g, s);
+	}
+	if (s == NONE || g->cur_begin > time) {
 		c->st->waypoints_unmatched++;
 		return;
 	}
@@ -1611,10 +1860,11 @@ static void proc_wp(struct ctx *c, const struct witem *it)
 	uint64_t e = wt ? wt->entry_rt : 0;
 	if (e && c->spans[s].func != e) {
 		uint32_t t = c->spans[s].grp_next;
-		for (int k = 1; t != NONE && k < 8 && c->spans[t].begin <= time;
+		for (int k = 1; t != NONE && k < 8 && c->spans[t].nd.begin <= time;
 		     k++, t = c->spans[t].grp_next) {
 			if (c->spans[t].func == e) {
-				s = g->cur = t;
+				s = t;
+				grp_set_cur(c, g, s);
 				break;
 			}
 		}
@@ -1622,8 +1872,12 @@ static void proc_wp(struct ctx *c, const struct witem *it)
 	struct span *sp = &c->spans[s];
 	sp->nwp++;
 	uint32_t ri = wt ? wt->ri : NONE;
-	/* an address outside this function says nothing about its inline frames */
-	if (ri != NONE && ri != sp->last_ri && !(wt->entry_rt && sp->func && wt->entry_rt != sp->func)) {
+	/* an address outside this function says nothing about its inline frames;
+	 * nor does one without inline levels while none is open (sp->nopen is
+	 * then 0 and stays 0; skipping it leaves sp->last_ri at NONE or at a
+	 * result without levels, which makes no difference either) */
+	if (ri != NONE && (wt->lev | sp->nopen) && ri != sp->last_ri &&
+	    !(wt->entry_rt && sp->func && wt->entry_rt != sp->func)) {
 		const struct result *r = &c->res[ri];
 		uint32_t m = res_levels(r), keep = 0;
 		if (sp->nopen) {
@@ -1638,14 +1892,14 @@ static void proc_wp(struct ctx *c, const struct witem *it)
 			sp->nopen--;
 		}
 		for (uint32_t j = keep + 1; j <= m; j++) {
-			uint32_t n = inode_new(c, time, sp->end, s);
+			uint32_t n = inode_new(c, time, sp->nd.end, s);
 			if (n == NONE)
 				return;
 			sp = &c->spans[s];
-			struct node *nd = ND(c, n);
+			struct inode *nd = &c->inodes[n & ~INL];
 			nd->fi = (uint32_t)(level_frame(c, r, j) - c->frames);
 			nd->iflags = MTEV_SPAN_INLINE;
-			if (time == sp->begin)
+			if (time == sp->nd.begin)
 				nd->iflags |= sp->flags & MTEV_SPAN_INFERRED_START;
 			node_add_child(c, sp->inner, n);
 			sp->inner = n;
@@ -1657,13 +1911,13 @@ static void proc_wp(struct ctx *c, const struct witem *it)
 	 * these waypoints, or after the one at their call site */
 	for (uint32_t *pp = &sp->pend; *pp != NONE;) {
 		struct span *ch = &c->spans[*pp];
-		if (ch->begin < time) {
+		if (ch->nd.begin < time) {
 			*pp = ch->pend_next; /* placed for good */
 			continue;
 		}
-		if (ch->begin == time) {
+		if (ch->nd.begin == time) {
 			ch->cand_any = sp->inner;
-			if (ch->callsite && wt && wt->addr == ch->callsite)
+			if (ch->cs_w != NONE && ch->cs_w == it->a)
 				ch->cand_match = sp->inner;
 		}
 		pp = &ch->pend_next;
@@ -1684,12 +1938,13 @@ static void proc_window(struct ctx *c)
 	resolve_pending(c);
 	double t1 = cpu_now();
 	c->st->t_resolve += t1 - t0;
-	for (size_t i = 0; i < c->nwin && !c->oom; i++) {
-		const struct witem *it = &c->win[i];
+	for (const struct witem *it = c->win, *end = it + c->nwin; it < end; it++) {
 		if (it->g == NONE)
 			proc_span(c, it->a);
 		else
 			proc_wp(c, it);
+		if (c->oom)
+			break;
 	}
 	c->nwin = 0;
 	c->st->t_tree += cpu_now() - t1;
@@ -1703,8 +1958,8 @@ static void unit_close(struct ctx *c)
 	for (uint32_t i = 0; i < c->nspans; i++) {
 		struct span *sp = &c->spans[i];
 		for (uint32_t n = sp->inner; n != i; n = ND(c, n)->parent) {
-			struct node *in = ND(c, n);
-			in->end = sp->end;
+			struct inode *in = &c->inodes[n & ~INL];
+			in->n.end = sp->nd.end;
 			in->iflags |= sp->flags & MTEV_SPAN_OPEN_AT_END;
 		}
 		if (sp->parent == NONE)
@@ -1714,7 +1969,8 @@ static void unit_close(struct ctx *c)
 		if (n == NONE)
 			n = pn;
 		/* climb to a node that holds the whole child */
-		while (n != pn && n != NONE && !(ND(c, n)->begin <= sp->begin && sp->end <= ND(c, n)->end))
+		while (n != pn && n != NONE &&
+		       !(ND(c, n)->begin <= sp->nd.begin && sp->nd.end <= ND(c, n)->end))
 			n = ND(c, n)->parent;
 		node_add_child(c, n == NONE ? pn : n, i);
 	}
@@ -1884,22 +2140,24 @@ static int emit_tree(struct ctx *c, mtev_writer *wr, uint32_t root)
 	while (n) {
 		uint32_t x = c->stk[--n];
 		const struct node *nd = ND(c, x);
-		const struct span *sp = &c->spans[nd->si];
+		const struct inode *in = x & INL ? &c->inodes[x & ~INL] : NULL;
+		uint32_t si = in ? in->si : x;
+		const struct span *sp = &c->spans[si];
 		struct mtev_rec rec = {.kind = MTEV_SPAN};
 		int r;
 		rec.span.tid = sp->tid;
 		rec.span.depth = nd->depth;
 		rec.span.begin = nd->begin;
 		rec.span.end = nd->end;
-		if (nd->fi == NONE) {
+		if (!in) {
 			rec.span.func = sp->func;
-			rec.span.callsite = sp->callsite;
+			rec.span.callsite = sp->cs_w != NONE ? c->wants[sp->cs_w].addr : 0;
 			rec.span.flags = sp->flags;
-			if ((r = span_name(c, wr, nd->si, &rec)) < 0)
+			if ((r = span_name(c, wr, si, &rec)) < 0)
 				return r;
 		} else {
-			struct sframe *f = &c->frames[nd->fi];
-			rec.span.flags = nd->iflags;
+			struct sframe *f = &c->frames[in->fi];
+			rec.span.flags = in->iflags;
 			rec.span.name = (struct mtev_str){f->name, f->name_len};
 			if (!f->sid && (r = name_sid(c, wr, rec.span.name, &f->sid)) < 0)
 				return r;
@@ -1947,7 +2205,11 @@ static void unit_reset(struct ctx *c)
 	c->unamelen = 0;
 	c->unit_tid = NONE;
 	c->unit_end = 0;
-	c->last_gkey[0] = c->last_gkey[1] = UINT64_MAX;
+	if (c->gdep_used)
+		memset(c->gdep, 0, c->gdep_used * sizeof *c->gdep);
+	c->gdep_used = 0;
+	c->gd_tid = NONE;
+	c->last_gtid = c->last_gdepth = NONE;
 }
 
 /* The unit is complete: resolve, build its tree, write its symbols, then its
@@ -2008,6 +2270,7 @@ static void ctx_fini(struct ctx *c)
 	free(c->roots);
 	bvec_free(c->win, c->capwin, sizeof *c->win);
 	free(c->grps);
+	free(c->gdep);
 	free(c->thrs);
 	free(c->uname);
 	free(c->stk);
@@ -2017,7 +2280,7 @@ static void ctx_fini(struct ctx *c)
 	free(c->js);
 	hmap_fini(&c->sym_seen);
 	hmap_fini(&c->tid2pid);
-	hmap_fini(&c->want_idx);
+	free(c->want_idx.s);
 	hmap_fini(&c->res_idx);
 	arena_fini(&c->ar);
 }
@@ -2027,10 +2290,10 @@ static void ctx_fini(struct ctx *c)
 
 static int add_span(struct ctx *c, const struct mtev_rec *rec)
 {
-	struct span s = {{0, 0, NONE, NONE, NONE, NONE, 0, 0, NONE, 0},
-			 rec->span.tid, rec->span.depth, rec->span.flags, rec->span.begin,
-			 rec->span.end, rec->span.func, rec->span.callsite, 0, rec->span.name.len,
-			 NONE, NONE, NONE, 0, NONE, NONE, NONE, 0, NONE, NONE, NONE};
+	struct span s = {{rec->span.begin, rec->span.end, NONE, NONE, NONE, NONE, 0},
+			 rec->span.func, rec->span.tid, rec->span.depth, rec->span.flags,
+			 0, rec->span.name.len, NONE, NONE,
+			 NONE, NONE, 0, NONE, NONE, NONE, 0, NONE, NONE, NONE};
 	if (s.name_len) {
 		if (c->unamelen + s.name_len > c->unamecap) {
 			size_t nc = c->unamecap ? c->unamecap : 4096;
@@ -2048,49 +2311,97 @@ static int add_span(struct ctx *c, const struct mtev_rec *rec)
 	}
 	if (s.func)
 		s.func_w = want_get(c, s.tid, s.func);
-	if (s.callsite)
-		want_get(c, s.tid, s.callsite); /* for its symbol record */
+	if (rec->span.callsite) /* for its symbol record, and the attach rule */
+		s.cs_w = want_get(c, s.tid, rec->span.callsite);
 	if (c->nspans >= UINT32_MAX / 4 || BVEC_PUSH(c->spans, c->nspans, c->capspans, s) < 0)
 		return -1;
-	struct witem it = {s.begin, (uint32_t)(c->nspans - 1), NONE};
+	struct witem it = {s.nd.begin, (uint32_t)(c->nspans - 1), NONE};
 	if (BVEC_PUSH(c->win, c->nwin, c->capwin, it) < 0)
 		return -1;
 	if (c->unit_tid == NONE)
 		c->unit_tid = s.tid;
 	else if (c->unit_tid != s.tid)
 		c->unit_tid = UNIT_MULTI;
-	if (s.end > c->unit_end)
-		c->unit_end = s.end;
+	if (s.nd.end > c->unit_end)
+		c->unit_end = s.nd.end;
 	c->st->spans_in++;
 	return 0;
 }
 
-static int add_waypoint(struct ctx *c, const struct mtev_rec *rec)
+static uint32_t grp_of_slow(struct ctx *c, uint32_t tid, uint32_t depth)
 {
-	uint32_t g;
-	if (c->last_gkey[0] == rec->waypoint.tid && c->last_gkey[1] == rec->waypoint.depth) {
-		g = c->last_g;
-	} else {
-		g = hmap_put(&c->gidx, rec->waypoint.tid, rec->waypoint.depth, (uint32_t)c->ngrps);
-		if (g == NONE)
-			return -1;
-		if (g == c->ngrps) {
-			struct grp z = {NONE, NONE};
-			if (VEC_PUSH(c->grps, c->ngrps, c->capgrps, z) < 0)
-				return -1;
-		}
-		c->last_gkey[0] = rec->waypoint.tid;
-		c->last_gkey[1] = rec->waypoint.depth;
-		c->last_g = g;
+	uint32_t g = hmap_put(&c->gidx, tid, depth, (uint32_t)c->ngrps);
+	if (g == NONE)
+		return NONE;
+	if (g == c->ngrps) {
+		struct grp z = {NONE, NONE, 0, 0};
+		if (VEC_PUSH(c->grps, c->ngrps, c->capgrps, z) < 0)
+			return NONE;
 	}
-	struct witem it = {rec->waypoint.time, want_get(c, rec->waypoint.tid, rec->waypoint.addr), g};
-	if (BVEC_PUSH(c->win, c->nwin, c->capwin, it) < 0)
+	return g;
+}
+
+/* grp_of when the last lookup was another group: the unit's first thread
+ * has a table by depth in front of the hash. */
+static uint32_t grp_of_miss(struct ctx *c, uint32_t tid, uint32_t depth)
+{
+	uint32_t g = NONE;
+	if (c->gd_tid == NONE)
+		c->gd_tid = tid;
+	if (tid != c->gd_tid || depth >= (1u << 20)) {
+		g = grp_of_slow(c, tid, depth);
+		goto out;
+	}
+	if (depth < c->gdep_used && c->gdep[depth]) {
+		g = c->gdep[depth] - 1;
+		goto out;
+	}
+	if (depth >= c->capgdep) {
+		size_t nc = c->capgdep ? c->capgdep : 64;
+		while (nc <= depth)
+			nc *= 2;
+		uint32_t *nb = realloc(c->gdep, nc * sizeof *nb);
+		if (!nb)
+			return NONE;
+		c->gdep = nb;
+		c->capgdep = nc;
+	}
+	if (depth >= c->gdep_used) {
+		memset(c->gdep + c->gdep_used, 0, (depth + 1 - c->gdep_used) * sizeof *c->gdep);
+		c->gdep_used = depth + 1;
+	}
+	g = grp_of_slow(c, tid, depth);
+	if (g != NONE)
+		c->gdep[depth] = g + 1;
+out:
+	c->last_gtid = tid;
+	c->last_gdepth = depth;
+	c->last_g = g;
+	return g;
+}
+
+/* The (tid, depth) group, created when new; NONE when out of memory. */
+static inline uint32_t grp_of(struct ctx *c, uint32_t tid, uint32_t depth)
+{
+	if (tid == c->gd_tid && depth < c->gdep_used && c->gdep[depth])
+		return c->gdep[depth] - 1;
+	if (tid == c->last_gtid && depth == c->last_gdepth)
+		return c->last_g;
+	return grp_of_miss(c, tid, depth);
+}
+
+static inline int add_waypoint(struct ctx *c, const struct mtev_rec *rec)
+{
+	uint32_t tid = rec->waypoint.tid;
+	uint32_t g = grp_of(c, tid, rec->waypoint.depth);
+	if (g == NONE)
 		return -1;
-	if (c->unit_tid == NONE)
-		c->unit_tid = rec->waypoint.tid;
-	else if (c->unit_tid != rec->waypoint.tid)
-		c->unit_tid = UNIT_MULTI;
-	c->st->waypoints_in++;
+	uint32_t w = want_get(c, tid, rec->waypoint.addr);
+	if (c->nwin == c->capwin && bvec_grow((void **)&c->win, &c->capwin, sizeof *c->win) < 0)
+		return -1;
+	c->win[c->nwin++] = (struct witem){rec->waypoint.time, w, g};
+	if (tid != c->unit_tid) /* NONE: the first; else several threads */
+		c->unit_tid = c->unit_tid == NONE ? tid : UNIT_MULTI;
 	return 0;
 }
 
@@ -2099,20 +2410,15 @@ static int add_waypoint(struct ctx *c, const struct mtev_rec *rec)
 static int span_group(struct ctx *c, uint32_t si)
 {
 	const struct span *sp = &c->spans[si];
-	uint32_t g = hmap_put(&c->gidx, sp->tid, sp->depth, (uint32_t)c->ngrps);
+	uint32_t g = grp_of(c, sp->tid, sp->depth);
 	if (g == NONE)
 		return -1;
-	if (g == c->ngrps) {
-		struct grp z = {NONE, NONE};
-		if (VEC_PUSH(c->grps, c->ngrps, c->capgrps, z) < 0)
-			return -1;
-	}
 	struct grp *gp = &c->grps[g];
 	if (gp->tail != NONE)
 		c->spans[gp->tail].grp_next = si;
 	gp->tail = si;
 	if (gp->cur == NONE)
-		gp->cur = si;
+		grp_set_cur(c, gp, si);
 	return 0;
 }
 
@@ -2125,6 +2431,7 @@ static int symz_core(mtev_reader *rd, int out_fd, const struct symz_opts *o,
 	c.st = st;
 	unit_reset(&c);
 	int ret = 0, err = 0, r;
+	uint64_t nwp = 0; /* waypoints read (counted apart from records_in) */
 	uint32_t flags = mtev_reader_header(rd)->flags;
 	double t_start = cpu_now();
 	mtev_writer *wr = mtev_writer_alloc(out_fd, "mt-symbolize", flags | MTEV_F_SYMBOLS, &err);
@@ -2132,10 +2439,31 @@ static int symz_core(mtev_reader *rd, int out_fd, const struct symz_opts *o,
 		ret = fail(st, SYMZ_ESYS, "cannot write output: %s", mtev_strerror(err));
 		goto out;
 	}
+	if (wtab_init(&c.want_idx) < 0) {
+		ret = fail(st, SYMZ_ESYS, "out of memory");
+		goto out;
+	}
 	struct mtev_rec rec;
 	while ((r = mtev_read(rd, &rec)) > 0) {
 		int w = 0;
+		if (rec.kind == MTEV_WAYPOINT) { /* most records */
+			nwp++;
+			if (add_waypoint(&c, &rec) < 0 || c.oom) {
+				ret = fail(st, SYMZ_ESYS, "out of memory");
+				goto out;
+			}
+			if (c.nwin >= WINDOW) {
+				proc_window(&c);
+				if (c.oom) {
+					ret = fail(st, SYMZ_ESYS, "out of memory");
+					goto out;
+				}
+			}
+			continue;
+		}
 		st->records_in++;
+		if (nwp)
+			c.any_span = 1;
 		switch (rec.kind) {
 		case MTEV_SPAN:
 			/* a new root of the same thread after everything before it
@@ -2225,6 +2553,8 @@ static int symz_core(mtev_reader *rd, int out_fd, const struct symz_opts *o,
 			   mtev_reader_offset(rd));
 		goto out;
 	}
+	if (nwp)
+		c.any_span = 1;
 	if (r == 0 && !c.any_span && !(flags & MTEV_F_SPANS)) {
 		ret = fail(st, SYMZ_EINPUT,
 			   "input has no spans (flag 'spans' unset): run mt-segment before mt-symbolize");
@@ -2246,6 +2576,8 @@ static int symz_core(mtev_reader *rd, int out_fd, const struct symz_opts *o,
 	}
 	st->t_read = cpu_now() - t_start - st->t_resolve - st->t_tree - st->t_write;
 out:
+	st->records_in += nwp;
+	st->waypoints_in += nwp;
 	mtev_writer_free(wr);
 	ctx_fini(&c);
 	return ret;

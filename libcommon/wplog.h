@@ -42,8 +42,24 @@ static inline void wplog_free(struct wplog *l)
 	l->n = l->cap = 0;
 }
 
-/* 0, or -ENOMEM (the log is unchanged). */
-static inline int wplog_put(struct wplog *l, uint64_t time, uint64_t addr, int32_t level)
+/* The short word for (time, addr, level) after the last entry: 1 and *w,
+ * or 0 when it needs a longer form (or it is the first entry).  An exact
+ * repeat of the last entry is the word 2. */
+static inline __attribute__((always_inline)) int wplog_short(const struct wplog *l, uint64_t time, uint64_t addr, int32_t level,
+			      uint32_t *w)
+{
+	uint64_t dt = time - l->time;
+	uint64_t da = addr - l->addr + (1u << 18); /* [0, 2^19) when short */
+	uint64_t dl = (uint64_t)((int64_t)level - l->level + 1);
+	if (!l->count || (dt >> 10 | da >> 19) || dl >= 3)
+		return 0;
+	*w = (uint32_t)dl << 1 | (uint32_t)dt << 3 | (((uint32_t)da - (1u << 18)) & 0x7ffffu) << 13;
+	return 1;
+}
+
+/* The general case of wplog_put: 0, or -ENOMEM (the log is unchanged). */
+static __attribute__((noinline, unused)) int wplog_put_slow(struct wplog *l, uint64_t time,
+							    uint64_t addr, int32_t level)
 {
 	if (l->n + 6 > l->cap && mt_grow((void **)&l->v, &l->cap, l->n + 6, sizeof *l->v))
 		return -ENOMEM;
@@ -71,6 +87,21 @@ static inline int wplog_put(struct wplog *l, uint64_t time, uint64_t addr, int32
 	l->level = level;
 	l->count++;
 	return 0;
+}
+
+/* 0, or -ENOMEM (the log is unchanged). */
+static inline int wplog_put(struct wplog *l, uint64_t time, uint64_t addr, int32_t level)
+{
+	uint32_t w;
+	if (__builtin_expect(l->n < l->cap && wplog_short(l, time, addr, level, &w), 1)) {
+		l->v[l->n++] = w;
+		l->time = time;
+		l->addr = addr;
+		l->level = level;
+		l->count++;
+		return 0;
+	}
+	return wplog_put_slow(l, time, addr, level);
 }
 
 struct wpcur {
@@ -112,6 +143,30 @@ static inline int wpcur_next(struct wpcur *c)
 	}
 	return 1;
 }
+
+/* Words of the entry that begins with word @x. */
+static inline size_t wplog_entry_words(uint32_t x)
+{
+	return !(x & 1) ? 1 : x & 4 ? 2 : 6;
+}
+
+/* A cursor that hands a log's entries over to another log (mt-segment
+ * --stitch: the segmenter's waypoints to the stitcher's log, as words):
+ * the pending entry (decoded, and its words [q, p)), then [p, end).  The
+ * receiver takes the pending entry and the ones after it while their time
+ * is below @limit and leaves the cursor on the first one it did not take
+ * (@have 0: none left).  Short and medium entries are relative to the entry
+ * before them; the level of an absolute entry is the first log's: depth =
+ * level + @abs_off. */
+struct wprun {
+	const uint32_t *q, *p, *end;
+	uint64_t time, addr; /* the pending entry */
+	int32_t level;	     /* its level (the first log's) */
+	int32_t abs_off;
+	uint64_t limit;
+	int have;
+	size_t n; /* out: entries taken */
+};
 
 /* Makes the next entry put absolute, so that a cursor can start there. */
 static inline void wplog_mark(struct wplog *l)

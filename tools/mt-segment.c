@@ -81,6 +81,14 @@ static int stitch_cb(void *ctx, const struct mtev_rec *r)
 	return e;
 }
 
+static int stitch_wprun_cb(void *ctx, uint32_t tid, struct wprun *run)
+{
+	int e = stitch_feed_wprun(ctx, tid, run);
+	if (e)
+		stitch_err = e;
+	return e;
+}
+
 /* Exits on an error of the segmenter (@e) or of the stitcher behind it. */
 static void fail(struct io_out *out, int e)
 {
@@ -195,7 +203,9 @@ int main(int argc, char **argv)
 	struct fnmap *fns = NULL;
 	if (!o.no_symbols && !(fns = fnmap_alloc(o.symfs)))
 		mt_fatal(MT_EXIT_SYS, "out of memory");
-	struct seg_opts so = {fns, o.no_waypoints, o.no_smear, o.no_call_targets};
+	struct seg_opts so = {fns, o.no_waypoints, o.no_smear, o.no_call_targets, NULL};
+	if (o.stitch) /* waypoints as runs of words, not records */
+		so.wprun = stitch_wprun_cb;
 	stitcher *sti = NULL;
 	if (o.stitch) {
 		if (!(sti = stitch_alloc(emit_cb, w)))

@@ -39,6 +39,7 @@ static uint8_t *encode(const struct mtev_rec *recs, size_t n, size_t *len)
 }
 
 static int str_eq(struct mtev_str a, struct mtev_str b);
+static void test_short_waypoints(void);
 
 /* Span names by reference: a span whose name_id names a string record written
  * before it carries no text; the reader gives the text back. */
@@ -123,6 +124,82 @@ static void test_name_refs(void)
 	free(buf_text);
 }
 
+/* Short waypoints (kinds 0x40-0x47): the thread of the previous waypoint,
+ * its depth changed by -3..+4; a waypoint of another thread or a bigger step
+ * is written in full. */
+static void test_short_waypoints(void)
+{
+	static const int steps[] = {0, 1, 1, -1, 4, -3, 5, -4, 0, 2, -2};
+	enum { NS = sizeof steps / sizeof steps[0] };
+	struct mtev_rec recs[NS + 2];
+	memset(recs, 0, sizeof recs);
+	int64_t depth = 10;
+	size_t nshort = 0;
+	for (size_t i = 0; i < NS; i++) {
+		depth += steps[i];
+		recs[i].kind = MTEV_WAYPOINT;
+		recs[i].waypoint.tid = 7;
+		recs[i].waypoint.depth = (uint32_t)depth;
+		recs[i].waypoint.time = 100 + i;
+		recs[i].waypoint.addr = 0x401000 + 3 * i;
+		nshort += i > 0 && steps[i] >= -3 && steps[i] <= 4;
+	}
+	recs[NS] = recs[NS - 1];
+	recs[NS].waypoint.tid = 8; /* another thread: full form */
+	recs[NS + 1] = recs[NS - 1];
+	recs[NS + 1].waypoint.time += 5; /* back to thread 7: full form again */
+	size_t len = 0;
+	uint8_t *buf = encode(recs, NS + 2, &len);
+	size_t hl = 17 + 4, nk[256] = {0};
+	for (size_t o = hl; buf && o + 1 < len; o += 2 + buf[o + 1])
+		nk[buf[o]]++;
+	size_t ns = 0;
+	for (int k = 0x40; k <= 0x47; k++)
+		ns += nk[k];
+	T_CHECK(buf && ns == nshort && nk[MTEV_WAYPOINT] == NS + 2 - nshort,
+		"%zu of %d waypoints in the short form (want %zu), the rest in full", ns, NS + 2, nshort);
+	int err, n;
+	mtev_reader *r = mtev_reader_alloc_mem(buf, len, &err);
+	struct mtev_rec x;
+	size_t i = 0, bad = 0;
+	while ((n = mtev_read(r, &x)) == 1) {
+		const struct mtev_rec *e = &recs[i++];
+		bad += x.kind != MTEV_WAYPOINT || x.waypoint.tid != e->waypoint.tid ||
+		       x.waypoint.depth != e->waypoint.depth || x.waypoint.time != e->waypoint.time ||
+		       x.waypoint.addr != e->waypoint.addr;
+	}
+	T_CHECK(n == 0 && i == NS + 2 && !bad, "short and full waypoints read back (%zu differ)", bad);
+	mtev_reader_free(r);
+
+	/* a short waypoint with no waypoint before it, and one below depth 0 */
+	uint8_t b1[64], b2[64];
+	memcpy(b1, buf, hl);
+	const uint8_t orphan[] = {0x43, 2, 0, 0, 0, 0};
+	memcpy(b1 + hl, orphan, sizeof orphan);
+	r = mtev_reader_alloc_mem(b1, hl + sizeof orphan, &err);
+	n = mtev_read(r, &x);
+	T_CHECK(n == -MTEV_ECORRUPT, "short waypoint without a previous waypoint: %s", mtev_strerror(n));
+	mtev_reader_free(r);
+	memcpy(b2, buf, hl);
+	const uint8_t under[] = {MTEV_WAYPOINT, 4, 7, 1, 0, 0, 0x40, 2, 0, 0, 0, 0};
+	memcpy(b2 + hl, under, sizeof under);
+	r = mtev_reader_alloc_mem(b2, hl + sizeof under, &err);
+	int n1 = mtev_read(r, &x);
+	n = mtev_read(r, &x);
+	T_CHECK(n1 == 1 && x.waypoint.depth == 1 && n == -MTEV_ECORRUPT,
+		"short waypoint to depth -2: %s", mtev_strerror(n));
+	mtev_reader_free(r);
+	free(buf);
+
+	FILE *f = tmpfile();
+	mtev_writer *w = mtev_writer_alloc(fileno(f), "t", 0, &err);
+	struct mtev_rec raw = {.kind = MTEV_KIND_RAW};
+	raw.raw.kind = 0x44;
+	T_CHECK(mtev_write(w, &raw) == -MTEV_EINVAL, "raw record with a short-waypoint kind refused");
+	mtev_writer_free(w);
+	fclose(f);
+}
+
 static int str_eq(struct mtev_str a, struct mtev_str b)
 {
 	return a.len == b.len && (!a.len || !memcmp(a.p, b.p, a.len));
@@ -137,6 +214,7 @@ int main(void)
 	static const struct mtev_frame fr[2] = {{{"sq", 2}, {"a.c", 3}, 2, 71}, {{"poly", 4}, {"a.c", 3}, 5, 3}};
 	static const uint8_t raw[3] = {9, 8, 7};
 	uint64_t t[4] = {1000, 1000, 1000, 1000};
+	uint32_t wdepth = 5;
 	for (size_t i = 0; i < N; i++) {
 		struct mtev_rec *r = &recs[i];
 		unsigned sel = (unsigned)(rnd() % 16);
@@ -160,7 +238,13 @@ int main(void)
 			r->gap.code = -(int32_t)(rnd() % 30); r->gap.offset = (rnd() & 1) ? UINT64_MAX : rnd(); r->gap.message = mtev_cstr("bad packet"); break;
 		case 6: r->kind = MTEV_SPAN; r->span.tid = tid; r->span.depth = 3; r->span.begin = 5; r->span.end = 5 + rnd() % 100;
 			r->span.func = rnd(); r->span.callsite = rnd(); r->span.flags = 3; r->span.name = mtev_cstr("[syscall]"); break;
-		case 7: r->kind = MTEV_WAYPOINT; r->waypoint.tid = tid; r->waypoint.depth = 2; r->waypoint.time = t[tid - 100]; r->waypoint.addr = rnd(); break;
+		case 7: /* depth steps inside and outside the short form's -3..+4 */
+			wdepth = (rnd() & 3) ? (uint32_t)((int64_t)wdepth + (int64_t)(rnd() % 10) - 4)
+					     : (uint32_t)(rnd() % 3 ? rnd() % 40 : rnd());
+			if (wdepth > 0x80000000u && (rnd() & 1))
+				wdepth = 0;
+			r->kind = MTEV_WAYPOINT; r->waypoint.tid = (rnd() & 3) ? 100 : tid; r->waypoint.depth = wdepth;
+			r->waypoint.time = t[r->waypoint.tid - 100]; r->waypoint.addr = (rnd() & 1) ? rnd() : 0x401000 + rnd() % 300; break;
 		case 8: r->kind = MTEV_SYMBOL; r->symbol.addr = rnd(); r->symbol.entry = 7; r->symbol.nframes = 2; r->symbol.frames = fr; break;
 		case 9: r->kind = MTEV_KIND_RAW; r->raw.kind = 0x77; r->raw.len = 3; r->raw.data = raw; break;
 		case 10: r->kind = MTEV_TRIGGER; r->trigger.tid = tid; r->trigger.addr = rnd(); r->trigger.arg0 = rnd(); r->trigger.symbol = mtev_cstr("magic_trace_stop_indicator"); break;
@@ -192,7 +276,7 @@ int main(void)
 		case MTEV_SAMPLE: ok = x.sample.nips == 3 && !memcmp(x.sample.ips, ips, sizeof ips) && x.sample.time == e->sample.time; break;
 		case MTEV_GAP: ok = x.gap.code == e->gap.code && x.gap.offset == e->gap.offset && x.gap.end == 20 && str_eq(x.gap.message, e->gap.message); break;
 		case MTEV_SPAN: ok = x.span.end == e->span.end && x.span.func == e->span.func && x.span.callsite == e->span.callsite && x.span.flags == 3 && str_eq(x.span.name, e->span.name); break;
-		case MTEV_WAYPOINT: ok = x.waypoint.time == e->waypoint.time && x.waypoint.addr == e->waypoint.addr; break;
+		case MTEV_WAYPOINT: ok = x.waypoint.tid == e->waypoint.tid && x.waypoint.depth == e->waypoint.depth && x.waypoint.time == e->waypoint.time && x.waypoint.addr == e->waypoint.addr; break;
 		case MTEV_SYMBOL: ok = x.symbol.nframes == 2 && str_eq(x.symbol.frames[1].name, fr[1].name) && x.symbol.frames[0].column == 71; break;
 		case MTEV_KIND_RAW: ok = x.raw.kind == 0x77 && x.raw.len == 3 && !memcmp(x.raw.data, raw, 3); break;
 		case MTEV_TRIGGER: ok = x.trigger.addr == e->trigger.addr && x.trigger.arg0 == e->trigger.arg0 && str_eq(x.trigger.symbol, e->trigger.symbol); break;
@@ -287,6 +371,7 @@ int main(void)
 	fclose(f);
 
 	test_name_refs();
+	test_short_waypoints();
 
 	free(cb);
 	free(eb);
