@@ -460,6 +460,18 @@ static int func_build(tw *t, struct func *f)
 
 static struct func *func_add(tw *t, uint64_t addr);
 
+/* The index of @addr's entry in t->fn (made if new), or UINT32_MAX (error). */
+static inline uint32_t func_index(tw *t, uint64_t addr)
+{
+	if (t->fhmask)
+		for (uint32_t pos = mix64(addr) & t->fhmask; t->fhash[pos].idx1;
+		     pos = (pos + 1) & t->fhmask)
+			if (t->fhash[pos].addr == addr)
+				return t->fhash[pos].idx1 - 1;
+	struct func *f = func_add(t, addr);
+	return f ? (uint32_t)(f - t->fn) : UINT32_MAX;
+}
+
 static inline struct func *func_get(tw *t, uint64_t addr)
 {
 	struct func *f = func_find(t, addr);
@@ -528,6 +540,16 @@ static inline struct nment *nm_slot(tw *t, uint32_t id)
 /* The entry of span name @id (text @p, @len as the reader resolved it): made
  * on first use, so the text is copied, clipped and interned once per name. */
 static struct rname *nm_add(tw *t, uint32_t id, const char *p, size_t len);
+
+/* nm_get as an index in t->nm, or UINT32_MAX (error). */
+static inline uint32_t nm_index(tw *t, uint32_t id, const char *p, size_t len)
+{
+	struct nment *sl = nm_slot(t, id);
+	if (sl)
+		return sl->idx1 - 1;
+	struct rname *e = nm_add(t, id, p, len);
+	return e ? (uint32_t)(e - t->nm) : UINT32_MAX;
+}
 
 static inline struct rname *nm_get(tw *t, uint32_t id, const char *p, size_t len)
 {
@@ -1116,8 +1138,8 @@ static int on_span(tw *t, const struct mtev_rec *r)
 		return drop(t, th, r, TW_DROP_OVERLAP,
 			    "previous sibling ends at %" PRIu64, th->st[d].end);
 
-	int rc = close_to(t, th, d);
-	if (rc < 0)
+	int rc;
+	if (th->open > d && (rc = close_to(t, th, d)) < 0)
 		return rc;
 	if (!th->has_pid && !th->used)
 		t->st.threads_without_pid++;
@@ -1140,16 +1162,18 @@ static int on_span(tw *t, const struct mtev_rec *r)
 	f->pending = 0;
 	f->named = 0;
 
-	struct func *fn = func_get(t, r->span.func);
-	if (!fn)
+	uint32_t fi = func_index(t, r->span.func);
+	if (fi == UINT32_MAX)
 		return -t->err;
-	f->fn = (uint32_t)(fn - t->fn);
+	f->fn = fi;
 	f->flags = r->span.flags;
 	struct rname *rn = NULL;
 	if (r->span.name_id && r->span.name.len) {
-		if (!(rn = nm_get(t, r->span.name_id, r->span.name.p, r->span.name.len)))
+		uint32_t ni = nm_index(t, r->span.name_id, r->span.name.p, r->span.name.len);
+		if (ni == UINT32_MAX)
 			return -t->err;
-		f->nm = (uint32_t)(rn - t->nm);
+		f->nm = ni;
+		rn = &t->nm[ni];
 	}
 	t->st.spans_written++;
 
@@ -1180,6 +1204,7 @@ static int on_span(tw *t, const struct mtev_rec *r)
 
 	/* JSON: the B event now; the same name and args go on the E event, which
 	 * readers like speedscope match by name and args */
+	struct func *fn = &t->fn[fi];
 	if (!fn->ready && func_build(t, fn) < 0)
 		return -t->err;
 	const char *name = r->span.name.p;
