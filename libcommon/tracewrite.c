@@ -124,6 +124,7 @@ struct tw {
 	/* FXT: the category and arguments of span slices, kept from span to span */
 	struct fxt_str s_span;
 	struct fxt_arg a_loc, a_inline, a_flags;
+	struct fxt_memo end_memo; /* the end event (no strings) */
 	struct tw_stats st;
 	char msg[512];
 };
@@ -1063,9 +1064,13 @@ static int close_to(tw *t, struct thr *th, uint32_t d)
 	while (th->open > d) {
 		struct frame *f = &th->st[--th->open];
 		if (t->o.format == TW_FXT) {
-			int r = f->pending ? fxt_span(t, th, f, FXT_EV_COMPLETE)
-					   : fxt_eventp(t->fx, FXT_EV_END, th->pid, th->tid, &th->tref,
-							NULL, NULL, f->end, NULL, 0, 0);
+			int r;
+			if (f->pending)
+				r = fxt_span(t, th, f, FXT_EV_COMPLETE);
+			else if ((r = fxt_event_memo(t->fx, &t->end_memo, FXT_EV_END, &th->tref,
+						     f->end, 0)) == 1)
+				r = fxt_eventp_memo(t->fx, &t->end_memo, FXT_EV_END, th->pid, th->tid,
+						    &th->tref, NULL, NULL, f->end, NULL, 0, 0);
 			if (r < 0)
 				return fx(t, r);
 		} else {
