@@ -590,7 +590,7 @@ static struct rname *nm_add(tw *t, uint32_t id, const char *p, size_t len)
 
 /* A string record (re)defines @id: an entry made from the old text is dropped
  * (the hash is rebuilt without it; redefinitions are rare). */
-static int on_string(tw *t, const struct mtev_rec *r)
+static __attribute__((noinline)) int on_string(tw *t, const struct mtev_rec *r)
 {
 	struct nment *sl = nm_slot(t, r->string.id);
 	if (!sl)
@@ -601,7 +601,7 @@ static int on_string(tw *t, const struct mtev_rec *r)
 	return nmhash_grow(t);
 }
 
-static int on_symbol(tw *t, const struct mtev_rec *r)
+static __attribute__((noinline)) int on_symbol(tw *t, const struct mtev_rec *r)
 {
 	t->st.symbols++;
 	if (!r->symbol.nframes)
