@@ -1378,7 +1378,16 @@ static int on_trigger(tw *t, const struct mtev_rec *r)
 	return 0;
 }
 
+static __attribute__((noinline)) int record_any(tw *t, const struct mtev_rec *r);
+
 int tw_record(tw *t, const struct mtev_rec *r)
+{
+	if (r->kind == MTEV_SPAN && t->started && !t->err) /* the common case, first */
+		return on_span(t, r);
+	return record_any(t, r);
+}
+
+static int record_any(tw *t, const struct mtev_rec *r)
 {
 	if (t->err)
 		return -t->err;
