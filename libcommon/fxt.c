@@ -606,10 +606,11 @@ static inline int event_quick(fxt_writer *w, unsigned type, struct fxt_ref_cache
 }
 
 /* The general case: strings interned or inline, registered as needed. */
-static __attribute__((noinline)) int event_slow(fxt_writer *w, unsigned type, uint64_t pid, uint64_t tid,
-		      struct fxt_ref_cache *thread_cache, const struct fxt_str *category,
-		      const struct fxt_str *name, uint64_t ts, const struct fxt_arg *const *args,
-		      unsigned nargs, uint64_t extra)
+static __attribute__((noinline)) int
+event_slow(fxt_writer *w, unsigned type, uint64_t pid, uint64_t tid,
+	   struct fxt_ref_cache *thread_cache, const struct fxt_str *category,
+	   const struct fxt_str *name, uint64_t ts, const struct fxt_arg *const *args,
+	   unsigned nargs, uint64_t extra)
 {
 	rec_begin(w);
 	uint8_t th = 0;
@@ -621,7 +622,8 @@ static __attribute__((noinline)) int event_slow(fxt_writer *w, unsigned type, ui
 	for (unsigned i = 0; i < nargs; i++) {
 		static const struct fxt_str none;
 		if ((r = resolve(w, &args[i]->name, &an[i])) < 0 ||
-		    (r = resolve(w, args[i]->type == FXT_ARG_STRING ? &args[i]->s : &none, &av[i])) < 0)
+		    (r = resolve(w, args[i]->type == FXT_ARG_STRING ? &args[i]->s : &none,
+				 &av[i])) < 0)
 			return r;
 		size += arg_words(args[i], &an[i], &av[i]);
 	}
@@ -808,8 +810,9 @@ int fxt_event_memo(fxt_writer *w, const struct fxt_memo *m, unsigned type,
 		memcpy(out + 8 * nv, &extra, 8);
 		nv++;
 	}
-	uint64_t h = REC_EVENT | (uint64_t)nv << 4 | (uint64_t)type << 16 | (uint64_t)m->nargs << 20 |
-		     (uint64_t)th << 24 | (uint64_t)m->cat << 32 | (uint64_t)m->name << 48;
+	uint64_t h = REC_EVENT | (uint64_t)nv << 4 | (uint64_t)type << 16 |
+		     (uint64_t)m->nargs << 20 | (uint64_t)th << 24 | (uint64_t)m->cat << 32 |
+		     (uint64_t)m->name << 48;
 	memcpy(out, &h, 8);
 	memcpy(out + 8, &ts, 8);
 	w->len += nv * 8;
@@ -826,7 +829,8 @@ int fxt_event(fxt_writer *w, unsigned type, uint64_t pid, uint64_t tid,
 		return w->err ? -w->err : -FXT_EINVAL;
 	for (unsigned i = 0; i < nargs; i++)
 		argp[i] = &args[i];
-	return fxt_eventp(w, type, pid, tid, thread_cache, &category, &name, ts, argp, nargs, extra);
+	return fxt_eventp(w, type, pid, tid, thread_cache, &category, &name, ts, argp, nargs,
+			  extra);
 }
 
 void fxt_writer_stats(const fxt_writer *w, struct fxt_stats *st)

@@ -356,7 +356,8 @@ static inline struct func *func_find(tw *t, uint64_t addr)
 {
 	if (!t->fhmask)
 		return NULL;
-	for (uint32_t pos = mix64(addr) & t->fhmask; t->fhash[pos].idx1; pos = (pos + 1) & t->fhmask)
+	for (uint32_t pos = mix64(addr) & t->fhmask; t->fhash[pos].idx1;
+	     pos = (pos + 1) & t->fhmask)
 		if (t->fhash[pos].addr == addr)
 			return &t->fn[t->fhash[pos].idx1 - 1];
 	return NULL;
@@ -668,9 +669,11 @@ static void jprintf(tw *t, const char *fmt, ...)
 		t->jlen += (size_t)n;
 }
 
-static const char dig2[201] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
-			       "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
-			       "8081828384858687888990919293949596979899";
+static const char dig2[201] = "0001020304050607080910111213141516171819"
+			      "2021222324252627282930313233343536373839"
+			      "4041424344454647484950515253545556575859"
+			      "6061626364656667686970717273747576777879"
+			      "8081828384858687888990919293949596979899";
 
 /* Writes @v in decimal so that it ends just before @end; returns its start.
  * dec8_back writes exactly 8 digits (leading zeros). */
@@ -1011,8 +1014,8 @@ static int fxt_span(tw *t, struct thr *th, struct frame *f, unsigned type)
 	if (!fn->ready && func_build(t, fn) < 0)
 		return -t->err;
 	/* the same shape as the last span of this function: from the memo */
-	int same = f->named != 1 && fn->memo_flags == f->flags && fn->memo_named == (uint32_t)f->named &&
-		   (f->named != 2 || fn->memo_nm == f->nm);
+	int same = f->named != 1 && fn->memo_flags == f->flags &&
+		   fn->memo_named == (uint32_t)f->named && (f->named != 2 || fn->memo_nm == f->nm);
 	if (same) {
 		int r = fxt_event_memo(t->fx, &fn->memo, type, &th->tref, f->begin, f->end);
 		if (r <= 0) {
