@@ -539,11 +539,11 @@ static inline struct nment *nm_slot(tw *t, uint32_t id)
 	return NULL;
 }
 
-/* The entry of span name @id (text @p, @len as the reader resolved it): made
- * on first use, so the text is copied, clipped and interned once per name. */
 static struct rname *nm_add(tw *t, uint32_t id, const char *p, size_t len);
 
-/* nm_get as an index in t->nm, or UINT32_MAX (error). */
+/* The entry of span name @id (text @p, @len as the reader resolved it), as an
+ * index in t->nm, or UINT32_MAX (error): made on first use, so the text is
+ * copied, clipped and interned once per name. */
 static inline uint32_t nm_index(tw *t, uint32_t id, const char *p, size_t len)
 {
 	struct nment *sl = nm_slot(t, id);
@@ -551,12 +551,6 @@ static inline uint32_t nm_index(tw *t, uint32_t id, const char *p, size_t len)
 		return sl->idx1 - 1;
 	struct rname *e = nm_add(t, id, p, len);
 	return e ? (uint32_t)(e - t->nm) : UINT32_MAX;
-}
-
-static inline struct rname *nm_get(tw *t, uint32_t id, const char *p, size_t len)
-{
-	struct nment *sl = nm_slot(t, id);
-	return sl ? &t->nm[sl->idx1 - 1] : nm_add(t, id, p, len);
 }
 
 static struct rname *nm_add(tw *t, uint32_t id, const char *p, size_t len)
