@@ -59,9 +59,10 @@ struct thr {
  * that uses the function (most symbols are interior addresses no span names). */
 struct func {
 	uint64_t addr;
-	uint32_t sname_off, sname_len; /* symbol name (clipped) in t->arena; len 0: none */
+	uint32_t sname_off, sname_len; /* symbol name (clipped) in t->arena */
 	uint32_t file_off, file_len;   /* source file (clipped, up to a NUL) */
 	uint32_t line;
+	uint8_t has_name, has_src; /* a symbol gave a name; a file (even if cut to nothing) */
 	int sym;   /* 2: from a symbol for this address, 1: derived from an entry, 0: none */
 	int ready; /* the strings below match the fields above */
 	uint32_t name_off, name_len;   /* the slice name, in t->arena */
@@ -392,13 +393,15 @@ static size_t fmt_dec(char *p, uint64_t v)
 }
 
 /* Records a name and a source location for @f; the strings are built when a
- * span first needs them (func_ready). */
+ * span first needs them (func_build). */
 static int func_fill(tw *t, struct func *f, const char *name, size_t nlen, const char *file,
 		     size_t flen, uint32_t line)
 {
 	int r;
 	f->ready = 0;
 	f->sname_len = f->file_len = 0;
+	f->has_name = nlen != 0;
+	f->has_src = flen != 0;
 	if (nlen) {
 		nlen = clip(name, nlen, MAX_NAME);
 		if ((r = arena_add(t, name, nlen, &f->sname_off)) < 0)
@@ -433,7 +436,7 @@ static int func_build(tw *t, struct func *f)
 	buf[n++] = 'x';
 	n += fmt_hex(buf + n, f->addr);
 	size_t hexlen = n;
-	if (f->sname_len) {
+	if (f->has_name) {
 		f->name_off = f->sname_off;
 		f->name_len = f->sname_len;
 	} else {
@@ -441,7 +444,7 @@ static int func_build(tw *t, struct func *f)
 			return r;
 		f->name_len = (uint32_t)hexlen;
 	}
-	if (f->file_len) {
+	if (f->has_src) {
 		buf[n++] = ' ';
 		memcpy(buf + n, t->arena + f->file_off, f->file_len);
 		n += f->file_len;
