@@ -541,6 +541,30 @@ uint64_t mtev_reader_offset(const mtev_reader *r)
 static int rd_waypoint_short(mtev_reader *r, unsigned kind, struct mtev_rec *rec,
 			     const uint8_t *p, const uint8_t *end);
 
+/* The fields of a span record (rec->span zeroed).  0, -MTEV_EREF, or c->bad. */
+static inline int parse_span(mtev_reader *r, struct cur *c, struct mtev_rec *rec)
+{
+	rec->span.tid = get_u32(c);
+	rec->span.depth = get_u32(c);
+	rec->span.begin = get_uv(c);
+	rec->span.end = rec->span.begin + get_uv(c);
+	if (rec->span.end < rec->span.begin)
+		c->bad = 1;
+	rec->span.func = get_uv(c);
+	rec->span.callsite = get_uv(c);
+	rec->span.flags = get_u32(c);
+	rec->span.name = get_str(c);
+	if (c->p < c->end) /* appended field: a name by reference */
+		rec->span.name_id = get_u32(c);
+	if (rec->span.name_id && !c->bad) {
+		if (rec->span.name.len) /* the writer never sends both */
+			c->bad = 1;
+		else if (!strtab_get(&r->st, rec->span.name_id, &rec->span.name))
+			return -MTEV_EREF;
+	}
+	return 0;
+}
+
 static int parse_payload(mtev_reader *r, unsigned kind, struct cur *c, struct mtev_rec *rec)
 {
 	if (kind >= MTEV_WP_SHORT && kind <= MTEV_WP_SHORT + 7) {
@@ -681,26 +705,12 @@ static int parse_payload(mtev_reader *r, unsigned kind, struct cur *c, struct mt
 			c->bad = 1;
 		rec->segment.reason = get_u32(c);
 		break;
-	case MTEV_SPAN:
-		rec->span.tid = get_u32(c);
-		rec->span.depth = get_u32(c);
-		rec->span.begin = get_uv(c);
-		rec->span.end = rec->span.begin + get_uv(c);
-		if (rec->span.end < rec->span.begin)
-			c->bad = 1;
-		rec->span.func = get_uv(c);
-		rec->span.callsite = get_uv(c);
-		rec->span.flags = get_u32(c);
-		rec->span.name = get_str(c);
-		if (c->p < c->end) /* appended field: a name by reference */
-			rec->span.name_id = get_u32(c);
-		if (rec->span.name_id && !c->bad) {
-			if (rec->span.name.len) /* the writer never sends both */
-				c->bad = 1;
-			else if (!strtab_get(&r->st, rec->span.name_id, &rec->span.name))
-				return -MTEV_EREF;
-		}
+	case MTEV_SPAN: {
+		int e = parse_span(r, c, rec);
+		if (e)
+			return e;
 		break;
+	}
 	case MTEV_WAYPOINT: {
 		rec->waypoint.tid = get_u32(c);
 		rec->waypoint.depth = get_u32(c);
@@ -885,6 +895,19 @@ static __attribute__((noinline)) int rd_branch(mtev_reader *r, unsigned kind, st
 
 static int read_slow(mtev_reader *r, struct mtev_rec *rec) __attribute__((noinline));
 
+/* The payload [p, end) of a span record. */
+static __attribute__((noinline)) int rd_span(mtev_reader *r, struct mtev_rec *rec,
+					     const uint8_t *p, const uint8_t *end)
+{
+	struct cur c = {p, end, 0};
+	rec->kind = MTEV_SPAN;
+	memset(&rec->span, 0, sizeof rec->span);
+	int e = parse_span(r, &c, rec);
+	if (e)
+		return e;
+	return c.bad ? -MTEV_ECORRUPT : 1;
+}
+
 int mtev_read(mtev_reader *r, struct mtev_rec *rec)
 {
 	size_t avail = r->len - r->pos;
@@ -906,6 +929,11 @@ int mtev_read(mtev_reader *r, struct mtev_rec *rec)
 			r->rec_off = r->base + r->pos;
 			r->pos += 2 + (size_t)p[1];
 			return rd_branch(r, kind, rec, p + 2, end);
+		}
+		if (kind == MTEV_SPAN) {
+			r->rec_off = r->base + r->pos;
+			r->pos += 2 + (size_t)p[1];
+			return rd_span(r, rec, p + 2, end);
 		}
 	}
 	return read_slow(r, rec);

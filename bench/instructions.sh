@@ -1,0 +1,71 @@
+#!/bin/sh
+# Instruction counts (valgrind --tool=callgrind) of every stage on one trace:
+# reproducible where CPU seconds are not (a shared 2-core VM, page faults
+# that cost ~20 us each).  Complements bench/pipeline.sh (CPU, wall, RSS).
+#
+#   sh bench/instructions.sh [INSNS]     (default 5M; trace cached in bench/out/ptgen-INSNS)
+#
+# Counts are of each process alone (llvm-symbolizer, a child of mt-symbolize,
+# is not counted: mt-symbolize runs with a warm cache, prepared by one run
+# first, so it has nothing to ask).  Needs valgrind; skipped without it.
+set -e
+cd "$(dirname "$0")/.."
+N=${1:-${BENCH_CG_INSNS:-5M}}
+command -v valgrind >/dev/null 2>&1 || { echo "instructions.sh: valgrind not installed: skipped"; exit 0; }
+BIN=build/programs/fnptr
+BARE=build/bench/ptdecode_bench
+for f in bin/mt-ptgen bin/mt-decode bin/mt-segment bin/mt-stitch bin/mt-symbolize bin/mt-write "$BARE" "$BIN"; do
+	[ -x "$f" ] || { echo "instructions.sh: $f missing: run make bench" >&2; exit 2; }
+done
+D=bench/out/ptgen-$N
+mkdir -p bench/out
+if [ ! -f "$D/perf.data" ] || [ bin/mt-ptgen -nt "$D/perf.data" ] || [ "$BIN" -nt "$D/perf.data" ]; then
+	rm -rf "$D"
+	bin/mt-ptgen --no-spans -n "$N" -o "$D" "$BIN" >/dev/null 2>&1 || { echo "instructions.sh: mt-ptgen failed" >&2; exit 1; }
+fi
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+
+# the stages' inputs, made once
+bin/mt-decode --buildid-dir "$D/images" -o "$TMP/dec.mt" "$D/perf.data"
+bin/mt-segment -i "$TMP/dec.mt" -o "$TMP/seg.mt"
+bin/mt-stitch -i "$TMP/seg.mt" -o "$TMP/st.mt"
+bin/mt-symbolize --images "$D/images" --cache-dir "$TMP/cache" -o "$TMP/sym.mt" "$TMP/st.mt" || [ $? -eq 1 ]
+BR=$(bin/mt-dump -k branch "$TMP/dec.mt" | wc -l)
+NWP=$(bin/mt-dump -k waypoint "$TMP/st.mt" | wc -l)
+NSP=$(bin/mt-dump -k span "$TMP/st.mt" | wc -l)
+
+cg() { # name, command...
+	name=$1
+	shift
+	valgrind --tool=callgrind --callgrind-out-file="$TMP/cg.$name" "$@" >/dev/null 2>"$TMP/$name.err" ||
+		[ $? -eq 1 ] || { echo "instructions.sh: $name failed" >&2; cat "$TMP/$name.err" >&2; exit 1; }
+	sed -n 's/^==[0-9]*== I *refs: *//p' "$TMP/$name.err" | tr -d , >"$TMP/$name.ir"
+}
+cg bare "$BARE" bare "$D/perf.data" "$D/images"
+cg decode bin/mt-decode --buildid-dir "$D/images" -o /dev/null "$D/perf.data"
+cg segment bin/mt-segment -i "$TMP/dec.mt" -o /dev/null
+cg stitch bin/mt-stitch -i "$TMP/seg.mt" -o /dev/null
+cg segstitch bin/mt-segment --stitch -i "$TMP/dec.mt" -o /dev/null
+cg symbolize bin/mt-symbolize --images "$D/images" --cache-dir "$TMP/cache" -o /dev/null "$TMP/st.mt"
+cg write bin/mt-write -o "$TMP/out.fxt" "$TMP/sym.mt"
+
+v() { cat "$TMP/$1.ir"; }
+echo "bench/instructions.sh: $(date -u '+%Y-%m-%d %H:%M UTC'), trace $D: $N instructions of $BIN,"
+echo "  $BR branches -> $NSP spans + $NWP waypoints; callgrind instruction counts (millions)"
+awk -v br="$BR" -v bare="$(v bare)" -v dec="$(v decode)" -v seg="$(v segment)" -v st="$(v stitch)" \
+	-v ss="$(v segstitch)" -v sym="$(v symbolize)" -v wr="$(v write)" 'BEGIN {
+	printf "\n| what | M instructions | per branch | vs mt-decode |\n|---|---:|---:|---:|\n"
+	row("bare libipt block-decoder loop", bare)
+	row("mt-decode", dec)
+	row("mt-segment", seg)
+	row("mt-stitch", st)
+	row("mt-segment --stitch", ss)
+	row("mt-symbolize (warm cache)", sym)
+	row("mt-write (fxt)", wr)
+	row("pipeline: decode, segment, stitch, symbolize, write", dec + seg + st + sym + wr)
+	row("pipeline: decode, segment --stitch, symbolize, write", dec + ss + sym + wr)
+	printf "\nmt-decode vs the bare loop: %.3fx (goal >= 0.7x); pipeline vs mt-decode: %.2fx, with --stitch %.2fx (goal <= 2x)\n",
+		bare / dec, (dec + seg + st + sym + wr) / dec, (dec + ss + sym + wr) / dec
+}
+function row(what, n) { printf "| %s | %.1f | %.0f | %.2fx |\n", what, n / 1e6, n / br, n / dec }'
