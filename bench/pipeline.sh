@@ -103,30 +103,41 @@ done
 
 # The same with segment and stitch in one process (mt-segment --stitch: the
 # same records, without encoding and decoding the stream between them).
-: >"$TMP/fused.all"
-i=0
-while [ "$i" -lt "$R" ]; do
-	rm -rf "$TMP/cache"
-	t0=$(date +%s%N)
-	rc=0
-	/usr/bin/time -f '%e %U %S %M' -o "$TMP/f.decode" bin/mt-decode --buildid-dir "$D/images" "$D/perf.data" |
-		/usr/bin/time -f '%e %U %S %M' -o "$TMP/f.segstitch" bin/mt-segment --stitch |
-		/usr/bin/time -f '%e %U %S %M' -o "$TMP/f.symbolize" bin/mt-symbolize --images "$D/images" --cache-dir "$TMP/cache" |
-		/usr/bin/time -f '%e %U %S %M' -o "$TMP/f.write" bin/mt-write --force >/dev/null 2>"$TMP/fused.err" || rc=$?
-	t1=$(date +%s%N)
-	[ "$rc" -le 1 ] || { echo "pipeline.sh: the fused pipeline failed ($rc):" >&2; cat "$TMP/fused.err" >&2; exit 1; }
-	line=$((t1 - t0))
-	for s in decode segstitch symbolize write; do
-		[ -s "$TMP/f.$s" ] || { echo "pipeline.sh: $s did not finish" >&2; exit 1; }
-		line="$line $(tail -1 "$TMP/f.$s" | awk '{ print $2 + $3, $4 }')"
+# the pipeline with mt-segment --stitch; $1 = fused (cold symbolizer cache, as
+# the separate pipeline above) or warm (the cache the previous run left)
+fused() {
+	tag=$1
+	: >"$TMP/$tag.all"
+	i=0
+	while [ "$i" -lt "$R" ]; do
+		[ "$tag" = warm ] || rm -rf "$TMP/cache"
+		t0=$(date +%s%N)
+		rc=0
+		/usr/bin/time -f '%e %U %S %M' -o "$TMP/f.decode" bin/mt-decode --buildid-dir "$D/images" "$D/perf.data" |
+			/usr/bin/time -f '%e %U %S %M' -o "$TMP/f.segstitch" bin/mt-segment --stitch |
+			/usr/bin/time -f '%e %U %S %M' -o "$TMP/f.symbolize" bin/mt-symbolize --images "$D/images" --cache-dir "$TMP/cache" |
+			/usr/bin/time -f '%e %U %S %M' -o "$TMP/f.write" bin/mt-write --force >/dev/null 2>"$TMP/$tag.err" || rc=$?
+		t1=$(date +%s%N)
+		[ "$rc" -le 1 ] || { echo "pipeline.sh: the $tag pipeline failed ($rc):" >&2; cat "$TMP/$tag.err" >&2; exit 1; }
+		line=$((t1 - t0))
+		for s in decode segstitch symbolize write; do
+			[ -s "$TMP/f.$s" ] || { echo "pipeline.sh: $s did not finish" >&2; exit 1; }
+			line="$line $(tail -1 "$TMP/f.$s" | awk '{ print $2 + $3, $4 }')"
+		done
+		echo "$line" >>"$TMP/$tag.all"
+		i=$((i + 1))
 	done
-	echo "$line" >>"$TMP/fused.all"
-	i=$((i + 1))
-done
-awk '{ print $1 / 1e9 }' "$TMP/fused.all" | median >"$TMP/fused.wall"
-awk '{ print $2 + $4 + $6 + $8 }' "$TMP/fused.all" | median >"$TMP/fused.cpu"
-awk '{ print $4 }' "$TMP/fused.all" | median >"$TMP/f_segstitch.cpu"
-awk '{ print $5 }' "$TMP/fused.all" | median >"$TMP/f_segstitch.rss"
+	awk '{ print $1 / 1e9 }' "$TMP/$tag.all" | median >"$TMP/$tag.wall"
+	awk '{ print $2 + $4 + $6 + $8 }' "$TMP/$tag.all" | median >"$TMP/$tag.cpu"
+	k=2
+	for s in decode segstitch symbolize write; do
+		awk -v k=$k '{ print $k }' "$TMP/$tag.all" | median >"$TMP/${tag}_$s.cpu"
+		awk -v k=$((k + 1)) '{ print $k }' "$TMP/$tag.all" | median >"$TMP/${tag}_$s.rss"
+		k=$((k + 2))
+	done
+}
+fused fused
+fused warm
 
 v() { cat "$TMP/$1"; }
 awk -v n="$N" -v br="$BR" -v pt="$PT" -v r="$R" -v rp="$RP" \
@@ -137,7 +148,9 @@ awk -v n="$N" -v br="$BR" -v pt="$PT" -v r="$R" -v rp="$RP" \
 	-v c1="$(v p_decode.cpu)" -v r1="$(v p_decode.rss)" -v c2="$(v p_segment.cpu)" -v r2="$(v p_segment.rss)" \
 	-v c3="$(v p_stitch.cpu)" -v r3="$(v p_stitch.rss)" -v c4="$(v p_symbolize.cpu)" -v r4="$(v p_symbolize.rss)" \
 	-v c5="$(v p_write.cpu)" -v r5="$(v p_write.rss)" \
-	-v fc="$(v fused.cpu)" -v fw="$(v fused.wall)" -v c6="$(v f_segstitch.cpu)" -v r6="$(v f_segstitch.rss)" 'BEGIN {
+	-v fc="$(v fused.cpu)" -v fw="$(v fused.wall)" -v c6="$(v fused_segstitch.cpu)" -v r6="$(v fused_segstitch.rss)" \
+	-v c7="$(v fused_symbolize.cpu)" -v r7="$(v fused_symbolize.rss)" -v c8="$(v fused_write.cpu)" -v r8="$(v fused_write.rss)" \
+	-v xc="$(v warm.cpu)" -v xw="$(v warm.wall)" -v c9="$(v warm_symbolize.cpu)" -v r9="$(v warm_symbolize.rss)" 'BEGIN {
 	printf "\n| what (median of %d; perf script: %d) | cpu s | wall s | M branches/cpu s | MB PT/cpu s | peak RSS MB | vs mt-decode (cpu) |\n", r, rp
 	printf "|---|---:|---:|---:|---:|---:|---:|\n"
 	row("bare libipt block-decoder loop", bc, bw, brs)
@@ -151,6 +164,10 @@ awk -v n="$N" -v br="$BR" -v pt="$PT" -v r="$R" -v rp="$RP" \
 	row("  mt-write (fxt)", c5, -1, r5)
 	row("pipeline: decode|segment --stitch|symbolize|write", fc, fw, -1)
 	row("  mt-segment --stitch", c6, -1, r6)
+	row("  mt-symbolize", c7, -1, r7)
+	row("  mt-write (fxt)", c8, -1, r8)
+	row("same, symbolizer cache warm (a second trace of the binary)", xc, xw, -1)
+	row("  mt-symbolize, warm cache", c9, -1, r9)
 	printf "\n| goal | measured | met |\n|---|---:|:-:|\n"
 	goal("mt-decode >= 0.7x the bare libipt loop", bc / dc, "x", bc / dc >= 0.7)
 	goal("mt-decode >= 10x faster than perf script", pc / dc, "x", pc / dc >= 10)
@@ -158,6 +175,8 @@ awk -v n="$N" -v br="$BR" -v pt="$PT" -v r="$R" -v rp="$RP" \
 	goal("whole pipeline <= 2x mt-decode alone (wall)", ww / dw, "x", ww / dw <= 2)
 	goal("same, segment --stitch (cpu)", fc / dc, "x", fc / dc <= 2)
 	goal("same, segment --stitch (wall)", fw / dw, "x", fw / dw <= 2)
+	goal("same, segment --stitch, warm cache (cpu)", xc / dc, "x", xc / dc <= 2)
+	goal("same, segment --stitch, warm cache (wall)", xw / dw, "x", xw / dw <= 2)
 	goal("mt-segment <= 64 bytes of RSS per branch", r2 * 1024 / br, " B", r2 * 1024 / br <= 64)
 }
 function row(what, c, w, rss) {

@@ -405,7 +405,10 @@ struct ptq {
 	uint64_t last_tsc;    /* q->time is its perf time (or later) */
 	uint64_t nblocks, ninsns;
 	int untimed;	      /* after an overflow, until timing is exact again */
-	uint64_t spin_off, spin_insns; /* instructions decoded since a packet was read */
+	/* spinning, checked every 16 blocks (q_spinning): the offset and the
+	 * instruction count at the last check, and how many instructions ran
+	 * since a check first saw the offset where it still is */
+	uint64_t spin_off, spin_mark, spin_insns;
 
 	/* output: fcount records from fhead; the first nready are final, the
 	 * rest (decoded since the last PSB) are dropped if the decoder finds
@@ -419,10 +422,24 @@ struct ptq {
 
 enum { Q_SEG, Q_SYNC, Q_RUN, Q_DONE };
 
+/* entries of the classifier's hot table (16 bytes each, in struct ptd) */
+#define PTD_CC1 8192
+
 struct ccache_ent {
 	uint64_t ip;
 	int32_t isid;
 	uint8_t cls, size, valid;
+};
+
+struct secview { /* an iscache section as libipt sees it (pt_mk_section) */
+	const uint8_t *data; /* its first byte; NULL: ask pt_iscache_read */
+	uint64_t addr, size; /* load address, size cut at the end of the file */
+};
+
+struct filemap { /* an image file, mapped once */
+	char *file;
+	uint8_t *base; /* NULL: could not be mapped */
+	size_t len;
 };
 
 struct ptd {
@@ -473,9 +490,16 @@ struct ptd {
 	size_t nkmaps, kmapcap;
 
 	/* classifier cache: a small hot table in front of a bigger one */
-	struct ccache_ent cc1[2048];
+	struct ccache_ent cc1[PTD_CC1];
 	struct ccache_ent *cc;
 	size_t ccmask;
+	/* the bytes of each iscache section (by isid), read in place by the
+	 * classifier instead of through pt_iscache_read (which maps the
+	 * section and takes its locks on every call) */
+	struct secview *secs;
+	size_t nsecs, seccap;
+	struct filemap *fmaps;
+	size_t nfmaps, fmapcap;
 
 	struct strtab strs;
 	mtev_writer *w;
@@ -532,6 +556,62 @@ static int grow(void *pv, size_t *cap, size_t n, size_t elem)
 	*p = np;
 	*cap = c;
 	return 0;
+}
+
+/* Section @isid is @len bytes of @file from @pgoff, loaded at @addr: keep a
+ * view of its bytes.  The same rules as libipt's: the section is cut at the
+ * end of the file; an offset at or past the end is no section (libipt
+ * refuses it too).  Anything unusual leaves the view empty, and
+ * classify_ip_slow asks libipt instead. */
+static void sec_note(struct ptd *d, const char *file, uint64_t pgoff, uint64_t len, uint64_t addr,
+		     int isid)
+{
+	struct filemap *f = NULL;
+	size_t i;
+
+	if (isid <= 0)
+		return;
+	if ((size_t)isid >= d->nsecs) {
+		if (grow(&d->secs, &d->seccap, (size_t)isid, sizeof *d->secs) < 0)
+			return;
+		memset(d->secs + d->nsecs, 0, ((size_t)isid + 1 - d->nsecs) * sizeof *d->secs);
+		d->nsecs = (size_t)isid + 1;
+	}
+	d->secs[isid].data = NULL;
+	for (i = 0; i < d->nfmaps; i++)
+		if (!strcmp(d->fmaps[i].file, file)) {
+			f = &d->fmaps[i];
+			break;
+		}
+	if (!f) {
+		struct stat st;
+		int fd;
+		if (grow(&d->fmaps, &d->fmapcap, d->nfmaps, sizeof *d->fmaps) < 0)
+			return;
+		f = &d->fmaps[d->nfmaps];
+		f->file = strdup(file);
+		f->base = NULL;
+		f->len = 0;
+		if (!f->file)
+			return;
+		d->nfmaps++;
+		fd = open(file, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+				void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+				if (m != MAP_FAILED) {
+					f->base = m;
+					f->len = (size_t)st.st_size;
+				}
+			}
+			close(fd);
+		}
+	}
+	if (!f->base || pgoff >= f->len)
+		return;
+	d->secs[isid].data = f->base + pgoff;
+	d->secs[isid].addr = addr;
+	d->secs[isid].size = len < f->len - pgoff ? len : f->len - pgoff;
 }
 
 static uint64_t ptd_conv(const struct ptd *d, uint64_t tsc)
@@ -720,6 +800,7 @@ static void image_add(struct ptd *d, uint32_t pid, const struct sb *s)
 	file = find_image(d, path, bid, bidlen, &why);
 	if (file) {
 		isid = pt_iscache_add_file(d->isc, file, s->mmap.pgoff, s->mmap.len, s->mmap.addr);
+		sec_note(d, file, s->mmap.pgoff, s->mmap.len, s->mmap.addr, isid);
 		if (isid < 0) {
 			char hex[41];
 			buildid_hex(hex, bid, bidlen);
@@ -1127,7 +1208,7 @@ static enum ptd_brclass classify_ip_slow(struct ptd *d, uint64_t ip, int32_t isi
 static inline enum ptd_brclass classify_ip(struct ptd *d, uint64_t ip, int32_t isid, uint8_t mode,
 					   uint8_t *size)
 {
-	const struct ccache_ent *e = &d->cc1[(ip ^ (ip >> 11)) & 2047];
+	const struct ccache_ent *e = &d->cc1[(ip ^ (ip >> 11)) & (PTD_CC1 - 1)];
 	if (e->valid && e->ip == ip && e->isid == isid) {
 		*size = e->size;
 		return (enum ptd_brclass)e->cls;
@@ -1138,7 +1219,7 @@ static inline enum ptd_brclass classify_ip(struct ptd *d, uint64_t ip, int32_t i
 static enum ptd_brclass classify_ip_slow(struct ptd *d, uint64_t ip, int32_t isid, uint8_t mode,
 					uint8_t *size)
 {
-	struct ccache_ent *e = &d->cc1[(ip ^ (ip >> 11)) & 2047], *e2;
+	struct ccache_ent *e = &d->cc1[(ip ^ (ip >> 11)) & (PTD_CC1 - 1)], *e2;
 	uint8_t buf[16];
 	int n, bits;
 	enum ptd_brclass cls;
@@ -1152,7 +1233,18 @@ static enum ptd_brclass classify_ip_slow(struct ptd *d, uint64_t ip, int32_t isi
 	*size = 0;
 	if (isid <= 0)
 		return PTD_BR_NONE;
-	n = pt_iscache_read(d->isc, buf, sizeof buf, isid, ip);
+	if ((size_t)isid < d->nsecs && d->secs[isid].data) {
+		/* pt_iscache_read without the mapping and locking */
+		const struct secview *v = &d->secs[isid];
+		uint64_t left;
+		if (ip < v->addr || ip - v->addr >= v->size)
+			return PTD_BR_NONE; /* -pte_nomap */
+		left = v->size - (ip - v->addr);
+		n = left < sizeof buf ? (int)left : (int)sizeof buf;
+		memcpy(buf, v->data + (ip - v->addr), (size_t)n);
+	} else {
+		n = pt_iscache_read(d->isc, buf, sizeof buf, isid, ip);
+	}
 	if (n <= 0)
 		return PTD_BR_NONE;
 	bits = mode == ptem_64bit ? 64 : mode == ptem_32bit ? 32 : 16;
@@ -1287,20 +1379,25 @@ static void q_error(struct ptd *d, struct ptq *q, int err, uint64_t ip)
  * needs no packets: libipt would decode it forever from a trace that leads
  * there (a corrupt one: real hardware faults on the hlt).  No real code runs
  * this many instructions without a conditional or indirect branch, which
- * consume trace. */
+ * consume trace.  Checked with the PSB check, every 16 blocks (asking
+ * libipt for the offset after every block cost 2% of all instructions): the
+ * count starts at the first check that sees the offset where it stays, so a
+ * loop is caught at most 16 blocks after it passes the limit. */
 #define PTD_MAX_SPIN (1u << 17)
 
-static int q_spinning(struct ptq *q, const struct pt_block *b)
+/* At a check (q->nblocks a multiple of 16), the decoder at @off (0 if
+ * unknown): whether the queue is spinning. */
+static inline int q_spin_check(uint64_t off, uint64_t ninsns, uint64_t *spin_off,
+			       uint64_t *spin_mark, uint64_t *spin_insns)
 {
-	uint64_t off = 0;
-	pt_blk_get_offset(q->dec, &off);
-	if (off != q->spin_off) {
-		q->spin_off = off;
-		q->spin_insns = 0;
-		return 0;
+	if (off != *spin_off) {
+		*spin_off = off;
+		*spin_insns = 0;
+	} else {
+		*spin_insns += ninsns - *spin_mark;
 	}
-	q->spin_insns += b->ninsn;
-	return q->spin_insns > PTD_MAX_SPIN;
+	*spin_mark = ninsns;
+	return *spin_insns > PTD_MAX_SPIN;
 }
 
 static void q_spin_error(struct ptd *d, struct ptq *q, uint64_t ip)
@@ -1560,7 +1657,7 @@ static int q_fast(struct ptd *d, struct ptq *q, uint64_t limit, struct pt_block 
 	const uint32_t tid = th->tid;
 	uint64_t now = q->time, last_tsc = q->last_tsc;
 	uint64_t nblocks = q->nblocks, ninsns = q->ninsns;
-	uint64_t spin_off = q->spin_off, spin_insns = q->spin_insns;
+	uint64_t spin_off = q->spin_off, spin_insns = q->spin_insns, spin_mark = q->spin_mark;
 	uint32_t lost = q->lost_timing;
 	uint64_t last_ip = 0, br_time = 0, nbr = 0, stop, sw_next = UINT64_MAX;
 	int touched = 0, full = 0, st, ret = QF_EXIT;
@@ -1600,6 +1697,7 @@ static int q_fast(struct ptd *d, struct ptq *q, uint64_t limit, struct pt_block 
 		q->ninsns = ninsns;                                                                \
 		q->spin_off = spin_off;                                                            \
 		q->spin_insns = spin_insns;                                                        \
+		q->spin_mark = spin_mark;                                                          \
 	} while (0)
 
 	for (;;) {
@@ -1618,8 +1716,8 @@ static int q_fast(struct ptd *d, struct ptq *q, uint64_t limit, struct pt_block 
 			uint64_t next = b->ip;
 			unsigned type;
 			struct mtev_rec *r;
-			switch (p->cls) {
-			case PTD_BR_JCC:
+			/* most pending branches are jcc, then calls and returns */
+			if (p->cls == PTD_BR_JCC) {
 				if (!p->size) {
 					uint64_t delta = next - p->from;
 					if (delta >= 2 && delta <= 15)
@@ -1630,22 +1728,18 @@ static int q_fast(struct ptd *d, struct ptq *q, uint64_t limit, struct pt_block 
 					goto resolved;
 				}
 				type = MTEV_BR_JCC;
-				break;
-			case PTD_BR_CALL:
+			} else if (p->cls == PTD_BR_CALL) {
 				type = MTEV_BR_CALL;
-				break;
-			case PTD_BR_RET:
+			} else if (p->cls == PTD_BR_RET) {
 				type = MTEV_BR_RETURN;
-				break;
-			case PTD_BR_JMP:
-			case PTD_BR_FARJMP:
+			} else if (p->cls == PTD_BR_JMP || p->cls == PTD_BR_FARJMP) {
 				type = MTEV_BR_JUMP;
-				break;
-			default:
+			} else {
 				/* far transfers: the general path (which
 				 * writes the thread's last record itself) */
 				QF_FLUSH_THREAD();
 				resolve(d, q, next);
+				full |= d->err != 0;
 				goto resolved;
 			}
 			p->valid = 0;
@@ -1659,6 +1753,8 @@ static int q_fast(struct ptd *d, struct ptq *q, uint64_t limit, struct pt_block 
 				r->br.to = next;
 				br_time = p->time;
 				nbr++;
+			} else {
+				full = 1; /* out of memory: d->err is set */
 			}
 		}
 	resolved:
@@ -1718,28 +1814,24 @@ static int q_fast(struct ptd *d, struct ptq *q, uint64_t limit, struct pt_block 
 				p->time = now;
 			}
 		}
-		/* q_step's checks: a PSB passed (every 16 blocks), spinning,
-		 * a full batch, the time limit, sideband due */
-		off = 0;
-		if (pt_blk_get_offset(dec, &off) >= 0 && !(nblocks & 15) && q->psbi < q->npsbs &&
-		    off > q->psbs[q->psbi]) {
-			while (q->psbi < q->npsbs && off > q->psbs[q->psbi])
-				q->psbi++;
-			q_commit(q);
-			full = q->nready >= 256;
-		}
-		if (off != spin_off) {
-			spin_off = off;
-			spin_insns = 0;
-		} else {
-			spin_insns += b->ninsn;
-			if (spin_insns > PTD_MAX_SPIN) {
+		/* q_step's checks: every 16 blocks a PSB passed and
+		 * spinning; a full batch, the time limit, sideband due */
+		if (!(nblocks & 15)) {
+			off = 0;
+			if (pt_blk_get_offset(dec, &off) >= 0 && q->psbi < q->npsbs &&
+			    off > q->psbs[q->psbi]) {
+				while (q->psbi < q->npsbs && off > q->psbs[q->psbi])
+					q->psbi++;
+				q_commit(q);
+				full |= q->nready >= 256;
+			}
+			if (q_spin_check(off, ninsns, &spin_off, &spin_mark, &spin_insns)) {
 				QF_FLUSH();
 				q_spin_error(d, q, b->end_ip);
 				goto out;
 			}
 		}
-		if ((st & pts_event_pending) || full || now >= stop || d->err)
+		if ((st & pts_event_pending) || full || now >= stop)
 			break;
 	}
 	QF_FLUSH();
@@ -1867,20 +1959,21 @@ static void q_step(struct ptd *d, struct ptq *q, uint64_t limit)
 				q->status = st;
 				handle_block(d, q, &blk, 1);
 			checks:
-				if (q->psbi < q->npsbs && !(q->nblocks & 15)) {
+				if (!(q->nblocks & 15)) {
 					/* checked every 16 blocks: a commit a few
 					 * blocks late is as good */
-					uint64_t off;
-					if (pt_blk_get_offset(q->dec, &off) >= 0 &&
+					uint64_t off = 0;
+					if (pt_blk_get_offset(q->dec, &off) >= 0 && q->psbi < q->npsbs &&
 					    off > q->psbs[q->psbi]) {
 						while (q->psbi < q->npsbs && off > q->psbs[q->psbi])
 							q->psbi++;
 						q_commit(q);
 					}
-				}
-				if (q_spinning(q, &blk)) {
-					q_spin_error(d, q, blk.end_ip);
-					break;
+					if (q_spin_check(off, q->ninsns, &q->spin_off, &q->spin_mark,
+							 &q->spin_insns)) {
+						q_spin_error(d, q, blk.end_ip);
+						break;
+					}
 				}
 				if ((st & pts_event_pending) || q->nready >= 256 || q->time > limit ||
 				    (d->sb_apply < d->nsb && d->sb[d->sb_apply].time <= q->time) ||
@@ -1908,6 +2001,22 @@ static void q_step(struct ptd *d, struct ptq *q, uint64_t limit)
 			q->state = Q_DONE;
 		}
 	}
+}
+
+/* The first PSB (@psb, 16 bytes) in [p, e): what memmem finds, faster (a
+ * PSB is 02 82 repeated: every one has an 0x82 second byte, and memchr
+ * skips to those). */
+static const uint8_t *find_psb(const uint8_t *p, const uint8_t *e, const uint8_t *psb)
+{
+	while (e - p >= 16) {
+		const uint8_t *x = memchr(p + 1, 0x82, (size_t)(e - p - 1));
+		if (!x || e - (x - 1) < 16)
+			return NULL;
+		if (!memcmp(x - 1, psb, 16))
+			return x - 1;
+		p = x;
+	}
+	return NULL;
 }
 
 static int q_open_seg(struct ptd *d, struct ptq *q)
@@ -1959,7 +2068,7 @@ static int q_open_seg(struct ptd *d, struct ptq *q)
 		free(q->psbs);
 		q->psbs = NULL;
 		q->npsbs = q->psbi = 0;
-		while (e - p >= 16 && (p = memmem(p, (size_t)(e - p), psb, 16)) != NULL) {
+		while (e - p >= 16 && (p = find_psb(p, e, psb)) != NULL) {
 			if (grow(&q->psbs, &cap, q->npsbs, sizeof *q->psbs) < 0)
 				return ptd_fail(d, PTD_ESYS, "out of memory");
 			q->psbs[q->npsbs++] = (uint64_t)(p - cfg.begin);
@@ -2912,6 +3021,13 @@ static void ptd_fini(struct ptd *d)
 	free(d->kmaps);
 	pt_iscache_free(d->isc);
 	free(d->cc);
+	for (i = 0; i < d->nfmaps; i++) {
+		if (d->fmaps[i].base)
+			munmap(d->fmaps[i].base, d->fmaps[i].len);
+		free(d->fmaps[i].file);
+	}
+	free(d->fmaps);
+	free(d->secs);
 	free(d->sb);
 	free(d->ips);
 	for (i = 0; i < d->ncpus; i++)
@@ -3090,6 +3206,7 @@ int ptd_decode_raw(const char *pt_file, int (*open_out)(void *ctx, uint32_t flag
 				size = (uint64_t)sb.st_size - im->offset;
 			}
 			isid = pt_iscache_add_file(d.isc, im->file, im->offset, size, im->vaddr);
+			sec_note(&d, im->file, im->offset, size, im->vaddr, isid);
 			if (isid < 0) {
 				ptd_fail(&d, PTD_EINPUT, "image %s: %s", im->file,
 					 pt_errstr(pt_errcode(isid)));
