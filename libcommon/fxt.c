@@ -606,10 +606,11 @@ static inline int event_quick(fxt_writer *w, unsigned type, struct fxt_ref_cache
 }
 
 /* The general case: strings interned or inline, registered as needed. */
-static __attribute__((noinline)) int event_slow(fxt_writer *w, unsigned type, uint64_t pid, uint64_t tid,
-		      struct fxt_ref_cache *thread_cache, const struct fxt_str *category,
-		      const struct fxt_str *name, uint64_t ts, const struct fxt_arg *const *args,
-		      unsigned nargs, uint64_t extra)
+static __attribute__((noinline)) int
+event_slow(fxt_writer *w, unsigned type, uint64_t pid, uint64_t tid,
+	   struct fxt_ref_cache *thread_cache, const struct fxt_str *category,
+	   const struct fxt_str *name, uint64_t ts, const struct fxt_arg *const *args,
+	   unsigned nargs, uint64_t extra)
 {
 	rec_begin(w);
 	uint8_t th = 0;
@@ -621,7 +622,8 @@ static __attribute__((noinline)) int event_slow(fxt_writer *w, unsigned type, ui
 	for (unsigned i = 0; i < nargs; i++) {
 		static const struct fxt_str none;
 		if ((r = resolve(w, &args[i]->name, &an[i])) < 0 ||
-		    (r = resolve(w, args[i]->type == FXT_ARG_STRING ? &args[i]->s : &none, &av[i])) < 0)
+		    (r = resolve(w, args[i]->type == FXT_ARG_STRING ? &args[i]->s : &none,
+				 &av[i])) < 0)
 			return r;
 		size += arg_words(args[i], &an[i], &av[i]);
 	}
@@ -704,6 +706,120 @@ int fxt_eventp(fxt_writer *w, unsigned type, uint64_t pid, uint64_t tid,
 	return event_slow(w, type, pid, tid, thread_cache, category, name, ts, args, nargs, extra);
 }
 
+/* The slot a string used in the record just written, or -1 when it is not
+ * known from its cache (inline, no cache). */
+static int memo_ref(const struct slot_table *t, const struct fxt_str *s)
+{
+	if (!s || !s->len || !s->p)
+		return 0;
+	if (s->inline_ || !s->cache || !cache_valid(t, s->cache))
+		return -1;
+	return s->cache->slot;
+}
+
+int fxt_eventp_memo(fxt_writer *w, struct fxt_memo *m, unsigned type, uint64_t pid,
+		    uint64_t tid, struct fxt_ref_cache *thread_cache,
+		    const struct fxt_str *category, const struct fxt_str *name, uint64_t ts,
+		    const struct fxt_arg *const *args, unsigned nargs, uint64_t extra)
+{
+	m->epoch = 0;
+	int r = fxt_eventp(w, type, pid, tid, thread_cache, category, name, ts, args, nargs, extra);
+	if (r < 0 || nargs > FXT_MEMO_ARGS)
+		return r;
+	const struct slot_table *st = &w->strings;
+	int cat = memo_ref(st, category), nm = memo_ref(st, name);
+	if (cat < 0 || nm < 0)
+		return r;
+	unsigned nu = 0, nw = 0;
+	if (cat)
+		m->use[nu++] = (uint16_t)cat;
+	if (nm)
+		m->use[nu++] = (uint16_t)nm;
+	for (unsigned i = 0; i < nargs; i++) {
+		const struct fxt_arg *a = args[i];
+		int an = memo_ref(st, &a->name), av = 0;
+		if (an < 0)
+			return r;
+		if (an)
+			m->use[nu++] = (uint16_t)an;
+		uint64_t hdr = a->type | (uint64_t)an << 16;
+		switch (a->type) {
+		case FXT_ARG_STRING:
+			if ((av = memo_ref(st, &a->s)) < 0)
+				return r;
+			if (av)
+				m->use[nu++] = (uint16_t)av;
+			m->words[nw++] = hdr | 1u << 4 | (uint64_t)av << 32;
+			break;
+		case FXT_ARG_BOOL:
+			m->words[nw++] = hdr | 1u << 4 | (uint64_t)(a->b != 0) << 32;
+			break;
+		case FXT_ARG_INT32:
+			m->words[nw++] = hdr | 1u << 4 | (uint64_t)(uint32_t)(int32_t)a->i << 32;
+			break;
+		case FXT_ARG_UINT32:
+			m->words[nw++] = hdr | 1u << 4 | (uint64_t)(uint32_t)a->u << 32;
+			break;
+		case FXT_ARG_INT64:
+		case FXT_ARG_UINT64:
+		case FXT_ARG_POINTER:
+		case FXT_ARG_KOID:
+			m->words[nw++] = hdr | 2u << 4;
+			m->words[nw++] = a->u;
+			break;
+		case FXT_ARG_DOUBLE:
+			m->words[nw++] = hdr | 2u << 4;
+			memcpy(&m->words[nw++], &a->d, 8);
+			break;
+		default:
+			m->words[nw++] = hdr | 1u << 4;
+			break;
+		}
+	}
+	m->cat = (uint16_t)cat;
+	m->name = (uint16_t)nm;
+	m->nuse = (uint8_t)nu;
+	m->nargs = (uint8_t)nargs;
+	m->nwords = (uint8_t)nw;
+	m->epoch = st->evictions + 1;
+	return r;
+}
+
+int fxt_event_memo(fxt_writer *w, const struct fxt_memo *m, unsigned type,
+		   struct fxt_ref_cache *thread_cache, uint64_t ts, uint64_t extra)
+{
+	struct slot_table *st = &w->strings, *tt = &w->threads;
+	if (w->err)
+		return -w->err;
+	if (m->epoch != st->evictions + 1 || type > FXT_EV_COMPLETE || !thread_cache ||
+	    !thread_cache->slot || thread_cache->slot > tt->used ||
+	    (tt->listed && tt->s[thread_cache->slot].gen != thread_cache->gen))
+		return 1;
+	int r = room(w);
+	if (r < 0)
+		return r;
+	rec_begin(w);
+	unsigned th = thread_cache->slot;
+	touch(tt, th);
+	for (unsigned k = 0; k < m->nuse; k++)
+		touch(st, m->use[k]);
+	unsigned nv = 2 + m->nwords;
+	uint8_t *out = w->buf + w->len;
+	memcpy(out + 16, m->words, 8 * sizeof *m->words); /* room() left space for any record */
+	if (type == FXT_EV_COMPLETE || type == FXT_EV_COUNTER) {
+		memcpy(out + 8 * nv, &extra, 8);
+		nv++;
+	}
+	uint64_t h = REC_EVENT | (uint64_t)nv << 4 | (uint64_t)type << 16 |
+		     (uint64_t)m->nargs << 20 | (uint64_t)th << 24 | (uint64_t)m->cat << 32 |
+		     (uint64_t)m->name << 48;
+	memcpy(out, &h, 8);
+	memcpy(out + 8, &ts, 8);
+	w->len += nv * 8;
+	w->st.events++;
+	return 0;
+}
+
 int fxt_event(fxt_writer *w, unsigned type, uint64_t pid, uint64_t tid,
 	      struct fxt_ref_cache *thread_cache, struct fxt_str category, struct fxt_str name,
 	      uint64_t ts, const struct fxt_arg *args, unsigned nargs, uint64_t extra)
@@ -713,7 +829,8 @@ int fxt_event(fxt_writer *w, unsigned type, uint64_t pid, uint64_t tid,
 		return w->err ? -w->err : -FXT_EINVAL;
 	for (unsigned i = 0; i < nargs; i++)
 		argp[i] = &args[i];
-	return fxt_eventp(w, type, pid, tid, thread_cache, &category, &name, ts, argp, nargs, extra);
+	return fxt_eventp(w, type, pid, tid, thread_cache, &category, &name, ts, argp, nargs,
+			  extra);
 }
 
 void fxt_writer_stats(const fxt_writer *w, struct fxt_stats *st)

@@ -111,6 +111,35 @@ int fxt_eventp(fxt_writer *w, unsigned type, uint64_t pid, uint64_t tid,
 	       const struct fxt_str *name, uint64_t ts, const struct fxt_arg *const *args,
 	       unsigned nargs, uint64_t extra);
 
+/* A memo of one event shape (category, name, arguments) for hot paths that
+ * write many events of the same shape: the string slots and argument words,
+ * valid as long as no string slot has been reused since.  Zero-initialize
+ * (empty); valid only with the writer that filled it. */
+#define FXT_MEMO_ARGS 4
+struct fxt_memo {
+	uint64_t epoch; /* string slot reuses when filled, + 1; 0 = empty */
+	uint16_t cat, name;
+	uint16_t use[2 + 2 * FXT_MEMO_ARGS]; /* slots in the order a record uses them */
+	uint8_t nuse, nargs, nwords;
+	uint64_t words[2 * FXT_MEMO_ARGS]; /* the argument words */
+};
+
+/* fxt_eventp that also fills @m with the event's shape when every string is
+ * interned with a cache and the arguments are at most FXT_MEMO_ARGS (else
+ * @m is left empty).  The caller must then use @m only for events with the
+ * same category, name and arguments (string values included). */
+int fxt_eventp_memo(fxt_writer *w, struct fxt_memo *m, unsigned type, uint64_t pid,
+		    uint64_t tid, struct fxt_ref_cache *thread_cache,
+		    const struct fxt_str *category, const struct fxt_str *name, uint64_t ts,
+		    const struct fxt_arg *const *args, unsigned nargs, uint64_t extra);
+
+/* The event of the shape @m holds, on the cached thread: the same record and
+ * the same table updates as the fxt_eventp call that filled @m would make
+ * now.  Returns 1 (nothing done) when @m is empty or stale, or the thread is
+ * not cached: then call fxt_eventp_memo. */
+int fxt_event_memo(fxt_writer *w, const struct fxt_memo *m, unsigned type,
+		   struct fxt_ref_cache *thread_cache, uint64_t ts, uint64_t extra);
+
 /* Hands the buffered bytes to the sink. */
 int fxt_flush(fxt_writer *w);
 

@@ -454,10 +454,11 @@ struct ctx {
 	struct hmap gidx; /* (tid, depth) -> group */
 	struct grp *grps;
 	size_t ngrps, capgrps;
-	uint32_t gd_tid;  /* the thread of gdep, or NONE */
+	uint32_t gd_tid;  /* the thread of gdep (when gd_set) */
+	int gd_set;
 	uint32_t *gdep;	  /* gd_tid's group + 1 by depth (0: none yet) */
 	size_t capgdep, gdep_used;
-	uint32_t last_gtid, last_gdepth, last_g; /* the last lookup */
+	uint32_t last_gtid, last_gdepth, last_g; /* the last lookup (last_g NONE: none) */
 	struct hmap tidx; /* tid -> thread */
 	struct thr *thrs;
 	size_t nthrs, capthrs;
@@ -2259,8 +2260,10 @@ static void unit_reset(struct ctx *c)
 	if (c->gdep_used)
 		memset(c->gdep, 0, c->gdep_used * sizeof *c->gdep);
 	c->gdep_used = 0;
-	c->gd_tid = NONE;
-	c->last_gtid = c->last_gdepth = NONE;
+	c->gd_set = 0;
+	c->gd_tid = 0;
+	c->last_gtid = c->last_gdepth = 0;
+	c->last_g = NONE;
 }
 
 /* The unit is complete: resolve, build its tree, write its symbols, then its
@@ -2413,8 +2416,10 @@ static uint32_t grp_of_slow(struct ctx *c, uint32_t tid, uint32_t depth)
 static uint32_t grp_of_miss(struct ctx *c, uint32_t tid, uint32_t depth)
 {
 	uint32_t g = NONE;
-	if (c->gd_tid == NONE)
+	if (!c->gd_set) {
+		c->gd_set = 1;
 		c->gd_tid = tid;
+	}
 	if (tid != c->gd_tid || depth >= (1u << 20)) {
 		g = grp_of_slow(c, tid, depth);
 		goto out;
@@ -2450,9 +2455,9 @@ out:
 /* The (tid, depth) group, created when new; NONE when out of memory. */
 static inline uint32_t grp_of(struct ctx *c, uint32_t tid, uint32_t depth)
 {
-	if (tid == c->gd_tid && depth < c->gdep_used && c->gdep[depth])
+	if (tid == c->gd_tid && depth < c->gdep_used && c->gdep[depth]) /* gdep_used: gd_set */
 		return c->gdep[depth] - 1;
-	if (tid == c->last_gtid && depth == c->last_gdepth)
+	if (tid == c->last_gtid && depth == c->last_gdepth && c->last_g != NONE)
 		return c->last_g;
 	return grp_of_miss(c, tid, depth);
 }

@@ -59,14 +59,19 @@ struct thr {
  * that uses the function (most symbols are interior addresses no span names). */
 struct func {
 	uint64_t addr;
-	uint32_t sname_off, sname_len; /* symbol name (clipped) in t->arena; len 0: none */
+	uint32_t sname_off, sname_len; /* symbol name (clipped) in t->arena */
 	uint32_t file_off, file_len;   /* source file (clipped, up to a NUL) */
 	uint32_t line;
+	uint8_t has_name, has_src; /* a symbol gave a name; a file (even if cut to nothing) */
 	int sym;   /* 2: from a symbol for this address, 1: derived from an entry, 0: none */
 	int ready; /* the strings below match the fields above */
 	uint32_t name_off, name_len;   /* the slice name, in t->arena */
 	uint32_t loc_off, loc_len;     /* "0x... file:line" */
 	struct fxt_ref_cache name_c, loc_c;
+	/* FXT: the slice shape of the last span written for it (flags, and the
+	 * name's source: named 0 = this function's name, 2 = t->nm[memo_nm]) */
+	struct fxt_memo memo;
+	uint32_t memo_flags, memo_named, memo_nm;
 	uint32_t jname_off, jname_len; /* JSON-escaped name, quotes included */
 	uint32_t jloc_off, jloc_len;
 };
@@ -120,6 +125,7 @@ struct tw {
 	/* FXT: the category and arguments of span slices, kept from span to span */
 	struct fxt_str s_span;
 	struct fxt_arg a_loc, a_inline, a_flags;
+	struct fxt_memo end_memo; /* the end event (no strings) */
 	struct tw_stats st;
 	char msg[512];
 };
@@ -351,7 +357,8 @@ static inline struct func *func_find(tw *t, uint64_t addr)
 {
 	if (!t->fhmask)
 		return NULL;
-	for (uint32_t pos = mix64(addr) & t->fhmask; t->fhash[pos].idx1; pos = (pos + 1) & t->fhmask)
+	for (uint32_t pos = mix64(addr) & t->fhmask; t->fhash[pos].idx1;
+	     pos = (pos + 1) & t->fhmask)
 		if (t->fhash[pos].addr == addr)
 			return &t->fn[t->fhash[pos].idx1 - 1];
 	return NULL;
@@ -386,13 +393,15 @@ static size_t fmt_dec(char *p, uint64_t v)
 }
 
 /* Records a name and a source location for @f; the strings are built when a
- * span first needs them (func_ready). */
+ * span first needs them (func_build). */
 static int func_fill(tw *t, struct func *f, const char *name, size_t nlen, const char *file,
 		     size_t flen, uint32_t line)
 {
 	int r;
 	f->ready = 0;
 	f->sname_len = f->file_len = 0;
+	f->has_name = nlen != 0;
+	f->has_src = flen != 0;
 	if (nlen) {
 		nlen = clip(name, nlen, MAX_NAME);
 		if ((r = arena_add(t, name, nlen, &f->sname_off)) < 0)
@@ -420,13 +429,14 @@ static int func_build(tw *t, struct func *f)
 	int r;
 	memset(&f->name_c, 0, sizeof f->name_c);
 	memset(&f->loc_c, 0, sizeof f->loc_c);
+	f->memo.epoch = 0;
 	f->jname_len = f->jloc_len = 0;
 	size_t n = 0;
 	buf[n++] = '0';
 	buf[n++] = 'x';
 	n += fmt_hex(buf + n, f->addr);
 	size_t hexlen = n;
-	if (f->sname_len) {
+	if (f->has_name) {
 		f->name_off = f->sname_off;
 		f->name_len = f->sname_len;
 	} else {
@@ -434,7 +444,7 @@ static int func_build(tw *t, struct func *f)
 			return r;
 		f->name_len = (uint32_t)hexlen;
 	}
-	if (f->file_len) {
+	if (f->has_src) {
 		buf[n++] = ' ';
 		memcpy(buf + n, t->arena + f->file_off, f->file_len);
 		n += f->file_len;
@@ -454,6 +464,18 @@ static int func_build(tw *t, struct func *f)
 }
 
 static struct func *func_add(tw *t, uint64_t addr);
+
+/* The index of @addr's entry in t->fn (made if new), or UINT32_MAX (error). */
+static inline uint32_t func_index(tw *t, uint64_t addr)
+{
+	if (t->fhmask)
+		for (uint32_t pos = mix64(addr) & t->fhmask; t->fhash[pos].idx1;
+		     pos = (pos + 1) & t->fhmask)
+			if (t->fhash[pos].addr == addr)
+				return t->fhash[pos].idx1 - 1;
+	struct func *f = func_add(t, addr);
+	return f ? (uint32_t)(f - t->fn) : UINT32_MAX;
+}
 
 static inline struct func *func_get(tw *t, uint64_t addr)
 {
@@ -520,14 +542,18 @@ static inline struct nment *nm_slot(tw *t, uint32_t id)
 	return NULL;
 }
 
-/* The entry of span name @id (text @p, @len as the reader resolved it): made
- * on first use, so the text is copied, clipped and interned once per name. */
 static struct rname *nm_add(tw *t, uint32_t id, const char *p, size_t len);
 
-static inline struct rname *nm_get(tw *t, uint32_t id, const char *p, size_t len)
+/* The entry of span name @id (text @p, @len as the reader resolved it), as an
+ * index in t->nm, or UINT32_MAX (error): made on first use, so the text is
+ * copied, clipped and interned once per name. */
+static inline uint32_t nm_index(tw *t, uint32_t id, const char *p, size_t len)
 {
 	struct nment *sl = nm_slot(t, id);
-	return sl ? &t->nm[sl->idx1 - 1] : nm_add(t, id, p, len);
+	if (sl)
+		return sl->idx1 - 1;
+	struct rname *e = nm_add(t, id, p, len);
+	return e ? (uint32_t)(e - t->nm) : UINT32_MAX;
 }
 
 static struct rname *nm_add(tw *t, uint32_t id, const char *p, size_t len)
@@ -562,7 +588,7 @@ static struct rname *nm_add(tw *t, uint32_t id, const char *p, size_t len)
 
 /* A string record (re)defines @id: an entry made from the old text is dropped
  * (the hash is rebuilt without it; redefinitions are rare). */
-static int on_string(tw *t, const struct mtev_rec *r)
+static __attribute__((noinline)) int on_string(tw *t, const struct mtev_rec *r)
 {
 	struct nment *sl = nm_slot(t, r->string.id);
 	if (!sl)
@@ -573,7 +599,7 @@ static int on_string(tw *t, const struct mtev_rec *r)
 	return nmhash_grow(t);
 }
 
-static int on_symbol(tw *t, const struct mtev_rec *r)
+static __attribute__((noinline)) int on_symbol(tw *t, const struct mtev_rec *r)
 {
 	t->st.symbols++;
 	if (!r->symbol.nframes)
@@ -640,9 +666,11 @@ static void jprintf(tw *t, const char *fmt, ...)
 		t->jlen += (size_t)n;
 }
 
-static const char dig2[201] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
-			       "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
-			       "8081828384858687888990919293949596979899";
+static const char dig2[201] = "0001020304050607080910111213141516171819"
+			      "2021222324252627282930313233343536373839"
+			      "4041424344454647484950515253545556575859"
+			      "6061626364656667686970717273747576777879"
+			      "8081828384858687888990919293949596979899";
 
 /* Writes @v in decimal so that it ends just before @end; returns its start.
  * dec8_back writes exactly 8 digits (leading zeros). */
@@ -982,6 +1010,16 @@ static int fxt_span(tw *t, struct thr *th, struct frame *f, unsigned type)
 	/* a symbol record may have come since the span was read */
 	if (!fn->ready && func_build(t, fn) < 0)
 		return -t->err;
+	/* the same shape as the last span of this function: from the memo */
+	int same = f->named != 1 && fn->memo_flags == f->flags &&
+		   fn->memo_named == (uint32_t)f->named && (f->named != 2 || fn->memo_nm == f->nm);
+	if (same) {
+		int r = fxt_event_memo(t->fx, &fn->memo, type, &th->tref, f->begin, f->end);
+		if (r <= 0) {
+			f->pending = 0;
+			return fx(t, r);
+		}
+	}
 	if (!t->o.no_args) {
 		if (fn->addr) { /* synthetic and inline spans have no address */
 			t->a_loc.s.p = t->arena + fn->loc_off;
@@ -1010,8 +1048,14 @@ static int fxt_span(tw *t, struct thr *th, struct frame *f, unsigned type)
 		name = S(t->arena + fn->name_off, fn->name_len, &fn->name_c);
 	}
 	f->pending = 0;
-	return fx(t, fxt_eventp(t->fx, type, th->pid, th->tid, &th->tref, &t->s_span, &name,
-				f->begin, a, na, f->end));
+	if (f->named == 1) /* its own text: no memo */
+		return fx(t, fxt_eventp(t->fx, type, th->pid, th->tid, &th->tref, &t->s_span, &name,
+					f->begin, a, na, f->end));
+	fn->memo_flags = f->flags;
+	fn->memo_named = (uint32_t)f->named;
+	fn->memo_nm = f->nm;
+	return fx(t, fxt_eventp_memo(t->fx, &fn->memo, type, th->pid, th->tid, &th->tref,
+				     &t->s_span, &name, f->begin, a, na, f->end));
 }
 
 /* Closes the open frames of @th from the top down to depth @d. */
@@ -1020,9 +1064,13 @@ static int close_to(tw *t, struct thr *th, uint32_t d)
 	while (th->open > d) {
 		struct frame *f = &th->st[--th->open];
 		if (t->o.format == TW_FXT) {
-			int r = f->pending ? fxt_span(t, th, f, FXT_EV_COMPLETE)
-					   : fxt_eventp(t->fx, FXT_EV_END, th->pid, th->tid, &th->tref,
-							NULL, NULL, f->end, NULL, 0, 0);
+			int r;
+			if (f->pending)
+				r = fxt_span(t, th, f, FXT_EV_COMPLETE);
+			else if ((r = fxt_event_memo(t->fx, &t->end_memo, FXT_EV_END, &th->tref,
+						     f->end, 0)) == 1)
+				r = fxt_eventp_memo(t->fx, &t->end_memo, FXT_EV_END, th->pid, th->tid,
+						    &th->tref, NULL, NULL, f->end, NULL, 0, 0);
 			if (r < 0)
 				return fx(t, r);
 		} else {
@@ -1095,8 +1143,8 @@ static int on_span(tw *t, const struct mtev_rec *r)
 		return drop(t, th, r, TW_DROP_OVERLAP,
 			    "previous sibling ends at %" PRIu64, th->st[d].end);
 
-	int rc = close_to(t, th, d);
-	if (rc < 0)
+	int rc;
+	if (th->open > d && (rc = close_to(t, th, d)) < 0)
 		return rc;
 	if (!th->has_pid && !th->used)
 		t->st.threads_without_pid++;
@@ -1119,16 +1167,18 @@ static int on_span(tw *t, const struct mtev_rec *r)
 	f->pending = 0;
 	f->named = 0;
 
-	struct func *fn = func_get(t, r->span.func);
-	if (!fn)
+	uint32_t fi = func_index(t, r->span.func);
+	if (fi == UINT32_MAX)
 		return -t->err;
-	f->fn = (uint32_t)(fn - t->fn);
+	f->fn = fi;
 	f->flags = r->span.flags;
 	struct rname *rn = NULL;
 	if (r->span.name_id && r->span.name.len) {
-		if (!(rn = nm_get(t, r->span.name_id, r->span.name.p, r->span.name.len)))
+		uint32_t ni = nm_index(t, r->span.name_id, r->span.name.p, r->span.name.len);
+		if (ni == UINT32_MAX)
 			return -t->err;
-		f->nm = (uint32_t)(rn - t->nm);
+		f->nm = ni;
+		rn = &t->nm[ni];
 	}
 	t->st.spans_written++;
 
@@ -1159,6 +1209,7 @@ static int on_span(tw *t, const struct mtev_rec *r)
 
 	/* JSON: the B event now; the same name and args go on the E event, which
 	 * readers like speedscope match by name and args */
+	struct func *fn = &t->fn[fi];
 	if (!fn->ready && func_build(t, fn) < 0)
 		return -t->err;
 	const char *name = r->span.name.p;
@@ -1327,7 +1378,16 @@ static int on_trigger(tw *t, const struct mtev_rec *r)
 	return 0;
 }
 
+static __attribute__((noinline)) int record_any(tw *t, const struct mtev_rec *r);
+
 int tw_record(tw *t, const struct mtev_rec *r)
+{
+	if (r->kind == MTEV_SPAN && t->started && !t->err) /* the common case, first */
+		return on_span(t, r);
+	return record_any(t, r);
+}
+
+static int record_any(tw *t, const struct mtev_rec *r)
 {
 	if (t->err)
 		return -t->err;

@@ -89,6 +89,67 @@ static size_t replay(const struct buf *b, struct seen *ev, size_t max, int *bad)
 	return n;
 }
 
+/* The hot paths (cached references, fxt_eventp, memos) against the general
+ * path: writer u gets every string without a cache (each one looked up by
+ * its text), writer m gets caches, kept argument objects and one memo per
+ * function, as mt-write uses them.  Functions are drawn at random from a pool
+ * whose names and locations overflow the string table, over more threads
+ * than the thread table holds, so slots are reused all along and memos go
+ * stale.  Both must write the same bytes. */
+enum { POOL = 24000, MT = 300, EVENTS = 150000 };
+
+static int memo_run(struct buf *bu, struct buf *bm, struct fxt_stats *st)
+{
+	fxt_writer *u = fxt_writer_alloc(sink, bu), *m = fxt_writer_alloc(sink, bm);
+	struct fxt_ref_cache *name_c = calloc(POOL, sizeof *name_c), *loc_c = calloc(POOL, sizeof *loc_c);
+	struct fxt_memo *memo = calloc(POOL, sizeof *memo);
+	struct fxt_ref_cache tu[MT] = {{0}}, tm[MT] = {{0}}, c_span = {0}, c_loc = {0}, c_in = {0};
+	struct fxt_str span_u = {"span", 4, NULL, 0}, span_m = {"span", 4, &c_span, 0};
+	struct fxt_arg loc_m = {.type = FXT_ARG_STRING, .name = {"loc", 3, &c_loc, 0}};
+	struct fxt_arg in_m = {.type = FXT_ARG_BOOL, .name = {"inline", 6, &c_in, 0}, .b = 1};
+	int ok = u && m && name_c && loc_c && memo && fxt_begin(u, 1000000000) == 0 &&
+		 fxt_begin(m, 1000000000) == 0;
+	uint64_t x = 12345;
+	for (unsigned k = 0; ok && k < EVENTS; k++) {
+		x = x * 6364136223846793005ull + 1442695040888963407ull;
+		unsigned id = (unsigned)(x >> 33) % POOL, t = (unsigned)(x >> 20) % MT;
+		unsigned type = (x >> 60) & 1 ? FXT_EV_COMPLETE : FXT_EV_INSTANT;
+		unsigned na = 1 + (id % 3 == 0); /* some shapes have a second argument */
+		uint64_t pid = 7000 + t / 10, tid = 100000 + t;
+		char name[32], loc[32];
+		int nl = snprintf(name, sizeof name, "fn_%u", id);
+		int ll = snprintf(loc, sizeof loc, "0x%x src/f%u.c:%u", 0x400000 + id, id, id % 97);
+		struct fxt_str nm_u = {name, (size_t)nl, NULL, 0}, nm_m = {name, (size_t)nl, &name_c[id], 0};
+		struct fxt_arg au[2] = {{.type = FXT_ARG_STRING, .name = {"loc", 3, NULL, 0},
+					 .s = {loc, (size_t)ll, NULL, 0}},
+					{.type = FXT_ARG_BOOL, .name = {"inline", 6, NULL, 0}, .b = 1}};
+		loc_m.s = (struct fxt_str){loc, (size_t)ll, &loc_c[id], 0};
+		const struct fxt_arg *am[2] = {&loc_m, &in_m};
+		if (fxt_event(u, type, pid, tid, &tu[t], span_u, nm_u, k, au, na, k + 5) != 0)
+			ok = 0;
+		int r = fxt_event_memo(m, &memo[id], type, &tm[t], k, k + 5);
+		if (r == 1)
+			r = fxt_eventp_memo(m, &memo[id], type, pid, tid, &tm[t], &span_m, &nm_m, k, am,
+					    na, k + 5);
+		if (r != 0)
+			ok = 0;
+		if (k % 7 == 0 && (fxt_event(u, FXT_EV_END, pid, tid, &tu[t], (struct fxt_str){0},
+					     (struct fxt_str){0}, k + 1, NULL, 0, 0) != 0 ||
+				   fxt_eventp(m, FXT_EV_END, pid, tid, &tm[t], NULL, NULL, k + 1, NULL,
+					      0, 0) != 0))
+			ok = 0;
+	}
+	ok = ok && fxt_flush(u) == 0 && fxt_flush(m) == 0;
+	if (m)
+		fxt_writer_stats(m, st);
+	fxt_writer_free(u);
+	fxt_writer_free(m);
+	free(name_c);
+	free(loc_c);
+	free(memo);
+	return ok;
+}
+
 int main(void)
 {
 	struct buf b = {0};
@@ -146,6 +207,22 @@ int main(void)
 	}
 	T_CHECK(wrong == 0, "every event reads back its own name, arg, thread and time (%u wrong)",
 		wrong);
+
+	{
+		struct buf bu = {0}, bm = {0};
+		struct fxt_stats ms;
+		T_CHECK(memo_run(&bu, &bm, &ms), "hot paths: every event written");
+		T_CHECK(ms.string_evictions > 10000 && ms.thread_evictions > 100,
+			"hot paths: slots were reused (%llu strings, %llu threads)",
+			(unsigned long long)ms.string_evictions,
+			(unsigned long long)ms.thread_evictions);
+		T_CHECK(bu.len == bm.len && !memcmp(bu.p, bm.p, bu.len),
+			"hot paths (caches, memos) write the same bytes as the general path "
+			"(%zu and %zu bytes)",
+			bu.len, bm.len);
+		free(bu.p);
+		free(bm.p);
+	}
 
 	/* a string longer than the limit is cut, not refused */
 	size_t big = FXT_MAX_STRING_LEN + 100;
