@@ -1549,6 +1549,13 @@ static void resolve_want(struct ctx *c, struct want *w)
 		return;
 	w->ri = ri;
 	struct result *r = &c->res[ri];
+	if (m && m->bin == NONE && !strcmp(m->path, "[uprobes]")) {
+		/* the kernel's page where a uprobe runs the probed instruction out
+		 * of line (a sample taken while a uprobe fired): no functions in
+		 * it, so its name is the whole answer, not a degraded one */
+		res_set_name(c, r, RES_UNKNOWN, arena_strndup(&c->ar, "[uprobes]", 9));
+		return;
+	}
 	if (!m || m->bin == NONE) {
 		struct perfmap *pm = perfmap_get(c, pid);
 		const struct perfmap_ent *e = pm ? perfmap_lookup(pm, w->addr) : NULL;
@@ -1692,7 +1699,7 @@ static void resolve_pending(struct ctx *c)
 		struct bin *b = &c->bins[r->bin];
 		if (r->kind == RES_PENDING) {
 			if (!b->ei.has_symtab && !b->stripped_warned++)
-				warnf(c, 1, "%s is stripped (no .symtab, no debug info): names from .dynsym or [unknown @ ...]",
+				warnf(c, 1, "%s is stripped (no .symtab, no debug info): names from what it still has (.dynsym, .eh_frame function ranges as [FILE+0xADDR]), else [unknown @ ...]",
 				      b->file);
 			/* degraded only when a warning says why (stripped, missing
 			 * symbolizer); an address outside the debug info's ranges

@@ -287,6 +287,30 @@ base_of() {
 	"$BIN/mt-dump" -k span "$T/out.mt" | grep -q 'name="\[unknown @ 0x7f0000001000 (//anon)\]"'
 }
 
+@test "[uprobes]: a sample in the uprobe out-of-line page is named [uprobes], not degraded" {
+	# mt-capture's trigger is a uprobe: a cpu-clock sample can land in the page
+	# where the kernel runs the probed instruction out of line
+	cat > "$T/u.txt" <<-EOF2
+	mtev version=1 producer="test" flags=0x3
+	thread pid=77 tid=78 time=0 name="demo"
+	map pid=77 time=0 start=0x7fffffffe000 len=0x1000 pgoff=0x0 prot=0x5 path="[uprobes]"
+	map pid=77 time=0 start=0x7f0000000000 len=0x10000 pgoff=0x0 prot=0x5 path="//anon"
+	span tid=78 depth=0 begin=10 end=100 func=0x7fffffffe080 callsite=0x0 flags=sampled name=""
+	end
+	EOF2
+	"$BIN/mt-undump" "$T/u.txt" > "$T/u.mt"
+	run "$BIN/mt-symbolize" --no-cache --perf-map-dir "$T/none" -o "$T/out.mt" "$T/u.mt"
+	[ "$status" -eq 0 ]
+	[ -z "$output" ]
+	"$BIN/mt-dump" -k span "$T/out.mt" | grep -q 'func=0x7fffffffe080 .*name="\[uprobes\]"'
+	# the same address in an anonymous mapping stays unknown and degraded
+	sed -i 's|start=0x7fffffffe000 len=0x1000 pgoff=0x0 prot=0x5 path="\[uprobes\]"|start=0x7fffffffe000 len=0x1000 pgoff=0x0 prot=0x5 path="//anon"|' "$T/u.txt"
+	"$BIN/mt-undump" "$T/u.txt" > "$T/u2.mt"
+	run "$BIN/mt-symbolize" --no-cache --perf-map-dir "$T/none" -o "$T/out2.mt" "$T/u2.mt"
+	[ "$status" -eq 1 ]
+	"$BIN/mt-dump" -k span "$T/out2.mt" | grep -q 'name="\[unknown @ 0x7fffffffe080'
+}
+
 @test "context records pass through in order; synthetic span names are kept" {
 	gen "$PROGS/sym_inline" "$(base_of "$PROGS/sym_inline")" sym_accumulate
 	sed -i 's|^end$|gap tid=4242 begin=5 end=6 reason=overflow code=0 offset=- ip=0x0 message=""\nspan tid=4242 depth=0 begin=2000000000 end=2000000001 func=0x0 callsite=0x0 flags=syscall name="[syscall]"\nend|' "$T/in.txt"
