@@ -12,17 +12,7 @@ set -e
 cd "$(dirname "$0")/.."
 N=${1:-${BENCH_CG_INSNS:-5M}}
 command -v valgrind >/dev/null 2>&1 || { echo "instructions.sh: valgrind not installed: skipped"; exit 0; }
-BIN=build/programs/fnptr
-BARE=build/bench/ptdecode_bench
-for f in bin/mt-ptgen bin/mt-decode bin/mt-segment bin/mt-stitch bin/mt-symbolize bin/mt-write "$BARE" "$BIN"; do
-	[ -x "$f" ] || { echo "instructions.sh: $f missing: run make bench" >&2; exit 2; }
-done
-D=bench/out/ptgen-$N
-mkdir -p bench/out
-if [ ! -f "$D/perf.data" ] || [ bin/mt-ptgen -nt "$D/perf.data" ] || [ "$BIN" -nt "$D/perf.data" ]; then
-	rm -rf "$D"
-	bin/mt-ptgen --no-spans -n "$N" -o "$D" "$BIN" >/dev/null 2>&1 || { echo "instructions.sh: mt-ptgen failed" >&2; exit 1; }
-fi
+. bench/ptgen-trace
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 

@@ -20,21 +20,7 @@ cd "$(dirname "$0")/.."
 N=${1:-${BENCH_INSNS:-50M}}
 R=${2:-${BENCH_REPS:-3}}
 RP=${BENCH_PERF_REPS:-1}
-BIN=build/programs/fnptr
-BARE=build/bench/ptdecode_bench
-for f in bin/mt-ptgen bin/mt-decode bin/mt-segment bin/mt-stitch bin/mt-symbolize bin/mt-write "$BARE" "$BIN"; do
-	[ -x "$f" ] || { echo "pipeline.sh: $f missing: run make bench" >&2; exit 2; }
-done
-D=bench/out/ptgen-$N
-mkdir -p bench/out
-if [ ! -f "$D/perf.data" ] || [ bin/mt-ptgen -nt "$D/perf.data" ] || [ "$BIN" -nt "$D/perf.data" ]; then
-	rm -rf "$D"
-	/usr/bin/time -f '%e %U %S %M' -o bench/out/ptgen.time bin/mt-ptgen --stats --no-spans -n "$N" -o "$D" "$BIN" 2>"$D.log" ||
-		{ cat "$D.log" >&2; exit 1; }
-	mv bench/out/ptgen.time "$D/ptgen.time"
-	mv "$D.log" "$D/ptgen.log"
-	bin/mt-dump -k branch "$D/truth.mt" | wc -l >"$D/branches"
-fi
+. bench/ptgen-trace
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 BR=$(cat "$D/branches")

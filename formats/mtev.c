@@ -895,6 +895,13 @@ static __attribute__((noinline)) int rd_branch(mtev_reader *r, unsigned kind, st
 
 static int read_slow(mtev_reader *r, struct mtev_rec *rec) __attribute__((noinline));
 
+/* The record of @n bytes at r->pos is the current one: consume it. */
+static inline void r_take(mtev_reader *r, size_t n)
+{
+	r->rec_off = r->base + r->pos;
+	r->pos += n;
+}
+
 /* The payload [p, end) of a span record. */
 static __attribute__((noinline)) int rd_span(mtev_reader *r, struct mtev_rec *rec,
 					     const uint8_t *p, const uint8_t *end)
@@ -916,23 +923,19 @@ int mtev_read(mtev_reader *r, struct mtev_rec *rec)
 		unsigned kind = p[0];
 		const uint8_t *end = p + 2 + p[1];
 		if ((kind & 0xf8) == MTEV_WP_SHORT) {
-			r->rec_off = r->base + r->pos;
-			r->pos += 2 + (size_t)p[1];
+			r_take(r, 2 + (size_t)p[1]);
 			return rd_waypoint_short(r, kind, rec, p + 2, end);
 		}
 		if (kind == MTEV_WAYPOINT) {
-			r->rec_off = r->base + r->pos;
-			r->pos += 2 + (size_t)p[1];
+			r_take(r, 2 + (size_t)p[1]);
 			return rd_waypoint(r, rec, p + 2, end);
 		}
 		if ((kind & 0xe0) == 0x20) {
-			r->rec_off = r->base + r->pos;
-			r->pos += 2 + (size_t)p[1];
+			r_take(r, 2 + (size_t)p[1]);
 			return rd_branch(r, kind, rec, p + 2, end);
 		}
 		if (kind == MTEV_SPAN) {
-			r->rec_off = r->base + r->pos;
-			r->pos += 2 + (size_t)p[1];
+			r_take(r, 2 + (size_t)p[1]);
 			return rd_span(r, rec, p + 2, end);
 		}
 	}

@@ -295,13 +295,8 @@ static inline __attribute__((always_inline)) int wp_append(segmenter *s, struct 
 	struct wplog *l = &t->wl;
 	uint32_t w;
 	if (__builtin_expect(l->n < l->cap && wplog_short(l, time, addr, level, &w), 1)) {
-		if (w != 2) {
-			l->v[l->n++] = w;
-			l->time = time;
-			l->addr = addr;
-			l->level = level;
-			l->count++;
-		}
+		if (w != 2)
+			wplog_store(l, w, time, addr, level);
 		return 0;
 	}
 	return wp_append_slow(s, t, time, addr, level);

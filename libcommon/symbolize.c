@@ -2350,6 +2350,15 @@ static void ctx_fini(struct ctx *c)
 /* Window size: addresses are resolved once per window (a symbolizer batch). */
 #define WINDOW (1u << 18)
 
+/* Resolves the waypoint window once it is full.  1 when out of memory. */
+static int window_full(struct ctx *c)
+{
+	if (c->nwin < WINDOW)
+		return 0;
+	proc_window(c);
+	return c->oom;
+}
+
 static int add_span(struct ctx *c, const struct mtev_rec *rec)
 {
 	struct span s = {.nd = {rec->span.begin, rec->span.end, NONE, NONE, NONE, NONE, 0},
@@ -2537,12 +2546,9 @@ static int symz_core(mtev_reader *rd, int out_fd, const struct symz_opts *o,
 				ret = fail(st, SYMZ_ESYS, "out of memory");
 				goto out;
 			}
-			if (c.nwin >= WINDOW) {
-				proc_window(&c);
-				if (c.oom) {
-					ret = fail(st, SYMZ_ESYS, "out of memory");
-					goto out;
-				}
+			if (window_full(&c)) {
+				ret = fail(st, SYMZ_ESYS, "out of memory");
+				goto out;
 			}
 			continue;
 		}
@@ -2620,12 +2626,9 @@ static int symz_core(mtev_reader *rd, int out_fd, const struct symz_opts *o,
 				   w == -MTEV_EIO ? ": " : "", w == -MTEV_EIO ? strerror(errno) : "");
 			goto out;
 		}
-		if (c.nwin >= WINDOW) {
-			proc_window(&c);
-			if (c.oom) {
-				ret = fail(st, SYMZ_ESYS, "out of memory");
-				goto out;
-			}
+		if (window_full(&c)) {
+			ret = fail(st, SYMZ_ESYS, "out of memory");
+			goto out;
 		}
 	}
 	if (r == -MTEV_EIO || r == -MTEV_ENOMEM) {

@@ -89,16 +89,23 @@ static __attribute__((noinline, unused)) int wplog_put_slow(struct wplog *l, uin
 	return 0;
 }
 
+/* Appends the one-word entry @w (from wplog_short) for the waypoint. */
+static inline void wplog_store(struct wplog *l, uint32_t w, uint64_t time, uint64_t addr,
+			       int32_t level)
+{
+	l->v[l->n++] = w;
+	l->time = time;
+	l->addr = addr;
+	l->level = level;
+	l->count++;
+}
+
 /* 0, or -ENOMEM (the log is unchanged). */
 static inline int wplog_put(struct wplog *l, uint64_t time, uint64_t addr, int32_t level)
 {
 	uint32_t w;
 	if (__builtin_expect(l->n < l->cap && wplog_short(l, time, addr, level, &w), 1)) {
-		l->v[l->n++] = w;
-		l->time = time;
-		l->addr = addr;
-		l->level = level;
-		l->count++;
+		wplog_store(l, w, time, addr, level);
 		return 0;
 	}
 	return wplog_put_slow(l, time, addr, level);
