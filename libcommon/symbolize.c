@@ -341,14 +341,27 @@ struct perfmap {
 	size_t n;
 };
 
-/* ---- the unit: the spans of one segment (or root subtree) being built ---- */
+/* ---- the unit: the spans of one segment (or root subtree) being built ----
+ *
+ * The unit is written as it settles, not when it ends: per thread, records
+ * come in time order (formats/mtev-semantics.md, Symbols), so once a thread's
+ * stream has passed time T (its "now"), no later waypoint can fall in a span
+ * that ended before T, no later span or inline frame can begin before T, and
+ * a child that began before T has its attach point.  After each window the
+ * current root's tree is written in pre-order as far as that allows (emit_round),
+ * and what was written and can get no more children is freed: spans and
+ * inline frames live in slot arrays with free lists, so memory is bounded by
+ * what is still unsettled (the open frames of each thread, plus the last
+ * window), not by the unit. */
 
 /* A node of the output tree: a function span (embedded in its span, id = the
- * span's index) or an inline frame (c->inodes, id = INL | index). */
+ * span's slot) or an inline frame (c->inodes, id = INL | slot).  Its children
+ * that are final (attached spans, closed inline frames) and not yet written
+ * are linked from first_child in output order (node_less). */
 struct node {
 	uint64_t begin, end; /* a function span's are its own (set when read) */
 	uint32_t first_child, last_child, next_sib, parent;
-	uint32_t depth;
+	uint32_t depth; /* output depth (set when written) */
 };
 
 struct inode { /* an inline frame */
@@ -356,13 +369,21 @@ struct inode { /* an inline frame */
 	uint32_t si;	 /* the physical span it belongs to */
 	uint32_t fi;	 /* the frame it names */
 	uint32_t iflags; /* its span flags */
+	uint32_t closed; /* its end is final; when free: next free slot */
+	uint64_t seq;	 /* creation order in the unit (ties in output order) */
 };
 
 #define INL 0x80000000u
 
-/* 128 bytes, two cache lines (the unit holds one per span until it ends);
- * the first holds what a waypoint needs.  Measured: 120 bytes (no padding)
- * made the tree and write phases of the 50M trace 3x slower. */
+/* span state bits (struct span.st) */
+enum {
+	SP_SEEN = 1,	  /* a waypoint was given to it */
+	SP_ON_STACK = 2,  /* its thread's stack holds it: children may still come */
+	SP_ATTACHED = 4,  /* its place under its parent is final */
+	SP_CLOSED = 8,	  /* no waypoint can reach it any more; inline frames final */
+};
+
+/* 128 bytes, two cache lines; the first holds what a waypoint needs. */
 struct span {
 	/* line 0 */
 	struct node nd;
@@ -370,10 +391,11 @@ struct span {
 	uint32_t grp_next; /* next span of the same (tid, depth), or NONE */
 	uint32_t nopen;	   /* open inline levels */
 	uint32_t pend;	   /* first child still looking for its attach point */
-	uint32_t seen;	   /* 1 once a waypoint was given to it */
+	uint32_t st;	   /* SP_* */
 	/* line 1 */
+	uint64_t seq;	   /* input order in the unit */
 	uint32_t tid, depth, flags;
-	uint32_t name_off, name_len; /* input name in c->uname, or 0 */
+	uint32_t nm;	   /* input name: index + 1 in c->inames, or 0 */
 	uint32_t func_w;   /* want of func, or NONE */
 	uint32_t cs_w;	   /* want of the call site (its address), or NONE (none) */
 	uint32_t inner;	   /* innermost open node (its own when no inline frame is open) */
@@ -381,7 +403,8 @@ struct span {
 	uint32_t parent;   /* parent span, or NONE (a root) */
 	/* as a child: where it hangs (nodes of the parent), see proc_wp */
 	uint32_t cand_any, cand_match, pend_next;
-	uint32_t spare[3];
+	uint32_t nun;	   /* children read and not yet attached */
+	uint32_t att_next; /* next in its thread's attach queue; when free: next free slot */
 };
 _Static_assert(sizeof(struct span) == 128, "struct span: two cache lines");
 
@@ -397,12 +420,15 @@ struct grp { /* the spans of one (tid, depth), in begin order */
 	uint32_t cur;  /* the first one a later waypoint can still fall in */
 	uint32_t tail; /* the last one */
 	uint64_t cur_begin, cur_end; /* cur's (0, 0 when cur is NONE) */
+	uint32_t thr;		     /* its thread (c->thrs) */
 };
 
 struct thr {
 	uint32_t tid;
 	uint32_t *stack;
 	size_t n, cap;
+	uint64_t now; /* latest time of its records (span begins, waypoints) */
+	uint32_t att_head, att_tail; /* children not yet attached, in input order */
 };
 
 /* Span names are written once, as string records, and spans refer to them by
@@ -443,12 +469,20 @@ struct ctx {
 	size_t bad_answers;
 	struct hmap sym_seen; /* runtime addresses with a symbol record out */
 	/* the unit */
-	struct span *spans;
-	size_t nspans, capspans;
-	struct inode *inodes; /* inline frames */
-	size_t ninodes, capinodes;
-	uint32_t *roots; /* spans without a parent, in input order */
-	size_t nroots, caproots;
+	struct span *spans; /* slots [0, nspans); free ones linked from span_free */
+	size_t nspans, capspans, spans_live;
+	uint32_t span_free;
+	uint64_t span_seq;
+	struct inode *inodes; /* inline frames, slots like spans */
+	size_t ninodes, capinodes, inodes_live;
+	uint32_t inode_free;
+	uint64_t inode_seq;
+	uint32_t *roots; /* spans without a parent, in input order; [0, root_head) written */
+	size_t nroots, caproots, root_head;
+	uint32_t *path; /* emit_round: the written nodes whose subtrees are not done */
+	size_t npath, cappath;
+	uint32_t path_thr; /* the thread of the tree being written */
+	int fin;	   /* emit_round at the unit's end: everything is final */
 	struct witem *win;
 	size_t nwin, capwin;
 	struct hmap gidx; /* (tid, depth) -> group */
@@ -463,12 +497,13 @@ struct ctx {
 	struct thr *thrs;
 	size_t nthrs, capthrs;
 	uint32_t last_thr; /* the thread of the last span (when nthrs) */
-	char *uname; /* input span names */
-	size_t unamelen, unamecap;
+	uint32_t last_span; /* the span add_span made */
+	struct mtev_str *inames; /* input span names, interned (itab) */
+	size_t ninames, capinames;
+	struct nent *itab;
+	size_t capitab;
 	uint32_t unit_tid; /* NONE: no span yet; UNIT_MULTI: several threads */
 	uint64_t unit_end; /* latest end of its spans */
-	uint32_t *stk, *kids; /* emit_tree's scratch */
-	size_t capstk, capkids;
 	int any_span; /* a span or waypoint was seen */
 	struct jframe *jf; /* one reply's frames */
 	size_t capjf;
@@ -478,6 +513,7 @@ struct ctx {
 	size_t nntab, capntab;
 	uint32_t next_sid;
 	int oom;
+	size_t bug; /* unit_flush left this many nodes unwritten */
 	int unmapped_warned, anon_warned, symbolizer_warned;
 	char *(*demangle)(const char *, char *, size_t *, int *);
 };
@@ -1780,26 +1816,121 @@ static inline struct node *ND(const struct ctx *c, uint32_t id)
 	return id & INL ? &c->inodes[id & ~INL].n : &c->spans[id].nd;
 }
 
-/* A new inline node of span @si: its id, or NONE. */
-static uint32_t inode_new(struct ctx *c, uint64_t begin, uint64_t end, uint32_t si)
+/* Output order of two children of one node: by begin, then end (siblings
+ * never overlap, so of two that begin together one is empty, [t, t], and
+ * comes first: the other may end after t), then function spans (in input
+ * order) before inline frames (in creation order). */
+static int node_less(const struct ctx *c, uint32_t x, uint32_t y)
 {
-	struct inode n = {{begin, end, NONE, NONE, NONE, NONE, 0}, si, NONE, 0};
-	if (c->ninodes >= INL - 1 || BVEC_PUSH(c->inodes, c->ninodes, c->capinodes, n) < 0) {
-		c->oom = 1;
-		return NONE;
-	}
-	return INL | (uint32_t)(c->ninodes - 1);
+	const struct node *nx = ND(c, x), *ny = ND(c, y);
+	if (nx->begin != ny->begin)
+		return nx->begin < ny->begin;
+	if (nx->end != ny->end)
+		return nx->end < ny->end;
+	if ((x & INL) != (y & INL))
+		return !(x & INL);
+	return x & INL ? c->inodes[x & ~INL].seq < c->inodes[y & ~INL].seq
+		       : c->spans[x].seq < c->spans[y].seq;
 }
 
-static void node_add_child(struct ctx *c, uint32_t parent, uint32_t child)
+/* @child is final: into @parent's list of children to write, in order
+ * (they become final almost in order: the append is the common case). */
+static void ready_insert(struct ctx *c, uint32_t parent, uint32_t child)
 {
-	struct node *p = ND(c, parent);
-	if (p->last_child == NONE)
-		p->first_child = child;
-	else
-		ND(c, p->last_child)->next_sib = child;
-	p->last_child = child;
-	ND(c, child)->parent = parent;
+	struct node *p = ND(c, parent), *ch = ND(c, child);
+	ch->parent = parent;
+	if (p->last_child == NONE || node_less(c, p->last_child, child)) {
+		ch->next_sib = NONE;
+		if (p->last_child == NONE)
+			p->first_child = child;
+		else
+			ND(c, p->last_child)->next_sib = child;
+		p->last_child = child;
+		return;
+	}
+	uint32_t *pp = &p->first_child;
+	while (!node_less(c, child, *pp))
+		pp = &ND(c, *pp)->next_sib;
+	ch->next_sib = *pp;
+	*pp = child;
+}
+
+/* A new inline node of span @si under node @parent: its id, or NONE. */
+static uint32_t inode_new(struct ctx *c, uint64_t begin, uint64_t end, uint32_t si,
+			  uint32_t parent)
+{
+	struct inode n = {{begin, end, NONE, NONE, NONE, parent, 0}, si, NONE, 0, 0, c->inode_seq++};
+	uint32_t i = c->inode_free;
+	if (i != NONE) {
+		c->inode_free = c->inodes[i].closed;
+		c->inodes[i] = n;
+	} else {
+		if (c->ninodes >= INL - 1 || BVEC_PUSH(c->inodes, c->ninodes, c->capinodes, n) < 0) {
+			c->oom = 1;
+			return NONE;
+		}
+		i = (uint32_t)(c->ninodes - 1);
+	}
+	if (++c->inodes_live > c->st->inodes_live_max)
+		c->st->inodes_live_max = c->inodes_live;
+	return INL | i;
+}
+
+static void inode_release(struct ctx *c, uint32_t id)
+{
+	c->inodes[id & ~INL].closed = c->inode_free;
+	c->inode_free = id & ~INL;
+	c->inodes_live--;
+}
+
+/* An inline frame's end is final: it joins its parent's children to write. */
+static void inode_close(struct ctx *c, uint32_t id)
+{
+	struct inode *in = &c->inodes[id & ~INL];
+	in->closed = 1;
+	ready_insert(c, in->n.parent, id);
+}
+
+/* A slot for a new span (filled by the caller), or NONE. */
+static uint32_t span_alloc(struct ctx *c)
+{
+	uint32_t i = c->span_free;
+	if (i != NONE) {
+		c->span_free = c->spans[i].att_next;
+	} else {
+		if (c->nspans >= UINT32_MAX / 4 ||
+		    (c->nspans == c->capspans &&
+		     bvec_grow((void **)&c->spans, &c->capspans, sizeof *c->spans) < 0))
+			return NONE;
+		i = (uint32_t)c->nspans++;
+	}
+	if (++c->spans_live > c->st->spans_live_max)
+		c->st->spans_live_max = c->spans_live;
+	return i;
+}
+
+static void span_release(struct ctx *c, uint32_t si)
+{
+	c->spans[si].att_next = c->span_free;
+	c->span_free = si;
+	c->spans_live--;
+}
+
+/* The thread entry of @tid, made when new; NONE when out of memory. */
+static uint32_t thr_of(struct ctx *c, uint32_t tid)
+{
+	if (c->nthrs && c->thrs[c->last_thr].tid == tid)
+		return c->last_thr;
+	uint32_t k = hmap_put(&c->tidx, tid, 0, (uint32_t)c->nthrs);
+	if (k == NONE)
+		return NONE;
+	if (k == c->nthrs) {
+		struct thr z = {tid, NULL, 0, 0, 0, NONE, NONE};
+		if (VEC_PUSH(c->thrs, c->nthrs, c->capthrs, z) < 0)
+			return NONE;
+	}
+	c->last_thr = k;
+	return k;
 }
 
 /* A span, in input order: its parent (the thread's stack of depths), its
@@ -1807,22 +1938,16 @@ static void node_add_child(struct ctx *c, uint32_t parent, uint32_t child)
 static void proc_span(struct ctx *c, uint32_t si)
 {
 	struct span *sp = &c->spans[si];
-	uint32_t k = c->nthrs && c->thrs[c->last_thr].tid == sp->tid
-			     ? c->last_thr
-			     : hmap_put(&c->tidx, sp->tid, 0, (uint32_t)c->nthrs);
+	uint32_t k = thr_of(c, sp->tid);
 	if (k == NONE) {
 		c->oom = 1;
 		return;
 	}
-	c->last_thr = k;
-	if (k == c->nthrs) {
-		struct thr z = {sp->tid, NULL, 0, 0};
-		if (VEC_PUSH(c->thrs, c->nthrs, c->capthrs, z) < 0) {
-			c->oom = 1;
-			return;
-		}
-	}
 	struct thr *t = &c->thrs[k];
+	if (sp->nd.begin < t->now)
+		c->st->spans_late++; /* placed after what is written already */
+	else
+		t->now = sp->nd.begin;
 	uint32_t parent = NONE;
 	if (sp->depth > 0 && sp->depth <= t->n)
 		parent = t->stack[sp->depth - 1];
@@ -1832,17 +1957,21 @@ static void proc_span(struct ctx *c, uint32_t si)
 			c->oom = 1;
 			return;
 		}
+	for (size_t d = sp->depth; d < t->n; d++)
+		if (t->stack[d] != NONE)
+			c->spans[t->stack[d]].st &= ~(uint32_t)SP_ON_STACK;
 	for (size_t d = t->n; d < sp->depth; d++)
 		t->stack[d] = NONE;
 	t->stack[sp->depth] = si;
 	t->n = sp->depth + 1;
+	sp->st |= SP_ON_STACK;
 	sp->parent = parent;
 
 	sp->nd.first_child = sp->nd.last_child = sp->nd.next_sib = sp->nd.parent = NONE;
 	sp->nd.depth = 0;
 	sp->inner = si;
 	if (parent == NONE) {
-		sp->nd.depth = sp->depth;
+		sp->st |= SP_ATTACHED;
 		if (VEC_PUSH(c->roots, c->nroots, c->caproots, si) < 0)
 			c->oom = 1;
 	} else {
@@ -1853,10 +1982,18 @@ static void proc_span(struct ctx *c, uint32_t si)
 		/* where the parent is now: after its last waypoint (at or before
 		 * our begin); its waypoints at our begin come after us and may
 		 * still move it (proc_wp) */
-		sp->cand_any = p->seen ? p->inner : NONE;
+		sp->cand_any = p->st & SP_SEEN ? p->inner : NONE;
 		sp->cand_match = NONE;
 		sp->pend_next = p->pend;
 		p->pend = si;
+		p->nun++;
+		/* the attach queue (attach_ready) */
+		sp->att_next = NONE;
+		if (t->att_tail == NONE)
+			t->att_head = si;
+		else
+			c->spans[t->att_tail].att_next = si;
+		t->att_tail = si;
 	}
 }
 
@@ -1910,13 +2047,15 @@ static __attribute__((noinline)) void wp_inline(struct ctx *c, uint32_t s, const
 			keep++;
 	}
 	while (sp->nopen > keep) {
-		struct node *in = ND(c, sp->inner);
+		uint32_t n = sp->inner;
+		struct node *in = ND(c, n);
 		in->end = time;
 		sp->inner = in->parent;
 		sp->nopen--;
+		inode_close(c, n);
 	}
 	for (uint32_t j = keep + 1; j <= m; j++) {
-		uint32_t n = inode_new(c, time, sp->nd.end, s);
+		uint32_t n = inode_new(c, time, sp->nd.end, s, sp->inner);
 		if (n == NONE)
 			return;
 		sp = &c->spans[s];
@@ -1925,7 +2064,6 @@ static __attribute__((noinline)) void wp_inline(struct ctx *c, uint32_t s, const
 		nd->iflags = MTEV_SPAN_INLINE;
 		if (time == sp->nd.begin)
 			nd->iflags |= sp->flags & MTEV_SPAN_INFERRED_START;
-		node_add_child(c, sp->inner, n);
 		sp->inner = n;
 		sp->nopen++;
 	}
@@ -1959,6 +2097,14 @@ static inline void proc_wp(struct ctx *c, const struct witem *it)
 {
 	struct grp *g = &c->grps[it->g];
 	uint64_t time = it->time;
+	struct thr *t = &c->thrs[g->thr];
+	if (__builtin_expect(time < t->now, 0)) {
+		/* earlier than a record before it of its thread: what it could
+		 * change may be written already (emit_round) */
+		c->st->waypoints_late++;
+		return;
+	}
+	t->now = time;
 	if (__builtin_expect(g->cur_end < time, 0))
 		grp_advance(c, g, time);
 	uint32_t s = g->cur;
@@ -1971,7 +2117,7 @@ static inline void proc_wp(struct ctx *c, const struct witem *it)
 	if (__builtin_expect(e && c->spans[s].func != e, 0))
 		s = wp_pick(c, g, s, e, time);
 	struct span *sp = &c->spans[s];
-	sp->seen = 1;
+	sp->st |= SP_SEEN;
 	/* a result without inline levels while none is open changes nothing
 	 * (sp->nopen is 0 and stays 0; sp->last_ri stays at NONE or at a result
 	 * without levels, which makes no difference either) */
@@ -2009,29 +2155,99 @@ static void proc_window(struct ctx *c)
 	c->st->t_tree += cpu_now() - t1;
 }
 
-/* The unit is complete: inline frames still open last to their span's end,
- * and each child hangs under the innermost frame of its parent that holds it
- * (parents come first, so theirs are closed when a child looks). */
-static void unit_close(struct ctx *c)
+/* ---- settling (see "the unit" above) ----
+ * Every test below asks whether something can still change given that the
+ * thread's later records are not earlier than its now (c->fin: the unit has
+ * ended, nothing can). */
+static inline int before_now(const struct ctx *c, uint64_t x, uint64_t now)
 {
-	for (uint32_t i = 0; i < c->nspans; i++) {
-		struct span *sp = &c->spans[i];
-		for (uint32_t n = sp->inner; n != i; n = ND(c, n)->parent) {
-			struct inode *in = &c->inodes[n & ~INL];
-			in->n.end = sp->nd.end;
-			in->iflags |= sp->flags & MTEV_SPAN_OPEN_AT_END;
-		}
-		if (sp->parent == NONE)
-			continue;
+	return c->fin || x < now;
+}
+
+/* The (tid, depth) group of span @si (it joined it when read). */
+static uint32_t grp_of(struct ctx *c, uint32_t tid, uint32_t depth);
+
+/* Span @si can get no more waypoints (its group's cursor has passed it):
+ * its open inline frames last to its end.  1 if closed. */
+static int try_close(struct ctx *c, uint32_t si, uint64_t now)
+{
+	struct span *sp = &c->spans[si];
+	if (sp->st & SP_CLOSED)
+		return 1;
+	struct grp *g = &c->grps[grp_of(c, sp->tid, sp->depth)];
+	if (c->fin) {
+		grp_set_cur(c, g, NONE);
+	} else {
+		/* what proc_wp would do for a waypoint at @now (later ones are
+		 * not earlier): skip the spans that ended before it */
+		if (g->cur != NONE && g->cur_end < now)
+			grp_advance(c, g, now);
+		if (g->cur != NONE && c->spans[g->cur].seq <= sp->seq)
+			return 0;
+	}
+	sp = &c->spans[si];
+	for (uint32_t n = sp->inner; n != si;) {
+		struct inode *in = &c->inodes[n & ~INL];
+		uint32_t up = in->n.parent;
+		in->n.end = sp->nd.end;
+		in->iflags |= sp->flags & MTEV_SPAN_OPEN_AT_END;
+		inode_close(c, n);
+		n = up;
+	}
+	sp->inner = si;
+	sp->nopen = 0;
+	sp->st |= SP_CLOSED;
+	return 1;
+}
+
+/* Attaches the children of thread @t that have a final attach point, in
+ * input order: each hangs under the innermost frame of its parent that holds
+ * it.  A child's candidate is final once its begin is past (no waypoint at
+ * its begin can move it); an open frame's end will be at least
+ * min(now, parent's end). */
+static void attach_ready(struct ctx *c, struct thr *t)
+{
+	uint64_t now = t->now;
+	while (t->att_head != NONE) {
+		uint32_t si = t->att_head;
+		struct span *sp = &c->spans[si];
+		if (!before_now(c, sp->nd.begin, now))
+			return;
 		uint32_t pn = sp->parent;
+		try_close(c, pn, now);
+		sp = &c->spans[si];
+		struct span *p = &c->spans[pn];
+		uint64_t sure = p->nd.end < now ? p->nd.end : now; /* open frames end no earlier */
 		uint32_t n = sp->cand_match != NONE ? sp->cand_match : sp->cand_any;
 		if (n == NONE)
 			n = pn;
 		/* climb to a node that holds the whole child */
-		while (n != pn && n != NONE &&
-		       !(ND(c, n)->begin <= sp->nd.begin && sp->nd.end <= ND(c, n)->end))
-			n = ND(c, n)->parent;
-		node_add_child(c, n == NONE ? pn : n, i);
+		while (n != pn && n != NONE) {
+			const struct inode *in = &c->inodes[n & ~INL];
+			int holds;
+			if (in->closed)
+				holds = in->n.begin <= sp->nd.begin && sp->nd.end <= in->n.end;
+			else if (sp->nd.end <= sure)
+				holds = in->n.begin <= sp->nd.begin;
+			else
+				return; /* wait for its end */
+			if (holds)
+				break;
+			n = in->n.parent;
+		}
+		t->att_head = sp->att_next;
+		if (t->att_head == NONE)
+			t->att_tail = NONE;
+		/* off the parent's list of children still looking */
+		for (uint32_t *pp = &p->pend; *pp != NONE;) {
+			if (*pp == si)
+				*pp = sp->pend_next;
+			else
+				pp = &c->spans[*pp].pend_next;
+		}
+		p->nun--;
+		sp->st |= SP_ATTACHED;
+		ready_insert(c, n == NONE ? pn : n, si);
 	}
 }
 
@@ -2112,8 +2328,8 @@ static int name_sid(struct ctx *c, mtev_writer *wr, struct mtev_str s, uint32_t 
 static int span_name(struct ctx *c, mtev_writer *wr, uint32_t si, struct mtev_rec *rec)
 {
 	const struct span *sp = &c->spans[si];
-	if (sp->name_len) {
-		rec->span.name = (struct mtev_str){c->uname + sp->name_off, sp->name_len};
+	if (sp->nm) {
+		rec->span.name = c->inames[sp->nm - 1];
 		return name_sid(c, wr, rec->span.name, &rec->span.name_id);
 	}
 	const struct result *r = want_res(c, sp->func_w);
@@ -2174,86 +2390,158 @@ static int write_symbols(struct ctx *c, mtev_writer *wr)
 	return ret;
 }
 
-static int cmp_child(const void *a, const void *b, void *arg)
+/* Writes node @x (its depth set). */
+static int emit_node(struct ctx *c, mtev_writer *wr, uint32_t x)
 {
-	const struct ctx *c = arg;
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-	const struct node *nx = ND(c, x), *ny = ND(c, y);
-	if (nx->begin != ny->begin)
-		return nx->begin < ny->begin ? -1 : 1;
-	/* Siblings never overlap, so of two that begin together one is empty
-	 * ([t, t]) and comes first: the other may end after t. */
-	if (nx->end != ny->end)
-		return nx->end < ny->end ? -1 : 1;
-	/* then function spans (in input order) before inline frames (ids) */
-	return x < y ? -1 : x > y;
+	const struct node *nd = ND(c, x);
+	const struct inode *in = x & INL ? &c->inodes[x & ~INL] : NULL;
+	uint32_t si = in ? in->si : x;
+	const struct span *sp = &c->spans[si];
+	struct mtev_rec rec = {.kind = MTEV_SPAN};
+	int r;
+	rec.span.tid = sp->tid;
+	rec.span.depth = nd->depth;
+	rec.span.begin = nd->begin;
+	rec.span.end = nd->end;
+	if (!in) {
+		rec.span.func = sp->func;
+		rec.span.callsite = sp->cs_w != NONE ? c->wants[sp->cs_w].addr : 0;
+		rec.span.flags = sp->flags;
+		if ((r = span_name(c, wr, si, &rec)) < 0)
+			return r;
+	} else {
+		struct sframe *f = &c->frames[in->fi];
+		rec.span.flags = in->iflags;
+		rec.span.name = (struct mtev_str){f->name, f->name_len};
+		if (!f->sid && (r = name_sid(c, wr, rec.span.name, &f->sid)) < 0)
+			return r;
+		rec.span.name_id = f->sid;
+		c->st->inline_spans++;
+	}
+	if ((r = mtev_write(wr, &rec)) < 0)
+		return r;
+	c->st->spans_out++;
+	return 0;
 }
 
-/* Writes the subtree of root node @root in pre-order. */
-static int emit_tree(struct ctx *c, mtev_writer *wr, uint32_t root)
+/* The open inline frame of span @si whose parent is node @x, or NONE. */
+static uint32_t open_child(const struct ctx *c, uint32_t si, uint32_t x)
 {
-	size_t n = 0;
-	if (!c->capstk && vec_grow((void **)&c->stk, &c->capstk, sizeof *c->stk) < 0)
-		return -MTEV_ENOMEM;
-	c->stk[n++] = root;
-	while (n) {
-		uint32_t x = c->stk[--n];
-		const struct node *nd = ND(c, x);
-		const struct inode *in = x & INL ? &c->inodes[x & ~INL] : NULL;
-		uint32_t si = in ? in->si : x;
-		const struct span *sp = &c->spans[si];
-		struct mtev_rec rec = {.kind = MTEV_SPAN};
-		int r;
-		rec.span.tid = sp->tid;
-		rec.span.depth = nd->depth;
-		rec.span.begin = nd->begin;
-		rec.span.end = nd->end;
-		if (!in) {
-			rec.span.func = sp->func;
-			rec.span.callsite = sp->cs_w != NONE ? c->wants[sp->cs_w].addr : 0;
-			rec.span.flags = sp->flags;
-			if ((r = span_name(c, wr, si, &rec)) < 0)
-				return r;
-		} else {
-			struct sframe *f = &c->frames[in->fi];
-			rec.span.flags = in->iflags;
-			rec.span.name = (struct mtev_str){f->name, f->name_len};
-			if (!f->sid && (r = name_sid(c, wr, rec.span.name, &f->sid)) < 0)
-				return r;
-			rec.span.name_id = f->sid;
-			c->st->inline_spans++;
-		}
-		if ((r = mtev_write(wr, &rec)) < 0)
-			return r;
-		c->st->spans_out++;
-		size_t nk = 0;
-		for (uint32_t ch = nd->first_child; ch != NONE; ch = ND(c, ch)->next_sib) {
-			if (nk == c->capkids && vec_grow((void **)&c->kids, &c->capkids, sizeof *c->kids) < 0)
-				return -MTEV_ENOMEM;
-			c->kids[nk++] = ch;
-		}
-		/* children are linked mostly in order already: sort only if not */
-		size_t k = 1;
-		while (k < nk && cmp_child(&c->kids[k - 1], &c->kids[k], c) < 0)
-			k++;
-		if (k < nk)
-			qsort_r(c->kids, nk, sizeof *c->kids, cmp_child, c);
-		while (c->capstk < n + nk + 1)
-			if (vec_grow((void **)&c->stk, &c->capstk, sizeof *c->stk) < 0)
-				return -MTEV_ENOMEM;
-		for (size_t i = nk; i-- > 0;) {
-			ND(c, c->kids[i])->depth = nd->depth + 1;
-			c->stk[n++] = c->kids[i];
-		}
+	const struct span *sp = &c->spans[si];
+	if (!sp->nopen)
+		return NONE;
+	for (uint32_t n = sp->inner; n != si;) {
+		uint32_t up = c->inodes[n & ~INL].n.parent;
+		if (up == x)
+			return n;
+		n = up;
 	}
+	return NONE;
+}
+
+static int path_push(struct ctx *c, uint32_t x)
+{
+	if (c->npath == c->cappath && vec_grow((void **)&c->path, &c->cappath, sizeof *c->path) < 0)
+		return -MTEV_ENOMEM;
+	c->path[c->npath++] = x;
 	return 0;
+}
+
+/* Node @x (of span @si), written, with no child left to write, can get no
+ * more children: no later node can begin before @lim. */
+static int node_done(struct ctx *c, uint32_t x, uint32_t si, uint64_t lim)
+{
+	if (x & INL) {
+		const struct inode *in = &c->inodes[x & ~INL];
+		return in->closed && before_now(c, in->n.end, lim);
+	}
+	const struct span *sp = &c->spans[si];
+	return !(sp->st & SP_ON_STACK) && (sp->st & SP_CLOSED) && !sp->nun;
+}
+
+/* A written node is done: its slot is free. */
+static void node_release(struct ctx *c, uint32_t x)
+{
+	if (x & INL) {
+		inode_release(c, x);
+		return;
+	}
+	struct span *sp = &c->spans[x];
+	struct grp *g = &c->grps[grp_of(c, sp->tid, sp->depth)];
+	if (g->tail == x) /* then its cursor is NONE (try_close) */
+		g->tail = NONE;
+	span_release(c, x);
+}
+
+/* Writes what has settled: symbol records for the addresses met so far,
+ * then the current root's tree in pre-order (then the next root's, in input
+ * order) as far as every node written is final and no node still to come can
+ * precede it; frees what is written and done.  0 or -MTEV_E*. */
+static int emit_round(struct ctx *c, mtev_writer *wr)
+{
+	double t0 = cpu_now();
+	int r = write_symbols(c, wr);
+	for (size_t k = 0; k < c->nthrs; k++)
+		attach_ready(c, &c->thrs[k]);
+	double t1 = cpu_now();
+	c->st->t_tree += t1 - t0;
+	while (r == 0 && !c->oom) {
+		if (!c->npath) {
+			if (c->root_head == c->nroots) {
+				c->root_head = c->nroots = 0;
+				break;
+			}
+			uint32_t root = c->roots[c->root_head++];
+			struct span *sp = &c->spans[root];
+			c->path_thr = hmap_get(&c->tidx, sp->tid, 0);
+			sp->nd.depth = sp->depth;
+			if ((r = emit_node(c, wr, root)) == 0)
+				r = path_push(c, root);
+			continue;
+		}
+		uint32_t x = c->path[c->npath - 1];
+		const struct thr *t = &c->thrs[c->path_thr];
+		uint64_t now = t->now, lim = now;
+		if (t->att_head != NONE && c->spans[t->att_head].nd.begin < lim)
+			lim = c->spans[t->att_head].nd.begin; /* unattached children begin no earlier */
+		uint32_t si = x & INL ? c->inodes[x & ~INL].si : x;
+		try_close(c, si, now);
+		struct node *nd = ND(c, x);
+		uint32_t ch = nd->first_child, o = open_child(c, si, x);
+		if (ch != NONE && before_now(c, ND(c, ch)->begin, lim) &&
+		    (o == NONE || ND(c, o)->begin > ND(c, ch)->begin)) {
+			struct node *cn = ND(c, ch);
+			nd->first_child = cn->next_sib;
+			if (nd->first_child == NONE)
+				nd->last_child = NONE;
+			cn->depth = nd->depth + 1;
+			if ((r = emit_node(c, wr, ch)) == 0)
+				r = path_push(c, ch);
+			continue;
+		}
+		if (ch == NONE && o == NONE && node_done(c, x, si, lim)) {
+			c->npath--;
+			node_release(c, x);
+			continue;
+		}
+		break;
+	}
+	if (c->oom && r == 0)
+		r = -MTEV_ENOMEM;
+	c->st->t_write += cpu_now() - t1;
+	return r;
 }
 
 static void unit_reset(struct ctx *c)
 {
-	c->nspans = 0;
-	c->ninodes = 0;
-	c->nroots = 0;
+	c->nspans = c->spans_live = 0;
+	c->span_free = NONE;
+	c->span_seq = 0;
+	c->ninodes = c->inodes_live = 0;
+	c->inode_free = NONE;
+	c->inode_seq = 0;
+	c->nroots = c->root_head = 0;
+	c->npath = 0;
 	c->nwin = 0;
 	c->ngrps = 0;
 	hmap_fini(&c->gidx);
@@ -2261,7 +2549,6 @@ static void unit_reset(struct ctx *c)
 		free(c->thrs[i].stack);
 	c->nthrs = 0;
 	hmap_fini(&c->tidx);
-	c->unamelen = 0;
 	c->unit_tid = NONE;
 	c->unit_end = 0;
 	if (c->gdep_used)
@@ -2273,23 +2560,26 @@ static void unit_reset(struct ctx *c)
 	c->last_g = NONE;
 }
 
-/* The unit is complete: resolve, build its tree, write its symbols, then its
- * spans, root by root in input order.  0 or -MTEV_E*. */
+/* The unit is complete: resolve, then write the rest of it (everything is
+ * final now).  0 or -MTEV_E*. */
 static int unit_flush(struct ctx *c, mtev_writer *wr)
 {
-	if (!c->nspans && !c->nwin)
+	if (!c->span_seq && !c->nwin)
 		return 0;
 	proc_window(c);
 	if (c->oom)
 		return -MTEV_ENOMEM;
-	double t0 = cpu_now();
-	unit_close(c);
-	double t1 = cpu_now();
-	c->st->t_tree += t1 - t0;
-	int r = write_symbols(c, wr);
-	for (size_t i = 0; i < c->nroots && r == 0; i++)
-		r = emit_tree(c, wr, c->roots[i]);
-	c->st->t_write += cpu_now() - t1;
+	for (size_t k = 0; k < c->nthrs; k++)
+		for (size_t d = 0; d < c->thrs[k].n; d++)
+			if (c->thrs[k].stack[d] != NONE)
+				c->spans[c->thrs[k].stack[d]].st &= ~(uint32_t)SP_ON_STACK;
+	c->fin = 1;
+	int r = emit_round(c, wr);
+	c->fin = 0;
+	if (r == 0 && (c->spans_live || c->inodes_live)) {
+		c->bug = c->spans_live + c->inodes_live; /* out_fail says so */
+		r = -MTEV_EINVAL;
+	}
 	unit_reset(c);
 	return r;
 }
@@ -2333,9 +2623,9 @@ static void ctx_fini(struct ctx *c)
 	free(c->grps);
 	free(c->gdep);
 	free(c->thrs);
-	free(c->uname);
-	free(c->stk);
-	free(c->kids);
+	free(c->inames);
+	free(c->itab);
+	free(c->path);
 	free(c->ntab);
 	free(c->jf);
 	free(c->js);
@@ -2348,15 +2638,54 @@ static void ctx_fini(struct ctx *c)
 }
 
 /* Window size: addresses are resolved once per window (a symbolizer batch). */
-#define WINDOW (1u << 18)
+#define WINDOW (1u << 16)
 
-/* Resolves the waypoint window once it is full.  1 when out of memory. */
-static int window_full(struct ctx *c)
+/* Once the window is full: resolves and processes it, then writes what has
+ * settled.  0 or -MTEV_E*. */
+static int window_full(struct ctx *c, mtev_writer *wr)
 {
 	if (c->nwin < WINDOW)
 		return 0;
 	proc_window(c);
-	return c->oom;
+	if (c->oom)
+		return -MTEV_ENOMEM;
+	return emit_round(c, wr);
+}
+
+/* The input name @p[0..@n) interned: its index + 1 in c->inames, or 0 when
+ * out of memory. */
+static uint32_t iname_get(struct ctx *c, const char *p, size_t n)
+{
+	if ((c->ninames + 1) * 2 > c->capitab) {
+		size_t nc = c->capitab ? c->capitab * 2 : 64;
+		struct nent *nt = calloc(nc, sizeof *nt);
+		if (!nt)
+			return 0;
+		for (size_t i = 0; i < c->capitab; i++) {
+			if (!c->itab[i].h)
+				continue;
+			size_t j = c->itab[i].h & (nc - 1);
+			while (nt[j].h)
+				j = (j + 1) & (nc - 1);
+			nt[j] = c->itab[i];
+		}
+		free(c->itab);
+		c->itab = nt;
+		c->capitab = nc;
+	}
+	uint64_t h = str_hash(p, n);
+	size_t j = h & (c->capitab - 1);
+	for (; c->itab[j].h; j = (j + 1) & (c->capitab - 1)) {
+		const struct nent *e = &c->itab[j];
+		if (e->h == h && e->len == n && !memcmp(e->p, p, n))
+			return e->id;
+	}
+	const char *keep = arena_strndup(&c->ar, p, n);
+	struct mtev_str ms = {keep, n};
+	if (!keep || c->ninames >= NONE - 1 || VEC_PUSH(c->inames, c->ninames, c->capinames, ms) < 0)
+		return 0;
+	c->itab[j] = (struct nent){h, keep, (uint32_t)n, (uint32_t)c->ninames};
+	return (uint32_t)c->ninames;
 }
 
 static int add_span(struct ctx *c, const struct mtev_rec *rec)
@@ -2366,12 +2695,12 @@ static int add_span(struct ctx *c, const struct mtev_rec *rec)
 			 .grp_next = NONE,
 			 .nopen = 0,
 			 .pend = NONE,
-			 .seen = 0,
+			 .st = 0,
+			 .seq = c->span_seq++,
 			 .tid = rec->span.tid,
 			 .depth = rec->span.depth,
 			 .flags = rec->span.flags,
-			 .name_off = 0,
-			 .name_len = rec->span.name.len,
+			 .nm = 0,
 			 .func_w = NONE,
 			 .cs_w = NONE,
 			 .inner = NONE,
@@ -2379,29 +2708,21 @@ static int add_span(struct ctx *c, const struct mtev_rec *rec)
 			 .parent = NONE,
 			 .cand_any = NONE,
 			 .cand_match = NONE,
-			 .pend_next = NONE};
-	if (s.name_len) {
-		if (c->unamelen + s.name_len > c->unamecap) {
-			size_t nc = c->unamecap ? c->unamecap : 4096;
-			while (nc < c->unamelen + s.name_len)
-				nc *= 2;
-			char *nb = realloc(c->uname, nc);
-			if (!nb)
-				return -1;
-			c->uname = nb;
-			c->unamecap = nc;
-		}
-		memcpy(c->uname + c->unamelen, rec->span.name.p, s.name_len);
-		s.name_off = (uint32_t)c->unamelen;
-		c->unamelen += s.name_len;
-	}
+			 .pend_next = NONE,
+			 .nun = 0,
+			 .att_next = NONE};
+	if (rec->span.name.len && !(s.nm = iname_get(c, rec->span.name.p, rec->span.name.len)))
+		return -1;
 	if (s.func)
 		s.func_w = want_get(c, s.tid, s.func);
 	if (rec->span.callsite) /* for its symbol record, and the attach rule */
 		s.cs_w = want_get(c, s.tid, rec->span.callsite);
-	if (c->nspans >= UINT32_MAX / 4 || BVEC_PUSH(c->spans, c->nspans, c->capspans, s) < 0)
+	uint32_t si = span_alloc(c);
+	if (si == NONE)
 		return -1;
-	struct witem it = {s.nd.begin, (uint32_t)(c->nspans - 1), NONE};
+	c->spans[si] = s;
+	c->last_span = si;
+	struct witem it = {s.nd.begin, si, NONE};
 	if (BVEC_PUSH(c->win, c->nwin, c->capwin, it) < 0)
 		return -1;
 	if (c->unit_tid == NONE)
@@ -2420,8 +2741,8 @@ static uint32_t grp_of_slow(struct ctx *c, uint32_t tid, uint32_t depth)
 	if (g == NONE)
 		return NONE;
 	if (g == c->ngrps) {
-		struct grp z = {NONE, NONE, 0, 0};
-		if (VEC_PUSH(c->grps, c->ngrps, c->capgrps, z) < 0)
+		struct grp z = {NONE, NONE, 0, 0, thr_of(c, tid)};
+		if (z.thr == NONE || VEC_PUSH(c->grps, c->ngrps, c->capgrps, z) < 0)
 			return NONE;
 	}
 	return g;
@@ -2512,6 +2833,17 @@ static int span_group(struct ctx *c, uint32_t si)
 	return 0;
 }
 
+/* A failure of writing (-MTEV_E* @w): its message. */
+static int out_fail(struct ctx *c, int w)
+{
+	if (c->bug)
+		return fail(c->st, SYMZ_ESYS, "internal error: %zu spans left unwritten", c->bug);
+	if (c->oom || w == -MTEV_ENOMEM)
+		return fail(c->st, SYMZ_ESYS, "out of memory");
+	return fail(c->st, SYMZ_ESYS, "cannot write output: %s%s%s", mtev_strerror(w),
+		    w == -MTEV_EIO ? ": " : "", w == -MTEV_EIO ? strerror(errno) : "");
+}
+
 static int symz_core(mtev_reader *rd, int out_fd, const struct symz_opts *o,
 		     struct symz_stats *st)
 {
@@ -2546,8 +2878,8 @@ static int symz_core(mtev_reader *rd, int out_fd, const struct symz_opts *o,
 				ret = fail(st, SYMZ_ESYS, "out of memory");
 				goto out;
 			}
-			if (window_full(&c)) {
-				ret = fail(st, SYMZ_ESYS, "out of memory");
+			if ((w = window_full(&c, wr)) < 0) {
+				ret = out_fail(&c, w);
 				goto out;
 			}
 			continue;
@@ -2559,11 +2891,11 @@ static int symz_core(mtev_reader *rd, int out_fd, const struct symz_opts *o,
 		case MTEV_SPAN:
 			/* a new root of the same thread after everything before it
 			 * ended: what came before is complete */
-			if (rec.span.depth == 0 && c.nspans && c.unit_tid == rec.span.tid &&
+			if (rec.span.depth == 0 && c.span_seq && c.unit_tid == rec.span.tid &&
 			    rec.span.begin > c.unit_end)
 				w = unit_flush(&c, wr);
 			c.any_span = 1;
-			if (w == 0 && (add_span(&c, &rec) < 0 || span_group(&c, (uint32_t)(c.nspans - 1)) < 0))
+			if (w == 0 && (add_span(&c, &rec) < 0 || span_group(&c, c.last_span) < 0))
 				c.oom = 1;
 			break;
 		case MTEV_WAYPOINT:
@@ -2621,13 +2953,10 @@ static int symz_core(mtev_reader *rd, int out_fd, const struct symz_opts *o,
 			ret = fail(st, SYMZ_ESYS, "out of memory");
 			goto out;
 		}
+		if (w == 0)
+			w = window_full(&c, wr);
 		if (w < 0) {
-			ret = fail(st, SYMZ_ESYS, "cannot write output: %s%s%s", mtev_strerror(w),
-				   w == -MTEV_EIO ? ": " : "", w == -MTEV_EIO ? strerror(errno) : "");
-			goto out;
-		}
-		if (window_full(&c)) {
-			ret = fail(st, SYMZ_ESYS, "out of memory");
+			ret = out_fail(&c, w);
 			goto out;
 		}
 	}
@@ -2658,8 +2987,7 @@ static int symz_core(mtev_reader *rd, int out_fd, const struct symz_opts *o,
 	if (r == 0)
 		r = mtev_writer_finish(wr);
 	if (r < 0) {
-		ret = fail(st, SYMZ_ESYS, "cannot write output: %s%s%s", mtev_strerror(r),
-			   r == -MTEV_EIO ? ": " : "", r == -MTEV_EIO ? strerror(errno) : "");
+		ret = out_fail(&c, r);
 		goto out;
 	}
 	st->t_read = cpu_now() - t_start - st->t_resolve - st->t_tree - st->t_write;

@@ -57,6 +57,12 @@ struct symz_opts {
 struct symz_stats {
 	uint64_t records_in, spans_in, waypoints_in, spans_out, inline_spans, symbols_out;
 	uint64_t waypoints_unmatched; /* no physical span at their depth and time */
+	/* records earlier than a record before them of their thread (the input
+	 * breaks time order): such waypoints are dropped, such spans placed
+	 * after what is already written */
+	uint64_t waypoints_late, spans_late;
+	/* most spans and inline frames held at once (what is not yet settled) */
+	uint64_t spans_live_max, inodes_live_max;
 	uint64_t unique_addrs;	      /* unique (thread, address) pairs */
 	uint64_t unique_binaddrs;     /* unique (binary, address) pairs resolved */
 	uint64_t cache_hits, symbolizer_requests, fallback_names, unknown_names;

@@ -160,10 +160,13 @@ int main(int argc, char **argv)
 			" symbols; %" PRIu64 " unique addresses, %" PRIu64 " in binaries, %" PRIu64
 			" cache hits, %" PRIu64 " symbolizer requests, %" PRIu64 " fallback, %" PRIu64
 			" unknown, %" PRIu64 " waypoints unmatched, %" PRIu64 " replies read by jansson;"
+			" %" PRIu64 " waypoints and %" PRIu64 " spans out of time order;"
+			" at most %" PRIu64 " spans and %" PRIu64 " inline frames held;"
 			" seconds: read %.3f resolve %.3f tree %.3f write %.3f\n",
 			st.records_in, st.spans_in, st.waypoints_in, st.spans_out, st.inline_spans,
 			st.symbols_out, st.unique_addrs, st.unique_binaddrs, st.cache_hits,
 			st.symbolizer_requests, st.fallback_names, st.unknown_names,
-			st.waypoints_unmatched, st.json_slow, st.t_read, st.t_resolve, st.t_tree, st.t_write);
+			st.waypoints_unmatched, st.json_slow, st.waypoints_late, st.spans_late,
+			st.spans_live_max, st.inodes_live_max, st.t_read, st.t_resolve, st.t_tree, st.t_write);
 	return st.degraded ? MT_EXIT_DEGRADED : MT_EXIT_OK;
 }
