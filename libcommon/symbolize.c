@@ -513,6 +513,7 @@ struct ctx {
 	size_t nntab, capntab;
 	uint32_t next_sid;
 	int oom;
+	size_t window; /* o->window, else WINDOW */
 	size_t bug; /* unit_flush left this many nodes unwritten */
 	int unmapped_warned, anon_warned, symbolizer_warned;
 	char *(*demangle)(const char *, char *, size_t *, int *);
@@ -2637,14 +2638,16 @@ static void ctx_fini(struct ctx *c)
 	arena_fini(&c->ar);
 }
 
-/* Window size: addresses are resolved once per window (a symbolizer batch). */
+/* Window size: addresses are resolved once per window (a symbolizer batch),
+ * then what settled is written.  Small enough for the unsettled spans to
+ * stay in cache, large enough for few symbolizer round trips. */
 #define WINDOW (1u << 16)
 
 /* Once the window is full: resolves and processes it, then writes what has
  * settled.  0 or -MTEV_E*. */
 static int window_full(struct ctx *c, mtev_writer *wr)
 {
-	if (c->nwin < WINDOW)
+	if (c->nwin < c->window)
 		return 0;
 	proc_window(c);
 	if (c->oom)
@@ -2851,6 +2854,7 @@ static int symz_core(mtev_reader *rd, int out_fd, const struct symz_opts *o,
 	memset(&c, 0, sizeof c);
 	c.o = o;
 	c.st = st;
+	c.window = o->window ? o->window : WINDOW;
 	unit_reset(&c);
 	int ret = 0, err = 0, r;
 	uint64_t nwp = 0; /* waypoints read (counted apart from records_in) */

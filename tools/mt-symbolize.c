@@ -68,7 +68,7 @@ static void on_warn(void *ctx, int degraded, const char *msg)
 int main(int argc, char **argv)
 {
 	enum { O_SYMBOLIZER = 256, O_NOSYM, O_TIMEOUT, O_SYMFS, O_IMAGES, O_PERFMAP, O_CACHEDIR,
-	       O_NOCACHE };
+	       O_NOCACHE, O_WINDOW };
 	static const struct option lo[] = {{"output", required_argument, 0, 'o'},
 					   {"force", no_argument, 0, 'f'},
 					   {"symbolizer", required_argument, 0, O_SYMBOLIZER},
@@ -79,17 +79,19 @@ int main(int argc, char **argv)
 					   {"perf-map-dir", required_argument, 0, O_PERFMAP},
 					   {"cache-dir", required_argument, 0, O_CACHEDIR},
 					   {"no-cache", no_argument, 0, O_NOCACHE},
+					   {"window", required_argument, 0, O_WINDOW},
+					   {"input", required_argument, 0, 'i'},
 					   {"stats", no_argument, 0, 's'},
 					   {"help", no_argument, 0, 'h'},
 					   {0, 0, 0, 0}};
 	struct symz_opts o = {0};
-	const char *out_path = NULL, *cache_dir = NULL;
+	const char *out_path = NULL, *cache_dir = NULL, *in_opt = NULL;
 	int force = 0, stats = 0, no_cache = 0, c;
 	char defcache[PATH_MAX];
 	mt_set_progname(argv[0]);
 	o.timeout_ms = 30000;
 	o.warn = on_warn;
-	while ((c = getopt_long(argc, argv, "o:fsh", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "i:o:fsh", lo, NULL)) != -1) {
 		switch (c) {
 		case 'o': out_path = optarg; break;
 		case 'f': force = 1; break;
@@ -110,12 +112,21 @@ int main(int argc, char **argv)
 		case O_PERFMAP: o.perf_map_dir = optarg; break;
 		case O_CACHEDIR: cache_dir = optarg; break;
 		case O_NOCACHE: no_cache = 1; break;
+		case O_WINDOW: {
+			char *e;
+			unsigned long long n = strtoull(optarg, &e, 10);
+			if (e == optarg || *e || n < 1 || n > (1u << 30) || optarg[0] == '-')
+				mt_fatal(MT_EXIT_USAGE, "bad --window '%s' (records, 1 to 2^30)", optarg);
+			o.window = (size_t)n;
+			break;
+		}
+		case 'i': in_opt = optarg; break;
 		case 's': stats = 1; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return MT_EXIT_USAGE;
 		}
 	}
-	if (argc - optind > 1) {
+	if (argc - optind > 1 || (in_opt && argc - optind > 0)) {
 		usage(stderr);
 		return MT_EXIT_USAGE;
 	}
@@ -128,7 +139,7 @@ int main(int argc, char **argv)
 	/* a symbolizer that dies must not kill us */
 	signal(SIGPIPE, SIG_IGN);
 
-	const char *in_path = optind < argc ? argv[optind] : "-";
+	const char *in_path = in_opt ? in_opt : optind < argc ? argv[optind] : "-";
 	/* read as it comes (memory is bounded by the largest segment) */
 	int in_fd = io_open_in(in_path);
 	struct stat sb;
