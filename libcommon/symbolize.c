@@ -21,6 +21,12 @@
 #include "mtev.h"
 
 #define NONE UINT32_MAX
+/* Window size: addresses are resolved once per window (a symbolizer batch),
+ * then what settled is written.  Small enough for the unsettled spans to
+ * stay in cache, large enough for few symbolizer round trips: it doubles
+ * while the symbolizer is asked, and halves back when it is not. */
+#define WINDOW_MIN (1u << 10)
+#define WINDOW_MAX (1u << 16)
 #define UNIT_MULTI (UINT32_MAX - 1)
 
 /* snprintf that truncates silently (names and messages have no hard limit). */
@@ -367,9 +373,10 @@ struct node {
 struct inode { /* an inline frame */
 	struct node n;
 	uint32_t si;	 /* the physical span it belongs to */
-	uint32_t fi;	 /* the frame it names */
+	uint32_t fi;	 /* the frame it names; when free: next free slot */
 	uint32_t iflags; /* its span flags */
-	uint32_t closed; /* its end is final; when free: next free slot */
+	uint32_t closed : 1; /* its end is final */
+	uint32_t refs : 31;  /* unattached children with it as candidate (cand_set) */
 	uint64_t seq;	 /* creation order in the unit (ties in output order) */
 };
 
@@ -513,7 +520,7 @@ struct ctx {
 	size_t nntab, capntab;
 	uint32_t next_sid;
 	int oom;
-	size_t window; /* o->window, else WINDOW */
+	size_t window; /* o->window, else adaptive (WINDOW_MIN..WINDOW_MAX) */
 	size_t bug; /* unit_flush left this many nodes unwritten */
 	int unmapped_warned, anon_warned, symbolizer_warned;
 	char *(*demangle)(const char *, char *, size_t *, int *);
@@ -1726,6 +1733,11 @@ static void resolve_pending(struct ctx *c)
 		nreq++;
 	}
 	c->st->symbolizer_requests += nreq;
+	/* while the symbolizer is asked, larger windows (fewer round trips);
+	 * else small ones (what is unsettled stays in cache) */
+	if (!c->o->window)
+		c->window = nreq ? (c->window * 2 > WINDOW_MAX ? WINDOW_MAX : c->window * 2)
+				 : (c->window / 2 < WINDOW_MIN ? WINDOW_MIN : c->window / 2);
 	if (nreq)
 		symbolizer_batch(c, nreq, paths, vaddrs, ris);
 	/* fallbacks */
@@ -1860,10 +1872,10 @@ static void ready_insert(struct ctx *c, uint32_t parent, uint32_t child)
 static uint32_t inode_new(struct ctx *c, uint64_t begin, uint64_t end, uint32_t si,
 			  uint32_t parent)
 {
-	struct inode n = {{begin, end, NONE, NONE, NONE, parent, 0}, si, NONE, 0, 0, c->inode_seq++};
+	struct inode n = {{begin, end, NONE, NONE, NONE, parent, 0}, si, NONE, 0, 0, 0, c->inode_seq++};
 	uint32_t i = c->inode_free;
 	if (i != NONE) {
-		c->inode_free = c->inodes[i].closed;
+		c->inode_free = c->inodes[i].fi;
 		c->inodes[i] = n;
 	} else {
 		if (c->ninodes >= INL - 1 || BVEC_PUSH(c->inodes, c->ninodes, c->capinodes, n) < 0) {
@@ -1879,7 +1891,7 @@ static uint32_t inode_new(struct ctx *c, uint64_t begin, uint64_t end, uint32_t 
 
 static void inode_release(struct ctx *c, uint32_t id)
 {
-	c->inodes[id & ~INL].closed = c->inode_free;
+	c->inodes[id & ~INL].fi = c->inode_free;
 	c->inode_free = id & ~INL;
 	c->inodes_live--;
 }
@@ -1890,6 +1902,17 @@ static void inode_close(struct ctx *c, uint32_t id)
 	struct inode *in = &c->inodes[id & ~INL];
 	in->closed = 1;
 	ready_insert(c, in->n.parent, id);
+}
+
+/* *@slot (a child's candidate attach point) = node @n: an inline frame that
+ * is some unattached child's candidate stays (node_done). */
+static inline void cand_set(struct ctx *c, uint32_t *slot, uint32_t n)
+{
+	if (*slot != NONE && (*slot & INL))
+		c->inodes[*slot & ~INL].refs--;
+	if (n != NONE && (n & INL))
+		c->inodes[n & ~INL].refs++;
+	*slot = n;
 }
 
 /* A slot for a new span (filled by the caller), or NONE. */
@@ -1917,11 +1940,18 @@ static void span_release(struct ctx *c, uint32_t si)
 	c->spans_live--;
 }
 
+static uint32_t thr_of_slow(struct ctx *c, uint32_t tid);
+
 /* The thread entry of @tid, made when new; NONE when out of memory. */
-static uint32_t thr_of(struct ctx *c, uint32_t tid)
+static inline uint32_t thr_of(struct ctx *c, uint32_t tid)
 {
 	if (c->nthrs && c->thrs[c->last_thr].tid == tid)
 		return c->last_thr;
+	return thr_of_slow(c, tid);
+}
+
+static uint32_t thr_of_slow(struct ctx *c, uint32_t tid)
+{
 	uint32_t k = hmap_put(&c->tidx, tid, 0, (uint32_t)c->nthrs);
 	if (k == NONE)
 		return NONE;
@@ -1983,8 +2013,9 @@ static void proc_span(struct ctx *c, uint32_t si)
 		/* where the parent is now: after its last waypoint (at or before
 		 * our begin); its waypoints at our begin come after us and may
 		 * still move it (proc_wp) */
-		sp->cand_any = p->st & SP_SEEN ? p->inner : NONE;
-		sp->cand_match = NONE;
+		sp->cand_any = sp->cand_match = NONE;
+		if (p->st & SP_SEEN)
+			cand_set(c, &sp->cand_any, p->inner);
 		sp->pend_next = p->pend;
 		p->pend = si;
 		p->nun++;
@@ -2083,9 +2114,9 @@ static __attribute__((noinline)) void wp_pend(struct ctx *c, struct span *sp, ui
 			continue;
 		}
 		if (ch->nd.begin == time) {
-			ch->cand_any = sp->inner;
+			cand_set(c, &ch->cand_any, sp->inner);
 			if (ch->cs_w != NONE && ch->cs_w == w)
-				ch->cand_match = sp->inner;
+				cand_set(c, &ch->cand_match, sp->inner);
 		}
 		pp = &ch->pend_next;
 	}
@@ -2099,13 +2130,12 @@ static inline void proc_wp(struct ctx *c, const struct witem *it)
 	struct grp *g = &c->grps[it->g];
 	uint64_t time = it->time;
 	struct thr *t = &c->thrs[g->thr];
-	if (__builtin_expect(time < t->now, 0)) {
-		/* earlier than a record before it of its thread: what it could
-		 * change may be written already (emit_round) */
+	/* earlier than a record before it of its thread: what it changes may
+	 * be written already (emit_round), its inline frames then come after */
+	if (__builtin_expect(time < t->now, 0))
 		c->st->waypoints_late++;
-		return;
-	}
-	t->now = time;
+	else
+		t->now = time;
 	if (__builtin_expect(g->cur_end < time, 0))
 		grp_advance(c, g, time);
 	uint32_t s = g->cur;
@@ -2168,13 +2198,24 @@ static inline int before_now(const struct ctx *c, uint64_t x, uint64_t now)
 /* The (tid, depth) group of span @si (it joined it when read). */
 static uint32_t grp_of(struct ctx *c, uint32_t tid, uint32_t depth);
 
+static __attribute__((noinline)) int try_close_slow(struct ctx *c, uint32_t si, uint64_t now);
+
 /* Span @si can get no more waypoints (its group's cursor has passed it):
- * its open inline frames last to its end.  1 if closed. */
-static int try_close(struct ctx *c, uint32_t si, uint64_t now)
+ * its open inline frames last to its end.  1 if closed.  (One that has not
+ * ended before @now is taken as open: the cursor is likely at it.) */
+static inline int try_close(struct ctx *c, uint32_t si, uint64_t now)
 {
-	struct span *sp = &c->spans[si];
+	const struct span *sp = &c->spans[si];
 	if (sp->st & SP_CLOSED)
 		return 1;
+	if (!c->fin && sp->nd.end >= now)
+		return 0;
+	return try_close_slow(c, si, now);
+}
+
+static int try_close_slow(struct ctx *c, uint32_t si, uint64_t now)
+{
+	struct span *sp = &c->spans[si];
 	struct grp *g = &c->grps[grp_of(c, sp->tid, sp->depth)];
 	if (c->fin) {
 		grp_set_cur(c, g, NONE);
@@ -2247,6 +2288,8 @@ static void attach_ready(struct ctx *c, struct thr *t)
 				pp = &c->spans[*pp].pend_next;
 		}
 		p->nun--;
+		cand_set(c, &sp->cand_any, NONE);
+		cand_set(c, &sp->cand_match, NONE);
 		sp->st |= SP_ATTACHED;
 		ready_insert(c, n == NONE ? pn : n, si);
 	}
@@ -2454,7 +2497,7 @@ static int node_done(struct ctx *c, uint32_t x, uint32_t si, uint64_t lim)
 {
 	if (x & INL) {
 		const struct inode *in = &c->inodes[x & ~INL];
-		return in->closed && before_now(c, in->n.end, lim);
+		return in->closed && !in->refs && before_now(c, in->n.end, lim);
 	}
 	const struct span *sp = &c->spans[si];
 	return !(sp->st & SP_ON_STACK) && (sp->st & SP_CLOSED) && !sp->nun;
@@ -2638,10 +2681,6 @@ static void ctx_fini(struct ctx *c)
 	arena_fini(&c->ar);
 }
 
-/* Window size: addresses are resolved once per window (a symbolizer batch),
- * then what settled is written.  Small enough for the unsettled spans to
- * stay in cache, large enough for few symbolizer round trips. */
-#define WINDOW (1u << 16)
 
 /* Once the window is full: resolves and processes it, then writes what has
  * settled.  0 or -MTEV_E*. */
@@ -2854,7 +2893,7 @@ static int symz_core(mtev_reader *rd, int out_fd, const struct symz_opts *o,
 	memset(&c, 0, sizeof c);
 	c.o = o;
 	c.st = st;
-	c.window = o->window ? o->window : WINDOW;
+	c.window = o->window ? o->window : WINDOW_MIN;
 	unit_reset(&c);
 	int ret = 0, err = 0, r;
 	uint64_t nwp = 0; /* waypoints read (counted apart from records_in) */
