@@ -3026,6 +3026,9 @@ static int symz_core(mtev_reader *rd, int out_fd, const struct symz_opts *o,
 		ret = fail(st, SYMZ_ESYS, "out of memory");
 		goto out;
 	}
+	if (st->waypoints_late || st->spans_late)
+		warnf(&c, 0, "%" PRIu64 " waypoints and %" PRIu64 " spans are earlier than a record before them of their thread (the input is not in time order per thread): the inline frames and spans they make may come after spans that follow them",
+		      st->waypoints_late, st->spans_late);
 	resolve_finish(&c);
 	if (r == 0)
 		r = mtev_writer_finish(wr);

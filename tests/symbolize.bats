@@ -397,6 +397,121 @@ base_of() {
 	[ "$status" -eq 2 ]
 }
 
+@test "-i FILE and --input FILE read like FILE and stdin; -i with FILE is misuse" {
+	gen "$PROGS/sym_inline" "$(base_of "$PROGS/sym_inline")" sym_mixed
+	"$BIN/mt-symbolize" --no-cache -o "$T/a.mt" "$T/in.mt"
+	"$BIN/mt-symbolize" --no-cache -i "$T/in.mt" -o "$T/b.mt"
+	"$BIN/mt-symbolize" --no-cache --input "$T/in.mt" -o "$T/c.mt"
+	"$BIN/mt-symbolize" --no-cache -o "$T/d.mt" < "$T/in.mt"
+	cmp "$T/a.mt" "$T/b.mt"
+	cmp "$T/a.mt" "$T/c.mt"
+	cmp "$T/a.mt" "$T/d.mt"
+	run "$BIN/mt-symbolize" --no-cache -i "$T/in.mt" -o "$T/e.mt" "$T/in.mt"
+	[ "$status" -eq 2 ]
+	run "$BIN/mt-symbolize" --no-cache -i "$T/absent.mt" -o "$T/e.mt"
+	[ "$status" -eq 2 ]
+	[ ! -e "$T/e.mt" ]
+	"$BIN/mt-symbolize" --help | grep -q -- '-i, --input FILE'
+}
+
+# settle_same IN.mt: mt-symbolize writing as spans settle after every record
+# (--window 1) gives what it gives writing each unit whole at its end (a
+# window larger than the input): same spans in the same order, same mt-write
+# JSON, every span's function symbol before the span.
+settle_same() {
+	"$BIN/mt-symbolize" --no-cache --window 1000000000 -o "$T/whole.mt" "$1"
+	"$BIN/mt-symbolize" -s --no-cache --window 1 -o "$T/each.mt" "$1" 2> "$T/each.err"
+	"$BIN/mt-dump" -k span "$T/whole.mt" > "$T/whole.sp"
+	"$BIN/mt-dump" -k span "$T/each.mt" > "$T/each.sp"
+	diff -u "$T/whole.sp" "$T/each.sp"
+	"$BIN/mt-write" -o "$T/whole.json" "$T/whole.mt"
+	"$BIN/mt-write" -o "$T/each.json" "$T/each.mt"
+	cmp "$T/whole.json" "$T/each.json"
+	"$BIN/mt-dump" "$T/each.mt" | awk '/^symbol/ { split($2, a, "="); seen[a[2]] = 1 }
+		/^span/ { split($7, f, "="); if (f[2] != "0x0" && !(f[2] in seen)) exit 1 }'
+	grep -q ' 0 waypoints and 0 spans out of time order' "$T/each.err"
+}
+
+@test "written as it settles: the same spans as whole units, with inline spans, spans without waypoints, and both mixed" {
+	gen "$PROGS/sym_inline" "$(base_of "$PROGS/sym_inline")" sym_accumulate sym_mixed main
+	settle_same "$T/in.mt"
+	grep -q 'flags=inline' "$T/each.sp"
+	grep -q 'depth=4 .*name="sym_leaf"' "$T/each.sp"
+	# spans only (what mt-segment writes for code without debug info)
+	grep -v '^waypoint ' "$T/in.txt" | "$BIN/mt-undump" > "$T/nw.mt"
+	settle_same "$T/nw.mt"
+	! grep -q 'flags=inline' "$T/each.sp"
+	[ "$(wc -l < "$T/each.sp")" -eq "$(grep -c '^span ' "$T/in.txt")" ]
+	# mixed: the callees (depth 2) without waypoints, their callers with
+	grep -v '^waypoint .* depth=2 ' "$T/in.txt" | "$BIN/mt-undump" > "$T/mix.mt"
+	settle_same "$T/mix.mt"
+	grep -q 'flags=inline' "$T/each.sp"
+	# and those spans are where the whole-stream run puts them
+	"$BIN/mt-symbolize" --no-cache -o "$T/full.mt" "$T/in.mt"
+	"$BIN/mt-dump" -k span "$T/full.mt" | grep -v 'flags=inline' | sed 's/ depth=[0-9]*//; s/ name_id=.*//' > "$T/full.phys"
+	grep -v 'flags=inline' "$T/each.sp" | sed 's/ depth=[0-9]*//; s/ name_id=.*//' > "$T/mix.phys"
+	diff -u "$T/full.phys" "$T/mix.phys"
+}
+
+# big_stream N WAYPOINTS: a thread whose root never returns (one unit), with
+# N children of depth 1 (each calling one function at depth 2), in $T/big.mt;
+# WAYPOINTS=1: one waypoint at each span's entry.
+big_stream() {
+	local n=$1 wp=$2 b
+	b=$(base_of "$PROGS/sym_inline")
+	gen "$PROGS/sym_inline" "$b" sym_mixed
+	local f1 f2 f0
+	f0=$(printf '0x%x' $(( b + 0x$(nm "$PROGS/sym_inline" | awk '$3 == "main" { print $1 }') )))
+	f1=$(printf '0x%x' $(( b + 0x$(nm "$PROGS/sym_inline" | awk '$3 == "sym_mixed" { print $1 }') )))
+	f2=$(printf '0x%x' $(( b + 0x$(nm "$PROGS/sym_inline" | awk '$3 == "sym_accumulate" { print $1 }') )))
+	{ sed '/^span /,$d' "$T/in.txt" | grep -v '^end$'
+	  awk -v n="$n" -v wp="$wp" -v f0="$f0" -v f1="$f1" -v f2="$f2" 'BEGIN {
+		printf "span tid=4242 depth=0 begin=100 end=%d func=%s callsite=0x0 flags=open-at-end name=\"\"\n", 100 + 10 * n + 10, f0
+		for (i = 0; i < n; i++) {
+			t = 105 + 10 * i
+			printf "span tid=4242 depth=1 begin=%d end=%d func=%s callsite=0x0 flags=0 name=\"\"\n", t, t + 8, f1
+			if (wp) printf "waypoint tid=4242 depth=1 time=%d addr=%s\n", t, f1
+			printf "span tid=4242 depth=2 begin=%d end=%d func=%s callsite=0x0 flags=0 name=\"\"\n", t + 2, t + 6, f2
+			if (wp) printf "waypoint tid=4242 depth=2 time=%d addr=%s\n", t + 2, f2
+		}
+		print "end" }'; } | "$BIN/mt-undump" > "$T/big.mt"
+}
+
+@test "memory is bounded by what is unsettled, not by the unit: 200001 spans in one unit, at most a few thousand held" {
+	for wp in 0 1; do
+		big_stream 100000 $wp
+		run "$BIN/mt-symbolize" -s --no-cache -o "$T/out.mt" "$T/big.mt"
+		echo "$output"
+		[ "$status" -eq 0 ]
+		[[ "$output" == *" 200001 spans out "* ]]
+		held=$(grep -o 'at most [0-9]* spans' <<<"$output" | awk '{ print $3 }')
+		[ -n "$held" ] && [ "$held" -le 5000 ]
+		# the count is real: one batch for the whole unit holds all of it
+		run "$BIN/mt-symbolize" -s --no-cache --window 1000000000 -o "$T/whole.mt" "$T/big.mt"
+		held=$(grep -o 'at most [0-9]* spans' <<<"$output" | awk '{ print $3 }')
+		[ "$held" -eq 200001 ]
+		"$BIN/mt-dump" -k span "$T/out.mt" > "$T/a.sp"
+		"$BIN/mt-dump" -k span "$T/whole.mt" > "$T/b.sp"
+		cmp "$T/a.sp" "$T/b.sp"
+	done
+}
+
+@test "records out of time order per thread: counted, noted once, every span still written" {
+	gen "$PROGS/sym_inline" "$(base_of "$PROGS/sym_inline")" sym_accumulate sym_mixed
+	# a waypoint and a span earlier than the records before them
+	awk '/^span / && ++n == 3 { print; match($0, /func=0x[0-9a-f]*/); print "waypoint tid=4242 depth=1 time=1 addr=" substr($0, RSTART + 5, RLENGTH - 5)
+		print "span tid=4242 depth=1 begin=2 end=3 func=0x0 callsite=0x0 flags=syscall name=\"[syscall]\""; next } 1' \
+		"$T/in.txt" > "$T/late.txt"
+	"$BIN/mt-undump" "$T/late.txt" > "$T/late.mt"
+	run "$BIN/mt-symbolize" -s --no-cache --window 1 -o "$T/out.mt" "$T/late.mt"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *" 1 waypoints and 1 spans out of time order"* ]]
+	[ "$(grep -c 'not in time order' <<<"$output")" -eq 1 ]
+	[ "$("$BIN/mt-dump" -k span "$T/out.mt" | grep -vc 'flags=inline')" -eq "$(grep -c '^span ' "$T/late.txt")" ]
+	"$BIN/mt-dump" -k span "$T/out.mt" | grep -q 'name="\[syscall\]"'
+}
+
 # A real execution: mt-ptsim's truth of tests/programs/inline.c (-O2 -g,
 # static), through mt-segment (waypoints at every branch source and target),
 # then mt-symbolize; every executed branch address is checked.

@@ -18,13 +18,17 @@
 static void usage(FILE *f)
 {
 	fputs("usage: mt-symbolize [options] [FILE]\n"
-	      "Reads a span stream (mt-segment / mt-stitch output; FILE or stdin) and writes it\n"
-	      "with names: one symbol record per unique address (name, file, line, inline\n"
-	      "chain) before the first span that needs it, every span's name filled in (by\n"
-	      "reference to a string record), and each function span expanded into nested\n"
+	      "Reads a span stream (mt-segment / mt-stitch output; FILE, -i FILE or stdin) and\n"
+	      "writes it with names: one symbol record per unique address (name, file, line,\n"
+	      "inline chain) before the first span that needs it, every span's name filled in\n"
+	      "(by reference to a string record), and each function span expanded into nested\n"
 	      "inline spans (flag `inline`) from its waypoints, which are consumed.  Other\n"
-	      "records pass through unchanged.  The input is read as it comes and written one\n"
-	      "segment (or root span) at a time: memory is bounded by the largest segment.\n"
+	      "records pass through unchanged.  The input is read as it comes, and spans are\n"
+	      "written (per thread, in pre-order) as soon as nothing still to come can change\n"
+	      "them or come before them: per thread, records are taken to be in time order\n"
+	      "(span at its begin, waypoint at its time); memory is bounded by what is not\n"
+	      "settled yet (the open frames), not by the segment.  Records that break the\n"
+	      "order are counted (-s) and noted; what they make may then come late.\n"
 	      "\n"
 	      "Addresses are resolved through one `llvm-symbolizer --output-style=JSON\n"
 	      "--inlines --demangle` coprocess and cached by build-id.  An inline frame begins\n"
@@ -33,6 +37,7 @@ static void usage(FILE *f)
 	      "(`name+0xoff`), /tmp/perf-PID.map for JIT code, `[uprobes]` for the kernel's\n"
 	      "uprobe page, else `[unknown @ 0xADDR (binary)]`.\n"
 	      "\n"
+	      "  -i, --input FILE      read FILE (same as the FILE operand); default stdin\n"
 	      "  -o, --output FILE     write to FILE (appears only when complete); default stdout\n"
 	      "  -f, --force           write binary to a terminal\n"
 	      "      --symbolizer PROG llvm-symbolizer to run (default: llvm-symbolizer in PATH)\n"
@@ -47,7 +52,12 @@ static void usage(FILE *f)
 	      "      --cache-dir DIR   cache directory (default $XDG_CACHE_HOME/mt, else\n"
 	      "                        ~/.cache/mt); entries are keyed by build-id and address\n"
 	      "      --no-cache        neither read nor write the cache\n"
-	      "  -s, --stats           print counts (addresses, cache hits, requests) to stderr\n"
+	      "      --window N        records per batch: their new addresses are resolved in\n"
+	      "                        one symbolizer request, then what settled is written\n"
+	      "                        (default: 1024, doubling to 65536 while the symbolizer\n"
+	      "                        is asked); output is the same for every N\n"
+	      "  -s, --stats           print counts (addresses, cache hits, requests, records\n"
+	      "                        out of time order, most spans held at once) to stderr\n"
 	      "  -h, --help            this help\n"
 	      "\n"
 	      "Exit status: 0 ok; 1 names degraded (missing or stripped binary, symbolizer\n"
@@ -140,7 +150,7 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 
 	const char *in_path = in_opt ? in_opt : optind < argc ? argv[optind] : "-";
-	/* read as it comes (memory is bounded by the largest segment) */
+	/* read as it comes (memory is bounded by what is not settled) */
 	int in_fd = io_open_in(in_path);
 	struct stat sb;
 	if (in_fd < 0)
