@@ -14,13 +14,17 @@
  *     renumbered so that the tree stays a tree;
  *   - no waypoints (they are consumed).
  *
- * It works one unit at a time: the spans and waypoints up to a segment or
- * gap record, or up to a thread's next root span that begins after all of
- * them ended (formats/mtev-semantics.md, Symbols).  Within a unit, records
- * are taken in windows; each window's new addresses are resolved in one
- * batch, then its spans and waypoints are processed in input order, so the
- * waypoints are never stored.  Memory: the largest unit's spans and inline
- * frames (about 150 bytes each) plus the symbol tables.
+ * Records are taken in windows (opts.window): each window's new addresses
+ * are resolved in one batch, then its spans and waypoints are processed in
+ * input order, so the waypoints are never stored, then what has settled is
+ * written: per thread, records are in time order (formats/mtev-semantics.md,
+ * Symbols), so a span whose place, depth and name nothing still to come can
+ * change, and before which nothing still to come can go, is written, and
+ * freed once nothing can hang under it.  Memory: the spans and inline frames
+ * not settled yet (the open frames of each thread and the last window; 128
+ * and 64 bytes each) plus the symbol tables.  A segment or gap record, or a
+ * thread's next root span that begins after all before it ended, ends a unit:
+ * everything before it is final then.
  *
  * Inline spans: the waypoints of one physical span, in time order, each carry
  * an inline chain (innermost first).  A run of consecutive waypoints whose
@@ -87,8 +91,8 @@ enum {
 int symz_stream(const void *buf, size_t len, int out_fd, const struct symz_opts *o,
 		struct symz_stats *stats);
 
-/* Same, reading the stream from @in_fd as it comes: memory is bounded by the
- * largest unit (a segment, or a root span's subtree) plus the symbol tables. */
+/* Same, reading the stream from @in_fd as it comes: memory is bounded by
+ * what is not settled yet plus the symbol tables. */
 int symz_run(int in_fd, int out_fd, const struct symz_opts *o, struct symz_stats *st);
 
 /* The mt cache directory: $XDG_CACHE_HOME/mt, else $HOME/.cache/mt, into
