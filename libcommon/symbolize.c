@@ -2227,6 +2227,11 @@ static int try_close_slow(struct ctx *c, uint32_t si, uint64_t now)
 		if (g->cur != NONE && c->spans[g->cur].seq <= sp->seq)
 			return 0;
 	}
+	/* the cursor is past it: NONE, or a later span, so the group's tail
+	 * is it only when the cursor is NONE (the next span to join then
+	 * becomes cursor and tail: nothing links to a freed slot) */
+	if (g->tail == si)
+		g->tail = NONE;
 	sp = &c->spans[si];
 	for (uint32_t n = sp->inner; n != si;) {
 		struct inode *in = &c->inodes[n & ~INL];
@@ -2510,11 +2515,7 @@ static void node_release(struct ctx *c, uint32_t x)
 		inode_release(c, x);
 		return;
 	}
-	struct span *sp = &c->spans[x];
-	struct grp *g = &c->grps[grp_of(c, sp->tid, sp->depth)];
-	if (g->tail == x) /* then its cursor is NONE (try_close) */
-		g->tail = NONE;
-	span_release(c, x);
+	span_release(c, x); /* its group forgot it (try_close_slow) */
 }
 
 /* Writes what has settled: symbol records for the addresses met so far,
@@ -2529,6 +2530,10 @@ static int emit_round(struct ctx *c, mtev_writer *wr)
 		attach_ready(c, &c->thrs[k]);
 	double t1 = cpu_now();
 	c->st->t_tree += t1 - t0;
+	/* the tree's thread: its now, and lim: no node still to come (nor an
+	 * unattached child) begins before it (both fixed during the round) */
+	uint64_t now = 0, lim = 0;
+	int have_lim = 0;
 	while (r == 0 && !c->oom) {
 		if (!c->npath) {
 			if (c->root_head == c->nroots) {
@@ -2538,16 +2543,20 @@ static int emit_round(struct ctx *c, mtev_writer *wr)
 			uint32_t root = c->roots[c->root_head++];
 			struct span *sp = &c->spans[root];
 			c->path_thr = hmap_get(&c->tidx, sp->tid, 0);
+			have_lim = 0;
 			sp->nd.depth = sp->depth;
 			if ((r = emit_node(c, wr, root)) == 0)
 				r = path_push(c, root);
 			continue;
 		}
+		if (!have_lim) {
+			const struct thr *t = &c->thrs[c->path_thr];
+			now = lim = t->now;
+			if (t->att_head != NONE && c->spans[t->att_head].nd.begin < lim)
+				lim = c->spans[t->att_head].nd.begin;
+			have_lim = 1;
+		}
 		uint32_t x = c->path[c->npath - 1];
-		const struct thr *t = &c->thrs[c->path_thr];
-		uint64_t now = t->now, lim = now;
-		if (t->att_head != NONE && c->spans[t->att_head].nd.begin < lim)
-			lim = c->spans[t->att_head].nd.begin; /* unattached children begin no earlier */
 		uint32_t si = x & INL ? c->inodes[x & ~INL].si : x;
 		try_close(c, si, now);
 		struct node *nd = ND(c, x);
@@ -2559,8 +2568,18 @@ static int emit_round(struct ctx *c, mtev_writer *wr)
 			if (nd->first_child == NONE)
 				nd->last_child = NONE;
 			cn->depth = nd->depth + 1;
-			if ((r = emit_node(c, wr, ch)) == 0)
-				r = path_push(c, ch);
+			if ((r = emit_node(c, wr, ch)) < 0)
+				break;
+			/* a leaf that is done already need not be visited */
+			if (!(ch & INL)) {
+				const struct span *cs = &c->spans[ch];
+				if (cs->nd.first_child == NONE && !cs->nopen && !cs->nun &&
+				    !(cs->st & SP_ON_STACK) && try_close(c, ch, now)) {
+					node_release(c, ch);
+					continue;
+				}
+			}
+			r = path_push(c, ch);
 			continue;
 		}
 		if (ch == NONE && o == NONE && node_done(c, x, si, lim)) {
