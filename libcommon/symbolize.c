@@ -21,12 +21,11 @@
 #include "mtev.h"
 
 #define NONE UINT32_MAX
-/* Window size: addresses are resolved once per window (a symbolizer batch),
- * then what settled is written.  Small enough for the unsettled spans to
- * stay in cache, large enough for few symbolizer round trips: it doubles
- * while the symbolizer is asked, and halves back when it is not. */
-#define WINDOW_MIN (1u << 10)
-#define WINDOW_MAX (1u << 16)
+/* Window size: addresses are resolved once per window (one symbolizer
+ * batch); its spans take a slot only when processed (span_make), and what
+ * settled is written every CHUNK items, so its size does not change what is
+ * held. */
+#define WINDOW (1u << 16)
 #define UNIT_MULTI (UINT32_MAX - 1)
 
 /* snprintf that truncates silently (names and messages have no hard limit). */
@@ -419,8 +418,13 @@ _Static_assert(sizeof(struct span) == 128, "struct span: two cache lines");
  * they carry are resolved (one batch per window) and then processed. */
 struct witem {
 	uint64_t time;
-	uint32_t a; /* waypoint: its want (or NONE); span: the span */
+	uint32_t a; /* waypoint: its want (or NONE); span: its pspan */
 	uint32_t g; /* waypoint: its (tid, depth) group; span: NONE */
+};
+
+struct pspan { /* a span read, in the window (see span_make) */
+	uint64_t begin, end, func, seq;
+	uint32_t tid, depth, flags, nm, func_w, cs_w;
 };
 
 struct grp { /* the spans of one (tid, depth), in begin order */
@@ -476,13 +480,16 @@ struct ctx {
 	size_t bad_answers;
 	struct hmap sym_seen; /* runtime addresses with a symbol record out */
 	/* the unit */
-	struct span *spans; /* slots [0, nspans); free ones linked from span_free */
+	/* slots [0, nspans); the free ones queued from span_free to span_free_tail
+	 * (reused in the order they were freed, which is about input order: a
+	 * window's spans land in slots in address order, and stay prefetchable) */
+	struct span *spans;
 	size_t nspans, capspans, spans_live;
-	uint32_t span_free;
+	uint32_t span_free, span_free_tail;
 	uint64_t span_seq;
 	struct inode *inodes; /* inline frames, slots like spans */
 	size_t ninodes, capinodes, inodes_live;
-	uint32_t inode_free;
+	uint32_t inode_free, inode_free_tail;
 	uint64_t inode_seq;
 	uint32_t *roots; /* spans without a parent, in input order; [0, root_head) written */
 	size_t nroots, caproots, root_head;
@@ -492,6 +499,8 @@ struct ctx {
 	int fin;	   /* emit_round at the unit's end: everything is final */
 	struct witem *win;
 	size_t nwin, capwin;
+	struct pspan *psp; /* the window's spans, read and not yet processed */
+	size_t npsp, cappsp;
 	struct hmap gidx; /* (tid, depth) -> group */
 	struct grp *grps;
 	size_t ngrps, capgrps;
@@ -504,7 +513,6 @@ struct ctx {
 	struct thr *thrs;
 	size_t nthrs, capthrs;
 	uint32_t last_thr; /* the thread of the last span (when nthrs) */
-	uint32_t last_span; /* the span add_span made */
 	struct mtev_str *inames; /* input span names, interned (itab) */
 	size_t ninames, capinames;
 	struct nent *itab;
@@ -520,7 +528,8 @@ struct ctx {
 	size_t nntab, capntab;
 	uint32_t next_sid;
 	int oom;
-	size_t window; /* o->window, else adaptive (WINDOW_MIN..WINDOW_MAX) */
+	size_t window; /* o->window, else WINDOW */
+	size_t chunk;  /* o->window, else CHUNK */
 	size_t bug; /* unit_flush left this many nodes unwritten */
 	int unmapped_warned, anon_warned, symbolizer_warned;
 	char *(*demangle)(const char *, char *, size_t *, int *);
@@ -1733,11 +1742,6 @@ static void resolve_pending(struct ctx *c)
 		nreq++;
 	}
 	c->st->symbolizer_requests += nreq;
-	/* while the symbolizer is asked, larger windows (fewer round trips);
-	 * else small ones (what is unsettled stays in cache) */
-	if (!c->o->window)
-		c->window = nreq ? (c->window * 2 > WINDOW_MAX ? WINDOW_MAX : c->window * 2)
-				 : (c->window / 2 < WINDOW_MIN ? WINDOW_MIN : c->window / 2);
 	if (nreq)
 		symbolizer_batch(c, nreq, paths, vaddrs, ris);
 	/* fallbacks */
@@ -1891,8 +1895,13 @@ static uint32_t inode_new(struct ctx *c, uint64_t begin, uint64_t end, uint32_t 
 
 static void inode_release(struct ctx *c, uint32_t id)
 {
-	c->inodes[id & ~INL].fi = c->inode_free;
-	c->inode_free = id & ~INL;
+	uint32_t i = id & ~INL;
+	c->inodes[i].fi = NONE;
+	if (c->inode_free == NONE)
+		c->inode_free = i;
+	else
+		c->inodes[c->inode_free_tail].fi = i;
+	c->inode_free_tail = i;
 	c->inodes_live--;
 }
 
@@ -1935,8 +1944,12 @@ static uint32_t span_alloc(struct ctx *c)
 
 static void span_release(struct ctx *c, uint32_t si)
 {
-	c->spans[si].att_next = c->span_free;
-	c->span_free = si;
+	c->spans[si].att_next = NONE;
+	if (c->span_free == NONE)
+		c->span_free = si;
+	else
+		c->spans[c->span_free_tail].att_next = si;
+	c->span_free_tail = si;
 	c->spans_live--;
 }
 
@@ -2167,23 +2180,46 @@ static double cpu_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* Resolves the window's new addresses in one batch, then processes it. */
-static void proc_window(struct ctx *c)
+static int emit_round(struct ctx *c, mtev_writer *wr);
+static uint32_t span_make(struct ctx *c, uint32_t pi);
+
+/* Items processed between two emit_rounds (unless opts.window is set: then
+ * the window): what is unsettled stays in cache even when the window is
+ * large (a large symbolizer batch). */
+#define CHUNK 1024u
+
+/* Resolves the window's new addresses in one batch, then processes it, and
+ * with @wr writes what settled after every CHUNK items.  0 or -MTEV_E*. */
+static int proc_window(struct ctx *c, mtev_writer *wr)
 {
 	double t0 = cpu_now();
 	resolve_pending(c);
-	double t1 = cpu_now();
-	c->st->t_resolve += t1 - t0;
-	for (const struct witem *it = c->win, *end = it + c->nwin; it < end; it++) {
-		if (it->g == NONE)
-			proc_span(c, it->a);
-		else
-			proc_wp(c, it);
-		if (c->oom)
-			break;
+	c->st->t_resolve += cpu_now() - t0;
+	int r = 0;
+	for (size_t i = 0; i < c->nwin && r == 0 && !c->oom;) {
+		double t1 = cpu_now();
+		size_t e = c->nwin - i > c->chunk ? i + c->chunk : c->nwin;
+		for (const struct witem *it = c->win + i, *end = c->win + e; it < end; it++) {
+			if (it->g != NONE) {
+				proc_wp(c, it);
+				continue;
+			}
+			uint32_t si = span_make(c, it->a);
+			if (si == NONE) {
+				c->oom = 1;
+				break;
+			}
+			proc_span(c, si);
+			if (c->oom)
+				break;
+		}
+		i = e;
+		c->st->t_tree += cpu_now() - t1;
+		if (wr && !c->oom)
+			r = emit_round(c, wr);
 	}
-	c->nwin = 0;
-	c->st->t_tree += cpu_now() - t1;
+	c->nwin = c->npsp = 0;
+	return c->oom ? -MTEV_ENOMEM : r;
 }
 
 /* ---- settling (see "the unit" above) ----
@@ -2605,7 +2641,7 @@ static void unit_reset(struct ctx *c)
 	c->inode_seq = 0;
 	c->nroots = c->root_head = 0;
 	c->npath = 0;
-	c->nwin = 0;
+	c->nwin = c->npsp = 0;
 	c->ngrps = 0;
 	hmap_fini(&c->gidx);
 	for (size_t i = 0; i < c->nthrs; i++)
@@ -2629,15 +2665,15 @@ static int unit_flush(struct ctx *c, mtev_writer *wr)
 {
 	if (!c->span_seq && !c->nwin)
 		return 0;
-	proc_window(c);
-	if (c->oom)
-		return -MTEV_ENOMEM;
+	int r = proc_window(c, wr);
+	if (r < 0)
+		return r;
 	for (size_t k = 0; k < c->nthrs; k++)
 		for (size_t d = 0; d < c->thrs[k].n; d++)
 			if (c->thrs[k].stack[d] != NONE)
 				c->spans[c->thrs[k].stack[d]].st &= ~(uint32_t)SP_ON_STACK;
 	c->fin = 1;
-	int r = emit_round(c, wr);
+	r = emit_round(c, wr);
 	c->fin = 0;
 	if (r == 0 && (c->spans_live || c->inodes_live)) {
 		c->bug = c->spans_live + c->inodes_live; /* out_fail says so */
@@ -2683,6 +2719,7 @@ static void ctx_fini(struct ctx *c)
 	bvec_free(c->inodes, c->capinodes, sizeof *c->inodes);
 	free(c->roots);
 	bvec_free(c->win, c->capwin, sizeof *c->win);
+	bvec_free(c->psp, c->cappsp, sizeof *c->psp);
 	free(c->grps);
 	free(c->gdep);
 	free(c->thrs);
@@ -2707,10 +2744,7 @@ static int window_full(struct ctx *c, mtev_writer *wr)
 {
 	if (c->nwin < c->window)
 		return 0;
-	proc_window(c);
-	if (c->oom)
-		return -MTEV_ENOMEM;
-	return emit_round(c, wr);
+	return proc_window(c, wr);
 }
 
 /* The input name @p[0..@n) interned: its index + 1 in c->inames, or 0 when
@@ -2751,47 +2785,25 @@ static uint32_t iname_get(struct ctx *c, const char *p, size_t n)
 
 static int add_span(struct ctx *c, const struct mtev_rec *rec)
 {
-	struct span s = {.nd = {rec->span.begin, rec->span.end, NONE, NONE, NONE, NONE, 0},
-			 .func = rec->span.func,
-			 .grp_next = NONE,
-			 .nopen = 0,
-			 .pend = NONE,
-			 .st = 0,
-			 .seq = c->span_seq++,
-			 .tid = rec->span.tid,
-			 .depth = rec->span.depth,
-			 .flags = rec->span.flags,
-			 .nm = 0,
-			 .func_w = NONE,
-			 .cs_w = NONE,
-			 .inner = NONE,
-			 .last_ri = NONE,
-			 .parent = NONE,
-			 .cand_any = NONE,
-			 .cand_match = NONE,
-			 .pend_next = NONE,
-			 .nun = 0,
-			 .att_next = NONE};
+	struct pspan s = {rec->span.begin, rec->span.end, rec->span.func, c->span_seq++,
+			  rec->span.tid, rec->span.depth, rec->span.flags, 0, NONE, NONE};
 	if (rec->span.name.len && !(s.nm = iname_get(c, rec->span.name.p, rec->span.name.len)))
 		return -1;
 	if (s.func)
 		s.func_w = want_get(c, s.tid, s.func);
 	if (rec->span.callsite) /* for its symbol record, and the attach rule */
 		s.cs_w = want_get(c, s.tid, rec->span.callsite);
-	uint32_t si = span_alloc(c);
-	if (si == NONE)
+	if (BVEC_PUSH(c->psp, c->npsp, c->cappsp, s) < 0)
 		return -1;
-	c->spans[si] = s;
-	c->last_span = si;
-	struct witem it = {s.nd.begin, si, NONE};
+	struct witem it = {s.begin, (uint32_t)(c->npsp - 1), NONE};
 	if (BVEC_PUSH(c->win, c->nwin, c->capwin, it) < 0)
 		return -1;
 	if (c->unit_tid == NONE)
 		c->unit_tid = s.tid;
 	else if (c->unit_tid != s.tid)
 		c->unit_tid = UNIT_MULTI;
-	if (s.nd.end > c->unit_end)
-		c->unit_end = s.nd.end;
+	if (s.end > c->unit_end)
+		c->unit_end = s.end;
 	c->st->spans_in++;
 	return 0;
 }
@@ -2894,6 +2906,42 @@ static int span_group(struct ctx *c, uint32_t si)
 	return 0;
 }
 
+/* The span of window item @pi (read, not yet processed): its slot, in its
+ * (tid, depth) group; NONE when out of memory.  (A span joins its group when
+ * processed, not when read: in time order no earlier waypoint falls in it.) */
+static uint32_t span_make(struct ctx *c, uint32_t pi)
+{
+	const struct pspan *p = &c->psp[pi];
+	struct span s = {.nd = {p->begin, p->end, NONE, NONE, NONE, NONE, 0},
+			 .func = p->func,
+			 .grp_next = NONE,
+			 .nopen = 0,
+			 .pend = NONE,
+			 .st = 0,
+			 .seq = p->seq,
+			 .tid = p->tid,
+			 .depth = p->depth,
+			 .flags = p->flags,
+			 .nm = p->nm,
+			 .func_w = p->func_w,
+			 .cs_w = p->cs_w,
+			 .inner = NONE,
+			 .last_ri = NONE,
+			 .parent = NONE,
+			 .cand_any = NONE,
+			 .cand_match = NONE,
+			 .pend_next = NONE,
+			 .nun = 0,
+			 .att_next = NONE};
+	uint32_t si = span_alloc(c);
+	if (si == NONE)
+		return NONE;
+	c->spans[si] = s;
+	if (span_group(c, si) < 0)
+		return NONE;
+	return si;
+}
+
 /* A failure of writing (-MTEV_E* @w): its message. */
 static int out_fail(struct ctx *c, int w)
 {
@@ -2912,7 +2960,8 @@ static int symz_core(mtev_reader *rd, int out_fd, const struct symz_opts *o,
 	memset(&c, 0, sizeof c);
 	c.o = o;
 	c.st = st;
-	c.window = o->window ? o->window : WINDOW_MIN;
+	c.window = o->window ? o->window : WINDOW;
+	c.chunk = o->window ? o->window : CHUNK;
 	unit_reset(&c);
 	int ret = 0, err = 0, r;
 	uint64_t nwp = 0; /* waypoints read (counted apart from records_in) */
@@ -2957,7 +3006,7 @@ static int symz_core(mtev_reader *rd, int out_fd, const struct symz_opts *o,
 			    rec.span.begin > c.unit_end)
 				w = unit_flush(&c, wr);
 			c.any_span = 1;
-			if (w == 0 && (add_span(&c, &rec) < 0 || span_group(&c, c.last_span) < 0))
+			if (w == 0 && add_span(&c, &rec) < 0)
 				c.oom = 1;
 			break;
 		case MTEV_WAYPOINT:

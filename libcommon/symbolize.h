@@ -52,7 +52,8 @@ struct symz_opts {
 	const char *cache_dir;	  /* NULL: no cache; else the mt cache directory */
 	const char *perf_map_dir; /* NULL: "/tmp" (perf-PID.map files) */
 	int timeout_ms;		  /* no answer for this long: the symbolizer is killed */
-	size_t window;		  /* records per resolve batch and write round; 0: 65536 */
+	size_t window;		  /* records per resolve batch and write round; 0: batches
+				   * of 65536, written every 1024 */
 	/* Diagnostics (library code never prints): one call per problem, already
 	 * deduplicated; @degraded says whether names were lost because of it. */
 	void (*warn)(void *ctx, int degraded, const char *msg);
