@@ -2496,6 +2496,10 @@ static int emit_node(struct ctx *c, mtev_writer *wr, uint32_t x)
 			return r;
 	} else {
 		struct sframe *f = &c->frames[in->fi];
+		/* input out of time order can close a frame before it opened, or
+		 * open it after its span ended: an empty frame, not a bad record */
+		if (rec.span.end < rec.span.begin)
+			rec.span.end = rec.span.begin;
 		rec.span.flags = in->iflags;
 		rec.span.name = (struct mtev_str){f->name, f->name_len};
 		if (!f->sid && (r = name_sid(c, wr, rec.span.name, &f->sid)) < 0)
