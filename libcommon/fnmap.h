@@ -19,6 +19,7 @@ struct fn_info {
 	uint64_t entry, end; /* runtime range [entry, end) */
 	const char *name;    /* owned by the fnmap; valid until fnmap_free() */
 	int is_plt;
+	int may_inline; /* DWARF may describe inline frames in it (libcommon/dwcov.h) */
 };
 
 /* @symfs may be NULL.  NULL on allocation failure. */

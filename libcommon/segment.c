@@ -75,6 +75,7 @@ struct thr {
 	uint32_t rfi, rgen;
 	int32_t rok;
 	uint64_t rlo, rhi;
+	int rdw; /* its function may have inline frames (DWARF covers it) */
 
 	uint32_t *blk, blk_one; /* output order scratch */
 	size_t capblk;
@@ -87,6 +88,7 @@ struct thr {
 		uint32_t gen;
 		int32_t ok;
 		uint8_t is_plt, cold;
+		uint8_t dw; /* DWARF may describe inline frames in it */
 	} rc[RC_SIZE];
 };
 
@@ -430,16 +432,6 @@ static int pop_to(segmenter *s, struct thr *t, size_t n, uint64_t time)
 	return 0;
 }
 
-static inline int waypoint(segmenter *s, struct thr *t, uint64_t addr)
-{
-	if (s->o.no_waypoints || !addr)
-		return 0;
-	int32_t level = t->nstk ? t->fr[t->stk[t->nstk - 1]].level : 0;
-	if (t->run_k <= 1) /* at the run's time */
-		return wp_append(s, t, t->run_time, addr, level);
-	return run_add(s, t, RUN_WP, addr, level);
-}
-
 /* The frame that was live when the segment began (or that a return
  * revealed): begins at the segment start. */
 static int add_root(segmenter *s, struct thr *t, uint64_t ip, int promoted)
@@ -494,6 +486,7 @@ static inline const struct rcache *fn_lookup(segmenter *s, struct thr *t, uint64
 		c->hi = c->ok ? in.end : 0;
 		c->is_plt = (uint8_t)(c->ok && in.is_plt);
 		c->cold = (uint8_t)(c->ok && is_cold_part(in.name));
+		c->dw = (uint8_t)(!c->ok || in.may_inline || s->o.all_waypoints);
 	}
 	return c;
 }
@@ -513,9 +506,50 @@ static inline __attribute__((always_inline)) int frame_range(segmenter *s, struc
 	t->rfi = fi;
 	t->rgen = s->gen;
 	t->rok = c->ok;
+	t->rdw = c->dw;
 	*lo = t->rlo = c->lo;
 	*hi = t->rhi = c->hi;
 	return c->ok;
+}
+
+/* Is a waypoint at @addr in the top frame worth writing?  Not when @addr
+ * lies in the frame's own function and no DWARF describes that function:
+ * no inline frame can ever be found there (libcommon/dwcov.h).  Anything
+ * else (no symbols, an address outside the function, a synthetic frame)
+ * is written, as before. */
+static inline int wp_wanted(segmenter *s, struct thr *t, uint64_t addr)
+{
+	uint64_t lo, hi;
+	if (!t->nstk || !frame_range(s, t, t->stk[t->nstk - 1], &lo, &hi) || t->rdw ||
+	    addr < lo || addr >= hi)
+		return 1;
+	s->st.wp_elided++;
+	return 0;
+}
+
+/* wp_pair of the waypoints @k1 and @k2 say are wanted. */
+static inline __attribute__((always_inline)) int wp_pair_if(segmenter *s, struct thr *t,
+							     uint64_t time, int k1, uint64_t a1,
+							     int32_t l1, int k2, uint64_t a2,
+							     int32_t l2)
+{
+	if (__builtin_expect(k1 && k2, 1))
+		return wp_pair(s, t, time, a1, l1, a2, l2);
+	if (k1)
+		return wp_append(s, t, time, a1, l1);
+	if (k2)
+		return wp_append(s, t, time, a2, l2);
+	return 0;
+}
+
+static inline int waypoint(segmenter *s, struct thr *t, uint64_t addr)
+{
+	if (s->o.no_waypoints || !addr || !wp_wanted(s, t, addr))
+		return 0;
+	int32_t level = t->nstk ? t->fr[t->stk[t->nstk - 1]].level : 0;
+	if (t->run_k <= 1) /* at the run's time */
+		return wp_append(s, t, t->run_time, addr, level);
+	return run_add(s, t, RUN_WP, addr, level);
 }
 
 static int tail_call(segmenter *s, struct thr *t, uint64_t to, uint64_t time)
@@ -1069,6 +1103,14 @@ static int do_branch(segmenter *s, const struct mtev_rec *r)
 		uint64_t lo, hi;
 		if (frame_range(s, t, fi, &lo, &hi) && r->br.to >= lo && r->br.to < hi) {
 			int32_t level = t->fr[fi].level;
+			if (__builtin_expect(!t->rdw, 0)) { /* no DWARF: wp_wanted's rule */
+				s->st.wp_elided++;
+				if (r->br.from >= lo && r->br.from < hi) {
+					s->st.wp_elided++;
+					return 0;
+				}
+				return wp_append(s, t, time, r->br.from, level);
+			}
 			return wp_pair(s, t, time, r->br.from, level, r->br.to, level);
 		}
 	}
@@ -1082,19 +1124,22 @@ static int do_branch(segmenter *s, const struct mtev_rec *r)
 		if (type == MTEV_BR_CALL && t->run_k == 0 && f->kind < FK_SYSCALL) {
 			if (tgt_add(s, to))
 				return s->err = -SEG_ENOMEM;
+			int k1 = wp_wanted(s, t, from);
 			if (new_frame(s, t, FK_FUNC, to, from, time, level + 1, 0))
 				return s->err;
 			t->run_k = 1;
-			return wp_pair(s, t, time, from, level, to, level + 1);
+			return wp_pair_if(s, t, time, k1, from, level, wp_wanted(s, t, to), to,
+					  level + 1);
 		}
 		if (type == MTEV_BR_RETURN && t->nstk >= 2 && f->kind == FK_FUNC && f->callsite &&
 		    to > f->callsite && to - f->callsite <= 15) {
+			int k1 = wp_wanted(s, t, from);
 			f->end = time;
 			t->nstk--;
 			int32_t up = t->fr[t->stk[t->nstk - 1]].level;
 			while (t->nsig && t->sig[t->nsig - 1].level > up + 1)
 				t->nsig--;
-			return wp_pair(s, t, time, from, level, to, up);
+			return wp_pair_if(s, t, time, k1, from, level, wp_wanted(s, t, to), to, up);
 		}
 	}
 	struct mtev_rec rr;
