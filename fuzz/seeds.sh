@@ -59,6 +59,23 @@ for t in "$@"; do
 				> "$d/aux-$(basename "$(dirname "$(dirname "$f")")").$n"
 		done
 		;;
+	dwcov)
+		# small ELF files with and without DWARF, and their two sections
+		# as the target's raw form (2-byte length of .debug_info first)
+		for f in build/tests/segment/segfuncs build/tests/segment-dwarf/segfuncs \
+			build/programs/dynamic build/programs/sym_cxx build/programs/exception; do
+			[ -f "$f" ] || continue
+			put "$d" "$f" "$(basename "$(dirname "$f")")-$(basename "$f")"
+			objcopy --dump-section .debug_info="$d/.info" --dump-section .debug_aranges="$d/.ar" \
+				"$f" "$d/.elf" 2>/dev/null &&
+				[ -s "$d/.info" ] && [ "$(wc -c < "$d/.info")" -lt 65536 ] || continue
+			s=$(wc -c < "$d/.info")
+			n=$((n + 1))
+			{ printf "\\$(printf %o $((s & 255)))\\$(printf %o $((s >> 8)))"; cat "$d/.info" "$d/.ar"; } \
+				> "$d/sections-$(basename "$f").$n"
+		done
+		rm -f "$d/.info" "$d/.ar" "$d/.elf"
+		;;
 	write)
 		for f in tests/corrupt/write-*.mt tests/golden/*.mt; do [ -f "$f" ] && put "$d" "$f"; done
 		for f in tests/golden/*.txt; do

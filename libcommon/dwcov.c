@@ -226,6 +226,10 @@ static void separate(struct dwcov *dc, const char *path, const uint8_t *id, size
 			d = e ? e + 1 : d + n;
 		}
 	}
+	if (link && strchr(link, '/')) { /* a file name, not a path: not looked for */
+		dc->state = DWCOV_ALL;
+		return;
+	}
 	if (link && *link) {
 		const char *sl = strrchr(path, '/');
 		int dl = sl ? (int)(sl - path) : 1;
@@ -251,7 +255,6 @@ static void load(struct dwcov *dc, const char *path, const uint8_t *id, size_t i
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return;
-	struct u64v rg = {0}, acu = {0}, icu = {0};
 	char link[256] = "";
 	Elf *e = NULL;
 	if (elf_version(EV_CURRENT) == EV_NONE)
@@ -295,17 +298,34 @@ static void load(struct dwcov *dc, const char *path, const uint8_t *id, size_t i
 	}
 	Elf_Data *di = sec_data(info, &info_sh, info_name);
 	Elf_Data *da = ar ? sec_data(ar, &ar_sh, ar_name) : NULL;
-	if (!di || !da || info_units(di->d_buf, di->d_size, &icu) ||
-	    aranges(da->d_buf, da->d_size, &rg, &acu))
-		goto out; /* unreadable or no ranges: all */
+	if (di && da) /* else unreadable or no ranges: all */
+		dwcov_parse(dc, di->d_buf, di->d_size, da->d_buf, da->d_size);
+out:
+	if (e)
+		elf_end(e);
+	close(fd);
+}
+
+void dwcov_parse(struct dwcov *dc, const void *info, size_t ninfo, const void *ar, size_t nar)
+{
+	struct u64v rg = {0}, acu = {0}, icu = {0};
+	free(dc->r);
+	memset(dc, 0, sizeof *dc);
+	dc->state = DWCOV_ALL;
+	if (info_units(info, ninfo, &icu) || aranges(ar, nar, &rg, &acu))
+		goto out;
 	/* every unit must have its ranges listed */
-	qsort(acu.v, acu.n, sizeof *acu.v, cmp_u64);
+	if (icu.n && !acu.n)
+		goto out;
+	if (acu.n)
+		qsort(acu.v, acu.n, sizeof *acu.v, cmp_u64);
 	for (size_t i = 0; i < icu.n; i++)
 		if (!bsearch(&icu.v[i], acu.v, acu.n, sizeof *acu.v, cmp_u64))
 			goto out;
 	/* sort the [lo, hi) pairs and merge them */
 	size_t np = rg.n / 2, w = 0;
-	qsort(rg.v, np, 2 * sizeof *rg.v, cmp_pair);
+	if (np)
+		qsort(rg.v, np, 2 * sizeof *rg.v, cmp_pair);
 	for (size_t i = 0; i < np; i++) {
 		uint64_t lo = rg.v[2 * i], hi = rg.v[2 * i + 1];
 		if (w && lo <= rg.v[2 * w - 1]) {
@@ -325,9 +345,6 @@ out:
 	free(rg.v);
 	free(acu.v);
 	free(icu.v);
-	if (e)
-		elf_end(e);
-	close(fd);
 }
 
 void dwcov_load(struct dwcov *dc, const char *path, const uint8_t *id, size_t idlen)

@@ -35,6 +35,11 @@ struct dwcov {
 void dwcov_load(struct dwcov *dc, const char *path, const uint8_t *id, size_t idlen);
 void dwcov_fini(struct dwcov *dc);
 
+/* The coverage given by the bytes of .debug_info and .debug_aranges (what
+ * dwcov_load does once it has them; any bytes: a unit or set it cannot read
+ * makes it DWCOV_ALL).  Frees what @dc held. */
+void dwcov_parse(struct dwcov *dc, const void *info, size_t ninfo, const void *ar, size_t nar);
+
 /* Does any covered address lie in [lo, hi)?  1 yes (or unknown), 0 no. */
 int dwcov_any(const struct dwcov *dc, uint64_t lo, uint64_t hi);
 
