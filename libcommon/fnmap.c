@@ -327,6 +327,8 @@ int fnmap_lookup(struct fnmap *m, uint32_t tid, uint64_t addr, struct fn_info *o
 		ff->dw_state = 1;
 	}
 	out->may_inline = dwcov_any(&ff->dw, s->addr, end);
+	out->ninl = dwcov_inline(&ff->dw, s->addr, end, &out->inl);
+	out->inl_bias = bias;
 	out->entry = s->addr + bias;
 	out->end = end + bias;
 	out->name = s->name;

@@ -64,7 +64,8 @@ struct seg_opts {
 
 struct seg_stats {
 	uint64_t branches, samples, segments, spans, waypoints;
-	uint64_t wp_elided; /* waypoints left out: in a function without DWARF */
+	uint64_t wp_elided; /* waypoints left out: in a function without DWARF, or ... */
+	uint64_t wp_elided_inline; /* ... outside its inline frames (of wp_elided) */
 	uint64_t anomalies; /* events that did not fit the stack (see mt-segment.md) */
 	uint64_t promoted;  /* frames revealed by a return past the root */
 	uint64_t tailcalls, unwinds, signals;

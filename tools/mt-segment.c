@@ -287,11 +287,13 @@ int main(int argc, char **argv)
 	if (o.stats)
 		fprintf(stderr,
 			"mt-segment: branches=%llu samples=%llu segments=%llu spans=%llu "
-			"waypoints=%llu waypoints_elided=%llu promoted=%llu tailcalls=%llu "
+			"waypoints=%llu waypoints_elided=%llu waypoints_elided_inline=%llu "
+			"promoted=%llu tailcalls=%llu "
 			"unwinds=%llu signals=%llu anomalies=%llu peak_frames=%llu\n",
 			(unsigned long long)st->branches, (unsigned long long)st->samples,
 			(unsigned long long)st->segments, (unsigned long long)st->spans,
 			(unsigned long long)st->waypoints, (unsigned long long)st->wp_elided,
+			(unsigned long long)st->wp_elided_inline,
 			(unsigned long long)st->promoted,
 			(unsigned long long)st->tailcalls, (unsigned long long)st->unwinds,
 			(unsigned long long)st->signals, (unsigned long long)st->anomalies,
