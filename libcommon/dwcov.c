@@ -25,6 +25,7 @@ void dwcov_fini(struct dwcov *dc)
 {
 	free(dc->r);
 	free(dc->ir);
+	free(dc->ibits);
 	memset(dc, 0, sizeof *dc);
 }
 
@@ -65,6 +66,14 @@ size_t dwcov_inline(const struct dwcov *dc, uint64_t lo, uint64_t hi, const uint
 		e++;
 	*r = dc->ir ? dc->ir + 2 * a : NULL;
 	return e - a;
+}
+
+const uint8_t *dwcov_inline_bits(const struct dwcov *dc, uint64_t lo, uint64_t hi, uint64_t *base)
+{
+	if (!dc->ibits || lo < dc->ibase || hi > dc->iend || lo >= hi)
+		return NULL;
+	*base = dc->ibase;
+	return dc->ibits;
 }
 
 /* ---- reading DWARF headers (little-endian; bounds checked) ---- */
@@ -787,8 +796,9 @@ static size_t merge_pairs(struct u64v *v)
 }
 
 /* The inline ranges of every unit of .debug_info into dc; dc->inl_known
- * stays 0 when they cannot be known. */
-static void inline_ranges(struct dwcov *dc, const struct dwsecs *s)
+ * stays 0 when they cannot be known.  [xlo, xhi): the file's code (its
+ * executable sections), which the bitmap covers too. */
+static void inline_ranges(struct dwcov *dc, const struct dwsecs *s, uint64_t xlo, uint64_t xhi)
 {
 	struct u64v v = {0};
 	struct abtab ab = {0};
@@ -811,6 +821,22 @@ static void inline_ranges(struct dwcov *dc, const struct dwsecs *s)
 	dc->nir = w;
 	dc->inl_known = 1;
 	v.v = NULL;
+	/* a bitmap over the code the ranges span, unless that is huge: a
+	 * test per waypoint in mt-segment */
+	enum { MAX_SPAN = 1u << 26 }; /* 64 MiB of code, an 8 MiB bitmap */
+	uint64_t b = dc->ir && dc->ir[0] < xlo ? dc->ir[0] : xlo;
+	uint64_t e = dc->ir && dc->ir[2 * w - 1] > xhi ? dc->ir[2 * w - 1] : xhi;
+	b &= ~(uint64_t)7;
+	if (w && e > b && e - b <= MAX_SPAN) {
+		dc->ibits = calloc((size_t)((e - b) / 8 + 1), 1);
+		if (dc->ibits) {
+			dc->ibase = b;
+			dc->iend = e;
+			for (size_t i = 0; i < w; i++)
+				for (uint64_t a = dc->ir[2 * i] - b; a < dc->ir[2 * i + 1] - b; a++)
+					dc->ibits[a >> 3] |= (uint8_t)(1u << (a & 7));
+		}
+	}
 out:
 	free(v.v);
 	abtab_fini(&ab);
@@ -916,12 +942,20 @@ static void load(struct dwcov *dc, const char *path, const uint8_t *id, size_t i
 	const char *info_name = "", *ar_name = "";
 	struct dwsecs ds;
 	memset(&ds, 0, sizeof ds);
+	uint64_t xlo = UINT64_MAX, xhi = 0; /* the code */
 	while ((scn = elf_nextscn(e, scn))) {
 		if (!gelf_getshdr(scn, &sh))
 			continue;
 		const char *nm = elf_strptr(e, shstrndx, sh.sh_name);
 		if (!nm)
 			continue;
+		if ((sh.sh_flags & (SHF_ALLOC | SHF_EXECINSTR)) == (SHF_ALLOC | SHF_EXECINSTR) &&
+		    sh.sh_size && sh.sh_addr + sh.sh_size > sh.sh_addr) {
+			if (sh.sh_addr < xlo)
+				xlo = sh.sh_addr;
+			if (sh.sh_addr + sh.sh_size > xhi)
+				xhi = sh.sh_addr + sh.sh_size;
+		}
 		struct dwsec *aux = NULL;
 		const char *base = !strncmp(nm, ".zdebug_", 8) ? nm + 8 : !strncmp(nm, ".debug_", 7) ? nm + 7 : "";
 		if (!strcmp(base, "abbrev"))
@@ -961,7 +995,7 @@ static void load(struct dwcov *dc, const char *path, const uint8_t *id, size_t i
 	Elf_Data *di = sec_data(info, &info_sh, info_name);
 	if (di) {
 		ds.info = (struct dwsec){di->d_buf, di->d_size};
-		inline_ranges(dc, &ds);
+		inline_ranges(dc, &ds, xlo, xhi);
 	}
 	Elf_Data *da = ar ? sec_data(ar, &ar_sh, ar_name) : NULL;
 	if (!di || !da || info_units(di->d_buf, di->d_size, &icu) ||

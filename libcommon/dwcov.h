@@ -42,6 +42,8 @@ struct dwcov {
 	int inl_known; /* 1: ir[] holds them all; 0: unknown (every address may) */
 	uint64_t *ir;  /* sorted, merged [ir[2i], ir[2i+1]) file vaddrs */
 	size_t nir;
+	uint8_t *ibits; /* the same as a bitmap: bit k for address ibase + k, */
+	uint64_t ibase, iend; /* over [ibase, iend); NULL when too big */
 };
 
 /* Reads the coverage of the ELF file at @path (whose build-id is @id, @idlen
@@ -57,6 +59,11 @@ int dwcov_any(const struct dwcov *dc, uint64_t lo, uint64_t hi);
  * many.  When they are not known, one pair that holds every address.
  * *r points into @dc (or static memory) and lives as long as it. */
 size_t dwcov_inline(const struct dwcov *dc, uint64_t lo, uint64_t hi, const uint64_t **r);
+
+/* The same as a bitmap, when [lo, hi) lies within one: bit k (byte k / 8,
+ * bit k % 8) says whether address *base + k is in an inline range.  NULL
+ * when there is none (then use dwcov_inline). */
+const uint8_t *dwcov_inline_bits(const struct dwcov *dc, uint64_t lo, uint64_t hi, uint64_t *base);
 
 /* For tests: the state and ranges as text ("none", "all", "ranges N") */
 const char *dwcov_state_name(int state);

@@ -27,6 +27,10 @@ struct fn_info {
 	const uint64_t *inl;
 	size_t ninl;
 	uint64_t inl_bias;
+	/* the same as a bitmap (NULL: none): bit k for runtime address
+	 * inl_bits_base + k, valid over [entry, end) */
+	const uint8_t *inl_bits;
+	uint64_t inl_bits_base;
 };
 
 /* @symfs may be NULL.  NULL on allocation failure. */

@@ -83,6 +83,10 @@ struct thr {
 	const uint64_t *rinl; /* and where: its fn_info.inl, ninl, inl_bias */
 	size_t rninl;
 	uint64_t rbias;
+	const uint8_t *rbits; /* fn_info.inl_bits, inl_bits_base */
+	uint64_t rbase;
+	uint64_t ilo, ihi; /* file addresses [ilo, ihi) are all inline (iin) or */
+	int iin;	   /* none is (in_inline's last answer; frame rfi) */
 
 	/* for wp_keep: the levels of the frames that ended in the run at
 	 * pop_run, and the children begun in the run at kid_run (parent frame,
@@ -110,6 +114,8 @@ struct thr {
 		const uint64_t *inl; /* fn_info.inl, ninl, inl_bias */
 		size_t ninl;
 		uint64_t bias;
+		const uint8_t *bits; /* fn_info.inl_bits, inl_bits_base */
+		uint64_t base;
 	} rc[RC_SIZE];
 };
 
@@ -550,11 +556,14 @@ static inline const struct rcache *fn_lookup(segmenter *s, struct thr *t, uint64
 		c->inl = c->ok ? in.inl : NULL;
 		c->ninl = c->ok ? in.ninl : 0;
 		c->bias = c->ok ? in.inl_bias : 0;
+		c->bits = c->ok ? in.inl_bits : NULL;
+		c->base = c->ok ? in.inl_bits_base : 0;
 		if (s->o.all_waypoints) { /* every address counts as inline: all kept */
 			static const uint64_t all[2] = {0, UINT64_MAX};
 			c->inl = all;
 			c->ninl = 1;
 			c->bias = 0;
+			c->bits = NULL;
 		}
 	}
 	return c;
@@ -579,21 +588,19 @@ static inline __attribute__((always_inline)) int frame_range(segmenter *s, struc
 	t->rinl = c->inl;
 	t->rninl = c->ninl;
 	t->rbias = c->bias;
+	t->rbits = c->bits;
+	t->rbase = c->base;
+	t->ilo = t->ihi = 0;
 	*lo = t->rlo = c->lo;
 	*hi = t->rhi = c->hi;
 	return c->ok;
 }
 
-/* May @addr (in the function of the frame frame_range last gave) have an
- * inline frame? */
-static inline int in_inline(const struct thr *t, uint64_t addr)
+/* in_inline: where the file address @a falls among the inline ranges. */
+static __attribute__((noinline)) int in_inline_slow(struct thr *t, uint64_t a)
 {
-	size_t n = t->rninl;
-	if (__builtin_expect(!n, 1))
-		return 0;
 	const uint64_t *r = t->rinl;
-	uint64_t a = addr - t->rbias;
-	size_t lo = 0, hi = n; /* the first range ending after a */
+	size_t n = t->rninl, lo = 0, hi = n; /* the first range ending after a */
 	while (lo < hi) {
 		size_t m = lo + (hi - lo) / 2;
 		if (r[2 * m + 1] <= a)
@@ -601,7 +608,32 @@ static inline int in_inline(const struct thr *t, uint64_t addr)
 		else
 			hi = m;
 	}
-	return lo < n && r[2 * lo] <= a;
+	if (lo < n && r[2 * lo] <= a) {
+		t->ilo = r[2 * lo];
+		t->ihi = r[2 * lo + 1];
+		t->iin = 1;
+	} else { /* the gap: right within the function, whose ranges r holds */
+		t->ilo = lo ? r[2 * lo - 1] : 0;
+		t->ihi = lo < n ? r[2 * lo] : UINT64_MAX;
+		t->iin = 0;
+	}
+	return t->iin;
+}
+
+/* May @addr, in the function of the frame frame_range last gave, have an
+ * inline frame?  The last answer's interval first: jumps stay near. */
+static inline int in_inline(struct thr *t, uint64_t addr)
+{
+	if (__builtin_expect(!t->rninl, 1))
+		return 0;
+	if (__builtin_expect(t->rbits != NULL, 1)) {
+		uint64_t k = addr - t->rbase; /* addr is in [lo, hi): in the bitmap */
+		return t->rbits[k >> 3] >> (k & 7) & 1;
+	}
+	uint64_t a = addr - t->rbias;
+	if (a - t->ilo < t->ihi - t->ilo)
+		return t->iin;
+	return in_inline_slow(t, a);
 }
 
 /* wp_keep: must this waypoint of frame @fi be written although it opens

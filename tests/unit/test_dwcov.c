@@ -207,6 +207,17 @@ static void check_inline(const char *what, const char *exe, const char *dumpexe)
 			}
 		T_CHECK(k == m && m > 0 && (!m || !memcmp(r, want.v + 2 * first, 2 * m * sizeof *r)),
 			"%s: f_debug meets %zu inline ranges (want %zu)", what, k, m);
+		/* the bitmap: each byte of f_debug, inline or not as llvm-dwarfdump says */
+		uint64_t base = 0;
+		const uint8_t *bits = dwcov_inline_bits(&dc, lo, hi, &base);
+		size_t bad = 0;
+		for (uint64_t a = lo; bits && a < hi; a++) {
+			int in = 0;
+			for (size_t i = 0; i < want.n / 2; i++)
+				in |= want.v[2 * i] <= a && a < want.v[2 * i + 1];
+			bad += (size_t)(((bits[(a - base) >> 3] >> ((a - base) & 7)) & 1) != in);
+		}
+		T_CHECK(bits && !bad, "%s: f_debug's inline bitmap (%zu bytes differ)", what, bad);
 	}
 	dwcov_fini(&dc);
 	free(want.v);
