@@ -80,9 +80,7 @@ struct thr {
 	int32_t rok;
 	uint64_t rlo, rhi;
 	int rdw; /* its function may have inline frames (DWARF covers it) */
-	const uint64_t *rinl; /* and where: its fn_info.inl, ninl, inl_bias */
-	size_t rninl;
-	uint64_t rbias;
+	size_t rninl;	      /* and where: its fn_info.ninl (inl: in its rc entry) */
 	const uint8_t *rbits; /* fn_info.inl_bits, inl_bits_base */
 	uint64_t rbase;
 	uint64_t ilo, ihi; /* file addresses [ilo, ihi) are all inline (iin) or */
@@ -440,8 +438,6 @@ static int new_frame(segmenter *s, struct thr *t, uint8_t kind, uint64_t func, u
 	t->fr[t->nfr] = (struct frame){func, callsite, begin, begin, level, flags, kind, 0, 0, 0};
 	t->fr[t->nfr].wp_shared =
 		t->pop_run == t->run_time && level >= t->pop_lo && level <= t->pop_hi;
-	if (callsite && t->nstk)
-		kid_note(t, t->stk[t->nstk - 1], callsite);
 	t->stk[t->nstk++] = (uint32_t)t->nfr++;
 	if (t->nfr > s->st.peak_frames)
 		s->st.peak_frames = t->nfr;
@@ -539,33 +535,41 @@ static int is_cold_part(const char *name)
 	return c && (c[5] == 0 || c[5] == '.');
 }
 
+/* fn_lookup: fills the cache entry @c for @addr. */
+static __attribute__((noinline)) void fn_fill(segmenter *s, struct thr *t, struct rcache *c,
+					      uint64_t addr)
+{
+	struct fn_info in;
+	c->ok = fnmap_lookup(s->o.fns, t->tid, addr, &in);
+	c->func = addr;
+	c->gen = s->gen;
+	c->lo = c->ok ? in.entry : 0;
+	c->hi = c->ok ? in.end : 0;
+	c->is_plt = (uint8_t)(c->ok && in.is_plt);
+	c->cold = (uint8_t)(c->ok && is_cold_part(in.name));
+	c->dw = (uint8_t)(!c->ok || in.may_inline || s->o.all_waypoints);
+	c->inl = c->ok ? in.inl : NULL;
+	c->ninl = c->ok ? in.ninl : 0;
+	c->bias = c->ok ? in.inl_bias : 0;
+	c->bits = c->ok ? in.inl_bits : NULL;
+	c->base = c->ok ? in.inl_bits_base : 0;
+	if (s->o.all_waypoints) { /* every address counts as inline: all kept */
+		static const uint64_t all[2] = {0, UINT64_MAX};
+		c->inl = all;
+		c->ninl = 1;
+		c->bias = 0;
+		c->bits = NULL;
+	}
+}
+
 /* fnmap_lookup of @addr through the thread's cache. */
-static inline const struct rcache *fn_lookup(segmenter *s, struct thr *t, uint64_t addr)
+static inline __attribute__((always_inline)) const struct rcache *fn_lookup(segmenter *s,
+									    struct thr *t,
+									    uint64_t addr)
 {
 	struct rcache *c = &t->rc[(addr ^ addr >> 9) & (RC_SIZE - 1)];
-	if (c->gen != s->gen || c->func != addr) {
-		struct fn_info in;
-		c->ok = fnmap_lookup(s->o.fns, t->tid, addr, &in);
-		c->func = addr;
-		c->gen = s->gen;
-		c->lo = c->ok ? in.entry : 0;
-		c->hi = c->ok ? in.end : 0;
-		c->is_plt = (uint8_t)(c->ok && in.is_plt);
-		c->cold = (uint8_t)(c->ok && is_cold_part(in.name));
-		c->dw = (uint8_t)(!c->ok || in.may_inline || s->o.all_waypoints);
-		c->inl = c->ok ? in.inl : NULL;
-		c->ninl = c->ok ? in.ninl : 0;
-		c->bias = c->ok ? in.inl_bias : 0;
-		c->bits = c->ok ? in.inl_bits : NULL;
-		c->base = c->ok ? in.inl_bits_base : 0;
-		if (s->o.all_waypoints) { /* every address counts as inline: all kept */
-			static const uint64_t all[2] = {0, UINT64_MAX};
-			c->inl = all;
-			c->ninl = 1;
-			c->bias = 0;
-			c->bits = NULL;
-		}
-	}
+	if (__builtin_expect(c->gen != s->gen || c->func != addr, 0))
+		fn_fill(s, t, c, addr);
 	return c;
 }
 
@@ -585,9 +589,7 @@ static inline __attribute__((always_inline)) int frame_range(segmenter *s, struc
 	t->rgen = s->gen;
 	t->rok = c->ok;
 	t->rdw = c->dw;
-	t->rinl = c->inl;
 	t->rninl = c->ninl;
-	t->rbias = c->bias;
 	t->rbits = c->bits;
 	t->rbase = c->base;
 	t->ilo = t->ihi = 0;
@@ -596,11 +598,14 @@ static inline __attribute__((always_inline)) int frame_range(segmenter *s, struc
 	return c->ok;
 }
 
-/* in_inline: where the file address @a falls among the inline ranges. */
-static __attribute__((noinline)) int in_inline_slow(struct thr *t, uint64_t a)
+/* in_inline: where @addr falls among the inline ranges of frame rfi's
+ * function (from its cache entry: a lookup that hits, or redoes it). */
+static __attribute__((noinline)) int in_inline_slow(segmenter *s, struct thr *t, uint64_t addr)
 {
-	const uint64_t *r = t->rinl;
-	size_t n = t->rninl, lo = 0, hi = n; /* the first range ending after a */
+	const struct rcache *c = fn_lookup(s, t, t->fr[t->rfi].func);
+	const uint64_t *r = c->inl;
+	uint64_t a = addr - c->bias;
+	size_t n = c->ninl, lo = 0, hi = n; /* the first range ending after a */
 	while (lo < hi) {
 		size_t m = lo + (hi - lo) / 2;
 		if (r[2 * m + 1] <= a)
@@ -608,21 +613,25 @@ static __attribute__((noinline)) int in_inline_slow(struct thr *t, uint64_t a)
 		else
 			hi = m;
 	}
+	/* [ilo, ihi) as runtime addresses; only the function's are asked */
+	uint64_t glo = lo ? r[2 * lo - 1] : 0, ghi = lo < n ? r[2 * lo] : UINT64_MAX;
 	if (lo < n && r[2 * lo] <= a) {
-		t->ilo = r[2 * lo];
-		t->ihi = r[2 * lo + 1];
+		glo = r[2 * lo];
+		ghi = r[2 * lo + 1];
 		t->iin = 1;
 	} else { /* the gap: right within the function, whose ranges r holds */
-		t->ilo = lo ? r[2 * lo - 1] : 0;
-		t->ihi = lo < n ? r[2 * lo] : UINT64_MAX;
 		t->iin = 0;
 	}
+	t->ilo = glo + c->bias;
+	t->ihi = ghi == UINT64_MAX ? UINT64_MAX : ghi + c->bias;
+	if (t->ihi < t->ilo) /* wrapped: no interval */
+		t->ilo = t->ihi = 0;
 	return t->iin;
 }
 
 /* May @addr, in the function of the frame frame_range last gave, have an
  * inline frame?  The last answer's interval first: jumps stay near. */
-static inline int in_inline(struct thr *t, uint64_t addr)
+static inline int in_inline(segmenter *s, struct thr *t, uint64_t addr)
 {
 	if (__builtin_expect(!t->rninl, 1))
 		return 0;
@@ -630,10 +639,9 @@ static inline int in_inline(struct thr *t, uint64_t addr)
 		uint64_t k = addr - t->rbase; /* addr is in [lo, hi): in the bitmap */
 		return t->rbits[k >> 3] >> (k & 7) & 1;
 	}
-	uint64_t a = addr - t->rbias;
-	if (a - t->ilo < t->ihi - t->ilo)
+	if (addr - t->ilo < t->ihi - t->ilo)
 		return t->iin;
-	return in_inline_slow(t, a);
+	return in_inline_slow(s, t, addr);
 }
 
 /* wp_keep: must this waypoint of frame @fi be written although it opens
@@ -662,10 +670,12 @@ static inline int wp_needed(const struct thr *t, uint32_t fi, const struct frame
  * waypoint (or it has none): it can neither open nor close an inline frame
  * (tools/mt-segment.md, Waypoints, says why this is exact). */
 static inline int wp_keep(segmenter *s, struct thr *t, uint32_t fi, uint64_t addr, uint64_t lo,
-			  uint64_t hi)
+			  uint64_t hi, int cs)
 {
 	struct frame *f = &t->fr[fi];
-	if (addr < lo || addr >= hi || in_inline(t, addr)) {
+	if (cs) /* @addr is the call site of a child the frame begins now */
+		kid_note(t, fi, addr);
+	if (addr < lo || addr >= hi || in_inline(s, t, addr)) {
 		f->wp_open = 1;
 		return 1;
 	}
@@ -673,7 +683,7 @@ static inline int wp_keep(segmenter *s, struct thr *t, uint32_t fi, uint64_t add
 		f->wp_open = 0;
 		return 1;
 	}
-	if (wp_needed(t, fi, f, addr))
+	if (cs || wp_needed(t, fi, f, addr))
 		return 1;
 	s->st.wp_elided++;
 	s->st.wp_elided_inline++;
@@ -685,7 +695,8 @@ static inline int wp_keep(segmenter *s, struct thr *t, uint32_t fi, uint64_t add
  * no inline frame can ever be found there (libcommon/dwcov.h); nor when
  * wp_keep says so.  Anything else (no symbols, a synthetic frame) is
  * written, as before. */
-static inline int wp_wanted(segmenter *s, struct thr *t, uint64_t addr)
+static inline __attribute__((always_inline)) int wp_wanted(segmenter *s, struct thr *t,
+							    uint64_t addr, int cs)
 {
 	uint64_t lo, hi;
 	if (!t->nstk)
@@ -696,7 +707,7 @@ static inline int wp_wanted(segmenter *s, struct thr *t, uint64_t addr)
 		return 1;
 	}
 	if (__builtin_expect(t->rdw, 1))
-		return wp_keep(s, t, fi, addr, lo, hi);
+		return wp_keep(s, t, fi, addr, lo, hi, cs);
 	if (addr < lo || addr >= hi) {
 		t->fr[fi].wp_open = 1;
 		return 1;
@@ -720,14 +731,20 @@ static inline __attribute__((always_inline)) int wp_pair_if(segmenter *s, struct
 	return 0;
 }
 
-static inline int waypoint(segmenter *s, struct thr *t, uint64_t addr)
+/* @cs: @addr is the call site of a child the top frame begins now (wp_needed) */
+static inline int waypoint_at(segmenter *s, struct thr *t, uint64_t addr, int cs)
 {
-	if (s->o.no_waypoints || !addr || !wp_wanted(s, t, addr))
+	if (s->o.no_waypoints || !addr || !wp_wanted(s, t, addr, cs))
 		return 0;
 	int32_t level = t->nstk ? t->fr[t->stk[t->nstk - 1]].level : 0;
 	if (t->run_k <= 1) /* at the run's time */
 		return wp_append(s, t, t->run_time, addr, level);
 	return run_add(s, t, RUN_WP, addr, level);
+}
+
+static inline int waypoint(segmenter *s, struct thr *t, uint64_t addr)
+{
+	return waypoint_at(s, t, addr, 0);
 }
 
 static int tail_call(segmenter *s, struct thr *t, uint64_t to, uint64_t time)
@@ -737,7 +754,11 @@ static int tail_call(segmenter *s, struct thr *t, uint64_t to, uint64_t time)
 	uint8_t kind = f->kind;
 	int32_t level = f->level; /* the root too: same level, not 0 */
 	s->st.tailcalls++;
-	if (pop(s, t, time) || push_at(s, t, kind, to, cs, time, level))
+	if (pop(s, t, time))
+		return s->err;
+	if (cs && t->nstk) /* the new frame's call site is the parent's (wp_needed) */
+		kid_note(t, t->stk[t->nstk - 1], cs);
+	if (push_at(s, t, kind, to, cs, time, level))
 		return s->err;
 	return 0;
 }
@@ -793,19 +814,10 @@ static int classify_jump(segmenter *s, struct thr *t, uint64_t from, uint64_t to
 	return 0;
 }
 
-/* The waypoint at the call site @from of a child the top frame begins now
- * (wp_needed). */
-static inline int waypoint_cs(segmenter *s, struct thr *t, uint64_t from)
-{
-	if (from && t->nstk)
-		kid_note(t, t->stk[t->nstk - 1], from);
-	return waypoint(s, t, from);
-}
-
 static int do_call(segmenter *s, struct thr *t, const struct mtev_rec *r)
 {
 	if (ensure_root(s, t, r->br.from) || close_synthetic(s, t, r->br.time) ||
-	    ensure_root(s, t, r->br.from) || waypoint_cs(s, t, r->br.from))
+	    ensure_root(s, t, r->br.from) || waypoint_at(s, t, r->br.from, 1))
 		return s->err;
 	if (tgt_add(s, r->br.to))
 		return s->err = -SEG_ENOMEM;
@@ -879,7 +891,7 @@ static int do_jump(segmenter *s, struct thr *t, const struct mtev_rec *r)
 static int do_enter_kernel(segmenter *s, struct thr *t, const struct mtev_rec *r, uint8_t kind)
 {
 	if (ensure_root(s, t, r->br.from) || close_synthetic(s, t, r->br.time) ||
-	    ensure_root(s, t, r->br.from) || waypoint_cs(s, t, r->br.from))
+	    ensure_root(s, t, r->br.from) || waypoint_at(s, t, r->br.from, 1))
 		return s->err;
 	/* syscall, int $0x80, sysenter are 2 bytes; an interrupt resumes at
 	 * the ip it reported */
@@ -1305,8 +1317,8 @@ static int do_branch(segmenter *s, const struct mtev_rec *r)
 				t->fr[fi].wp_open = 1;
 				return wp_append(s, t, time, r->br.from, level);
 			}
-			int k1 = wp_keep(s, t, fi, r->br.from, lo, hi);
-			int k2 = wp_keep(s, t, fi, r->br.to, lo, hi);
+			int k1 = wp_keep(s, t, fi, r->br.from, lo, hi, 0);
+			int k2 = wp_keep(s, t, fi, r->br.to, lo, hi, 0);
 			return wp_pair_if(s, t, time, k1, r->br.from, level, k2, r->br.to, level);
 		}
 	}
@@ -1320,24 +1332,23 @@ static int do_branch(segmenter *s, const struct mtev_rec *r)
 		if (type == MTEV_BR_CALL && t->run_k == 0 && f->kind < FK_SYSCALL) {
 			if (tgt_add(s, to))
 				return s->err = -SEG_ENOMEM;
-			kid_note(t, t->stk[t->nstk - 1], from);
-			int k1 = wp_wanted(s, t, from);
+			int k1 = wp_wanted(s, t, from, 1);
 			if (new_frame(s, t, FK_FUNC, to, from, time, level + 1, 0))
 				return s->err;
 			t->run_k = 1;
-			return wp_pair_if(s, t, time, k1, from, level, wp_wanted(s, t, to), to,
+			return wp_pair_if(s, t, time, k1, from, level, wp_wanted(s, t, to, 0), to,
 					  level + 1);
 		}
 		if (type == MTEV_BR_RETURN && t->nstk >= 2 && f->kind == FK_FUNC && f->callsite &&
 		    to > f->callsite && to - f->callsite <= 15) {
-			int k1 = wp_wanted(s, t, from);
+			int k1 = wp_wanted(s, t, from, 0);
 			f->end = time;
 			t->nstk--;
 			note_pop(t, level);
 			int32_t up = t->fr[t->stk[t->nstk - 1]].level;
 			while (t->nsig && t->sig[t->nsig - 1].level > up + 1)
 				t->nsig--;
-			return wp_pair_if(s, t, time, k1, from, level, wp_wanted(s, t, to), to, up);
+			return wp_pair_if(s, t, time, k1, from, level, wp_wanted(s, t, to, 0), to, up);
 		}
 	}
 	struct mtev_rec rr;
