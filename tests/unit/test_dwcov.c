@@ -284,6 +284,7 @@ int main(void)
 		{"cc", "-gdwarf-4"},	     {"cc", "-gdwarf-5"},
 		{"cc", "-gdwarf-5 -gz"},     {"cc", "-gdwarf-4 -gz=zlib-gnu"},
 		{"cc", "-gdwarf-5 -gsplit-dwarf"}, /* the .dwo is not read: unknown */
+		{"cc", "-gdwarf-4 -gsplit-dwarf"}, {"clang-14", "-gdwarf-5 -gsplit-dwarf"},
 		{"clang-14", "-gdwarf-4"},   {"clang-14", "-gdwarf-5"},
 		{"clang-14", "-gdwarf-5 -gz"},
 	};
