@@ -83,8 +83,8 @@ struct thr {
 	size_t rninl;	      /* and where: its fn_info.ninl (inl: in its rc entry) */
 	const uint8_t *rbits; /* fn_info.inl_bits, inl_bits_base */
 	uint64_t rbase;
-	uint64_t ilo, ihi; /* file addresses [ilo, ihi) are all inline (iin) or */
-	int iin;	   /* none is (in_inline's last answer; frame rfi) */
+	uint64_t ilo, ihi; /* without rbits: [ilo, ihi) is all inline (iin) or */
+	int iin;	   /* none of it is (in_inline's last answer; frame rfi) */
 
 	/* for wp_keep: the levels of the frames that ended in the run at
 	 * pop_run, and the children begun in the run at kid_run (parent frame,
