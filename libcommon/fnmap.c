@@ -327,6 +327,11 @@ int fnmap_lookup(struct fnmap *m, uint32_t tid, uint64_t addr, struct fn_info *o
 		ff->dw_state = 1;
 	}
 	out->may_inline = dwcov_any(&ff->dw, s->addr, end);
+	out->ninl = dwcov_inline(&ff->dw, s->addr, end, &out->inl);
+	out->inl_bias = bias;
+	uint64_t bb = 0;
+	out->inl_bits = out->ninl ? dwcov_inline_bits(&ff->dw, s->addr, end, &bb) : NULL;
+	out->inl_bits_base = bb + bias;
 	out->entry = s->addr + bias;
 	out->end = end + bias;
 	out->name = s->name;

@@ -40,8 +40,11 @@ static void usage(FILE *f)
 	      "                       it for a tail call (default: a jump to an address an\n"
 	      "                       earlier call targeted is a tail call)\n"
 	      "      --no-waypoints   do not write waypoint records\n"
-	      "      --all-waypoints  write them in functions without DWARF too (by default\n"
-	      "                       left out: no inline frame can be found there)\n"
+	      "      --all-waypoints  write one at every branch source and target (by\n"
+	      "                       default those that cannot change the inline chain are\n"
+	      "                       left out: in functions without DWARF, and outside every\n"
+	      "                       inlined subroutine while the frame's last one was too;\n"
+	      "                       mt-symbolize's spans are the same)\n"
 	      "      --no-smear       keep raw times for events sharing a timestamp\n"
 	      "      --stitch         also join the segments across gaps, in this process:\n"
 	      "                       the output is what `mt-segment | mt-stitch` writes,\n"
@@ -287,11 +290,13 @@ int main(int argc, char **argv)
 	if (o.stats)
 		fprintf(stderr,
 			"mt-segment: branches=%llu samples=%llu segments=%llu spans=%llu "
-			"waypoints=%llu waypoints_elided=%llu promoted=%llu tailcalls=%llu "
+			"waypoints=%llu waypoints_elided=%llu waypoints_elided_inline=%llu "
+			"promoted=%llu tailcalls=%llu "
 			"unwinds=%llu signals=%llu anomalies=%llu peak_frames=%llu\n",
 			(unsigned long long)st->branches, (unsigned long long)st->samples,
 			(unsigned long long)st->segments, (unsigned long long)st->spans,
 			(unsigned long long)st->waypoints, (unsigned long long)st->wp_elided,
+			(unsigned long long)st->wp_elided_inline,
 			(unsigned long long)st->promoted,
 			(unsigned long long)st->tailcalls, (unsigned long long)st->unwinds,
 			(unsigned long long)st->signals, (unsigned long long)st->anomalies,
