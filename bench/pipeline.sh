@@ -90,9 +90,13 @@ done
 # The same with segment and stitch in one process (mt-segment --stitch: the
 # same records, without encoding and decoding the stream between them).
 # the pipeline with mt-segment --stitch; $1 = fused (cold symbolizer cache, as
-# the separate pipeline above) or warm (the cache the previous run left)
+# the separate pipeline above), warm (the cache the previous run left) or
+# allwp (cold, mt-segment --all-waypoints: the waypoints of every function
+# kept, as if DWARF described the whole binary; the benchmark's libc has none)
 fused() {
 	tag=$1
+	segopt=
+	[ "$tag" = allwp ] && segopt=--all-waypoints
 	: >"$TMP/$tag.all"
 	i=0
 	while [ "$i" -lt "$R" ]; do
@@ -100,7 +104,7 @@ fused() {
 		t0=$(date +%s%N)
 		rc=0
 		/usr/bin/time -f '%e %U %S %M' -o "$TMP/f.decode" bin/mt-decode --buildid-dir "$D/images" "$D/perf.data" |
-			/usr/bin/time -f '%e %U %S %M' -o "$TMP/f.segstitch" bin/mt-segment --stitch |
+			/usr/bin/time -f '%e %U %S %M' -o "$TMP/f.segstitch" bin/mt-segment --stitch $segopt |
 			/usr/bin/time -f '%e %U %S %M' -o "$TMP/f.symbolize" bin/mt-symbolize --images "$D/images" --cache-dir "$TMP/cache" |
 			/usr/bin/time -f '%e %U %S %M' -o "$TMP/f.write" bin/mt-write --force >/dev/null 2>"$TMP/$tag.err" || rc=$?
 		t1=$(date +%s%N)
@@ -124,6 +128,7 @@ fused() {
 }
 fused fused
 fused warm
+fused allwp
 
 v() { cat "$TMP/$1"; }
 awk -v n="$N" -v br="$BR" -v pt="$PT" -v r="$R" -v rp="$RP" \
@@ -136,7 +141,9 @@ awk -v n="$N" -v br="$BR" -v pt="$PT" -v r="$R" -v rp="$RP" \
 	-v c5="$(v p_write.cpu)" -v r5="$(v p_write.rss)" \
 	-v fc="$(v fused.cpu)" -v fw="$(v fused.wall)" -v c6="$(v fused_segstitch.cpu)" -v r6="$(v fused_segstitch.rss)" \
 	-v c7="$(v fused_symbolize.cpu)" -v r7="$(v fused_symbolize.rss)" -v c8="$(v fused_write.cpu)" -v r8="$(v fused_write.rss)" \
-	-v xc="$(v warm.cpu)" -v xw="$(v warm.wall)" -v c9="$(v warm_symbolize.cpu)" -v r9="$(v warm_symbolize.rss)" 'BEGIN {
+	-v xc="$(v warm.cpu)" -v xw="$(v warm.wall)" -v c9="$(v warm_symbolize.cpu)" -v r9="$(v warm_symbolize.rss)" \
+	-v ac="$(v allwp.cpu)" -v aw="$(v allwp.wall)" -v a2="$(v allwp_segstitch.cpu)" -v ar2="$(v allwp_segstitch.rss)" \
+	-v a3="$(v allwp_symbolize.cpu)" -v ar3="$(v allwp_symbolize.rss)" -v a4="$(v allwp_write.cpu)" -v ar4="$(v allwp_write.rss)" 'BEGIN {
 	printf "\n| what (median of %d; perf script: %d) | cpu s | wall s | M branches/cpu s | MB PT/cpu s | peak RSS MB | vs mt-decode (cpu) |\n", r, rp
 	printf "|---|---:|---:|---:|---:|---:|---:|\n"
 	row("bare libipt block-decoder loop", bc, bw, brs)
@@ -154,6 +161,10 @@ awk -v n="$N" -v br="$BR" -v pt="$PT" -v r="$R" -v rp="$RP" \
 	row("  mt-write (fxt)", c8, -1, r8)
 	row("same, symbolizer cache warm (a second trace of the binary)", xc, xw, -1)
 	row("  mt-symbolize, warm cache", c9, -1, r9)
+	row("same, cold, every waypoint kept (segment --all-waypoints)", ac, aw, -1)
+	row("  mt-segment --stitch --all-waypoints", a2, -1, ar2)
+	row("  mt-symbolize", a3, -1, ar3)
+	row("  mt-write (fxt)", a4, -1, ar4)
 	printf "\n| goal | measured | met |\n|---|---:|:-:|\n"
 	goal("mt-decode >= 0.7x the bare libipt loop", bc / dc, "x", bc / dc >= 0.7)
 	goal("mt-decode >= 10x faster than perf script", pc / dc, "x", pc / dc >= 10)
@@ -163,7 +174,10 @@ awk -v n="$N" -v br="$BR" -v pt="$PT" -v r="$R" -v rp="$RP" \
 	goal("same, segment --stitch (wall)", fw / dw, "x", fw / dw <= 2)
 	goal("same, segment --stitch, warm cache (cpu)", xc / dc, "x", xc / dc <= 2)
 	goal("same, segment --stitch, warm cache (wall)", xw / dw, "x", xw / dw <= 2)
+	goal("same, segment --stitch --all-waypoints (cpu)", ac / dc, "x", ac / dc <= 2)
+	goal("same, segment --stitch --all-waypoints (wall)", aw / dw, "x", aw / dw <= 2)
 	goal("mt-segment <= 64 bytes of RSS per branch", r2 * 1024 / br, " B", r2 * 1024 / br <= 64)
+	goal("mt-segment --all-waypoints <= 64 bytes of RSS per branch", ar2 * 1024 / br, " B", ar2 * 1024 / br <= 64)
 }
 function row(what, c, w, rss) {
 	printf "| %s | %.2f | %s | %.1f | %.1f | %s | %.2fx |\n", what, c, w < 0 ? "" : sprintf("%.2f", w),

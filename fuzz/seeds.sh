@@ -59,6 +59,32 @@ for t in "$@"; do
 				> "$d/aux-$(basename "$(dirname "$(dirname "$f")")").$n"
 		done
 		;;
+	dwcov)
+		# small ELF files with and without DWARF, and their DWARF
+		# sections in the target's raw form (five 2-byte lengths first)
+		for f in build/tests/segment/segfuncs build/tests/segment-dwarf/segfuncs \
+			build/programs/dynamic build/programs/sym_cxx build/programs/exception; do
+			[ -f "$f" ] || continue
+			put "$d" "$f" "$(basename "$(dirname "$f")")-$(basename "$f")"
+			for sec in info abbrev aranges ranges rnglists addr; do
+				: > "$d/.$sec"
+				objcopy --dump-section .debug_$sec="$d/.$sec" "$f" "$d/.elf" 2>/dev/null || : > "$d/.$sec"
+			done
+			[ -s "$d/.info" ] || continue
+			n=$((n + 1))
+			{
+				for sec in info abbrev aranges ranges rnglists; do
+					s=$(wc -c < "$d/.$sec")
+					[ "$s" -lt 65536 ] || s=0
+					printf "\\$(printf %o $((s & 255)))\\$(printf %o $((s >> 8)))"
+				done
+				for sec in info abbrev aranges ranges rnglists addr; do
+					[ "$(wc -c < "$d/.$sec")" -lt 65536 ] && cat "$d/.$sec"
+				done
+			} > "$d/sections-$(basename "$f").$n"
+		done
+		rm -f "$d"/.info "$d"/.abbrev "$d"/.aranges "$d"/.ranges "$d"/.rnglists "$d"/.addr "$d/.elf"
+		;;
 	write)
 		for f in tests/corrupt/write-*.mt tests/golden/*.mt; do [ -f "$f" ] && put "$d" "$f"; done
 		for f in tests/golden/*.txt; do

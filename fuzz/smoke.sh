@@ -21,7 +21,7 @@ B=build/fuzz
 run_one() {
 	local t=$1 extra=()
 	case $t in
-	mtev | write) extra=(-max_len=65536) ;;
+	mtev | write | dwcov) extra=(-max_len=65536) ;;
 	mtev_text) extra=(-max_len=16384) ;;
 	perfdata) extra=(-max_len=1048576) ;;
 	ptdecode) extra=(-max_len=16384) ;;

@@ -1,6 +1,7 @@
 #include "fnmap.h"
 #include "vec.h"
 
+#include "dwcov.h"
 #include "elfinfo.h"
 
 #include <errno.h>
@@ -21,6 +22,8 @@ struct fnfile {
 	const uint8_t *code; /* the file mapped read-only, or NULL (then pread) */
 	size_t code_len;
 	struct elfinfo ei;
+	struct dwcov dw; /* what DWARF covers (read on the first lookup) */
+	int dw_state;	 /* 0 not read, 1 read */
 };
 
 struct fnmapping {
@@ -64,6 +67,7 @@ void fnmap_free(struct fnmap *m)
 	for (size_t i = 0; i < m->nfiles; i++) {
 		if (m->files[i].state == 1)
 			elfinfo_fini(&m->files[i].ei);
+		dwcov_fini(&m->files[i].dw);
 		if (m->files[i].code)
 			munmap((void *)m->files[i].code, m->files[i].code_len);
 		if (m->files[i].fd >= 0)
@@ -318,6 +322,16 @@ int fnmap_lookup(struct fnmap *m, uint32_t tid, uint64_t addr, struct fn_info *o
 			end = mend > s->addr ? mend : (uint64_t)va + 1;
 		}
 	}
+	if (!ff->dw_state) {
+		dwcov_load(&ff->dw, ff->ei.path, ff->ei.build_id, ff->ei.build_id_len);
+		ff->dw_state = 1;
+	}
+	out->may_inline = dwcov_any(&ff->dw, s->addr, end);
+	out->ninl = dwcov_inline(&ff->dw, s->addr, end, &out->inl);
+	out->inl_bias = bias;
+	uint64_t bb = 0;
+	out->inl_bits = out->ninl ? dwcov_inline_bits(&ff->dw, s->addr, end, &bb) : NULL;
+	out->inl_bits_base = bb + bias;
 	out->entry = s->addr + bias;
 	out->end = end + bias;
 	out->name = s->name;

@@ -19,6 +19,18 @@ struct fn_info {
 	uint64_t entry, end; /* runtime range [entry, end) */
 	const char *name;    /* owned by the fnmap; valid until fnmap_free() */
 	int is_plt;
+	int may_inline; /* DWARF may describe inline frames in it (libcommon/dwcov.h) */
+	/* where in it an address may have an inline frame: ninl pairs
+	 * [inl[2i], inl[2i+1]) of file addresses (runtime = file + inl_bias),
+	 * sorted, possibly reaching past [entry, end) (libcommon/dwcov.h,
+	 * dwcov_inline); owned by the fnmap */
+	const uint64_t *inl;
+	size_t ninl;
+	uint64_t inl_bias;
+	/* the same as a bitmap (NULL: none): bit k for runtime address
+	 * inl_bits_base + k, valid over [entry, end) */
+	const uint8_t *inl_bits;
+	uint64_t inl_bits_base;
 };
 
 /* @symfs may be NULL.  NULL on allocation failure. */

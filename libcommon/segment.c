@@ -26,7 +26,11 @@ struct frame {
 	int32_t level; /* depth = level - the segment's lowest level */
 	uint16_t flags;
 	uint8_t kind;
-	uint8_t promoted; /* revealed by a return past the root */
+	uint8_t promoted : 1; /* revealed by a return past the root */
+	/* waypoints (wp_keep): the last one written may have left an inline
+	 * frame open, or that is unknown; another span of its depth may be
+	 * live at its begin (one of that level ended in its run) */
+	uint8_t wp_open : 1, wp_shared : 1;
 };
 
 /* Events of the current run (branch records with one timestamp), kept until
@@ -75,6 +79,23 @@ struct thr {
 	uint32_t rfi, rgen;
 	int32_t rok;
 	uint64_t rlo, rhi;
+	int rdw; /* its function may have inline frames (DWARF covers it) */
+	size_t rninl;	      /* and where: its fn_info.ninl (inl: in its rc entry) */
+	const uint8_t *rbits; /* fn_info.inl_bits, inl_bits_base */
+	uint64_t rbase;
+	uint64_t ilo, ihi; /* without rbits: [ilo, ihi) is all inline (iin) or */
+	int iin;	   /* none of it is (in_inline's last answer; frame rfi) */
+
+	/* for wp_keep: the levels of the frames that ended in the run at
+	 * pop_run, and the children begun in the run at kid_run (parent frame,
+	 * call site; kid_all: too many to list, or a segment ended there) */
+	uint64_t pop_run, kid_run;
+	int32_t pop_lo, pop_hi;
+	uint32_t nkid, kid_all;
+	struct {
+		uint32_t parent;
+		uint64_t cs;
+	} kid[8];
 
 	uint32_t *blk, blk_one; /* output order scratch */
 	size_t capblk;
@@ -87,6 +108,12 @@ struct thr {
 		uint32_t gen;
 		int32_t ok;
 		uint8_t is_plt, cold;
+		uint8_t dw; /* DWARF may describe inline frames in it */
+		const uint64_t *inl; /* fn_info.inl, ninl, inl_bias */
+		size_t ninl;
+		uint64_t bias;
+		const uint8_t *bits; /* fn_info.inl_bits, inl_bits_base */
+		uint64_t base;
 	} rc[RC_SIZE];
 };
 
@@ -247,6 +274,7 @@ static __attribute__((noinline)) struct thr *get_thr_slow(segmenter *s, uint32_t
 		return NULL;
 	t->tid = tid;
 	t->rfi = UINT32_MAX;
+	t->pop_lo = 1; /* none */
 	s->thr[s->nthr++] = t;
 	return s->last = t;
 }
@@ -368,6 +396,37 @@ static int close_run(segmenter *s, struct thr *t, uint64_t next)
 	return 0;
 }
 
+/* A frame at @level ended in the current run. */
+static inline void note_pop(struct thr *t, int32_t level)
+{
+	if (t->pop_run != t->run_time || t->pop_lo > t->pop_hi) {
+		t->pop_run = t->run_time;
+		t->pop_lo = t->pop_hi = level;
+	} else if (level < t->pop_lo) {
+		t->pop_lo = level;
+	} else if (level > t->pop_hi) {
+		t->pop_hi = level;
+	}
+}
+
+/* Frame @parent began a child at call site @cs in the current run. */
+static void kid_note(struct thr *t, uint32_t parent, uint64_t cs)
+{
+	if (t->kid_run != t->run_time) {
+		t->kid_run = t->run_time;
+		t->nkid = t->kid_all = 0;
+	}
+	for (uint32_t i = 0; i < t->nkid; i++)
+		if (t->kid[i].parent == parent && t->kid[i].cs == cs)
+			return;
+	if (t->nkid < sizeof t->kid / sizeof *t->kid) {
+		t->kid[t->nkid].parent = parent;
+		t->kid[t->nkid++].cs = cs;
+	} else {
+		t->kid_all = 1;
+	}
+}
+
 static int new_frame(segmenter *s, struct thr *t, uint8_t kind, uint64_t func, uint64_t callsite,
 		     uint64_t begin, int32_t level, uint16_t flags)
 {
@@ -376,7 +435,9 @@ static int new_frame(segmenter *s, struct thr *t, uint8_t kind, uint64_t func, u
 	if (t->nstk == t->capstk &&
 	    mt_grow((void **)&t->stk, &t->capstk, t->nstk + 1, sizeof *t->stk))
 		return s->err = -SEG_ENOMEM;
-	t->fr[t->nfr] = (struct frame){func, callsite, begin, begin, level, flags, kind, 0};
+	t->fr[t->nfr] = (struct frame){func, callsite, begin, begin, level, flags, kind, 0, 0, 0};
+	t->fr[t->nfr].wp_shared =
+		t->pop_run == t->run_time && level >= t->pop_lo && level <= t->pop_hi;
 	t->stk[t->nstk++] = (uint32_t)t->nfr++;
 	if (t->nfr > s->st.peak_frames)
 		s->st.peak_frames = t->nfr;
@@ -413,6 +474,7 @@ static int pop(segmenter *s, struct thr *t, uint64_t time)
 {
 	uint32_t i = t->stk[--t->nstk];
 	t->fr[i].end = time;
+	note_pop(t, t->fr[i].level);
 	/* a signal context lives while its interrupted frame does */
 	int64_t tl = t->nstk ? (int64_t)top(t)->level : INT64_MIN / 2;
 	while (t->nsig && (int64_t)t->sig[t->nsig - 1].level > tl + 1)
@@ -430,16 +492,6 @@ static int pop_to(segmenter *s, struct thr *t, size_t n, uint64_t time)
 	return 0;
 }
 
-static inline int waypoint(segmenter *s, struct thr *t, uint64_t addr)
-{
-	if (s->o.no_waypoints || !addr)
-		return 0;
-	int32_t level = t->nstk ? t->fr[t->stk[t->nstk - 1]].level : 0;
-	if (t->run_k <= 1) /* at the run's time */
-		return wp_append(s, t, t->run_time, addr, level);
-	return run_add(s, t, RUN_WP, addr, level);
-}
-
 /* The frame that was live when the segment began (or that a return
  * revealed): begins at the segment start. */
 static int add_root(segmenter *s, struct thr *t, uint64_t ip, int promoted)
@@ -449,6 +501,8 @@ static int add_root(segmenter *s, struct thr *t, uint64_t ip, int promoted)
 		      MTEV_SPAN_INFERRED_START))
 		return s->err;
 	t->fr[t->nfr - 1].promoted = (uint8_t)promoted;
+	/* its span may continue one of an earlier segment (mt-stitch) */
+	t->fr[t->nfr - 1].wp_open = 1;
 	if (promoted)
 		s->st.promoted++;
 	return 0;
@@ -481,20 +535,41 @@ static int is_cold_part(const char *name)
 	return c && (c[5] == 0 || c[5] == '.');
 }
 
+/* fn_lookup: fills the cache entry @c for @addr. */
+static __attribute__((noinline)) void fn_fill(segmenter *s, struct thr *t, struct rcache *c,
+					      uint64_t addr)
+{
+	struct fn_info in;
+	c->ok = fnmap_lookup(s->o.fns, t->tid, addr, &in);
+	c->func = addr;
+	c->gen = s->gen;
+	c->lo = c->ok ? in.entry : 0;
+	c->hi = c->ok ? in.end : 0;
+	c->is_plt = (uint8_t)(c->ok && in.is_plt);
+	c->cold = (uint8_t)(c->ok && is_cold_part(in.name));
+	c->dw = (uint8_t)(!c->ok || in.may_inline || s->o.all_waypoints);
+	c->inl = c->ok ? in.inl : NULL;
+	c->ninl = c->ok ? in.ninl : 0;
+	c->bias = c->ok ? in.inl_bias : 0;
+	c->bits = c->ok ? in.inl_bits : NULL;
+	c->base = c->ok ? in.inl_bits_base : 0;
+	if (s->o.all_waypoints) { /* every address counts as inline: all kept */
+		static const uint64_t all[2] = {0, UINT64_MAX};
+		c->inl = all;
+		c->ninl = 1;
+		c->bias = 0;
+		c->bits = NULL;
+	}
+}
+
 /* fnmap_lookup of @addr through the thread's cache. */
-static inline const struct rcache *fn_lookup(segmenter *s, struct thr *t, uint64_t addr)
+static inline __attribute__((always_inline)) const struct rcache *fn_lookup(segmenter *s,
+									    struct thr *t,
+									    uint64_t addr)
 {
 	struct rcache *c = &t->rc[(addr ^ addr >> 9) & (RC_SIZE - 1)];
-	if (c->gen != s->gen || c->func != addr) {
-		struct fn_info in;
-		c->ok = fnmap_lookup(s->o.fns, t->tid, addr, &in);
-		c->func = addr;
-		c->gen = s->gen;
-		c->lo = c->ok ? in.entry : 0;
-		c->hi = c->ok ? in.end : 0;
-		c->is_plt = (uint8_t)(c->ok && in.is_plt);
-		c->cold = (uint8_t)(c->ok && is_cold_part(in.name));
-	}
+	if (__builtin_expect(c->gen != s->gen || c->func != addr, 0))
+		fn_fill(s, t, c, addr);
 	return c;
 }
 
@@ -513,9 +588,163 @@ static inline __attribute__((always_inline)) int frame_range(segmenter *s, struc
 	t->rfi = fi;
 	t->rgen = s->gen;
 	t->rok = c->ok;
+	t->rdw = c->dw;
+	t->rninl = c->ninl;
+	t->rbits = c->bits;
+	t->rbase = c->base;
+	t->ilo = t->ihi = 0;
 	*lo = t->rlo = c->lo;
 	*hi = t->rhi = c->hi;
 	return c->ok;
+}
+
+/* in_inline: where @addr falls among the inline ranges of frame rfi's
+ * function (from its cache entry: a lookup that hits, or redoes it). */
+static __attribute__((noinline)) int in_inline_slow(segmenter *s, struct thr *t, uint64_t addr)
+{
+	const struct rcache *c = fn_lookup(s, t, t->fr[t->rfi].func);
+	const uint64_t *r = c->inl;
+	uint64_t a = addr - c->bias;
+	size_t n = c->ninl, lo = 0, hi = n; /* the first range ending after a */
+	while (lo < hi) {
+		size_t m = lo + (hi - lo) / 2;
+		if (r[2 * m + 1] <= a)
+			lo = m + 1;
+		else
+			hi = m;
+	}
+	/* [ilo, ihi) as runtime addresses; only the function's are asked */
+	uint64_t glo = lo ? r[2 * lo - 1] : 0, ghi = lo < n ? r[2 * lo] : UINT64_MAX;
+	if (lo < n && r[2 * lo] <= a) {
+		glo = r[2 * lo];
+		ghi = r[2 * lo + 1];
+		t->iin = 1;
+	} else { /* the gap: right within the function, whose ranges r holds */
+		t->iin = 0;
+	}
+	t->ilo = glo + c->bias;
+	t->ihi = ghi == UINT64_MAX ? UINT64_MAX : ghi + c->bias;
+	if (t->ihi < t->ilo) /* wrapped: no interval */
+		t->ilo = t->ihi = 0;
+	return t->iin;
+}
+
+/* May @addr, in the function of the frame frame_range last gave, have an
+ * inline frame?  The last answer's interval first: jumps stay near. */
+static inline int in_inline(segmenter *s, struct thr *t, uint64_t addr)
+{
+	if (__builtin_expect(!t->rninl, 1))
+		return 0;
+	if (__builtin_expect(t->rbits != NULL, 1)) {
+		uint64_t k = addr - t->rbase; /* addr is in [lo, hi): in the bitmap */
+		return t->rbits[k >> 3] >> (k & 7) & 1;
+	}
+	if (addr - t->ilo < t->ihi - t->ilo)
+		return t->iin;
+	return in_inline_slow(s, t, addr);
+}
+
+/* wp_keep: must this waypoint of frame @fi be written although it opens
+ * and closes nothing?  When another span of its depth may be live at its
+ * time (it may fall to that span), or when a child of the frame began at
+ * this address in this run (its call-site waypoint: mt-symbolize hangs the
+ * child under the inline frame open after it). */
+static inline int wp_needed(const struct thr *t, uint32_t fi, const struct frame *f,
+			    uint64_t addr)
+{
+	if (f->wp_shared && f->begin == t->run_time)
+		return 1;
+	if (t->kid_run != t->run_time)
+		return 0;
+	if (t->kid_all)
+		return 1;
+	for (uint32_t i = 0; i < t->nkid; i++)
+		if (t->kid[i].cs == addr && t->kid[i].parent == fi)
+			return 1;
+	return 0;
+}
+
+/* Is the waypoint at @addr of frame @fi, whose function (DWARF covers it)
+ * frame_range just gave as [lo, hi), worth writing?  Not when its inline
+ * chain is the function alone and so was that of the frame's last written
+ * waypoint (or it has none): it can neither open nor close an inline frame
+ * (tools/mt-segment.md, Waypoints, says why this is exact). */
+static inline int wp_keep(segmenter *s, struct thr *t, uint32_t fi, uint64_t addr, uint64_t lo,
+			  uint64_t hi, int cs)
+{
+	struct frame *f = &t->fr[fi];
+	if (cs) /* @addr is the call site of a child the frame begins now */
+		kid_note(t, fi, addr);
+	if (addr < lo || addr >= hi || in_inline(s, t, addr)) {
+		f->wp_open = 1;
+		return 1;
+	}
+	if (f->wp_open) {
+		f->wp_open = 0;
+		return 1;
+	}
+	if (cs || wp_needed(t, fi, f, addr))
+		return 1;
+	s->st.wp_elided++;
+	s->st.wp_elided_inline++;
+	return 0;
+}
+
+/* Is a waypoint at @addr in the top frame worth writing?  Not when @addr
+ * lies in the frame's own function and no DWARF describes that function:
+ * no inline frame can ever be found there (libcommon/dwcov.h); nor when
+ * wp_keep says so.  Anything else (no symbols, a synthetic frame) is
+ * written, as before. */
+static inline __attribute__((always_inline)) int wp_wanted(segmenter *s, struct thr *t,
+							    uint64_t addr, int cs)
+{
+	uint64_t lo, hi;
+	if (!t->nstk)
+		return 1;
+	uint32_t fi = t->stk[t->nstk - 1];
+	if (!frame_range(s, t, fi, &lo, &hi)) {
+		t->fr[fi].wp_open = 1; /* its range may become known (a new map) */
+		return 1;
+	}
+	if (__builtin_expect(t->rdw, 1))
+		return wp_keep(s, t, fi, addr, lo, hi, cs);
+	if (addr < lo || addr >= hi) {
+		t->fr[fi].wp_open = 1;
+		return 1;
+	}
+	s->st.wp_elided++;
+	return 0;
+}
+
+/* wp_pair of the waypoints @k1 and @k2 say are wanted. */
+static inline __attribute__((always_inline)) int wp_pair_if(segmenter *s, struct thr *t,
+							     uint64_t time, int k1, uint64_t a1,
+							     int32_t l1, int k2, uint64_t a2,
+							     int32_t l2)
+{
+	if (__builtin_expect(k1 && k2, 1))
+		return wp_pair(s, t, time, a1, l1, a2, l2);
+	if (k1)
+		return wp_append(s, t, time, a1, l1);
+	if (k2)
+		return wp_append(s, t, time, a2, l2);
+	return 0;
+}
+
+/* @cs: @addr is the call site of a child the top frame begins now (wp_needed) */
+static inline int waypoint_at(segmenter *s, struct thr *t, uint64_t addr, int cs)
+{
+	if (s->o.no_waypoints || !addr || !wp_wanted(s, t, addr, cs))
+		return 0;
+	int32_t level = t->nstk ? t->fr[t->stk[t->nstk - 1]].level : 0;
+	if (t->run_k <= 1) /* at the run's time */
+		return wp_append(s, t, t->run_time, addr, level);
+	return run_add(s, t, RUN_WP, addr, level);
+}
+
+static inline int waypoint(segmenter *s, struct thr *t, uint64_t addr)
+{
+	return waypoint_at(s, t, addr, 0);
 }
 
 static int tail_call(segmenter *s, struct thr *t, uint64_t to, uint64_t time)
@@ -525,7 +754,11 @@ static int tail_call(segmenter *s, struct thr *t, uint64_t to, uint64_t time)
 	uint8_t kind = f->kind;
 	int32_t level = f->level; /* the root too: same level, not 0 */
 	s->st.tailcalls++;
-	if (pop(s, t, time) || push_at(s, t, kind, to, cs, time, level))
+	if (pop(s, t, time))
+		return s->err;
+	if (cs && t->nstk) /* the new frame's call site is the parent's (wp_needed) */
+		kid_note(t, t->stk[t->nstk - 1], cs);
+	if (push_at(s, t, kind, to, cs, time, level))
 		return s->err;
 	return 0;
 }
@@ -584,7 +817,7 @@ static int classify_jump(segmenter *s, struct thr *t, uint64_t from, uint64_t to
 static int do_call(segmenter *s, struct thr *t, const struct mtev_rec *r)
 {
 	if (ensure_root(s, t, r->br.from) || close_synthetic(s, t, r->br.time) ||
-	    ensure_root(s, t, r->br.from) || waypoint(s, t, r->br.from))
+	    ensure_root(s, t, r->br.from) || waypoint_at(s, t, r->br.from, 1))
 		return s->err;
 	if (tgt_add(s, r->br.to))
 		return s->err = -SEG_ENOMEM;
@@ -658,7 +891,7 @@ static int do_jump(segmenter *s, struct thr *t, const struct mtev_rec *r)
 static int do_enter_kernel(segmenter *s, struct thr *t, const struct mtev_rec *r, uint8_t kind)
 {
 	if (ensure_root(s, t, r->br.from) || close_synthetic(s, t, r->br.time) ||
-	    ensure_root(s, t, r->br.from) || waypoint(s, t, r->br.from))
+	    ensure_root(s, t, r->br.from) || waypoint_at(s, t, r->br.from, 1))
 		return s->err;
 	/* syscall, int $0x80, sysenter are 2 bytes; an interrupt resumes at
 	 * the ip it reported */
@@ -977,6 +1210,12 @@ static int close_seg(segmenter *s, struct thr *t)
 		    (c.have && emit_wps_before_max(s, t, &c)))
 			return s->err;
 	s->st.waypoints += t->wl.count;
+	/* frames of a segment beginning in this run may join these (mt-stitch) */
+	t->pop_run = t->kid_run = t->run_time;
+	t->pop_lo = INT32_MIN;
+	t->pop_hi = INT32_MAX;
+	t->kid_all = 1;
+	t->nkid = 0;
 	t->active = 0;
 	t->off = 0;
 	t->nfr = t->nstk = t->nrun = t->nsig = 0;
@@ -1069,7 +1308,18 @@ static int do_branch(segmenter *s, const struct mtev_rec *r)
 		uint64_t lo, hi;
 		if (frame_range(s, t, fi, &lo, &hi) && r->br.to >= lo && r->br.to < hi) {
 			int32_t level = t->fr[fi].level;
-			return wp_pair(s, t, time, r->br.from, level, r->br.to, level);
+			if (__builtin_expect(!t->rdw, 0)) { /* no DWARF: wp_wanted's rule */
+				s->st.wp_elided++;
+				if (r->br.from >= lo && r->br.from < hi) {
+					s->st.wp_elided++;
+					return 0;
+				}
+				t->fr[fi].wp_open = 1;
+				return wp_append(s, t, time, r->br.from, level);
+			}
+			int k1 = wp_keep(s, t, fi, r->br.from, lo, hi, 0);
+			int k2 = wp_keep(s, t, fi, r->br.to, lo, hi, 0);
+			return wp_pair_if(s, t, time, k1, r->br.from, level, k2, r->br.to, level);
 		}
 	}
 	/* a call or a return that fits the stack, first in its run: what
@@ -1082,19 +1332,23 @@ static int do_branch(segmenter *s, const struct mtev_rec *r)
 		if (type == MTEV_BR_CALL && t->run_k == 0 && f->kind < FK_SYSCALL) {
 			if (tgt_add(s, to))
 				return s->err = -SEG_ENOMEM;
+			int k1 = wp_wanted(s, t, from, 1);
 			if (new_frame(s, t, FK_FUNC, to, from, time, level + 1, 0))
 				return s->err;
 			t->run_k = 1;
-			return wp_pair(s, t, time, from, level, to, level + 1);
+			return wp_pair_if(s, t, time, k1, from, level, wp_wanted(s, t, to, 0), to,
+					  level + 1);
 		}
 		if (type == MTEV_BR_RETURN && t->nstk >= 2 && f->kind == FK_FUNC && f->callsite &&
 		    to > f->callsite && to - f->callsite <= 15) {
+			int k1 = wp_wanted(s, t, from, 0);
 			f->end = time;
 			t->nstk--;
+			note_pop(t, level);
 			int32_t up = t->fr[t->stk[t->nstk - 1]].level;
 			while (t->nsig && t->sig[t->nsig - 1].level > up + 1)
 				t->nsig--;
-			return wp_pair(s, t, time, from, level, to, up);
+			return wp_pair_if(s, t, time, k1, from, level, wp_wanted(s, t, to, 0), to, up);
 		}
 	}
 	struct mtev_rec rr;

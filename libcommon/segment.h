@@ -29,7 +29,11 @@
  *
  * Memory: per open segment, a 40-byte frame per span and a waypoint log
  * (libcommon/wplog.h, 4 bytes per waypoint usually).  A waypoint that
- * repeats the previous one exactly (time, address, level) is not written.
+ * repeats the previous one exactly (time, address, level) is not written,
+ * nor one in a function that no DWARF describes, nor one outside every
+ * inlined subroutine of its function while the frame's last written one was
+ * too (opts.all_waypoints keeps those; tools/mt-segment.md, Waypoints, says
+ * which are kept anyway and why mt-symbolize's spans are the same).
  * Library code: never prints. */
 #ifndef MT_SEGMENT_H
 #define MT_SEGMENT_H
@@ -55,10 +59,15 @@ struct seg_opts {
 	 * libcommon/wplog.h words (with the emit callback's ctx) instead of
 	 * one waypoint record each; 0 or a negative value (an emit error) */
 	int (*wprun)(void *ctx, uint32_t tid, struct wprun *run);
+	/* write every waypoint (by default those that cannot change the
+	 * inline chain are left out, libcommon/dwcov.h) */
+	int all_waypoints;
 };
 
 struct seg_stats {
 	uint64_t branches, samples, segments, spans, waypoints;
+	uint64_t wp_elided; /* waypoints left out: in a function without DWARF, or ... */
+	uint64_t wp_elided_inline; /* ... outside its inline frames (of wp_elided) */
 	uint64_t anomalies; /* events that did not fit the stack (see mt-segment.md) */
 	uint64_t promoted;  /* frames revealed by a return past the root */
 	uint64_t tailcalls, unwinds, signals;

@@ -422,6 +422,7 @@ cut_input() {
 			[ -f "$ROOT/build/programs/recursion" ] || continue
 			variants=("--cpu 6/94/3 --image $ROOT/build/programs/recursion:0x1000:0x78000@0x401000 --pt") ;;
 		fuzz-write-*) tool=mt-write variants=("-f fxt" "-f json") ;;
+		fuzz-dwcov-*) continue ;; # DWARF section bytes: no tool reads them alone
 		*) echo "$f: which tool?"; return 1 ;;
 		esac
 		[ -x "$BIN/$tool" ] || continue

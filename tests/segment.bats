@@ -60,7 +60,32 @@ SEG='"$BIN/mt-segment" --symfs "$SYMFS" --no-waypoints'
 }
 
 @test "segment: waypoints for every branch source and target" {
-	golden wp-basic '"$BIN/mt-segment" --symfs "$SYMFS"'
+	golden wp-basic '"$BIN/mt-segment" --all-waypoints --symfs "$SYMFS"'
+}
+
+@test "segment: waypoints only in functions DWARF describes, and there only where the inline chain can change" {
+	"$BIN/mt-undump" "$G/wp-basic.in.txt" > "$T/in.mt"
+	# segfuncs has no DWARF: no waypoint, every other record the same
+	"$BIN/mt-segment" --symfs "$SYMFS" --stats < "$T/in.mt" > "$T/a.mt" 2> "$T/a.err"
+	"$BIN/mt-dump" "$T/a.mt" > "$T/a.txt"
+	[ "$(grep -c '^waypoint' "$T/a.txt")" -eq 0 ]
+	diff -u <(grep -v '^waypoint' "$G/wp-basic.want.txt") "$T/a.txt"
+	n=$(grep -c '^waypoint' "$G/wp-basic.want.txt")
+	grep -q "waypoints=0 waypoints_elided=$n " "$T/a.err"
+	# assembled with -g: DWARF describes every function, but no inlined
+	# subroutine, so every chain is the function alone.  Kept: the root's
+	# first waypoint (a root's span may continue an earlier one's, whose
+	# inline frames it closes) and the call site (the child hangs under the
+	# frame open after it); left out: the rest
+	"$BIN/mt-segment" --stats --symfs "$SYMFS/../segment-dwarf" < "$T/in.mt" 2> "$T/b.err" |
+		"$BIN/mt-dump" > "$T/b.txt"
+	diff -u <(grep -v -E '^waypoint .* addr=0x(401200|401210|401125|401130)$' "$G/wp-basic.want.txt") \
+		"$T/b.txt"
+	[ "$(grep -c '^waypoint' "$T/b.txt")" -eq 2 ]
+	grep -q "waypoints=2 waypoints_elided=4 waypoints_elided_inline=4 " "$T/b.err"
+	# --all-waypoints: all of them
+	"$BIN/mt-segment" --all-waypoints --symfs "$SYMFS/../segment-dwarf" < "$T/in.mt" | "$BIN/mt-dump" > "$T/c.txt"
+	diff -u "$G/wp-basic.want.txt" "$T/c.txt"
 }
 
 @test "stitch: a gap while only the root is live; the later segment reveals its caller" {
@@ -215,7 +240,7 @@ cmp_run() {
 		awk 'BEGIN { for (i = 1; i <= 300; i++) printf "branch tid=1 time=%d type=jcc from=0x401120 to=0x401110\n", 7000 + i }'
 		echo end
 	} | "$BIN/mt-undump" > "$T/in.mt"
-	"$BIN/mt-segment" --symfs "$SYMFS" -i "$T/in.mt" -o "$T/seg.mt"
+	"$BIN/mt-segment" --all-waypoints --symfs "$SYMFS" -i "$T/in.mt" -o "$T/seg.mt"
 	"$BIN/mt-stitch" --mem-limit 256 -i "$T/seg.mt" -o "$T/ok.mt"
 	[ "$("$BIN/mt-dump" "$T/ok.mt" | grep -c '^waypoint')" -eq 601 ]
 	TMPDIR="$T/nonexistent" run "$BIN/mt-stitch" --mem-limit 256 -i "$T/seg.mt" -o "$T/o.mt"
@@ -223,7 +248,7 @@ cmp_run() {
 	[[ "$output" == "mt-stitch: fatal: temporary file failed in $T/nonexistent: "* ]]
 	[ "${#lines[@]}" -eq 1 ]
 	[ ! -e "$T/o.mt" ]
-	TMPDIR="$T/nonexistent" run "$BIN/mt-segment" --stitch --mem-limit 256 --symfs "$SYMFS" -i "$T/in.mt" -o "$T/o.mt"
+	TMPDIR="$T/nonexistent" run "$BIN/mt-segment" --stitch --all-waypoints --mem-limit 256 --symfs "$SYMFS" -i "$T/in.mt" -o "$T/o.mt"
 	[ "$status" -eq 111 ]
 	[[ "$output" == "mt-segment: fatal: temporary file failed in $T/nonexistent: "* ]]
 	[ ! -e "$T/o.mt" ]

@@ -535,14 +535,27 @@ ptsim_truth() { # PROG -> prints the directory holding truth.mt and images/
 	echo "$T/ptsim"
 }
 
+# The spans come from mt-segment's default output, which leaves out the
+# waypoints that cannot change an inline chain (code without DWARF, the
+# static libc; code outside every inlined subroutine); they are checked at
+# the waypoints of --all-waypoints: every branch source and target, and they
+# must be the spans mt-symbolize makes from those.
 truth_check() { # PROG: its mt-ptsim truth through mt-segment and mt-symbolize, checked
 	d=$(ptsim_truth "$1") || skip "no mt-ptsim truth for $1 (mt-ptsim not built)"
 	"$BIN/mt-segment" --symfs "$d/images" -i "$d/truth.mt" -o "$T/seg.mt"
-	"$BIN/mt-dump" "$T/seg.mt" > "$T/seg.txt"
+	"$BIN/mt-segment" --all-waypoints --symfs "$d/images" -i "$d/truth.mt" -o "$T/seg-all.mt"
+	"$BIN/mt-dump" "$T/seg-all.mt" > "$T/seg.txt"
 	[ "$(grep -c '^waypoint ' "$T/seg.txt")" -gt 1000 ]
+	# fewer waypoints, and the same spans otherwise
+	n=$("$BIN/mt-dump" -k waypoint "$T/seg.mt" | wc -l)
+	echo "waypoints: $n of $(grep -c '^waypoint ' "$T/seg.txt")"
+	[ "$n" -gt 0 ] && [ "$n" -lt "$(grep -c '^waypoint ' "$T/seg.txt")" ]
+	cmp <("$BIN/mt-dump" -k span "$T/seg.mt") <(grep '^span ' "$T/seg.txt")
 	run "$BIN/mt-symbolize" --no-cache --images "$d/images" -o "$T/out.mt" "$T/seg.mt"
 	echo "$output"
 	[ "$status" -eq 0 ]
+	"$BIN/mt-symbolize" --no-cache --images "$d/images" -o "$T/out-all.mt" "$T/seg-all.mt" 2>/dev/null
+	cmp <("$BIN/mt-dump" -k span "$T/out.mt") <("$BIN/mt-dump" -k span "$T/out-all.mt")
 	# the program's map: its image and the runtime - vaddr delta of its text
 	map=$(grep '^map ' "$T/seg.txt" | grep -v 'path="\[' | head -1)
 	path=$(sed 's/.*path="\([^"]*\)".*/\1/' <<<"$map")
@@ -554,6 +567,31 @@ truth_check() { # PROG: its mt-ptsim truth through mt-segment and mt-symbolize, 
 	run check "$img" $(( start - pgoff - (va - off) )) "$T/seg.txt" "$T/out.mt"
 	echo "$output"
 	[ "$status" -eq 0 ]
+}
+
+@test "every cached mt-ptsim truth, and its decoded trace plain and stitched: mt-symbolize's spans the same without the waypoints mt-segment leaves out" {
+	n=0
+	for d in "$ROOT"/tests/.cache/ptsim/clean/* "$ROOT"/tests/.cache/ptsim/drop/*; do
+		[ -f "$d/truth.mt" ] && [ -f "$d/perf.data" ] || continue
+		"$BIN/mt-decode" --buildid-dir "$d/images" "$d/perf.data" -o "$T/dec.mt" 2>/dev/null || true
+		for in in truth.mt dec.mt; do
+			src=$d/truth.mt
+			[ $in = dec.mt ] && src=$T/dec.mt
+			for st in "" --stitch; do
+				for m in "" --all-waypoints; do
+					"$BIN/mt-segment" $st $m --symfs "$d/images" -i "$src" -o "$T/s$m.mt"
+					"$BIN/mt-symbolize" --no-cache --images "$d/images" -o "$T/y$m.mt" "$T/s$m.mt" 2>/dev/null ||
+						[ $? -eq 1 ] # warnings (a decoded trace's errors): output written
+					"$BIN/mt-dump" -k span "$T/y$m.mt" > "$T/p$m.txt"
+					[ -s "$T/p$m.txt" ]
+				done
+				echo "$d $in $st: $("$BIN/mt-dump" -k waypoint "$T/s.mt" | wc -l) of $("$BIN/mt-dump" -k waypoint "$T/s--all-waypoints.mt" | wc -l) waypoints"
+				cmp "$T/p.txt" "$T/p--all-waypoints.txt"
+				n=$((n + 1))
+			done
+		done
+	done
+	[ "$n" -gt 0 ] || skip "no mt-ptsim cache (make ptsim-cache)"
 }
 
 @test "truth of a real run (mt-ptsim, inline.c -O2 -g): inline spans equal llvm-symbolizer's chains at every branch" {

@@ -40,6 +40,11 @@ static void usage(FILE *f)
 	      "                       it for a tail call (default: a jump to an address an\n"
 	      "                       earlier call targeted is a tail call)\n"
 	      "      --no-waypoints   do not write waypoint records\n"
+	      "      --all-waypoints  write one at every branch source and target (by\n"
+	      "                       default those that cannot change the inline chain are\n"
+	      "                       left out: in functions without DWARF, and outside every\n"
+	      "                       inlined subroutine while the frame's last one was too;\n"
+	      "                       mt-symbolize's spans are the same)\n"
 	      "      --no-smear       keep raw times for events sharing a timestamp\n"
 	      "      --stitch         also join the segments across gaps, in this process:\n"
 	      "                       the output is what `mt-segment | mt-stitch` writes,\n"
@@ -63,6 +68,7 @@ static void usage(FILE *f)
 struct opts {
 	const char *in, *out, *symfs;
 	int no_symbols, no_waypoints, no_smear, no_call_targets, stats, force, partial, stitch;
+	int all_waypoints;
 	size_t mem_limit;
 };
 
@@ -109,6 +115,7 @@ int main(int argc, char **argv)
 		{"no-waypoints", no_argument, 0, 'W'},	{"no-smear", no_argument, 0, 'M'},
 		{"stats", no_argument, 0, 'T'},		{"force", no_argument, 0, 'f'},
 		{"no-call-targets", no_argument, 0, 'C'},
+		{"all-waypoints", no_argument, 0, 'A'},
 		{"help", no_argument, 0, 'h'},		{"partial", no_argument, 0, 'P'},
 		{"stitch", no_argument, 0, 'J'},	{"mem-limit", required_argument, 0, 'm'},
 		{0, 0, 0, 0},
@@ -133,6 +140,9 @@ int main(int argc, char **argv)
 			break;
 		case 'W':
 			o.no_waypoints = 1;
+			break;
+		case 'A':
+			o.all_waypoints = 1;
 			break;
 		case 'M':
 			o.no_smear = 1;
@@ -203,7 +213,8 @@ int main(int argc, char **argv)
 	struct fnmap *fns = NULL;
 	if (!o.no_symbols && !(fns = fnmap_alloc(o.symfs)))
 		mt_fatal(MT_EXIT_SYS, "out of memory");
-	struct seg_opts so = {fns, o.no_waypoints, o.no_smear, o.no_call_targets, NULL};
+	struct seg_opts so = {fns, o.no_waypoints, o.no_smear, o.no_call_targets, NULL, 0};
+	so.all_waypoints = o.all_waypoints;
 	if (o.stitch) /* waypoints as runs of words, not records */
 		so.wprun = stitch_wprun_cb;
 	stitcher *sti = NULL;
@@ -279,11 +290,14 @@ int main(int argc, char **argv)
 	if (o.stats)
 		fprintf(stderr,
 			"mt-segment: branches=%llu samples=%llu segments=%llu spans=%llu "
-			"waypoints=%llu promoted=%llu tailcalls=%llu unwinds=%llu signals=%llu "
-			"anomalies=%llu peak_frames=%llu\n",
+			"waypoints=%llu waypoints_elided=%llu waypoints_elided_inline=%llu "
+			"promoted=%llu tailcalls=%llu "
+			"unwinds=%llu signals=%llu anomalies=%llu peak_frames=%llu\n",
 			(unsigned long long)st->branches, (unsigned long long)st->samples,
 			(unsigned long long)st->segments, (unsigned long long)st->spans,
-			(unsigned long long)st->waypoints, (unsigned long long)st->promoted,
+			(unsigned long long)st->waypoints, (unsigned long long)st->wp_elided,
+			(unsigned long long)st->wp_elided_inline,
+			(unsigned long long)st->promoted,
 			(unsigned long long)st->tailcalls, (unsigned long long)st->unwinds,
 			(unsigned long long)st->signals, (unsigned long long)st->anomalies,
 			(unsigned long long)st->peak_frames);
