@@ -352,12 +352,12 @@ struct perfmap {
  * come in time order (formats/mtev-semantics.md, Symbols), so once a thread's
  * stream has passed time T (its "now"), no later waypoint can fall in a span
  * that ended before T, no later span or inline frame can begin before T, and
- * a child that began before T has its attach point.  After each window the
- * current root's tree is written in pre-order as far as that allows (emit_round),
- * and what was written and can get no more children is freed: spans and
- * inline frames live in slot arrays with free lists, so memory is bounded by
- * what is still unsettled (the open frames of each thread, plus the last
- * window), not by the unit. */
+ * a child that began before T has its attach point.  Every CHUNK records the
+ * current root's tree is written in pre-order as far as that allows
+ * (emit_round), and what was written and can get no more children is freed:
+ * spans and inline frames live in slot arrays with free lists, so memory is
+ * bounded by what is still unsettled (the open frames of each thread, plus
+ * up to CHUNK records), not by the unit. */
 
 /* A node of the output tree: a function span (embedded in its span, id = the
  * span's slot) or an inline frame (c->inodes, id = INL | slot).  Its children
@@ -2231,7 +2231,7 @@ static inline int before_now(const struct ctx *c, uint64_t x, uint64_t now)
 	return c->fin || x < now;
 }
 
-/* The (tid, depth) group of span @si (it joined it when read). */
+/* The (tid, depth) group (a span joined its group when processed). */
 static uint32_t grp_of(struct ctx *c, uint32_t tid, uint32_t depth);
 
 static __attribute__((noinline)) int try_close_slow(struct ctx *c, uint32_t si, uint64_t now);

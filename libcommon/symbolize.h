@@ -21,8 +21,9 @@
  * Symbols), so a span whose place, depth and name nothing still to come can
  * change, and before which nothing still to come can go, is written, and
  * freed once nothing can hang under it.  Memory: the spans and inline frames
- * not settled yet (the open frames of each thread and the last window; 128
- * and 64 bytes each) plus the symbol tables.  A segment or gap record, or a
+ * not settled yet (the open frames of each thread, and up to 1024 records'
+ * worth; 128 and 64 bytes each), the window's records (56 bytes a span, 16 a
+ * waypoint), plus the symbol tables.  A segment or gap record, or a
  * thread's next root span that begins after all before it ended, ends a unit:
  * everything before it is final then.
  *
