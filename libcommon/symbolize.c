@@ -301,6 +301,7 @@ struct want { /* one unique (thread, runtime address) */
 	uint32_t tid;
 	uint32_t ri;  /* result */
 	uint32_t lev; /* its inline levels (0 without a result) */
+	uint32_t pfi; /* its physical frame (the last of its result's), or NONE */
 };
 
 struct cache_new {
@@ -1520,7 +1521,7 @@ static uint32_t want_get_slow(struct ctx *c, struct wslot *e, uint32_t tid, uint
 {
 	uint32_t w = wtab_get(&c->want_idx, tid, addr);
 	if (w == NONE) {
-		struct want nw = {addr, 0, tid, NONE, 0};
+		struct want nw = {addr, 0, tid, NONE, 0, NONE};
 		if (c->nwants >= NONE - 1 || VEC_PUSH(c->wants, c->nwants, c->capwants, nw) < 0 ||
 		    wtab_add(&c->want_idx, tid, addr, (uint32_t)(c->nwants - 1)) < 0) {
 			c->oom = 1;
@@ -1771,6 +1772,7 @@ static void resolve_pending(struct ctx *c)
 			continue;
 		const struct result *r = &c->res[w->ri];
 		w->lev = res_levels(r);
+		w->pfi = r->nf ? r->f0 + r->nf - 1 : NONE;
 		if (!r->entry_vaddr)
 			w->entry_rt = 0;
 		else if (r->bin == NONE)
@@ -2417,10 +2419,9 @@ static int span_name(struct ctx *c, mtev_writer *wr, uint32_t si, struct mtev_re
 		rec->span.name = c->inames[sp->nm - 1];
 		return name_sid(c, wr, rec->span.name, &rec->span.name_id);
 	}
-	const struct result *r = want_res(c, sp->func_w);
-	if (!r || !r->nf)
+	if (sp->func_w == NONE || c->wants[sp->func_w].pfi == NONE)
 		return 0;
-	struct sframe *f = &c->frames[r->f0 + r->nf - 1];
+	struct sframe *f = &c->frames[c->wants[sp->func_w].pfi];
 	rec->span.name = (struct mtev_str){f->name, f->name_len};
 	if (!f->sid) {
 		int e = name_sid(c, wr, rec->span.name, &f->sid);
