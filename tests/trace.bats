@@ -76,7 +76,10 @@ trigger_time() {
 	tt=$(trigger_time "$T/cap")
 	[ "$(node "$TP" -c "$T/t.json" "select ts from slice where name like 'trigger%'")" = "$tt" ]
 	# exit status and arguments with spaces and quotes go through
-	run "$MT" run --dir "$T/cap2" -t none -- sh -c 'printf "<%s>" "$@"; exit 7' sh "a b" "it's" '"q"'
+	# (a loop first, so that stack sampling has something to sample: a bare
+	# printf can end before the first sample, and then there is no span)
+	run "$MT" run --dir "$T/cap2" -t none -- sh -c 'i=0; while [ $i -lt 30000 ]; do i=$((i + 1)); done
+		printf "<%s>" "$@"; exit 7' sh "a b" "it's" '"q"'
 	[ "$status" -eq 7 ]
 	[[ "$output" == *'<a b><it'"'"'s><"q">'* ]]
 	[ -s "$T/cap2/trace.fxt" ]
