@@ -699,7 +699,7 @@ static inline __attribute__((always_inline)) int wp_wanted(segmenter *s, struct 
 							    uint64_t addr, int cs)
 {
 	uint64_t lo, hi;
-	if (!t->nstk)
+	if (!t->nstk || s->o.all_waypoints)
 		return 1;
 	uint32_t fi = t->stk[t->nstk - 1];
 	if (!frame_range(s, t, fi, &lo, &hi)) {
@@ -1317,6 +1317,8 @@ static int do_branch(segmenter *s, const struct mtev_rec *r)
 				t->fr[fi].wp_open = 1;
 				return wp_append(s, t, time, r->br.from, level);
 			}
+			if (s->o.all_waypoints)
+				return wp_pair(s, t, time, r->br.from, level, r->br.to, level);
 			int k1 = wp_keep(s, t, fi, r->br.from, lo, hi, 0);
 			int k2 = wp_keep(s, t, fi, r->br.to, lo, hi, 0);
 			return wp_pair_if(s, t, time, k1, r->br.from, level, k2, r->br.to, level);
