@@ -1,6 +1,7 @@
 #include "dwcov.h"
 
 #include "elfinfo.h"
+#include "vec.h"
 
 #include <fcntl.h>
 #include <gelf.h>
@@ -121,14 +122,8 @@ struct u64v {
 
 static int u64v_push(struct u64v *x, uint64_t a)
 {
-	if (x->n == x->cap) {
-		size_t nc = x->cap ? 2 * x->cap : 64;
-		uint64_t *nv = realloc(x->v, nc * sizeof *nv);
-		if (!nv)
-			return -1;
-		x->v = nv;
-		x->cap = nc;
-	}
+	if (mt_grow((void **)&x->v, &x->cap, x->n + 1, sizeof *x->v))
+		return -1;
 	x->v[x->n++] = a;
 	return 0;
 }
@@ -869,7 +864,7 @@ static void load(struct dwcov *dc, const char *path, const uint8_t *id, size_t i
 static void separate(struct dwcov *dc, const char *path, const uint8_t *id, size_t idlen,
 		     const char *link, int depth)
 {
-	char buf[4096], hex[41];
+	char buf[4096];
 	if (depth) /* a debug file of a debug file: not followed */
 		return;
 	if (idlen) {
@@ -878,27 +873,11 @@ static void separate(struct dwcov *dc, const char *path, const uint8_t *id, size
 			dc->state = DWCOV_ALL;
 			return;
 		}
-		buildid_hex(hex, id, idlen);
-		size_t plen = strlen(path);
-		/* a perf build-id cache entry: the file "debug" next to "elf" */
-		if (plen >= 4 && plen < sizeof buf && !strcmp(path + plen - 4, "/elf")) {
-			memcpy(buf, path, plen - 3);
-			memcpy(buf + plen - 3, "debug", 6);
-			if (file_exists(buf))
+		/* by build-id: where elfinfo looks for a stripped file's symbols */
+		int k;
+		for (unsigned i = 0; (k = elf_debug_candidate(path, id, idlen, i, buf, sizeof buf)); i++)
+			if (k > 0 && file_exists(buf))
 				goto found;
-		}
-		const char *dirs = getenv("MT_DEBUGINFO_DIR");
-		if (!dirs)
-			dirs = "/usr/lib/debug";
-		for (const char *d = dirs; *d;) {
-			const char *e = strchr(d, ':');
-			size_t n = e ? (size_t)(e - d) : strlen(d);
-			int w = snprintf(buf, sizeof buf, "%.*s/.build-id/%.2s/%s.debug", (int)n, d,
-					 hex, hex + 2);
-			if (n && w > 0 && (size_t)w < sizeof buf && file_exists(buf))
-				goto found;
-			d = e ? e + 1 : d + n;
-		}
 	}
 	if (link && strchr(link, '/')) { /* a file name, not a path: not looked for */
 		dc->state = DWCOV_ALL;

@@ -77,6 +77,15 @@ int64_t elfinfo_vaddr_to_offset(const struct elfinfo *ei, uint64_t vaddr);
 /* Virtual address of file offset @off; -1 if not in a segment's file image. */
 int64_t elfinfo_offset_to_vaddr(const struct elfinfo *ei, uint64_t off);
 
+/* The @i-th place (from 0) a separate debug file of the file at @path with
+ * build-id @id is looked for: the file "debug" next to a perf build-id cache
+ * "elf", then DIR/.build-id/xx/yyyy.debug for each DIR of $MT_DEBUGINFO_DIR
+ * (':'-separated; unset: /usr/lib/debug; empty: none).  Writes it to @buf:
+ * 1; -1 when that one does not fit (or is an empty DIR): skip it; 0 when
+ * there is no @i-th. */
+int elf_debug_candidate(const char *path, const uint8_t *id, size_t idlen, unsigned i, char *buf,
+			size_t len);
+
 /* Hex string of a build-id into @out (>= 41 bytes). */
 void buildid_hex(char *out, const uint8_t *id, size_t len);
 
