@@ -1,4 +1,5 @@
 #include "err.h"
+#include "io.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +51,7 @@ void mt_fatal(int code, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsay("fatal: ", fmt, ap);
 	va_end(ap);
+	io_out_cleanup(); /* no temporary file outlives a fatal error */
 	exit(code);
 }
 

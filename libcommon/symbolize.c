@@ -3081,6 +3081,11 @@ static int symz_core(mtev_reader *rd, int out_fd, const struct symz_opts *o,
 			   r == -MTEV_EIO ? strerror(errno) : mtev_strerror(r));
 		goto out;
 	}
+	if (r < 0 && o->partial) { /* what was read is written, as a degraded result */
+		warnf(&c, 1, "input: %s at byte offset %" PRIu64 "; the output covers the records "
+		      "before it", mtev_strerror(r), mtev_reader_offset(rd));
+		r = 0;
+	}
 	if (r < 0) {
 		ret = fail(st, SYMZ_EINPUT, "input: %s at byte offset %" PRIu64, mtev_strerror(r),
 			   mtev_reader_offset(rd));
@@ -3129,6 +3134,13 @@ int symz_stream(const void *buf, size_t len, int out_fd, const struct symz_opts 
 	int r = symz_core(rd, out_fd, o, st);
 	mtev_reader_free(rd);
 	return r;
+}
+
+int symz_run_reader(mtev_reader *rd, int out_fd, const struct symz_opts *o,
+		    struct symz_stats *st)
+{
+	memset(st, 0, sizeof *st);
+	return symz_core(rd, out_fd, o, st);
 }
 
 int symz_run(int in_fd, int out_fd, const struct symz_opts *o, struct symz_stats *st)

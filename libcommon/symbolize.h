@@ -46,6 +46,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "mtev.h"
+
 struct symz_opts {
 	const char *symbolizer;	  /* program to run; NULL: "llvm-symbolizer"; "": none */
 	const char *symfs;	  /* NULL, or a root under which map paths are looked up */
@@ -59,6 +61,9 @@ struct symz_opts {
 	 * deduplicated; @degraded says whether names were lost because of it. */
 	void (*warn)(void *ctx, int degraded, const char *msg);
 	void *warn_ctx;
+	/* a stream truncated or corrupt after its header: write what was read
+	 * (one degraded warning) instead of failing with -SYMZ_EINPUT */
+	int partial;
 };
 
 struct symz_stats {
@@ -96,6 +101,10 @@ int symz_stream(const void *buf, size_t len, int out_fd, const struct symz_opts 
 /* Same, reading the stream from @in_fd as it comes: memory is bounded by
  * what is not settled yet plus the symbol tables. */
 int symz_run(int in_fd, int out_fd, const struct symz_opts *o, struct symz_stats *st);
+
+/* Same, from a reader whose header was read (the stage driver opens it). */
+int symz_run_reader(mtev_reader *rd, int out_fd, const struct symz_opts *o,
+		    struct symz_stats *st);
 
 /* The mt cache directory: $XDG_CACHE_HOME/mt, else $HOME/.cache/mt, into
  * @out (@cap bytes).  0, or -1 when neither variable is set. */

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "driver.h"
 #include "err.h"
 #include "io.h"
 #include "mtev.h"
@@ -38,8 +39,8 @@ int main(int argc, char **argv)
 	const char *out_path = NULL;
 	int force = 0, ch, err = 0;
 
-	mt_set_progname(argv[0]);
-	while ((ch = getopt_long(argc, argv, "o:fh", lo, NULL)) != -1) {
+	drv_init(argc, argv);
+	while ((ch = getopt_long(argc, argv, ":o:fh", lo, NULL)) != -1) {
 		switch (ch) {
 		case 'o':
 			out_path = optarg;
@@ -51,28 +52,19 @@ int main(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		default:
-			usage(stderr);
-			return MT_EXIT_USAGE;
+			drv_getopt_error(ch, argv);
 		}
 	}
 	int n = argc - optind;
-	if (n < 1) {
-		usage(stderr);
-		return MT_EXIT_USAGE;
-	}
+	if (n < 1)
+		drv_usage("no input FILE");
 	mtev_reader **r = calloc((size_t)n, sizeof *r);
 	if (!r)
 		mt_fatal(MT_EXIT_SYS, "out of memory");
 	uint32_t flags = 0, sorted = MTEV_F_SORTED;
 	for (int i = 0; i < n; i++) {
 		const char *p = argv[optind + i];
-		int fd = io_open_in(p);
-		if (fd < 0)
-			mt_fatal(errno == ENOENT ? MT_EXIT_USAGE : MT_EXIT_SYS, "unable to open %s: %s", p,
-				 strerror(errno));
-		if (!(r[i] = mtev_reader_alloc(fd, &err)))
-			mt_fatal(err == MTEV_EIO ? MT_EXIT_SYS : MT_EXIT_USAGE, "%s: %s", p,
-				 mtev_strerror(err));
+		r[i] = drv_reader(p, drv_open_in(p));
 		uint32_t f = mtev_reader_header(r[i])->flags;
 		flags |= f & ~(uint32_t)MTEV_F_SORTED;
 		sorted &= f;
@@ -80,10 +72,7 @@ int main(int argc, char **argv)
 	if (n == 1)
 		flags |= sorted;
 	struct io_out out;
-	if (io_out_open(&out, out_path, 1, force) < 0)
-		mt_fatal(errno == EISDIR ? MT_EXIT_USAGE : MT_EXIT_SYS, "%s: %s",
-			 out_path ? out_path : "stdout",
-			 errno == EISDIR ? "refusing to write binary to a terminal (use -f)" : strerror(errno));
+	drv_out_open(&out, out_path, 1, force);
 	mtev_writer *w = mtev_writer_alloc(out.fd, "mt-cat", flags, &err);
 	if (!w)
 		goto werr;
@@ -93,24 +82,17 @@ int main(int argc, char **argv)
 		while ((k = mtev_read(r[i], &rec)) > 0)
 			if ((err = mtev_write(w, &rec)) < 0)
 				goto werr;
-		if (k < 0) {
-			mtev_writer_free(w);
-			io_out_abort(&out);
-			mt_fatal(k == -MTEV_EIO ? MT_EXIT_SYS : MT_EXIT_USAGE, "%s: %s at byte %llu",
-				 argv[optind + i], mtev_strerror(-k),
-				 (unsigned long long)mtev_reader_offset(r[i]));
-		}
+		if (k < 0)
+			drv_read_failed(argv[optind + i], r[i], k,
+					out_path ? "; no output written" : "");
 		mtev_reader_free(r[i]);
 	}
 	if ((err = mtev_writer_finish(w)) < 0)
 		goto werr;
 	mtev_writer_free(w);
-	if (io_out_commit(&out) < 0)
-		mt_fatal(MT_EXIT_SYS, "%s: %s", out_path, strerror(errno));
+	drv_out_commit(&out, out_path);
 	free(r);
 	return 0;
 werr:
-	mtev_writer_free(w);
-	io_out_abort(&out);
-	mt_fatal(MT_EXIT_SYS, "write: %s", mtev_strerror(err < 0 ? -err : err));
+	drv_write_failed(&out, out_path, err == -MTEV_EIO ? NULL : mtev_strerror(-err));
 }

@@ -1,4 +1,5 @@
 /* mt-compare TRUTH ACTUAL: span fidelity against mt-ptsim's truth. */
+#include "driver.h"
 #include "err.h"
 #include "io.h"
 #include "mtev.h"
@@ -60,20 +61,13 @@ struct opts {
 
 static mtev_reader *open_stream(const char *path, int *fd)
 {
-	int err = 0;
-	*fd = io_open_in(path);
-	if (*fd < 0)
-		mt_fatal(MT_EXIT_SYS, "unable to open %s: %s", path, strerror(errno));
-	mtev_reader *r = mtev_reader_alloc(*fd, &err);
-	if (!r)
-		mt_fatal(err == -MTEV_EIO ? MT_EXIT_SYS : MT_EXIT_USAGE, "%s: %s", path, mtev_strerror(err));
-	return r;
+	*fd = drv_open_in(path);
+	return drv_reader(path, *fd);
 }
 
 static void read_failed(const char *path, mtev_reader *r, int e)
 {
-	mt_fatal(e == -MTEV_EIO ? MT_EXIT_SYS : MT_EXIT_USAGE, "%s: %s at offset %llu", path,
-		 mtev_strerror(e), (unsigned long long)mtev_reader_offset(r));
+	drv_read_failed(path, r, e, NULL);
 }
 
 static void load_spans(const char *path, struct spanset *s, int segments, int is_truth)
@@ -96,10 +90,11 @@ static void load_spans(const char *path, struct spanset *s, int segments, int is
 	if (e < 0)
 		read_failed(path, r, e);
 	if (!nspans && is_truth)
-		mt_fatal(MT_EXIT_USAGE, "%s: no span records (expected mt-ptsim's truth-spans.mt)", path);
+		drv_input_error(MT_EXIT_USAGE, path,
+				"no span records (expected mt-ptsim's truth-spans.mt)");
 	if (!nspans && !s->nwin)
-		mt_fatal(MT_EXIT_USAGE, "%s: no span or segment records (expected mt-segment or "
-					"mt-stitch output)", path);
+		drv_input_error(MT_EXIT_USAGE, path, "no span or segment records (expected "
+				"mt-segment or mt-stitch output)");
 	mtev_reader_free(r);
 	close(fd);
 }
@@ -138,7 +133,7 @@ static double parse_frac(const char *s, const char *opt)
 	char *e;
 	double v = strtod(s, &e);
 	if (*e || v < 0 || v > 1)
-		mt_fatal(MT_EXIT_USAGE, "%s: expected a number in [0, 1], got '%s'", opt, s);
+		drv_usage("%s: expected a number in [0, 1], got '%s'", opt, s);
 	return v;
 }
 
@@ -147,7 +142,7 @@ static long parse_long(const char *s, const char *opt)
 	char *e;
 	long v = strtol(s, &e, 0);
 	if (*e || v < 0 || !*s)
-		mt_fatal(MT_EXIT_USAGE, "%s: expected a non-negative integer, got '%s'", opt, s);
+		drv_usage("%s: expected a non-negative integer, got '%s'", opt, s);
 	return v;
 }
 
@@ -169,8 +164,8 @@ int main(int argc, char **argv)
 	};
 	struct opts o = {.max_wrong = -1, .list = 20};
 	int c;
-	mt_set_progname(argv[0]);
-	while ((c = getopt_long(argc, argv, "t:b:l:vh", lo, NULL)) != -1) {
+	drv_init(argc, argv);
+	while ((c = getopt_long(argc, argv, ":t:b:l:vh", lo, NULL)) != -1) {
 		switch (c) {
 		case 't':
 			o.c.tol = (uint64_t)parse_long(optarg, "--tolerance");
@@ -206,15 +201,11 @@ int main(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		default:
-			usage(stderr);
-			return MT_EXIT_USAGE;
+			drv_getopt_error(c, argv);
 		}
 	}
-	if (argc - optind != 2) {
-		mt_warn("expected TRUTH and ACTUAL");
-		usage(stderr);
-		return MT_EXIT_USAGE;
-	}
+	if (argc - optind != 2)
+		drv_usage("expected TRUTH and ACTUAL");
 	struct spanset truth, actual;
 	spanset_init(&truth);
 	spanset_init(&actual);

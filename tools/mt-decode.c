@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "driver.h"
 #include "err.h"
 #include "io.h"
 #include "mtev.h"
@@ -15,7 +16,7 @@
 
 static void usage(FILE *f)
 {
-	fputs("usage: mt-decode [options] [PERF.DATA]\n"
+	fputs("usage: mt-decode [options] [[-i] PERF.DATA]\n"
 	      "       mt-decode --pt FILE --image FILE[:OFFSET[:SIZE]]@VADDR... [--cpu F/M/S]\n"
 	      "       mt-decode --records [PERF.DATA]\n"
 	      "Decodes a perf.data file (file or pipe mode; stdin when no file or `-`) into an\n"
@@ -31,6 +32,7 @@ static void usage(FILE *f)
 	      "--symfs), else in the build-id directory, checked by build-id.  A missing image\n"
 	      "is one warning and a gap wherever the trace needed it.\n"
 	      "\n"
+	      "  -i, --input FILE      read FILE (same as the PERF.DATA operand); default stdin\n"
 	      "  -o, --output FILE     write MTEV to FILE (atomically) instead of stdout\n"
 	      "  -f, --force           write binary output even to a terminal\n"
 	      "      --buildid-dir DIR build-id cache (default ~/.debug, as perf)\n"
@@ -66,13 +68,7 @@ static int open_out(void *ctx, uint32_t flags, mtev_writer **w)
 {
 	struct out_ctx *o = ctx;
 	int err;
-	if (io_out_open(&o->out, o->path, 1, o->force) < 0) {
-		if (errno == EISDIR && (!o->path || !strcmp(o->path, "-")))
-			mt_fatal(MT_EXIT_USAGE, "refusing to write binary MTEV to a terminal "
-						"(use -o FILE or -f)");
-		mt_fatal(MT_EXIT_SYS, "cannot open %s: %s", o->path ? o->path : "stdout",
-			 strerror(errno));
-	}
+	drv_out_open(&o->out, o->path, 1, o->force);
 	o->opened = 1;
 	o->w = mtev_writer_alloc(o->out.fd, "mt-decode", flags, &err);
 	if (!o->w)
@@ -87,12 +83,36 @@ static void warn_cb(void *ctx, const char *msg)
 	mt_warn("%s", msg);
 }
 
+static uint32_t parse_id(const char *s, const char *opt)
+{
+	char *e;
+	errno = 0;
+	unsigned long v = strtoul(s, &e, 0);
+	if (errno || e == s || *e || s[0] == '-' || v > UINT32_MAX)
+		drv_usage("bad %s '%s' (a thread or process id)", opt, s);
+	return (uint32_t)v;
+}
+
+/* Exits for the decoder's error @ret: "unable to read IN: MESSAGE" for an
+ * unusable input, the message alone for the rest. */
+static void input_failed(int ret, const char *in, const char *msg) __attribute__((noreturn));
+static void input_failed(int ret, const char *in, const char *msg)
+{
+	if (ret == -PTD_EINPUT) {
+		if (!strncmp(msg, "perf.data: ", 11)) /* the decoder's name for every input */
+			msg += 11;
+		drv_input_error(MT_EXIT_USAGE, in, "%s", msg);
+	}
+	mt_fatal(ret == -PTD_EUSAGE ? MT_EXIT_USAGE : MT_EXIT_SYS, "%s", msg);
+}
+
 int main(int argc, char **argv)
 {
 	enum { O_BUILDID = 256, O_SYMFS, O_NOIMG, O_PT, O_IMAGE, O_CPU, O_PID, O_TID, O_RECORDS,
 	       O_PARTIAL };
 	static const struct option lo[] = {
 		{"output", required_argument, NULL, 'o'},
+		{"input", required_argument, NULL, 'i'},
 		{"force", no_argument, NULL, 'f'},
 		{"buildid-dir", required_argument, NULL, O_BUILDID},
 		{"symfs", required_argument, NULL, O_SYMFS},
@@ -113,14 +133,17 @@ int main(int argc, char **argv)
 	struct out_ctx oc;
 	struct ptd_image_spec *images = NULL;
 	size_t nimages = 0;
-	const char *pt = NULL, *in = NULL;
+	const char *pt = NULL, *in = NULL, *in_opt = NULL;
 	int c, records = 0, stats = 0, fd, ret;
 
-	mt_set_progname(argv[0]);
+	drv_init(argc, argv);
 	memset(&oc, 0, sizeof oc);
 	opts.warn = warn_cb;
-	while ((c = getopt_long(argc, argv, "o:fsh", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":i:o:fsh", lo, NULL)) != -1) {
 		switch (c) {
+		case 'i':
+			in_opt = optarg;
+			break;
 		case 'o':
 			oc.path = optarg;
 			break;
@@ -148,8 +171,7 @@ int main(int argc, char **argv)
 				mt_fatal(MT_EXIT_SYS, "out of memory");
 			images = v;
 			if (ptd_parse_image_spec(optarg, &images[nimages]) < 0)
-				mt_fatal(MT_EXIT_USAGE, "bad --image %s (want FILE[:OFFSET[:SIZE]]@VADDR)",
-					 optarg);
+				drv_usage("bad --image %s (want FILE[:OFFSET[:SIZE]]@VADDR)", optarg);
 			nimages++;
 			break;
 		}
@@ -157,14 +179,13 @@ int main(int argc, char **argv)
 			if (sscanf(optarg, "%d/%d/%d", &opts.cpu_family, &opts.cpu_model,
 				   &opts.cpu_stepping) < 2 ||
 			    opts.cpu_family <= 0)
-				mt_fatal(MT_EXIT_USAGE, "bad --cpu %s (want FAMILY/MODEL[/STEPPING])",
-					 optarg);
+				drv_usage("bad --cpu %s (want FAMILY/MODEL[/STEPPING])", optarg);
 			break;
 		case O_PID:
-			opts.raw_pid = (uint32_t)strtoul(optarg, NULL, 0);
+			opts.raw_pid = parse_id(optarg, "--pid");
 			break;
 		case O_TID:
-			opts.raw_tid = (uint32_t)strtoul(optarg, NULL, 0);
+			opts.raw_tid = parse_id(optarg, "--tid");
 			break;
 		case O_RECORDS:
 			records = 1;
@@ -176,57 +197,46 @@ int main(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		default:
-			usage(stderr);
-			return MT_EXIT_USAGE;
+			drv_getopt_error(c, argv);
 		}
 	}
-	if (optind < argc)
+	in = in_opt;
+	if (optind < argc && !in)
 		in = argv[optind++];
-	if (optind < argc) {
-		usage(stderr);
-		return MT_EXIT_USAGE;
-	}
+	if (optind < argc)
+		drv_usage("unexpected argument '%s'", argv[optind]);
 	if (nimages && !pt)
-		mt_fatal(MT_EXIT_USAGE, "--image needs --pt");
+		drv_usage("--image needs --pt");
 	if (pt && in)
-		mt_fatal(MT_EXIT_USAGE, "--pt and a perf.data file are exclusive");
+		drv_usage("--pt and a perf.data file are exclusive");
 	opts.images = images;
 	opts.nimages = nimages;
 
 	if (pt) {
+		close(drv_open_in(pt)); /* a missing file or a directory: said the same way */
 		ret = ptd_decode_raw(pt, open_out, &oc, &opts, &st);
 	} else {
-		fd = io_open_in(in);
-		if (fd < 0)
-			mt_fatal(errno == ENOENT || errno == EISDIR ? MT_EXIT_USAGE : MT_EXIT_SYS,
-				 "cannot open %s: %s", in, strerror(errno));
+		fd = drv_open_in(in);
 		if (records) {
 			ret = ptd_list_records(fd, stdout, &opts);
 			if (fflush(stdout) != 0)
-				mt_fatal(MT_EXIT_SYS, "writing the listing: %s", strerror(errno));
+				drv_write_failed(NULL, "stdout", NULL);
 			if (ret < 0)
-				mt_fatal(ret == -PTD_ESYS ? MT_EXIT_SYS : MT_EXIT_USAGE, "%s",
-					 opts.errmsg);
+				input_failed(ret, in, opts.errmsg);
 			return 0;
 		}
 		ret = ptd_decode_perf(fd, open_out, &oc, &opts, &st);
 	}
 	if (ret < 0) {
-		if (oc.opened)
-			io_out_abort(&oc.out);
-		mt_fatal(ret == -PTD_EINPUT	? MT_EXIT_USAGE
-			 : ret == -PTD_EUSAGE ? MT_EXIT_USAGE
-					      : MT_EXIT_SYS,
-			 "%s", opts.errmsg);
+		if (ret == -PTD_EOUTPUT)
+			drv_write_failed(oc.opened ? &oc.out : NULL, oc.path, opts.errmsg);
+		input_failed(ret, pt ? pt : in, opts.errmsg);
 	}
-	if (mtev_writer_finish(oc.w) < 0) {
-		io_out_abort(&oc.out);
-		mt_fatal(MT_EXIT_SYS, "writing MTEV: %s", strerror(errno));
-	}
+	int e = mtev_writer_finish(oc.w);
+	if (e < 0)
+		drv_write_failed(&oc.out, oc.path, e == -MTEV_EIO ? NULL : mtev_strerror(-e));
 	mtev_writer_free(oc.w);
-	if (io_out_commit(&oc.out) < 0)
-		mt_fatal(MT_EXIT_SYS, "cannot write %s: %s", oc.path ? oc.path : "stdout",
-			 strerror(errno));
+	drv_out_commit(&oc.out, oc.path);
 	if (stats) {
 		fprintf(stderr,
 			"mt-decode: %" PRIu64 " records, %" PRIu64 " AUX bytes, %" PRIu64

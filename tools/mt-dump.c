@@ -1,4 +1,5 @@
 /* mt-dump: any MTEV stream as text, one record a line. */
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -6,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "driver.h"
 #include "err.h"
 #include "io.h"
 #include "mtev.h"
@@ -13,12 +15,13 @@
 
 static void usage(FILE *f)
 {
-	fputs("usage: mt-dump [-k KIND[,KIND...]] [-s] [FILE]\n"
+	fputs("usage: mt-dump [-k KIND[,KIND...]] [-s] [[-i] FILE]\n"
 	      "Prints every record of an MTEV stream (FILE or stdin) as one line of text:\n"
 	      "`KIND key=value ...`, addresses in hex, times in ns.  mt-undump is the inverse.\n"
 	      "\n"
 	      "  -k, --kinds LIST  print only these kinds (branch, span, gap, ...; `mtev` is the\n"
 	      "                    header line and `end` the end line)\n"
+	      "  -i, --input FILE  read FILE (same as the FILE operand); default stdin\n"
 	      "  -s, --stats       print record counts and bytes per record to stderr\n"
 	      "  -h, --help        this help\n"
 	      "\n"
@@ -44,14 +47,16 @@ static int kind_index(const char *name, size_t n)
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {{"kinds", required_argument, 0, 'k'},
+					   {"input", required_argument, 0, 'i'},
 					   {"stats", no_argument, 0, 's'},
 					   {"help", no_argument, 0, 'h'},
 					   {0, 0, 0, 0}};
 	unsigned char want[258];
 	int filter = 0, stats = 0, c;
-	mt_set_progname(argv[0]);
+	const char *in_opt = NULL;
+	drv_init(argc, argv);
 	memset(want, 1, sizeof want);
-	while ((c = getopt_long(argc, argv, "k:sh", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":k:i:sh", lo, NULL)) != -1) {
 		switch (c) {
 		case 'k': {
 			if (!filter)
@@ -62,30 +67,22 @@ int main(int argc, char **argv)
 				size_t n = q ? (size_t)(q - p) : strlen(p);
 				int k = kind_index(p, n);
 				if (k < 0)
-					mt_fatal(MT_EXIT_USAGE, "unknown record kind '%.*s'", (int)n, p);
+					drv_usage("unknown record kind '%.*s'", (int)n, p);
 				want[k] = 1;
 				p += n + (q ? 1 : 0);
 			}
 			break;
 		}
+		case 'i': in_opt = optarg; break;
 		case 's': stats = 1; break;
 		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return MT_EXIT_USAGE;
+		default: drv_getopt_error(c, argv);
 		}
 	}
-	if (argc - optind > 1) {
-		usage(stderr);
-		return MT_EXIT_USAGE;
-	}
-	const char *path = optind < argc ? argv[optind] : "-";
-	int fd = io_open_in(path);
-	if (fd < 0)
-		mt_fatal(MT_EXIT_USAGE, "unable to open %s: %m", path);
-	int err;
-	mtev_reader *r = mtev_reader_alloc(fd, &err);
-	if (!r)
-		mt_fatal(err == -MTEV_EIO ? MT_EXIT_SYS : MT_EXIT_USAGE, "%s: %s", path,
-			 mtev_strerror(err));
+	if (argc - optind > 1 || (in_opt && argc - optind > 0))
+		drv_usage("unexpected argument '%s'", argv[argc - 1]);
+	const char *path = in_opt ? in_opt : optind < argc ? argv[optind] : "-";
+	mtev_reader *r = drv_reader(path, drv_open_in(path));
 	struct mtev_line line = {0};
 	struct mtev_rec rec;
 	uint64_t counts[258] = {0}, bytes[258] = {0};
@@ -101,10 +98,10 @@ int main(int argc, char **argv)
 		if (n >= 0 && prev_k >= 0)
 			bytes[prev_k] += mtev_reader_offset(r) - prev_off;
 		if (n < 0) {
+			int e = errno;
 			fflush(stdout);
-			mt_fatal(n == -MTEV_EIO ? MT_EXIT_SYS : MT_EXIT_USAGE,
-				 "%s: %s at byte offset %" PRIu64, path, mtev_strerror(n),
-				 mtev_reader_offset(r));
+			errno = e;
+			drv_read_failed(path, r, n, NULL);
 		}
 		if (n == 0)
 			break;
@@ -122,7 +119,7 @@ int main(int argc, char **argv)
 	if (want[MTEV_END])
 		printf("end\n");
 	if (fflush(stdout) || ferror(stdout))
-		mt_fatal(MT_EXIT_SYS, "write error: %m");
+		drv_write_failed(NULL, "stdout", NULL);
 	if (stats) {
 		for (unsigned k = 0; k < 258; k++) {
 			if (!counts[k])

@@ -1,4 +1,5 @@
 /* mt-segment: branch records (or stack samples) -> segments, spans, waypoints. */
+#include "driver.h"
 #include "err.h"
 #include "fnmap.h"
 #include "io.h"
@@ -96,12 +97,16 @@ static int stitch_wprun_cb(void *ctx, uint32_t tid, struct wprun *run)
 }
 
 /* Exits on an error of the segmenter (@e) or of the stitcher behind it. */
-static void fail(struct io_out *out, int e)
+static void fail(struct io_out *out, const char *path, int e)
 {
-	io_out_abort(out);
+	int en = errno;
 	if (e == -SEG_EEMIT && stitch_err == -STITCH_ESPILL)
 		mt_fatal(MT_EXIT_SYS, "%s in %s: %s", stitch_strerror(stitch_err), spill_dir(),
-			 strerror(errno));
+			 strerror(en));
+	if (e == -SEG_EEMIT && (!stitch_err || stitch_err == -STITCH_EEMIT)) {
+		errno = en; /* the writer failed */
+		drv_write_failed(out, path, NULL);
+	}
 	if (e == -SEG_EEMIT && stitch_err)
 		mt_fatal(MT_EXIT_SYS, "%s", stitch_strerror(stitch_err));
 	mt_fatal(MT_EXIT_SYS, "%s", seg_strerror(e));
@@ -123,8 +128,8 @@ int main(int argc, char **argv)
 	struct opts o = {0};
 	o.mem_limit = STITCH_MEM_DEFAULT;
 	int c, rc = MT_EXIT_OK, err = 0;
-	mt_set_progname(argv[0]);
-	while ((c = getopt_long(argc, argv, "i:o:s:fh", lo, NULL)) != -1) {
+	drv_init(argc, argv);
+	while ((c = getopt_long(argc, argv, ":i:o:s:fh", lo, NULL)) != -1) {
 		switch (c) {
 		case 'i':
 			o.in = optarg;
@@ -163,33 +168,20 @@ int main(int argc, char **argv)
 			o.stitch = 1;
 			break;
 		case 'm':
-			if (!(o.mem_limit = io_parse_size(optarg, 256))) {
-				mt_warn("--mem-limit: '%s' is not a size of at least 256 bytes", optarg);
-				usage(stderr);
-				return MT_EXIT_USAGE;
-			}
+			if (!(o.mem_limit = io_parse_size(optarg, 256)))
+				drv_usage("--mem-limit: '%s' is not a size of at least 256 bytes", optarg);
 			break;
 		case 'h':
 			usage(stdout);
 			return 0;
 		default:
-			usage(stderr);
-			return MT_EXIT_USAGE;
+			drv_getopt_error(c, argv);
 		}
 	}
-	if (optind < argc) {
-		mt_warn("unexpected argument '%s'", argv[optind]);
-		usage(stderr);
-		return MT_EXIT_USAGE;
-	}
+	if (optind < argc)
+		drv_usage("unexpected argument '%s'", argv[optind]);
 
-	int fd = io_open_in(o.in);
-	if (fd < 0)
-		mt_fatal(MT_EXIT_SYS, "unable to open %s: %s", o.in ? o.in : "stdin", strerror(errno));
-	mtev_reader *rd = mtev_reader_alloc(fd, &err);
-	if (!rd)
-		mt_fatal(err == -MTEV_EIO || err == MTEV_EIO ? MT_EXIT_SYS : MT_EXIT_USAGE,
-			 "%s: %s", o.in ? o.in : "stdin", mtev_strerror(err));
+	mtev_reader *rd = drv_reader(o.in, drv_open_in(o.in));
 	const struct mtev_header *h = mtev_reader_header(rd);
 	if (h->flags & MTEV_F_SPANS)
 		mt_fatal(MT_EXIT_USAGE,
@@ -198,18 +190,12 @@ int main(int argc, char **argv)
 			 o.in ? o.in : "stdin", h->producer);
 
 	struct io_out out;
-	if (io_out_open(&out, o.out, 1, o.force) < 0) {
-		if (errno == EISDIR && !o.out)
-			mt_fatal(MT_EXIT_USAGE, "refusing to write binary output to a terminal (use -o or -f)");
-		mt_fatal(MT_EXIT_SYS, "unable to open %s: %s", o.out ? o.out : "stdout", strerror(errno));
-	}
+	drv_out_open(&out, o.out, 1, o.force);
 	uint32_t flags = MTEV_F_SPANS | (h->flags & (MTEV_F_SORTED | MTEV_F_SAMPLING | MTEV_F_SYMBOLS));
 	mtev_writer *w = mtev_writer_alloc(out.fd, o.stitch ? "mt-segment --stitch" : "mt-segment",
 					   flags, &err);
-	if (!w) {
-		io_out_abort(&out);
-		mt_fatal(MT_EXIT_SYS, "unable to write output: %s", mtev_strerror(err));
-	}
+	if (!w)
+		drv_write_failed(&out, o.out, err == -MTEV_EIO ? NULL : mtev_strerror(-err));
 	struct fnmap *fns = NULL;
 	if (!o.no_symbols && !(fns = fnmap_alloc(o.symfs)))
 		mt_fatal(MT_EXIT_SYS, "out of memory");
@@ -243,7 +229,7 @@ int main(int argc, char **argv)
 					 (unsigned long long)mtev_reader_offset(rd),
 					 mtev_kind_name(seg_error_detail(s)) ? mtev_kind_name(seg_error_detail(s)) : "?");
 			}
-			fail(&out, e);
+			fail(&out, o.out, e);
 		}
 		if (progress && !(n & 0xfffff))
 			fprintf(stderr, "\rmt-segment: %llu records", (unsigned long long)n);
@@ -251,16 +237,9 @@ int main(int argc, char **argv)
 	if (progress && n > 0xfffff)
 		fputc('\n', stderr);
 	if (r < 0) {
-		if (r == -MTEV_EIO) {
-			io_out_abort(&out);
-			mt_fatal(MT_EXIT_SYS, "reading %s: %s", o.in ? o.in : "stdin", strerror(errno));
-		}
-		if (!o.partial) { /* an upstream stage died: do not pass on a complete-looking stream */
-			io_out_abort(&out);
-			mt_fatal(MT_EXIT_USAGE, "%s: %s at offset %llu%s", o.in ? o.in : "stdin",
-				 mtev_strerror(r), (unsigned long long)mtev_reader_offset(rd),
-				 o.out ? "; no output written (--partial writes what was read)" : "");
-		}
+		if (r == -MTEV_EIO || !o.partial) /* an upstream stage died: no complete-looking stream */
+			drv_read_failed(o.in, rd, r,
+					o.out ? "; no output written (--partial writes what was read)" : "");
 		mt_warn("%s: %s at offset %llu; the output covers the records before it",
 			o.in ? o.in : "stdin", mtev_strerror(r),
 			(unsigned long long)mtev_reader_offset(rd));
@@ -268,16 +247,14 @@ int main(int argc, char **argv)
 	}
 	int e = seg_finish(s);
 	if (e)
-		fail(&out, e);
+		fail(&out, o.out, e);
 	if (sti && (e = stitch_finish(sti))) {
 		stitch_err = e;
-		fail(&out, -SEG_EEMIT);
+		fail(&out, o.out, -SEG_EEMIT);
 	}
-	if ((e = mtev_writer_finish(w)) < 0 || io_out_commit(&out) < 0) {
-		io_out_abort(&out);
-		mt_fatal(MT_EXIT_SYS, "writing %s: %s", o.out ? o.out : "stdout",
-			 e < 0 ? mtev_strerror(e) : strerror(errno));
-	}
+	if ((e = mtev_writer_finish(w)) < 0)
+		drv_write_failed(&out, o.out, e == -MTEV_EIO ? NULL : mtev_strerror(-e));
+	drv_out_commit(&out, o.out);
 	const struct seg_stats *st = seg_stats(s);
 	if (fns && fnmap_missing(fns)) {
 		mt_warn("%zu mapped file(s) not found, e.g. %s: jumps there are classified by "

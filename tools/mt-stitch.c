@@ -1,4 +1,5 @@
 /* mt-stitch: joins each thread's segments across gaps. */
+#include "driver.h"
 #include "err.h"
 #include "io.h"
 #include "mtev.h"
@@ -48,6 +49,20 @@ static void usage(FILE *f)
 	      f);
 }
 
+/* Exits on the stitcher's error @e. */
+static void fail(struct io_out *out, const char *path, int e) __attribute__((noreturn));
+static void fail(struct io_out *out, const char *path, int e)
+{
+	int en = errno;
+	if (e == -STITCH_ESPILL)
+		mt_fatal(MT_EXIT_SYS, "%s in %s: %s", stitch_strerror(e), spill_dir(), strerror(en));
+	if (e == -STITCH_EEMIT) {
+		errno = en; /* the writer failed */
+		drv_write_failed(out, path, NULL);
+	}
+	mt_fatal(MT_EXIT_SYS, "%s", stitch_strerror(e));
+}
+
 static int emit_cb(void *ctx, const struct mtev_rec *r)
 {
 	return mtev_write(ctx, r);
@@ -65,8 +80,8 @@ int main(int argc, char **argv)
 	const char *in = NULL, *outp = NULL;
 	int c, stats = 0, force = 0, partial = 0, err = 0, rc = MT_EXIT_OK;
 	size_t mem_limit = STITCH_MEM_DEFAULT;
-	mt_set_progname(argv[0]);
-	while ((c = getopt_long(argc, argv, "i:o:fh", lo, NULL)) != -1) {
+	drv_init(argc, argv);
+	while ((c = getopt_long(argc, argv, ":i:o:fh", lo, NULL)) != -1) {
 		switch (c) {
 		case 'i':
 			in = optarg;
@@ -84,45 +99,26 @@ int main(int argc, char **argv)
 			partial = 1;
 			break;
 		case 'm':
-			if (!(mem_limit = io_parse_size(optarg, 256))) {
-				mt_warn("--mem-limit: '%s' is not a size of at least 256 bytes", optarg);
-				usage(stderr);
-				return MT_EXIT_USAGE;
-			}
+			if (!(mem_limit = io_parse_size(optarg, 256)))
+				drv_usage("--mem-limit: '%s' is not a size of at least 256 bytes", optarg);
 			break;
 		case 'h':
 			usage(stdout);
 			return 0;
 		default:
-			usage(stderr);
-			return MT_EXIT_USAGE;
+			drv_getopt_error(c, argv);
 		}
 	}
-	if (optind < argc) {
-		mt_warn("unexpected argument '%s'", argv[optind]);
-		usage(stderr);
-		return MT_EXIT_USAGE;
-	}
-	const char *iname = in ? in : "stdin";
-	int fd = io_open_in(in);
-	if (fd < 0)
-		mt_fatal(MT_EXIT_SYS, "unable to open %s: %s", iname, strerror(errno));
-	mtev_reader *rd = mtev_reader_alloc(fd, &err);
-	if (!rd)
-		mt_fatal(err == -MTEV_EIO ? MT_EXIT_SYS : MT_EXIT_USAGE, "%s: %s", iname,
-			 mtev_strerror(err));
+	if (optind < argc)
+		drv_usage("unexpected argument '%s'", argv[optind]);
+	const char *iname = drv_name(in);
+	mtev_reader *rd = drv_reader(in, drv_open_in(in));
 	const struct mtev_header *h = mtev_reader_header(rd);
 	struct io_out out;
-	if (io_out_open(&out, outp, 1, force) < 0) {
-		if (errno == EISDIR && !outp)
-			mt_fatal(MT_EXIT_USAGE, "refusing to write binary output to a terminal (use -o or -f)");
-		mt_fatal(MT_EXIT_SYS, "unable to open %s: %s", outp ? outp : "stdout", strerror(errno));
-	}
+	drv_out_open(&out, outp, 1, force);
 	mtev_writer *w = mtev_writer_alloc(out.fd, "mt-stitch", h->flags | MTEV_F_SPANS, &err);
-	if (!w) {
-		io_out_abort(&out);
-		mt_fatal(MT_EXIT_SYS, "unable to write output: %s", mtev_strerror(err));
-	}
+	if (!w)
+		drv_write_failed(&out, outp, err == -MTEV_EIO ? NULL : mtev_strerror(-err));
 	stitcher *s = stitch_alloc(emit_cb, w);
 	if (!s)
 		mt_fatal(MT_EXIT_SYS, "out of memory");
@@ -143,40 +139,22 @@ int main(int argc, char **argv)
 				 iname, (unsigned long long)n, (unsigned long long)mtev_reader_offset(rd),
 				 mtev_kind_name(stitch_error_detail(s)));
 		}
-		io_out_abort(&out);
-		if (e == -STITCH_ESPILL)
-			mt_fatal(MT_EXIT_SYS, "%s in %s: %s", stitch_strerror(e), spill_dir(),
-				 strerror(errno));
-		mt_fatal(MT_EXIT_SYS, "%s", stitch_strerror(e));
+		fail(&out, outp, e);
 	}
 	if (r < 0) {
-		if (r == -MTEV_EIO) {
-			io_out_abort(&out);
-			mt_fatal(MT_EXIT_SYS, "reading %s: %s", iname, strerror(errno));
-		}
-		if (!partial) { /* an upstream stage died: do not pass on a complete-looking stream */
-			io_out_abort(&out);
-			mt_fatal(MT_EXIT_USAGE, "%s: %s at offset %llu%s", iname, mtev_strerror(r),
-				 (unsigned long long)mtev_reader_offset(rd),
-				 outp ? "; no output written (--partial writes what was read)" : "");
-		}
+		if (r == -MTEV_EIO || !partial) /* an upstream stage died: no complete-looking stream */
+			drv_read_failed(in, rd, r,
+					outp ? "; no output written (--partial writes what was read)" : "");
 		mt_warn("%s: %s at offset %llu; the output covers the records before it", iname,
 			mtev_strerror(r), (unsigned long long)mtev_reader_offset(rd));
 		rc = MT_EXIT_DEGRADED;
 	}
 	int e = stitch_finish(s);
-	if (e) {
-		io_out_abort(&out);
-		if (e == -STITCH_ESPILL)
-			mt_fatal(MT_EXIT_SYS, "%s in %s: %s", stitch_strerror(e), spill_dir(),
-				 strerror(errno));
-		mt_fatal(MT_EXIT_SYS, "%s", stitch_strerror(e));
-	}
-	if ((e = mtev_writer_finish(w)) < 0 || io_out_commit(&out) < 0) {
-		io_out_abort(&out);
-		mt_fatal(MT_EXIT_SYS, "writing %s: %s", outp ? outp : "stdout",
-			 e < 0 ? mtev_strerror(e) : strerror(errno));
-	}
+	if (e)
+		fail(&out, outp, e);
+	if ((e = mtev_writer_finish(w)) < 0)
+		drv_write_failed(&out, outp, e == -MTEV_EIO ? NULL : mtev_strerror(-e));
+	drv_out_commit(&out, outp);
 	const struct stitch_stats *st = stitch_stats(s);
 	if (st->unaligned)
 		mt_warn("%llu of %llu join(s) found no common frame: the later segment keeps its own "

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "driver.h"
 #include "err.h"
 #include "io.h"
 #include "mtev.h"
@@ -56,13 +57,17 @@ static void usage(FILE *f)
 	      "                        one symbolizer request, then what settled is written\n"
 	      "                        (default: batches of 65536, written every 1024); the\n"
 	      "                        output is the same for every N\n"
+	      "      --partial         on a truncated or corrupt input, still write what was\n"
+	      "                        read (exit 1); by default nothing is (exit 2)\n"
 	      "  -s, --stats           print counts (addresses, cache hits, requests, records\n"
 	      "                        out of time order, most spans held at once) to stderr\n"
 	      "  -h, --help            this help\n"
 	      "\n"
 	      "Exit status: 0 ok; 1 names degraded (missing or stripped binary, symbolizer\n"
-	      "missing, hung or dead: fallback names used; output complete); 2 usage or\n"
-	      "unusable input (not MTEV, corrupt, no spans); 111 system error.\n",
+	      "missing, hung or dead: fallback names used; output complete; --partial and\n"
+	      "the input was truncated or corrupt after its header); 2 usage or unusable\n"
+	      "input (not MTEV, corrupt or truncated, no spans: no output file is left);\n"
+	      "111 system error.\n",
 	      f);
 }
 
@@ -78,7 +83,7 @@ static void on_warn(void *ctx, int degraded, const char *msg)
 int main(int argc, char **argv)
 {
 	enum { O_SYMBOLIZER = 256, O_NOSYM, O_TIMEOUT, O_SYMFS, O_IMAGES, O_PERFMAP, O_CACHEDIR,
-	       O_NOCACHE, O_WINDOW };
+	       O_NOCACHE, O_WINDOW, O_PARTIAL };
 	static const struct option lo[] = {{"output", required_argument, 0, 'o'},
 					   {"force", no_argument, 0, 'f'},
 					   {"symbolizer", required_argument, 0, O_SYMBOLIZER},
@@ -90,6 +95,7 @@ int main(int argc, char **argv)
 					   {"cache-dir", required_argument, 0, O_CACHEDIR},
 					   {"no-cache", no_argument, 0, O_NOCACHE},
 					   {"window", required_argument, 0, O_WINDOW},
+					   {"partial", no_argument, 0, O_PARTIAL},
 					   {"input", required_argument, 0, 'i'},
 					   {"stats", no_argument, 0, 's'},
 					   {"help", no_argument, 0, 'h'},
@@ -98,10 +104,10 @@ int main(int argc, char **argv)
 	const char *out_path = NULL, *cache_dir = NULL, *in_opt = NULL;
 	int force = 0, stats = 0, no_cache = 0, c;
 	char defcache[PATH_MAX];
-	mt_set_progname(argv[0]);
+	drv_init(argc, argv);
 	o.timeout_ms = 30000;
 	o.warn = on_warn;
-	while ((c = getopt_long(argc, argv, "i:o:fsh", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":i:o:fsh", lo, NULL)) != -1) {
 		switch (c) {
 		case 'o': out_path = optarg; break;
 		case 'f': force = 1; break;
@@ -111,7 +117,7 @@ int main(int argc, char **argv)
 			char *e;
 			double s = strtod(optarg, &e);
 			if (e == optarg || *e || s <= 0 || s > 86400)
-				mt_fatal(MT_EXIT_USAGE, "bad --timeout '%s' (seconds, > 0)", optarg);
+				drv_usage("bad --timeout '%s' (seconds, > 0)", optarg);
 			o.timeout_ms = (int)(s * 1000);
 			if (o.timeout_ms < 1)
 				o.timeout_ms = 1;
@@ -126,20 +132,19 @@ int main(int argc, char **argv)
 			char *e;
 			unsigned long long n = strtoull(optarg, &e, 10);
 			if (e == optarg || *e || n < 1 || n > (1u << 30) || optarg[0] == '-')
-				mt_fatal(MT_EXIT_USAGE, "bad --window '%s' (records, 1 to 2^30)", optarg);
+				drv_usage("bad --window '%s' (records, 1 to 2^30)", optarg);
 			o.window = (size_t)n;
 			break;
 		}
+		case O_PARTIAL: o.partial = 1; break;
 		case 'i': in_opt = optarg; break;
 		case 's': stats = 1; break;
 		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return MT_EXIT_USAGE;
+		default: drv_getopt_error(c, argv);
 		}
 	}
-	if (argc - optind > 1 || (in_opt && argc - optind > 0)) {
-		usage(stderr);
-		return MT_EXIT_USAGE;
-	}
+	if (argc - optind > 1 || (in_opt && argc - optind > 0))
+		drv_usage("unexpected argument '%s'", argv[argc - 1]);
 	if (!no_cache) {
 		if (cache_dir)
 			o.cache_dir = cache_dir;
@@ -151,29 +156,27 @@ int main(int argc, char **argv)
 
 	const char *in_path = in_opt ? in_opt : optind < argc ? argv[optind] : "-";
 	/* read as it comes (memory is bounded by what is not settled) */
-	int in_fd = io_open_in(in_path);
-	struct stat sb;
-	if (in_fd < 0)
-		mt_fatal(errno == ENOENT || errno == EACCES ? MT_EXIT_USAGE : MT_EXIT_SYS,
-			 "unable to open %s: %m", in_path);
-	if (fstat(in_fd, &sb) == 0 && S_ISDIR(sb.st_mode))
-		mt_fatal(MT_EXIT_USAGE, "unable to read %s: %s", in_path, strerror(EISDIR));
+	int in_fd = drv_open_in(in_path);
+	mtev_reader *rd = drv_reader(in_path, in_fd);
 	struct io_out out;
-	if (io_out_open(&out, out_path, 1, force) < 0) {
-		if (errno == EISDIR && !out_path)
-			mt_fatal(MT_EXIT_USAGE, "refusing to write binary to a terminal (use -o FILE or -f)");
-		mt_fatal(MT_EXIT_SYS, "unable to open %s: %m", out_path ? out_path : "stdout");
-	}
+	drv_out_open(&out, out_path, 1, force);
 	struct symz_stats st;
-	int r = symz_run(in_fd, out.fd, &o, &st);
+	int r = symz_run_reader(rd, out.fd, &o, &st);
+	mtev_reader_free(rd);
 	if (in_fd != 0)
 		close(in_fd);
 	if (r < 0) {
-		io_out_abort(&out);
-		mt_fatal(r == -SYMZ_EINPUT ? MT_EXIT_USAGE : MT_EXIT_SYS, "%s", st.err);
+		const char *msg = st.err;
+		if (r == -SYMZ_EINPUT) {
+			if (!strncmp(msg, "input: ", 7))
+				msg += 7;
+			drv_input_error(MT_EXIT_USAGE, in_path, "%s", msg);
+		}
+		if (!strncmp(msg, "cannot write output: ", 21))
+			drv_write_failed(&out, out_path, msg + 21);
+		mt_fatal(MT_EXIT_SYS, "%s", msg);
 	}
-	if (io_out_commit(&out) < 0)
-		mt_fatal(MT_EXIT_SYS, "unable to write %s: %m", out_path);
+	drv_out_commit(&out, out_path);
 	if (stats)
 		fprintf(stderr,
 			"mt-symbolize: %" PRIu64 " records, %" PRIu64 " spans + %" PRIu64

@@ -1,10 +1,12 @@
 /* mt-undump: text (mt-dump's form) back to an MTEV stream. */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "driver.h"
 #include "err.h"
 #include "io.h"
 #include "mtev.h"
@@ -12,7 +14,7 @@
 
 static void usage(FILE *f)
 {
-	fputs("usage: mt-undump [-o FILE] [-f] [FILE]\n"
+	fputs("usage: mt-undump [-o FILE] [-f] [[-i] FILE]\n"
 	      "Reads mt-dump's text form (FILE or stdin) and writes the MTEV stream.\n"
 	      "Blank lines and lines starting with # are ignored.  The first line may be the\n"
 	      "`mtev ...` header (default: producer \"mt-undump\", flags 0); keys left out of a\n"
@@ -20,6 +22,7 @@ static void usage(FILE *f)
 	      "the header (mt-dump's output) must also have the `end` line: without it the\n"
 	      "text was cut (a killed mt-dump upstream) and is refused.\n"
 	      "\n"
+	      "  -i, --input FILE   read FILE (same as the FILE operand); default stdin\n"
 	      "  -o, --output FILE  write to FILE (appears only when complete); default stdout\n"
 	      "  -f, --force        write binary to a terminal\n"
 	      "  -h, --help         this help\n"
@@ -32,32 +35,31 @@ static void usage(FILE *f)
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {{"output", required_argument, 0, 'o'},
+					   {"input", required_argument, 0, 'i'},
 					   {"force", no_argument, 0, 'f'},
 					   {"help", no_argument, 0, 'h'},
 					   {0, 0, 0, 0}};
-	const char *outpath = NULL;
+	const char *outpath = NULL, *in_opt = NULL;
 	int force = 0, c;
-	mt_set_progname(argv[0]);
-	while ((c = getopt_long(argc, argv, "o:fh", lo, NULL)) != -1) {
+	drv_init(argc, argv);
+	while ((c = getopt_long(argc, argv, ":i:o:fh", lo, NULL)) != -1) {
 		switch (c) {
+		case 'i': in_opt = optarg; break;
 		case 'o': outpath = optarg; break;
 		case 'f': force = 1; break;
 		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return MT_EXIT_USAGE;
+		default: drv_getopt_error(c, argv);
 		}
 	}
-	if (argc - optind > 1) {
-		usage(stderr);
-		return MT_EXIT_USAGE;
-	}
-	const char *inpath = optind < argc ? argv[optind] : "-";
-	FILE *in = strcmp(inpath, "-") ? fopen(inpath, "r") : stdin;
+	if (argc - optind > 1 || (in_opt && argc - optind > 0))
+		drv_usage("unexpected argument '%s'", argv[argc - 1]);
+	const char *inpath = in_opt ? in_opt : optind < argc ? argv[optind] : "-";
+	int in_fd = drv_open_in(inpath);
+	FILE *in = in_fd ? fdopen(in_fd, "r") : stdin;
 	if (!in)
-		mt_fatal(MT_EXIT_USAGE, "unable to open %s: %m", inpath);
+		mt_fatal(MT_EXIT_SYS, "unable to open %s: %s", inpath, strerror(errno));
 	struct io_out out;
-	if (io_out_open(&out, outpath, 1, force) < 0)
-		mt_fatal(outpath ? MT_EXIT_SYS : MT_EXIT_USAGE, "%s",
-			 outpath ? "unable to create output" : "refusing to write binary to a terminal (use -f)");
+	drv_out_open(&out, outpath, 1, force);
 
 	struct mtev_text_parser tp = {0};
 	struct mtev_rec rec;
@@ -114,10 +116,8 @@ int main(int argc, char **argv)
 		if (err)
 			goto syserr;
 	}
-	if (ferror(in)) {
-		io_out_abort(&out);
-		mt_fatal(MT_EXIT_SYS, "read error on %s: %m", inpath);
-	}
+	if (ferror(in))
+		drv_input_error(MT_EXIT_SYS, inpath, "%s", strerror(errno));
 	if (headed && !ended) {
 		why = "no 'end' line after the 'mtev' header: truncated text";
 		goto bad;
@@ -126,16 +126,13 @@ int main(int argc, char **argv)
 		goto syserr;
 	if ((err = mtev_writer_finish(w)))
 		goto syserr;
-	if (io_out_commit(&out) < 0)
-		mt_fatal(MT_EXIT_SYS, "unable to write %s: %m", outpath);
+	drv_out_commit(&out, outpath);
 	mtev_writer_free(w);
 	mtev_text_parser_fini(&tp);
 	free(line);
 	return 0;
 bad:
-	io_out_abort(&out);
-	mt_fatal(MT_EXIT_USAGE, "%s: line %lu: %s", inpath, lineno, why);
+	drv_input_error(MT_EXIT_USAGE, inpath, "line %lu: %s", lineno, why);
 syserr:
-	io_out_abort(&out);
-	mt_fatal(MT_EXIT_SYS, "write error: %s", mtev_strerror(err));
+	drv_write_failed(&out, outpath, err == -MTEV_EIO ? NULL : mtev_strerror(-err));
 }

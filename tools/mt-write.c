@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "driver.h"
 #include "err.h"
 #include "io.h"
 #include "mtev.h"
@@ -116,8 +117,8 @@ int main(int argc, char **argv)
 	const char *out_path = NULL, *in_path = NULL;
 	int format = -1, compress = -1, level = 0, no_args = 0, partial = 0, force = 0, stats = 0;
 	int c;
-	mt_set_progname(argv[0]);
-	while ((c = getopt_long(argc, argv, "i:f:o:z:l:sh", lo, NULL)) != -1) {
+	drv_init(argc, argv);
+	while ((c = getopt_long(argc, argv, ":i:f:o:z:l:sh", lo, NULL)) != -1) {
 		switch (c) {
 		case 'f':
 			if (!strcmp(optarg, "fxt"))
@@ -125,7 +126,7 @@ int main(int argc, char **argv)
 			else if (!strcmp(optarg, "json"))
 				format = TW_JSON;
 			else
-				mt_fatal(MT_EXIT_USAGE, "unknown format '%s' (fxt or json)", optarg);
+				drv_usage("unknown format '%s' (fxt or json)", optarg);
 			break;
 		case 'o': out_path = optarg; break;
 		case 'i': in_path = optarg; break;
@@ -137,14 +138,13 @@ int main(int argc, char **argv)
 			else if (!strcmp(optarg, "zstd") || !strcmp(optarg, "zst"))
 				compress = ZSINK_ZSTD;
 			else
-				mt_fatal(MT_EXIT_USAGE, "unknown compression '%s' (none, gzip, zstd)",
-					 optarg);
+				drv_usage("unknown compression '%s' (none, gzip, zstd)", optarg);
 			break;
 		case 'l': {
 			char *end;
 			long v = strtol(optarg, &end, 10);
 			if (*end || v < 1 || v > 19)
-				mt_fatal(MT_EXIT_USAGE, "bad compression level '%s' (1..19)", optarg);
+				drv_usage("bad compression level '%s' (1..19)", optarg);
 			level = (int)v;
 			break;
 		}
@@ -153,13 +153,11 @@ int main(int argc, char **argv)
 		case OPT_FORCE: force = 1; break;
 		case 's': stats = 1; break;
 		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return MT_EXIT_USAGE;
+		default: drv_getopt_error(c, argv);
 		}
 	}
-	if (argc - optind > 1 || (in_path && argc - optind > 0)) {
-		usage(stderr);
-		return MT_EXIT_USAGE;
-	}
+	if (argc - optind > 1 || (in_path && argc - optind > 0))
+		drv_usage("unexpected argument '%s'", argv[argc - 1]);
 	if (!in_path)
 		in_path = optind < argc ? argv[optind] : "-";
 	if (out_path && !strcmp(out_path, "-"))
@@ -169,25 +167,13 @@ int main(int argc, char **argv)
 	if (compress < 0)
 		compress = out_path ? (int)zsink_kind_from_name(out_path, NULL) : ZSINK_PLAIN;
 	if (level && compress == ZSINK_GZIP && level > 9)
-		mt_fatal(MT_EXIT_USAGE, "bad gzip level %d (1..9)", level);
+		drv_usage("bad gzip level %d (1..9)", level);
 
-	int fd = io_open_in(in_path);
-	if (fd < 0)
-		die(MT_EXIT_USAGE, "unable to open %s: %m", in_path);
-	int err;
-	mtev_reader *r = g.r = mtev_reader_alloc(fd, &err);
-	if (!r)
-		die(err == -MTEV_EIO ? MT_EXIT_SYS : MT_EXIT_USAGE, "%s: %s", in_path,
-			 mtev_strerror(err));
+	mtev_reader *r = g.r = drv_reader(in_path, drv_open_in(in_path));
 
 	struct io_out out;
 	int binary = format == TW_FXT || compress != ZSINK_PLAIN;
-	if (io_out_open(&out, out_path, binary, force) < 0) {
-		if (!out_path)
-			die(MT_EXIT_USAGE, "refusing to write binary data to a terminal "
-						"(use -o FILE or --force)");
-		die(MT_EXIT_SYS, "unable to create %s: %m", out_path);
-	}
+	drv_out_open(&out, out_path, binary, force);
 	g.out = &out;
 	zsink *z = g.z = zsink_alloc(out.fd, (enum zsink_kind)compress, level);
 	struct warn_state ws = {0};
@@ -214,8 +200,9 @@ int main(int argc, char **argv)
 	if (progress && nrec > 0xfffff)
 		fputc('\n', stderr);
 	if (wrc < 0) {
-		die(wrc == -TW_EIO ? MT_EXIT_SYS : MT_EXIT_USAGE, "writing %s: %s", where,
-			 tw_strerror(wrc));
+		if (wrc == -TW_EIO)
+			die(MT_EXIT_SYS, "unable to write %s: %s", where, strerror(errno));
+		die(MT_EXIT_USAGE, "unable to write %s: %s", where, tw_strerror(wrc));
 	}
 	if (rc < 0) {
 		int code = rc == -MTEV_EIO ? MT_EXIT_SYS : MT_EXIT_USAGE;
@@ -223,29 +210,31 @@ int main(int argc, char **argv)
 			mt_warn("%s: %s at byte offset %" PRIu64 "; writing what was read (--partial)",
 				in_path, mtev_strerror(rc), mtev_reader_offset(r));
 			truncated = 1;
+		} else if (code == MT_EXIT_SYS) {
+			die(code, "unable to read %s: %s", drv_name(in_path), strerror(errno));
 		} else {
-				die(code, "%s: %s at byte offset %" PRIu64 "%s", in_path,
-				 mtev_strerror(rc), mtev_reader_offset(r),
-				 out_path ? "; no output written" : "");
+			die(code, "unable to read %s: %s at byte offset %" PRIu64 "%s",
+			    drv_name(in_path), mtev_strerror(rc), mtev_reader_offset(r),
+			    out_path ? "; no output written" : "");
 		}
 	}
 	struct tw_stats st;
 	tw_get_stats(t, &st);
 	if (!st.spans_in) {
 		die(MT_EXIT_USAGE,
-			 "%s: no span records (mt-write needs mt-segment, mt-stitch or "
-			 "mt-symbolize output)%s",
-			 in_path, out_path ? "; no output written" : "");
+		    "unable to read %s: no span records (mt-write needs mt-segment, mt-stitch or "
+		    "mt-symbolize output)%s",
+		    drv_name(in_path), out_path ? "; no output written" : "");
 	}
 	if ((rc = tw_finish(t)) < 0 || zsink_finish(z) < 0) {
-		die(MT_EXIT_SYS, "writing %s: %s", where, rc < 0 ? tw_strerror(rc) : "write failed");
+		die(MT_EXIT_SYS, "unable to write %s: %s", where,
+		    rc < 0 && rc != -TW_EIO ? tw_strerror(rc) : strerror(errno));
 	}
 	uint64_t zout = zsink_bytes_out(z);
 	tw_get_stats(t, &st);
 	g.out = NULL;
 	release();
-	if (io_out_commit(&out) < 0)
-		die(MT_EXIT_SYS, "unable to write %s: %m", out_path);
+	drv_out_commit(&out, out_path);
 
 	uint64_t dropped = 0;
 	for (unsigned i = 0; i < TW_DROP__COUNT; i++)
