@@ -14,11 +14,12 @@
 
 static void usage(FILE *f)
 {
-	fputs("usage: mt-cat [-o OUT] FILE...\n"
+	fputs("usage: mt-cat [-o OUT] [-i FILE]... [FILE...]\n"
 	      "Writes the records of every MTEV stream FILE (\"-\": stdin), in order, as one\n"
 	      "stream (one header, one END). Header flags: the union of the inputs' flags,\n"
 	      "except 'sorted', kept only when there is a single input.\n"
 	      "\n"
+	      "  -i, --input FILE   one more input, before the FILE operands (repeatable)\n"
 	      "  -o, --output FILE  write FILE (appears only when complete); default stdout\n"
 	      "  -f, --force        write binary to a terminal\n"
 	      "  -h, --help         this help\n"
@@ -32,18 +33,25 @@ int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{"output", required_argument, 0, 'o'},
+		{"input", required_argument, 0, 'i'},
 		{"force", no_argument, 0, 'f'},
 		{"help", no_argument, 0, 'h'},
 		{0, 0, 0, 0},
 	};
 	const char *out_path = NULL;
-	int force = 0, ch, err = 0;
+	int force = 0, ch, err = 0, nin = 0;
+	const char **in = calloc((size_t)argc, sizeof *in); /* -i FILEs, then the operands */
+	if (!in)
+		mt_fatal(MT_EXIT_SYS, "out of memory");
 
 	drv_init(argc, argv);
-	while ((ch = getopt_long(argc, argv, ":o:fh", lo, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, ":i:o:fh", lo, NULL)) != -1) {
 		switch (ch) {
 		case 'o':
 			out_path = optarg;
+			break;
+		case 'i':
+			in[nin++] = optarg;
 			break;
 		case 'f':
 			force = 1;
@@ -55,7 +63,9 @@ int main(int argc, char **argv)
 			drv_getopt_error(ch, argv);
 		}
 	}
-	int n = argc - optind;
+	while (optind < argc)
+		in[nin++] = argv[optind++];
+	int n = nin;
 	if (n < 1)
 		drv_usage("no input FILE");
 	mtev_reader **r = calloc((size_t)n, sizeof *r);
@@ -63,7 +73,7 @@ int main(int argc, char **argv)
 		mt_fatal(MT_EXIT_SYS, "out of memory");
 	uint32_t flags = 0, sorted = MTEV_F_SORTED;
 	for (int i = 0; i < n; i++) {
-		const char *p = argv[optind + i];
+		const char *p = in[i];
 		r[i] = drv_reader(p, drv_open_in(p));
 		uint32_t f = mtev_reader_header(r[i])->flags;
 		flags |= f & ~(uint32_t)MTEV_F_SORTED;
@@ -83,7 +93,7 @@ int main(int argc, char **argv)
 			if ((err = mtev_write(w, &rec)) < 0)
 				goto werr;
 		if (k < 0)
-			drv_read_failed(argv[optind + i], r[i], k,
+			drv_read_failed(in[i], r[i], k,
 					out_path ? "; no output written" : "");
 		mtev_reader_free(r[i]);
 	}
@@ -92,6 +102,7 @@ int main(int argc, char **argv)
 	mtev_writer_free(w);
 	drv_out_commit(&out, out_path);
 	free(r);
+	free(in);
 	return 0;
 werr:
 	drv_write_failed(&out, out_path, err == -MTEV_EIO ? NULL : mtev_strerror(-err));

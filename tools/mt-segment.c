@@ -24,14 +24,14 @@ static const char *spill_dir(void)
 
 static void usage(FILE *f)
 {
-	fputs("usage: mt-segment [OPTIONS] [-i IN] [-o OUT]\n"
+	fputs("usage: mt-segment [OPTIONS] [-o OUT] [[-i] IN]\n"
 	      "Rebuilds each thread's call stacks from MTEV branch records (mt-decode or\n"
 	      "mt-ptsim output) or stack samples, and writes segments, spans (one per\n"
 	      "function activation) and waypoints.  A new segment begins at every gap.\n"
 	      "Other records (clock, process, thread, map, trigger, string, gap, unknown)\n"
 	      "pass through.\n"
 	      "\n"
-	      "  -i, --input FILE     read FILE (default: stdin)\n"
+	      "  -i, --input FILE     read FILE (same as the IN operand; default: stdin)\n"
 	      "  -o, --output FILE    write FILE, atomically (default: stdout)\n"
 	      "  -s, --symfs DIR      look for mapped files under DIR first (DIR/PATH,\n"
 	      "                       DIR/BASENAME, DIR/BUILD-ID), then at their PATH;\n"
@@ -178,6 +178,8 @@ int main(int argc, char **argv)
 			drv_getopt_error(c, argv);
 		}
 	}
+	if (optind < argc && !o.in) /* the input as an operand, as in every stage */
+		o.in = argv[optind++];
 	if (optind < argc)
 		drv_usage("unexpected argument '%s'", argv[optind]);
 

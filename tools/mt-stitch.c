@@ -21,7 +21,7 @@ static const char *spill_dir(void)
 
 static void usage(FILE *f)
 {
-	fputs("usage: mt-stitch [OPTIONS] [-i IN] [-o OUT]\n"
+	fputs("usage: mt-stitch [OPTIONS] [-o OUT] [[-i] IN]\n"
 	      "Joins each thread's segments (mt-segment output) across the gaps between\n"
 	      "them: the stack live at the end of a segment is aligned with the stack live\n"
 	      "at the start of the next; frames that align (same function, same call site\n"
@@ -30,7 +30,7 @@ static void usage(FILE *f)
 	      "depth where the stacks diverge.  No frame is invented.\n"
 	      "Heuristics and where they fail: tools/mt-stitch.md.\n"
 	      "\n"
-	      "  -i, --input FILE     read FILE (default: stdin)\n"
+	      "  -i, --input FILE     read FILE (same as the IN operand; default: stdin)\n"
 	      "  -o, --output FILE    write FILE, atomically (default: stdout)\n"
 	      "      --mem-limit SIZE  log memory per thread before spilling to a temporary\n"
 	      "                       file in $TMPDIR (default /tmp); SIZE in bytes, or with\n"
@@ -109,6 +109,8 @@ int main(int argc, char **argv)
 			drv_getopt_error(c, argv);
 		}
 	}
+	if (optind < argc && !in) /* the input as an operand, as in every stage */
+		in = argv[optind++];
 	if (optind < argc)
 		drv_usage("unexpected argument '%s'", argv[optind]);
 	const char *iname = drv_name(in);

@@ -1,0 +1,187 @@
+#!/usr/bin/env bats
+# One stage driver, one exit policy (issue 18 item 2, docs/tools.md): the same
+# bad input gives every stage the same exit code and the same message shape,
+#   PROG: fatal: unable to open IN: REASON    (a missing file, a directory)
+#   PROG: fatal: unable to read IN: REASON    (truncated, garbage, a read error)
+# one line, and no output file.  Usage errors are one line pointing to --help.
+# Every stage reads -i FILE (issue 18 item 7).
+
+setup() {
+	ROOT="$BATS_TEST_DIRNAME/.."
+	BIN="$ROOT/bin"
+	T="$BATS_TEST_TMPDIR"
+	C="$BATS_TEST_DIRNAME/corrupt"
+}
+
+TOOLS="mt-decode mt-segment mt-stitch mt-symbolize mt-write mt-cat mt-dump mt-undump mt-compare"
+
+# fixtures: a valid stream of records every stage passes through, the same
+# cut inside a record, bytes that are nothing, a cut perf.data, cut text
+fixtures() {
+	{
+		echo 'mtev version=1 producer="driver.bats" flags=0x0'
+		echo 'clock zero=0 mult=1 shift=0 tsc_hz=0 flags=0'
+		echo 'process pid=100 name="p"'
+		for i in $(seq 1 200); do echo "thread pid=100 tid=$((1000 + i)) time=$i name=\"thread number $i\""; done
+		echo end
+	} > "$T/valid.txt"
+	"$BIN/mt-undump" -o "$T/valid.mt" "$T/valid.txt"
+	size=$(stat -c %s "$T/valid.mt")
+	head -c $((size / 2)) "$T/valid.mt" > "$T/cut.mt"
+	head -n 100 "$T/valid.txt" > "$T/cut.txt"
+	head -c $(($(stat -c %s "$C/decode-base-ok.data") / 2)) "$C/decode-base-ok.data" > "$T/cut.data"
+	yes 'garbage ~!@# 0x00 not a stream' | head -c 4096 > "$T/garbage"
+	mkdir -p "$T/a-directory"
+	# a span stream for mt-compare's other side
+	printf 'mtev version=1 producer="d" flags=0x3\nspan tid=1 depth=0 begin=1 end=2 func=0x10 callsite=0x0 flags=0 name="f"\nend\n' |
+		"$BIN/mt-undump" -o "$T/spans.mt"
+}
+
+# run_tool TOOL IN: TOOL on IN the way the pipeline runs it, output to $T/out
+run_tool() {
+	local tool=$1 in=$2
+	rm -f "$T/out"
+	case $tool in
+	mt-decode) "$BIN/$tool" --no-images -o "$T/out" -i "$in" ;;
+	mt-symbolize) "$BIN/$tool" --no-symbolizer --no-cache -o "$T/out" -i "$in" ;;
+	mt-dump) "$BIN/$tool" -i "$in" > "$T/out" ;;
+	mt-compare) "$BIN/$tool" "$in" "$T/spans.mt" > "$T/out" ;;
+	*) "$BIN/$tool" -o "$T/out" -i "$in" ;;
+	esac
+}
+
+# the input a tool gets for a "truncated" row
+cut_for() {
+	case $1 in
+	mt-decode) echo "$T/cut.data" ;;
+	mt-undump) echo "$T/cut.txt" ;;
+	*) echo "$T/cut.mt" ;;
+	esac
+}
+
+# expect TOOL IN STATUS REGEX: exactly one stderr line matching
+# "^TOOL: fatal: REGEX", that status, and no output file left (mt-dump and
+# mt-compare write text to stdout as they go: only the status and line count)
+expect() {
+	local tool=$1 in=$2 want=$3 re=$4 st
+	run_tool "$tool" "$in" 2> "$T/err" && st=0 || st=$?
+	[ "$st" -eq "$want" ] || { echo "$tool $in: exit $st, want $want"; cat "$T/err"; return 1; }
+	[ "$(wc -l < "$T/err")" -eq 1 ] || { echo "$tool $in: not one line:"; cat "$T/err"; return 1; }
+	grep -qE "^$tool: fatal: $re" "$T/err" || { echo "$tool $in: wrong shape:"; cat "$T/err"; return 1; }
+	case $tool in mt-dump | mt-compare) ;; *)
+		[ ! -e "$T/out" ] || { echo "$tool $in: left an output file"; return 1; }
+		! ls "$T"/out.tmp.* 2> /dev/null || { echo "$tool $in: left a temporary file"; return 1; } ;;
+	esac
+}
+
+@test "the same bad input gives every stage the same exit code and message shape" {
+	fixtures
+	for tool in $TOOLS; do
+		[ -x "$BIN/$tool" ] || { echo "$tool not built"; return 1; }
+		expect "$tool" "$T/no-such-file" 2 "unable to open $T/no-such-file: No such file or directory$"
+		expect "$tool" "$T/a-directory" 2 "unable to open $T/a-directory: Is a directory$"
+		cut=$(cut_for "$tool")
+		expect "$tool" "$cut" 2 "unable to read $cut: .*truncat"
+		expect "$tool" "$T/garbage" 2 "unable to read $T/garbage: .+"
+	done
+}
+
+@test "a read error (EIO) is a system error, exit 111, from every MTEV stage (mt-cat tested -EIO as EIO)" {
+	fixtures
+	# reading /proc/self/mem at offset 0 fails with EIO (address 0 is not mapped)
+	head -c 1 /proc/self/mem 2> /dev/null && skip "/proc/self/mem reads at 0 here"
+	for tool in mt-segment mt-stitch mt-symbolize mt-write mt-cat mt-dump mt-undump mt-compare; do
+		expect "$tool" /proc/self/mem 111 "unable to read /proc/self/mem: Input/output error$"
+	done
+}
+
+@test "stdin is named stdin in the same messages" {
+	fixtures
+	for tool in mt-segment mt-stitch mt-symbolize mt-write mt-cat mt-dump; do
+		a=""
+		[ "$tool" = mt-cat ] && a=-
+		[ "$tool" = mt-symbolize ] && a="--no-symbolizer --no-cache"
+		# shellcheck disable=SC2086
+		"$BIN/$tool" $a < "$T/garbage" > "$T/out" 2> "$T/err" && st=0 || st=$?
+		[ "$st" -eq 2 ] && [ "$(wc -l < "$T/err")" -eq 1 ] &&
+			grep -q "^$tool: fatal: unable to read stdin: not an MTEV stream" "$T/err" ||
+			{ echo "$tool: $st"; cat "$T/err"; return 1; }
+	done
+}
+
+@test "usage errors: one line naming the problem and --help, exit 2, the tool's own name" {
+	fixtures
+	for tool in $TOOLS; do
+		for args in "--no-such-option" "-Z" "-o"; do
+			[ "$tool" = mt-compare ] && [ "$args" = -o ] && args=-t
+			[ "$tool" = mt-dump ] && [ "$args" = -o ] && args=-k
+			# shellcheck disable=SC2086
+			"$BIN/$tool" $args < /dev/null > "$T/out" 2> "$T/err" && st=0 || st=$?
+			[ "$st" -eq 2 ] || { echo "$tool $args: exit $st"; cat "$T/err"; return 1; }
+			[ "$(wc -l < "$T/err")" -eq 1 ] || { echo "$tool $args: not one line:"; cat "$T/err"; return 1; }
+			grep -q "^$tool: fatal: .*(see $tool --help)$" "$T/err" || { echo "$tool $args:"; cat "$T/err"; return 1; }
+			! grep -q "bin/" "$T/err"
+		done
+	done
+	# bad option values: one line, not the whole usage
+	for cmd in "mt-stitch --mem-limit 12" "mt-segment --stitch --mem-limit x" "mt-write -f xml" \
+		"mt-write -l 99" "mt-symbolize --timeout 0" "mt-symbolize --window -1" "mt-decode --cpu x" \
+		"mt-decode --pt x --image nonsense" "mt-decode --pid 12x" "mt-compare --min-recall 2 a b" \
+		"mt-dump -k nosuchkind" "mt-segment a b" "mt-cat"; do
+		# shellcheck disable=SC2086
+		"$BIN"/$cmd < /dev/null > "$T/out" 2> "$T/err" && st=0 || st=$?
+		tool=${cmd%% *}
+		[ "$st" -eq 2 ] && [ "$(wc -l < "$T/err")" -eq 1 ] &&
+			grep -q "^$tool: fatal: .*(see $tool --help)$" "$T/err" || { echo "$cmd: $st"; cat "$T/err"; return 1; }
+	done
+}
+
+@test "-i FILE reads the same as the FILE operand and stdin, in every stage" {
+	fixtures
+	for tool in mt-segment mt-stitch mt-symbolize mt-write mt-cat mt-dump; do
+		a=""
+		[ "$tool" = mt-symbolize ] && a="--no-symbolizer --no-cache"
+		[ "$tool" = mt-write ] && a="-f json"
+		# mt-symbolize and mt-write need spans; the others pass thread records through
+		in="$T/valid.mt"
+		case $tool in mt-symbolize | mt-write) in="$T/spans.mt" ;; esac
+		# shellcheck disable=SC2086
+		{
+			"$BIN/$tool" $a -i "$in" > "$T/a" || [ $? -eq 1 ]
+			"$BIN/$tool" $a "$in" > "$T/b" || [ $? -eq 1 ]
+			if [ "$tool" = mt-cat ]; then "$BIN/$tool" - < "$in" > "$T/c"; else "$BIN/$tool" $a < "$in" > "$T/c" || [ $? -eq 1 ]; fi
+		} 2> /dev/null || { echo "$tool failed"; return 1; }
+		[ -s "$T/a" ] && cmp "$T/a" "$T/b" && cmp "$T/a" "$T/c" || { echo "$tool: -i differs"; return 1; }
+	done
+	"$BIN/mt-undump" -i "$T/valid.txt" > "$T/a"
+	cmp "$T/a" "$T/valid.mt"
+	"$BIN/mt-decode" --no-images -i "$C/decode-base-ok.data" > "$T/a" 2> /dev/null || [ $? -eq 1 ]
+	"$BIN/mt-decode" --no-images "$C/decode-base-ok.data" > "$T/b" 2> /dev/null || [ $? -eq 1 ]
+	[ -s "$T/a" ] && cmp "$T/a" "$T/b"
+}
+
+@test "mt-symbolize --partial: a cut stream writes what was read (exit 1), as mt-segment and mt-stitch do" {
+	fixtures
+	# spans, then a cut: by default refused, with --partial written
+	{
+		echo 'mtev version=1 producer="d" flags=0x3'
+		for i in $(seq 1 300); do echo "span tid=1 depth=0 begin=$((i * 10)) end=$((i * 10 + 5)) func=0x10 callsite=0x0 flags=0 name=\"f\""; done
+		echo end
+	} | "$BIN/mt-undump" -o "$T/s.mt"
+	head -c $(($(stat -c %s "$T/s.mt") * 3 / 4)) "$T/s.mt" > "$T/s-cut.mt"
+	run "$BIN/mt-symbolize" --no-symbolizer --no-cache -o "$T/o.mt" "$T/s-cut.mt"
+	[ "$status" -eq 2 ]
+	[ ! -e "$T/o.mt" ]
+	for tool in mt-stitch mt-symbolize; do
+		a=""
+		[ "$tool" = mt-symbolize ] && a="--no-symbolizer --no-cache"
+		# shellcheck disable=SC2086
+		"$BIN/$tool" $a --partial -o "$T/o.mt" "$T/s-cut.mt" 2> "$T/err" && st=0 || st=$?
+		[ "$st" -eq 1 ] || { echo "$tool --partial: $st"; cat "$T/err"; return 1; }
+		grep -q "truncated" "$T/err"
+		# a complete stream, holding the spans before the cut and no more
+		n=$("$BIN/mt-dump" -k span "$T/o.mt" | wc -l)
+		echo "$tool: $n spans"
+		[ "$n" -gt 100 ] && [ "$n" -lt 300 ]
+	done
+}
