@@ -172,8 +172,12 @@ int main(int argc, char **argv)
 				msg += 7;
 			drv_input_error(MT_EXIT_USAGE, in_path, "%s", msg);
 		}
-		if (!strncmp(msg, "cannot write output: ", 21))
-			drv_write_failed(&out, out_path, msg + 21);
+		if (!strncmp(msg, "cannot write output: ", 21)) {
+			msg += 21;
+			if (!strncmp(msg, "I/O error: ", 11)) /* the reason follows */
+				msg += 11;
+			drv_write_failed(&out, out_path, msg);
+		}
 		mt_fatal(MT_EXIT_SYS, "%s", msg);
 	}
 	drv_out_commit(&out, out_path);
