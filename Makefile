@@ -39,7 +39,9 @@ UNITS := $(UNITSRC:tests/unit/%.c=$(BUILD)/tests/%)
 .SECONDARY:
 .PHONY: all deps deps-check test unit bats asan install clean trace bench fuzz-smoke programs
 
-all: deps $(TOOLS) $(MTLIB_A) $(MTLIB_SO) programs
+# A plain build installs nothing: only `make deps`, and `make test` and
+# `make trace` through it, may install packages.
+all: $(TOOLS) $(MTLIB_A) $(MTLIB_SO) programs
 
 # `make deps` installs what the project needs (as root) or says how.
 deps:
@@ -89,10 +91,13 @@ unit: $(UNITS)
 test: deps all $(UNITS) $(TEST_PREREQS)
 	$(Q)sh tests/run.sh $(UNITS)
 
+# The tests run bin/: the sanitized tools go there for the run, and the
+# plain ones (from build/) are put back after it, whatever its result.
 asan:
-	$(MAKE) clean
-	$(MAKE) test OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" LDFLAGS="-fsanitize=address,undefined" BUILD=build-asan
-	
+	rm -rf bin
+	$(MAKE) test OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" LDFLAGS="-fsanitize=address,undefined" BUILD=build-asan; \
+	  st=$$?; rm -rf bin; $(MAKE) all && exit $$st
+
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
 	install -m 755 $(TOOLS) $(DESTDIR)$(PREFIX)/bin/

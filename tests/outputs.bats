@@ -202,3 +202,98 @@ signal_case() {
 	wait "$pid"
 	"$BIN/mt-dump" "$T/out" > /dev/null
 }
+
+# ---- mt and make trace: a run owns its directory (issue 17 items 11-13) ----
+
+@test "mt run: a second run into a --dir in use is refused with one line; the first is unharmed" {
+	MT="$ROOT/pipelines/mt"
+	mkfifo "$T/started" "$T/go"
+	# a capture that says it started, then waits for the test
+	printf '#!/bin/sh\necho started > "%s"\nread -r _ < "%s"\nexit 3\n' "$T/started" "$T/go" > "$T/cap1"
+	printf '#!/bin/sh\ntouch "%s"\nexit 4\n' "$T/second-ran" > "$T/cap2"
+	chmod +x "$T/cap1" "$T/cap2"
+	MT_CAPTURE="$T/cap1" "$MT" run --dir "$T/d" -- true 2> "$T/err1" &
+	first=$!
+	read -r _ < "$T/started" # the first run is in its capture now
+	MT_CAPTURE="$T/cap2" "$MT" run --dir "$T/d" -- true 2> "$T/err2" && st=0 || st=$?
+	echo go > "$T/go"
+	wait "$first" && st1=0 || st1=$?
+	cat "$T/err2"
+	[ "$st" -eq 2 ]
+	[ "$(wc -l < "$T/err2")" -eq 1 ]
+	grep -q "^mt: fatal: $T/d is in use by another mt run" "$T/err2"
+	[ ! -e "$T/second-ran" ]
+	[ "$st1" -eq 3 ] # the first run's capture status, passed through
+	# the lock goes with the run that held it
+	MT_CAPTURE="$T/cap2" "$MT" run --dir "$T/d" -- true 2> /dev/null && st=0 || st=$?
+	[ "$st" -eq 4 ] && [ -e "$T/second-ran" ]
+}
+
+@test "a run owns its directory: earlier outputs go before it starts; a failed stage leaves no trace" {
+	MT="$ROOT/pipelines/mt"
+	mkdir "$T/d"
+	for f in perf.data hits.mt perf.log decode.mt segment.mt stitch.mt symbolize.mt trace.fxt trace.json; do
+		echo "stale $f" > "$T/d/$f"
+	done
+	echo mine > "$T/d/keep.txt"
+	echo "old trace" > "$T/elsewhere.fxt"
+	# a capture that fails without a recording: nothing of the last run is left
+	printf '#!/bin/sh\nexit 3\n' > "$T/cap"
+	chmod +x "$T/cap"
+	MT_CAPTURE="$T/cap" "$ROOT/pipelines/mt" run --dir "$T/d" -o "$T/elsewhere.fxt" -- true 2> /dev/null && st=0 || st=$?
+	[ "$st" -eq 3 ]
+	[ "$(cd "$T/d" && ls)" = keep.txt ] || { ls -la "$T/d"; return 1; }
+	[ ! -e "$T/elsewhere.fxt" ]
+	# replay from segment onto a stream without spans: mt-write fails (no span
+	# records); the earlier trace.fxt must not stay beside the new files
+	cp "$T/valid.mt" "$T/d/decode.mt"
+	echo "old trace" > "$T/d/trace.fxt"
+	"$MT" replay "$T/d" --from segment 2> "$T/err" && st=0 || st=$?
+	[ "$st" -eq 2 ] && grep -q "stage write failed" "$T/err" || { cat "$T/err"; return 1; }
+	[ -s "$T/d/segment.mt" ] && [ -s "$T/d/stitch.mt" ] && [ -s "$T/d/symbolize.mt" ]
+	[ ! -e "$T/d/trace.fxt" ]
+	cmp "$T/d/decode.mt" "$T/valid.mt" # what replay starts from is kept
+}
+
+@test "a read-only --dir: one line about the directory, no perf.log named" {
+	[ "$(id -u)" = 0 ] && command -v setpriv > /dev/null || skip "needs root and setpriv (to run as nobody)"
+	pub=$(mktemp -d /tmp/mt-outputs.XXXXXX)
+	chmod 755 "$pub"
+	mkdir "$pub/ro"
+	chmod 555 "$pub/ro"
+	as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
+	as_nobody test -x "$BIN/mt-capture" || { rm -rf "$pub"; skip "nobody cannot run bin/"; }
+	for cmd in "$ROOT/pipelines/mt run --dir" "$BIN/mt-capture run -o"; do
+		# shellcheck disable=SC2086
+		as_nobody $cmd "$pub/ro" -- true > "$T/out" 2> "$T/err" && st=0 || st=$?
+		cat "$T/err"
+		[ "$st" -eq 111 ] && [ "$(wc -l < "$T/err")" -eq 1 ] &&
+			grep -q "fatal: unable to write to $pub/ro: Permission denied" "$T/err" &&
+			! grep -q perf.log "$T/err" || { rm -rf "$pub"; return 1; }
+	done
+	rm -rf "$pub"
+}
+
+@test "make trace: PROG, ARGS, TRIGGER reach mt-capture verbatim; nothing in them runs" {
+	# a capture that writes the arguments it got, one a line, and fails
+	printf '#!/bin/sh\nfor a in "$@"; do printf "<%%s>\\n" "$a"; done > "%s"\nexit 3\n' "$T/argv" > "$T/cap"
+	chmod +x "$T/cap"
+	cd "$T"
+	args='p; touch PWNED1 `touch PWNED2` $(touch PWNED3) it'"'"'s *  "q" $HOME'
+	MT_CAPTURE="$T/cap" make -s -C "$ROOT" trace TRACE_DIR="$T/tr" PROG="$T/my prog" \
+		ARGS="$args" TRIGGER='a b' > "$T/out" 2>&1 && st=0 || st=$?
+	cat "$T/out"
+	[ "$st" -ne 0 ]
+	grep -q "make trace: fatal: mt run failed (exit 3)" "$T/out"
+	! ls "$T"/PWNED* "$ROOT"/PWNED* 2> /dev/null
+	printf '<%s>\n' run -o "$T/tr" --mode auto --trigger 'a b' -- "$T/my prog" \
+		'p;' touch PWNED1 '`touch' 'PWNED2`' '$(touch' 'PWNED3)' "it's" '*' '"q"' '$HOME' > "$T/want"
+	diff "$T/want" "$T/argv"
+}
+
+@test "a plain make installs nothing (no deps, no apt-get)" {
+	make -n -C "$ROOT" all > "$T/plan" 2>&1
+	! grep -E "deps\.sh|apt-get" "$T/plan"
+	make -n -C "$ROOT" deps > "$T/plan" 2>&1
+	grep -q "deps.sh install" "$T/plan" # what `make deps` does, so the check above can fail
+}

@@ -745,6 +745,10 @@ static void make_dir(const char *dir)
 	struct stat st;
 	if (stat(p, &st) < 0 || !S_ISDIR(st.st_mode))
 		mt_fatal(MT_EXIT_USAGE, "%s is not a directory", dir);
+	/* said now, before perf runs: no message may point to a perf.log that
+	 * cannot exist there */
+	if (access(p, W_OK) < 0)
+		mt_fatal(MT_EXIT_SYS, "unable to write to %s: %s", dir, strerror(errno));
 }
 
 static void drain_hits(struct capture *c)
