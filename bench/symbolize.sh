@@ -22,8 +22,9 @@ run() {
 	local t
 	t=$( { time "$SYM" -s "$@" > /dev/null 2> "$W/err" ; } 2>&1 ) || true
 	local n
-	n=$(grep -o '[0-9]* unique addresses.*symbolizer requests' "$W/err" | awk '{ print $1, $10, $7 }')
-	res=$(grep -o 'resolve [0-9.]*' "$W/err" | cut -d' ' -f2)
+	# --stats is key=value: unique addresses, symbolizer requests, cache hits
+	n=$(sed -n 's/.* unique_addrs=\([0-9]*\) .* cache_hits=\([0-9]*\) symbolizer_requests=\([0-9]*\) .*/\1 \3 \2/p' "$W/err")
+	res=$(sed -n 's/.* resolve_s=\([0-9.]*\) .*/\1/p' "$W/err")
 	echo "$label $t $n $res" | awk '{ printf "%-28s %8.2f %8.2f %8.3f %8d %8d %8d\n", $1 " " $2 " " $3 " " $4, $5, $6 + $7, $11, $8, $9, $10 }'
 	LAST_WALL=$(echo "$t" | cut -d' ' -f1)
 	LAST_CPU=$(echo "$t" | awk '{ print $2 + $3 }')

@@ -185,3 +185,30 @@ expect() {
 		[ "$n" -gt 100 ] && [ "$n" -lt 300 ]
 	done
 }
+
+@test "--stats: one format in every stage, PROG: key=value ... on stderr" {
+	fixtures
+	"$BIN/mt-undump" -o "$T/br.mt" <<-'TXT'
+	mtev version=1 producer="d" flags=0x1
+	branch tid=1 time=10 type=trace-start from=0x0 to=0x401000
+	branch tid=1 time=11 type=call from=0x401010 to=0x402000
+	branch tid=1 time=12 type=return from=0x402010 to=0x401015
+	branch tid=1 time=13 type=trace-end from=0x401020 to=0x0
+	end
+	TXT
+	{
+		"$BIN/mt-decode" --no-images -s -o "$T/o1" "$C/decode-base-ok.data" || [ $? -eq 1 ]
+		"$BIN/mt-segment" --no-symbols --stats -o "$T/o2" "$T/br.mt"
+		"$BIN/mt-segment" --no-symbols --stitch --stats -o "$T/o3" "$T/br.mt"
+		"$BIN/mt-stitch" --stats -o "$T/o4" "$T/o2"
+		"$BIN/mt-symbolize" --no-symbolizer --no-cache -s -o "$T/o5" "$T/o4" || [ $? -eq 1 ]
+		"$BIN/mt-write" -s -o "$T/o6.fxt" "$T/o5"
+		"$BIN/mt-dump" -s "$T/o5" > "$T/o7"
+	} 2> "$T/err"
+	cat "$T/err"
+	for tool in mt-decode mt-segment mt-stitch mt-symbolize mt-write mt-dump; do
+		grep -q "^$tool: [a-z_]*=" "$T/err" || { echo "no stats from $tool"; return 1; }
+	done
+	# every stats line is PROG: followed by key=value pairs only
+	! grep -E '^mt-[a-z]+: [a-z_]+=' "$T/err" | grep -vE '^mt-[a-z]+:( [a-z_]+=[0-9a-z.]+)+$'
+}

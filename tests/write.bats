@@ -218,7 +218,7 @@ check_slices() {
 		"$BIN/mt-undump" "$T/in.txt" > "$T/in.mt"
 		run "$BIN/mt-write" -s -o "$T/out.fxt" "$T/in.mt"
 		[ "$status" -eq 1 ]
-		written=$(printf '%s\n' "$output" | sed -n 's/^mt-write: \([0-9]*\) spans written.*/\1/p')
+		written=$(printf '%s\n' "$output" | sed -n 's/^mt-write: spans_written=\([0-9]*\) .*/\1/p')
 		"$BIN/mt-write" -o "$T/out.json" "$T/in.mt" 2>/dev/null || true
 		expected "$T/in.txt" > "$T/exp"
 		actual "$T/out.fxt" > "$T/f"

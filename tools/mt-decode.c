@@ -239,9 +239,9 @@ int main(int argc, char **argv)
 	drv_out_commit(&oc.out, oc.path);
 	if (stats) {
 		fprintf(stderr,
-			"mt-decode: %" PRIu64 " records, %" PRIu64 " AUX bytes, %" PRIu64
-			" blocks, %" PRIu64 " instructions, %" PRIu64 " branches, %" PRIu64
-			" gaps, %" PRIu64 " samples, %" PRIu64 " triggers\n",
+			"mt-decode: records=%" PRIu64 " aux_bytes=%" PRIu64 " blocks=%" PRIu64
+			" instructions=%" PRIu64 " branches=%" PRIu64 " gaps=%" PRIu64
+			" samples=%" PRIu64 " triggers=%" PRIu64 "\n",
 			st.records, st.aux_bytes, st.blocks, st.insns, st.branches, st.gaps,
 			st.samples, st.triggers);
 	}

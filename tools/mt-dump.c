@@ -125,7 +125,8 @@ int main(int argc, char **argv)
 			if (!counts[k])
 				continue;
 			const char *kn = k == 257 ? "raw" : mtev_kind_name(k);
-			fprintf(stderr, "%-10s %12" PRIu64 " records %14" PRIu64 " bytes %8.2f bytes/record\n",
+			fprintf(stderr, "mt-dump: kind=%s records=%" PRIu64 " bytes=%" PRIu64
+				" bytes_per_record=%.2f\n",
 				kn, counts[k], bytes[k], (double)bytes[k] / (double)counts[k]);
 		}
 	}

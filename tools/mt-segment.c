@@ -288,8 +288,9 @@ int main(int argc, char **argv)
 				(unsigned long long)ss->joins);
 		if (o.stats)
 			fprintf(stderr,
-				"mt-segment: stitch: segments=%llu joins=%llu aligned=%llu unaligned=%llu "
-				"continued=%llu revealed=%llu gap_spans=%llu\n",
+				"mt-segment: stitch_segments=%llu stitch_joins=%llu stitch_aligned=%llu "
+				"stitch_unaligned=%llu stitch_continued=%llu stitch_revealed=%llu "
+				"stitch_gap_spans=%llu\n",
 				(unsigned long long)ss->segments, (unsigned long long)ss->joins,
 				(unsigned long long)ss->aligned, (unsigned long long)ss->unaligned,
 				(unsigned long long)ss->continued, (unsigned long long)ss->revealed,

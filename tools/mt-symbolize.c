@@ -183,14 +183,13 @@ int main(int argc, char **argv)
 	drv_out_commit(&out, out_path);
 	if (stats)
 		fprintf(stderr,
-			"mt-symbolize: %" PRIu64 " records, %" PRIu64 " spans + %" PRIu64
-			" waypoints in; %" PRIu64 " spans out (%" PRIu64 " inline), %" PRIu64
-			" symbols; %" PRIu64 " unique addresses, %" PRIu64 " in binaries, %" PRIu64
-			" cache hits, %" PRIu64 " symbolizer requests, %" PRIu64 " fallback, %" PRIu64
-			" unknown, %" PRIu64 " waypoints unmatched, %" PRIu64 " replies read by jansson;"
-			" %" PRIu64 " waypoints and %" PRIu64 " spans out of time order;"
-			" at most %" PRIu64 " spans and %" PRIu64 " inline frames held;"
-			" seconds: read %.3f resolve %.3f tree %.3f write %.3f\n",
+			"mt-symbolize: records=%" PRIu64 " spans_in=%" PRIu64 " waypoints_in=%" PRIu64
+			" spans_out=%" PRIu64 " inline_spans=%" PRIu64 " symbols=%" PRIu64
+			" unique_addrs=%" PRIu64 " unique_binaddrs=%" PRIu64 " cache_hits=%" PRIu64
+			" symbolizer_requests=%" PRIu64 " fallback_names=%" PRIu64 " unknown_names=%" PRIu64
+			" waypoints_unmatched=%" PRIu64 " json_slow=%" PRIu64 " waypoints_late=%" PRIu64
+			" spans_late=%" PRIu64 " spans_live_max=%" PRIu64 " inodes_live_max=%" PRIu64
+			" read_s=%.3f resolve_s=%.3f tree_s=%.3f write_s=%.3f\n",
 			st.records_in, st.spans_in, st.waypoints_in, st.spans_out, st.inline_spans,
 			st.symbols_out, st.unique_addrs, st.unique_binaddrs, st.cache_hits,
 			st.symbolizer_requests, st.fallback_names, st.unknown_names,

@@ -254,16 +254,16 @@ int main(int argc, char **argv)
 			st.threads_without_pid);
 	if (stats)
 		fprintf(stderr,
-			"mt-write: %" PRIu64 " spans written, %" PRIu64 " dropped, %" PRIu64
-			" gaps, %" PRIu64 " triggers, %" PRIu64 " threads, %" PRIu64
-			" symbols; %" PRIu64 " bytes (%.1f per span), %" PRIu64 " bytes out\n",
+			"mt-write: spans_written=%" PRIu64 " dropped=%" PRIu64 " gaps=%" PRIu64
+			" triggers=%" PRIu64 " threads=%" PRIu64 " symbols=%" PRIu64 " bytes=%" PRIu64
+			" bytes_per_span=%.1f bytes_out=%" PRIu64 "\n",
 			st.spans_written, dropped, st.gaps, st.triggers, st.threads, st.symbols,
 			st.bytes_out, st.spans_written ? (double)st.bytes_out / (double)st.spans_written : 0.0,
 			zout);
 	if (stats && format == TW_FXT)
 		fprintf(stderr,
-			"mt-write: fxt: %" PRIu64 " string records, string slots reused %" PRIu64
-			"; %" PRIu64 " thread records, thread slots reused %" PRIu64 "\n",
+			"mt-write: fxt_string_records=%" PRIu64 " fxt_string_reuses=%" PRIu64
+			" fxt_thread_records=%" PRIu64 " fxt_thread_reuses=%" PRIu64 "\n",
 			st.fxt_string_records, st.fxt_string_reuses, st.fxt_thread_records,
 			st.fxt_thread_reuses);
 	return dropped || truncated ? MT_EXIT_DEGRADED : MT_EXIT_OK;
