@@ -215,21 +215,21 @@ static int make_tmp(const char *target, char **tmp, int *slot)
 	return fd;
 }
 
-/* The mode (and, as root, the owner) a new or replaced regular file gets. */
+/* The mode (and, as root, the owner) a new or replaced regular file gets:
+ * mkostemp made it 0600.  Best effort: the file is ours either way. */
 static void set_mode(int fd, const struct stat *old)
 {
-	if (old) {
-		if (fchmod(fd, old->st_mode & 07777) < 0) { /* best effort */
-		}
-		if (geteuid() == 0 && (old->st_uid != 0 || old->st_gid != 0) &&
-		    fchown(fd, old->st_uid, old->st_gid) < 0) {
-		}
-		return;
+	int r;
+	if (!old) {
+		mode_t m = umask(022);
+		umask(m);
+		r = fchmod(fd, 0666 & ~m);
+	} else {
+		r = fchmod(fd, old->st_mode & 07777);
+		if (geteuid() == 0 && (old->st_uid != 0 || old->st_gid != 0))
+			r |= fchown(fd, old->st_uid, old->st_gid);
 	}
-	mode_t m = umask(022);
-	umask(m);
-	if (fchmod(fd, 0666 & ~m) < 0) {
-	}
+	(void)r;
 }
 
 static int in_place(const char *path)
