@@ -132,7 +132,7 @@ void drv_out_open(struct io_out *o, const char *path, int binary, int force)
 	/* EISDIR is io_out_open's "a terminal refused"; a real directory is not */
 	if (e == EISDIR &&
 	    (!path || !strcmp(path, "-") || (stat(path, &st) == 0 && !S_ISDIR(st.st_mode))))
-		mt_fatal(MT_EXIT_USAGE, "refusing to write binary output to a terminal "
+		mt_fatal(MT_EXIT_USAGE, "refusing to write binary to a terminal "
 					"(use -o FILE or --force)");
 	mt_fatal(MT_EXIT_SYS, "unable to open %s: %s", path && strcmp(path, "-") ? path : "stdout",
 		 strerror(e));
