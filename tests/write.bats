@@ -141,8 +141,8 @@ check_slices() {
 	[ "$(cut -f2 "$T/exp" | sort -u | wc -l)" -gt 300 ]
 	"$BIN/mt-write" -s -o "$T/out.fxt" "$T/in.mt" 2> "$T/err"
 	# the string and thread tables really were recycled
-	grep -q 'string slots reused [1-9]' "$T/err"
-	grep -q 'thread slots reused [1-9]' "$T/err"
+	grep -q 'fxt_string_reuses=[1-9]' "$T/err"
+	grep -q 'fxt_thread_reuses=[1-9]' "$T/err"
 	"$BIN/mt-write" -o "$T/out.json" "$T/in.mt"
 	for o in out.fxt out.json; do
 		# one load (they are the slow part): the thread count, then the slices
