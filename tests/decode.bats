@@ -168,7 +168,7 @@ check_corrupt() {
 	[ "$status" -eq 2 ]
 	run "$BIN/mt-decode" "$T/does-not-exist"
 	[ "$status" -eq 2 ]
-	echo "$output" | grep -q 'fatal: cannot open'
+	echo "$output" | grep -q 'fatal: unable to open'
 }
 
 # mt-dump -k map,sample on stdin: samples with user-space ips made
