@@ -14,6 +14,8 @@
 # CAPTURE_OPTS are split at blanks (spaces, tabs, newlines) and at nothing
 # else: no quotes, no globs, no `$`, `;` or backquote means anything.  An
 # argument holding a blank needs `mt run -- PROG ARGS...` itself.
+# mt run exits with PROG's status: a trace written (mt run removes an old one
+# first) is success whatever PROG returned.
 
 TRACE_DIR ?= out/trace
 PROG ?=
@@ -35,6 +37,8 @@ trace: deps all
 	$(Q)set -f; IFS=$$(printf ' \t\nx'); IFS=$${IFS%x}; \
 	  pipelines/mt run --mode "$$MT_TRACE_MODE" $${MT_TRACE_TRIGGER:+--trigger "$$MT_TRACE_TRIGGER"} \
 	    $$MT_TRACE_CAPTURE_OPTS --dir "$$MT_TRACE_DIR" -- "$$MT_TRACE_PROG" $$MT_TRACE_ARGS; \
-	  st=$$?; [ $$st -le 1 ] || { echo "make trace: fatal: mt run failed (exit $$st)" >&2; exit $$st; }; \
+	  st=$$?; if [ ! -s "$$MT_TRACE_DIR/trace.fxt" ]; then \
+	    echo "make trace: fatal: mt run failed (exit $$st)" >&2; exit $$((st ? st : 1)); \
+	  elif [ $$st -gt 1 ]; then echo "make trace: note: $$MT_TRACE_PROG exited with status $$st" >&2; fi; \
 	  echo "make trace: the trace is $$(cd "$$MT_TRACE_DIR" && pwd)/trace.fxt ($$(wc -c < "$$MT_TRACE_DIR/trace.fxt") bytes)"; \
 	  echo "make trace: open it at https://ui.perfetto.dev (\"Open trace file\"); stages' files are in $$MT_TRACE_DIR/"
