@@ -210,6 +210,8 @@ body() {
 			want(d.tracks.includes(t), "a track " + t + " in " + d.tracks);
 		for (const t of ["mainthr", "workerthr"])
 			want(d.threads.includes(t), "thread " + t);
+		for (const t of ["mainthr 101", "workerthr 102"])
+			want(d.labels.includes(t), "a track titled " + t + " in " + d.labels);
 		const rows = d.queries[0].rows.map(r => r.join(" "));
 		for (const r of ["outer_fn 101 mainthr", "inner_fn 101 mainthr", "waiting_fn 101 mainthr",
 				"worker_loop 102 workerthr", "crunch_numbers 102 workerthr",

@@ -293,11 +293,30 @@ static char *perfetto_page(const char *title, const char *trace_url)
 		"<!doctype html>\n<html><head><meta charset=\"utf-8\">\n"
 		"<title>%s — mt (Perfetto)</title>\n"
 		"<style>html,body{height:100%%;margin:0;overflow:hidden}"
-		"#timeline_main{height:100vh;display:flex;flex-direction:column}</style>\n"
+		"#timeline_main{height:100vh;display:flex;flex-direction:column}\n"
+		/* this embedded build draws no track titles (its shell is 0 px
+		 * wide and empty): give the shell room and write each track's
+		 * name into it from the UI's own state (the script below) */
+		":root{--track-shell-width:200px !important}\n"
+		".track-shell[data-mt-name]::before,.track-group-panel[data-mt-name]::before{"
+		"content:attr(data-mt-name);display:block;padding:3px 6px;font:12px Roboto,sans-serif;"
+		"color:#333;white-space:nowrap;overflow:hidden;text-overflow:ellipsis}\n"
+		".track-group-panel[data-mt-name]::before{position:absolute;width:188px;font-weight:bold}</style>\n"
 		"</head><body>\n"
 		"<div id=\"timeline_data_source\" style=\"display:none\"></div>\n"
 		"<div id=\"timeline_main\"></div>\n"
-		"<script>document.getElementById('timeline_data_source').textContent = location.origin + '%s';</script>\n"
+		"<script>document.getElementById('timeline_data_source').textContent = location.origin + '%s';\n"
+		"new MutationObserver(function () {\n"
+		"  if (!window.globals || !globals.state) return;\n"
+		"  document.querySelectorAll('.track[id^=track_]').forEach(function (e) {\n"
+		"    var t = globals.state.tracks[e.id.slice(6)], s = e.querySelector('.track-shell');\n"
+		"    if (t && s && s.dataset.mtName !== t.name) s.dataset.mtName = t.name;\n"
+		"  });\n"
+		"  document.querySelectorAll('.track-group-panel[id^=track_]').forEach(function (e) {\n"
+		"    var g = (globals.state.trackGroups || {})[e.id.slice(6)];\n"
+		"    if (g && e.dataset.mtName !== g.name) e.dataset.mtName = g.name;\n"
+		"  });\n"
+		"}).observe(document.getElementById('timeline_main'), {childList: true, subtree: true});</script>\n"
 		"<script src=\"/perfetto/frontend_bundle.js\"></script>\n"
 		"</body></html>\n",
 		title, trace_url);

@@ -1,11 +1,11 @@
 #!/usr/bin/env node
-// browse.js VIEWER URL SCREENSHOT [SQL...] — load a page served by mt-serve in
+// browse.js perfetto URL SCREENSHOT [SQL...] — load a page served by mt-serve in
 // headless chromium (puppeteer-core, /usr/bin/chromium or $CHROMIUM) and print
 // what the rendered page shows, as JSON on stdout:
-//   perfetto:   {"tracks": [track titles from the DOM], "text": page text,
-//                "queries": [rows of each SQL, run by the UI's own engine
-//                through its executeQuery action], "errors": [...]}
-//   speedscope: {"text": page text, "profiles": [profile names], "frames": [...]}
+//   {"tracks": [the UI's tracks, by name], "threads": [its thread names],
+//    "labels": [the track titles drawn in the page], "text": page text,
+//    "queries": [rows of each SQL, run by the UI's own engine through its
+//    executeQuery action], "errors": [page errors], "requests": [URLs]}
 // Saves a PNG screenshot.  Exit 0 ok, 1 the page did not load the trace,
 // 2 usage, 111 no browser.
 'use strict';
@@ -18,7 +18,7 @@ const puppeteer = require(path.join(VIEWER_DIR, 'puppeteer-core'));
 
 const [viewer, url, shot, ...sql] = process.argv.slice(2);
 if (!viewer || !url || !shot) {
-	process.stderr.write('usage: browse.js perfetto|speedscope URL SCREENSHOT [SQL...]\n');
+	process.stderr.write('usage: browse.js perfetto URL SCREENSHOT [SQL...]\n');
 	process.exit(2);
 }
 const chromium = process.env.CHROMIUM || '/usr/bin/chromium';
@@ -66,6 +66,12 @@ function fail(msg) {
 				Object.values(globals.state.tracks).map(t => t.name));
 			out.threads = await page.evaluate(() =>
 				[...globals.threads.values()].map(t => t.threadName || ''));
+			// the titles our page writes into the track shells (DOM)
+			await page.waitForFunction(() =>
+				document.querySelectorAll('.track-shell[data-mt-name]').length > 0,
+				{timeout: 30000, polling: 100});
+			out.labels = await page.$$eval('.track-shell[data-mt-name]',
+				es => es.map(e => e.dataset.mtName));
 			out.queries = [];
 			for (let i = 0; i < sql.length; i++) {
 				const id = `mt-test-${i}`;
@@ -80,14 +86,9 @@ function fail(msg) {
 				}, id);
 				out.queries.push(res);
 			}
-		} else if (viewer === 'speedscope') {
-			// loaded: speedscope's profile selector names the thread
-			await page.waitForFunction(() => document.body.innerText.includes('/'),
-				{timeout: 60000, polling: 200});
 		} else {
 			throw new Error(`unknown viewer ${viewer}`);
 		}
-		await new Promise(r => setTimeout(r, 0));
 		out.text = await page.evaluate(() => document.body.innerText);
 		await page.screenshot({path: shot});
 	} catch (e) {
