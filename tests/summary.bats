@@ -145,3 +145,21 @@ truth_stack() {
 	run "$BIN/mt-summary" --help
 	[ "$status" -eq 0 ]
 }
+
+@test "mt decode prints the summary and the mt serve line; mt summary DIR prints it again" {
+	need_cache
+	mkdir -p "$T/cap"
+	cp -a "$C/clean/snapshot/perf.data" "$C/clean/snapshot/images" "$T/cap/"
+	"$BIN/mt-dump" -k trigger "$C/clean/snapshot/truth.mt" | "$BIN/mt-undump" > "$T/cap/hits.mt"
+	MT_STATE_DIR="$T/state" "$BATS_TEST_DIRNAME/../pipelines/mt" decode "$T/cap" 2> "$T/err"
+	grep -q "stack at the trigger, outermost first:" "$T/err"
+	grep -q "^ *5  magic_trace_stop_indicator " "$T/err"
+	grep -q "^mt: look at it offline: mt serve $T/cap/trace.fxt " "$T/err"
+	[ "$(cat "$T/state/last-trace")" = "$T/cap/trace.fxt" ]
+	run "$BATS_TEST_DIRNAME/../pipelines/mt" summary -n 2 "$T/cap"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"magic_trace_stop_indicator"* ]]
+	[ "$(grep -c ' (at +' <<< "$output")" -eq 2 ]
+	run "$BATS_TEST_DIRNAME/../pipelines/mt" summary
+	[ "$status" -eq 2 ]
+}
