@@ -60,7 +60,7 @@ start() {
 # path normalization); the response (headers and body) to $T/resp
 http() {
 	exec 5<>"/dev/tcp/127.0.0.1/$port"
-	printf '%s %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' "$1" "$2" >&5
+	printf '%s %s HTTP/1.0\r\nHost: 127.0.0.1:%s\r\n\r\n' "$1" "$2" "$port" >&5
 	cat <&5 > "$T/resp"
 	exec 5<&-
 	status=$(head -n1 "$T/resp" | cut -d' ' -f2)
@@ -95,7 +95,7 @@ body() {
 	body | grep -q 'href="/perfetto/"'
 }
 
-@test "mt-serve: wrong paths, directories, path traversal and other methods are refused" {
+@test "mt-serve: wrong paths, directories, path traversal, other methods and other Hosts are refused" {
 	need_viewer
 	make_trace "$T/tr"
 	start "$BIN/mt-serve" --perfetto "$VIEWER" "$T/tr/trace.fxt"
@@ -110,6 +110,19 @@ body() {
 	done
 	http POST /perfetto/
 	[ "$status" = 405 ]
+	# a Host that is not this server (DNS rebinding): 403, not the trace
+	exec 5<>"/dev/tcp/127.0.0.1/$port"
+	printf 'GET /trace/trace.fxt HTTP/1.1\r\nHost: evil.example:%s\r\n\r\n' "$port" >&5
+	cat <&5 > "$T/resp"
+	exec 5<&-
+	head -n1 "$T/resp" | grep -q '^HTTP/1.1 403 '
+	for h in "127.0.0.1:$port" "localhost:$port"; do
+		exec 5<>"/dev/tcp/127.0.0.1/$port"
+		printf 'GET /trace/trace.fxt HTTP/1.1\r\nhost:  %s \r\n\r\n' "$h" >&5
+		cat <&5 > "$T/resp"
+		exec 5<&-
+		head -n1 "$T/resp" | grep -q '^HTTP/1.1 200 '
+	done
 	exec 5<>"/dev/tcp/127.0.0.1/$port"
 	printf 'garbage\r\n\r\n' >&5
 	head -n1 <&5 | grep -q '^HTTP/1.1 400 '

@@ -13,7 +13,8 @@
  * symlinks, no dot files, two levels at most) and matched by exact name, so a
  * path with "..", a directory or anything not listed is 404: there is no
  * directory listing and no path resolution at request time.  One connection,
- * one request, in a forked child; the socket is bound to 127.0.0.1 only.
+ * one request, in a forked child; the socket is bound to 127.0.0.1 only, and
+ * a Host header naming another server is refused (DNS rebinding).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -26,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -337,7 +339,7 @@ static char *index_page(const char *title, const char *trace_url)
 
 /* ---- HTTP ---- */
 
-static void reply(int fd, int code, const char *reason, const char *type, size_t len, int head)
+static void reply(int fd, int code, const char *reason, const char *type, size_t len)
 {
 	char h[512];
 	int n = snprintf(h, sizeof h,
@@ -345,7 +347,6 @@ static void reply(int fd, int code, const char *reason, const char *type, size_t
 			 "Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n"
 			 "Connection: close\r\n\r\n",
 			 code, reason, type, len);
-	(void)head;
 	io_write_all(fd, h, (size_t)n);
 }
 
@@ -353,7 +354,7 @@ static void reply_error(int fd, int code, const char *reason, int head)
 {
 	char body[128];
 	int n = snprintf(body, sizeof body, "%d %s\n", code, reason);
-	reply(fd, code, reason, "text/plain; charset=utf-8", (size_t)n, head);
+	reply(fd, code, reason, "text/plain; charset=utf-8", (size_t)n);
 	if (!head)
 		io_write_all(fd, body, (size_t)n);
 }
@@ -364,6 +365,35 @@ static const struct res *lookup(const char *url)
 		if (!strcmp(res[i].url, url))
 			return &res[i];
 	return NULL;
+}
+
+static unsigned port_no;
+
+/* The Host header, when there is one, must name this server: a page of
+ * another site that rebinds its name to 127.0.0.1 (DNS rebinding) sends its
+ * own name, and gets 403, not the trace. */
+static int host_ok(const char *headers)
+{
+	const char *h = headers;
+	while ((h = strchr(h, '\n'))) {
+		h++;
+		if (strncasecmp(h, "Host:", 5))
+			continue;
+		h += 5;
+		h += strspn(h, " \t");
+		size_t n = strcspn(h, "\r\n");
+		while (n && (h[n - 1] == ' ' || h[n - 1] == '\t'))
+			n--;
+		char want[64];
+		static const char *names[] = {"127.0.0.1", "localhost"};
+		for (size_t i = 0; i < 2; i++) {
+			int m = snprintf(want, sizeof want, "%s:%u", names[i], port_no);
+			if ((size_t)m == n && !strncasecmp(h, want, n))
+				return 1;
+		}
+		return 0;
+	}
+	return 1;
 }
 
 static void serve_one(int fd)
@@ -386,6 +416,10 @@ static void serve_one(int fd)
 	}
 	req[len] = 0;
 	char *eol = strpbrk(req, "\r\n");
+	if (!host_ok(eol)) {
+		reply_error(fd, 403, "Forbidden (Host is not this server)", 0);
+		return;
+	}
 	*eol = 0;
 	char *method = req, *target = strchr(req, ' ');
 	if (!target) {
@@ -417,7 +451,7 @@ static void serve_one(int fd)
 		return;
 	}
 	if (r->kind == RES_MEM) {
-		reply(fd, 200, "OK", r->type, r->len, head);
+		reply(fd, 200, "OK", r->type, r->len);
 		if (!head)
 			io_write_all(fd, r->data, r->len);
 		return;
@@ -430,7 +464,7 @@ static void serve_one(int fd)
 			close(f);
 		return;
 	}
-	reply(fd, 200, "OK", r->type, (size_t)st.st_size, head);
+	reply(fd, 200, "OK", r->type, (size_t)st.st_size);
 	off_t off = 0;
 	while (!head && off < st.st_size) {
 		ssize_t n = sendfile(fd, f, &off, (size_t)(st.st_size - off));
@@ -528,7 +562,7 @@ int main(int argc, char **argv)
 		mt_fatal(MT_EXIT_SYS, "unable to listen on 127.0.0.1:%ld: %s", port, strerror(errno));
 	if (listen(s, 64) < 0 || getsockname(s, (struct sockaddr *)&a, &alen) < 0)
 		mt_fatal(MT_EXIT_SYS, "listen: %s", strerror(errno));
-	unsigned port_no = ntohs(a.sin_port);
+	port_no = ntohs(a.sin_port);
 
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
