@@ -140,6 +140,10 @@ truth_stack() {
 	run "$BIN/mt-summary" "$T/trunc.mt"
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"truncated"* ]]
+	printf 'mtev version=1 producer="x" flags=0x2\nspan tid=1 depth=4294967295 begin=1 end=5 func=0x10\nend\n' | "$BIN/mt-undump" > "$T/deep.mt"
+	run "$BIN/mt-summary" "$T/deep.mt"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"a span of depth 4294967295"* ]]
 	run "$BIN/mt-summary" -n x "$T/t.mt"
 	[ "$status" -eq 2 ]
 	run "$BIN/mt-summary" --help

@@ -68,6 +68,10 @@ struct thr {
 	uint32_t ntop;
 };
 
+/* deeper than any real stack (Linux's default 8 MiB stack holds ~260k of the
+ * smallest frames): a corrupt depth is refused, not allocated */
+#define MAX_DEPTH (1u << 20)
+
 static struct thr *thr;
 static size_t nthr;
 static struct sym *syms;
@@ -263,14 +267,17 @@ static void pass2(int fd, const char *path)
 			continue;
 		struct thr *t = thr_get(rec.span.tid);
 		uint64_t at = t->at;
+		if (rec.span.depth >= MAX_DEPTH)
+			mt_fatal(MT_EXIT_USAGE, "%s: a span of depth %" PRIu32 " (more than %u frames deep) at byte %" PRIu64,
+				 path, rec.span.depth, MAX_DEPTH, mtev_reader_offset(r));
 		/* live at its moment: begun by then, and not yet left — or left
 		 * only by the end of the trace (open-at-end) */
 		if (rec.span.begin <= at &&
 		    (at < rec.span.end || (at == rec.span.end && (rec.span.flags & MTEV_SPAN_OPEN_AT_END)))) {
 			uint32_t d = rec.span.depth;
 			if (d >= t->nstack) {
-				t->stack = xrealloc(t->stack, (d + 1) * sizeof *t->stack);
-				memset(&t->stack[t->nstack], 0, (d + 1 - t->nstack) * sizeof *t->stack);
+				t->stack = xrealloc(t->stack, ((size_t)d + 1) * sizeof *t->stack);
+				memset(&t->stack[t->nstack], 0, ((size_t)d + 1 - t->nstack) * sizeof *t->stack);
 				t->nstack = d + 1;
 			}
 			/* one live span per depth; a later one (a child of
