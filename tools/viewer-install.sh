@@ -8,7 +8,6 @@
 # serves these files.  Idempotent and quick when already installed.
 # Exit 0 ok, 111 failure (no node/npm, registry unreachable, apt failed).
 # docs/serve.md says why these viewers.
-cd "$(dirname "$0")/viewer" || exit 111
 test=0
 case $1 in
 --test) test=1 ;;
@@ -18,6 +17,7 @@ case $1 in
 	exit 0 ;;
 *) echo "viewer-install.sh: fatal: unknown argument '$1' (--test, --help)" >&2; exit 2 ;;
 esac
+cd "$(dirname "$0")/viewer" || exit 111
 die() { echo "viewer-install.sh: fatal: $*" >&2; exit 111; }
 
 # installed already?  Each package's version must be the pinned one.
