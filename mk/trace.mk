@@ -41,4 +41,5 @@ trace: deps all
 	    echo "make trace: fatal: mt run failed (exit $$st)" >&2; exit $$((st ? st : 1)); \
 	  elif [ $$st -gt 1 ]; then echo "make trace: note: $$MT_TRACE_PROG exited with status $$st" >&2; fi; \
 	  echo "make trace: the trace is $$(cd "$$MT_TRACE_DIR" && pwd)/trace.fxt ($$(wc -c < "$$MT_TRACE_DIR/trace.fxt") bytes)"; \
-	  echo "make trace: open it at https://ui.perfetto.dev (\"Open trace file\"); stages' files are in $$MT_TRACE_DIR/"
+	  echo "make trace: open it at https://ui.perfetto.dev (\"Open trace file\"); stages' files are in $$MT_TRACE_DIR/"; \
+	  echo "make trace: look at it offline: pipelines/mt serve $$(cd "$$MT_TRACE_DIR" && pwd)/trace.fxt   (summary: pipelines/mt summary $$MT_TRACE_DIR)"
