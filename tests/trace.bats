@@ -95,10 +95,10 @@ trigger_time() {
 	[ "$(cat "$T/n1")" -gt 100 ]
 	# replay from symbolize: the earlier files are not rewritten
 	before=$(stat -c %i "$T/cap/stitch.mt") # outputs are renamed into place: a new inode
-	symb=$(stat -c %i "$T/cap/symbolize.mt")
+	touch -d 2000-01-01 "$T/cap/symbolize.mt" # replay removes it first: its inode may come back
 	"$MT" replay "$T/cap" --from symbolize -o "$T/r.json" 2> "$T/err" || [ $? -eq 1 ]
 	[ "$(stat -c %i "$T/cap/stitch.mt")" = "$before" ]
-	[ "$(stat -c %i "$T/cap/symbolize.mt")" != "$symb" ]
+	[ "$(stat -c %Y "$T/cap/symbolize.mt")" -gt 946684800 ]
 	node "$TP" -c "$T/r.json" "$SPAN_NAMES" | grep -qx serve
 	run "$MT" replay "$T/cap" --from nowhere
 	[ "$status" -eq 2 ]
