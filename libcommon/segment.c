@@ -2,6 +2,7 @@
 #include "vec.h"
 
 #include "fnmap.h"
+#include "sampstack.h"
 #include "wplog.h"
 
 #include <errno.h>
@@ -128,6 +129,8 @@ struct segmenter {
 	uint64_t *tgt;
 	size_t ntgt, captgt;
 	struct seg_stats st;
+	struct sstk_frame *sprev, *sout; /* a sample's previous and new stacks */
+	size_t capsprev, capsout;
 	uint32_t gen; /* bumped when maps or threads change: range caches */
 	unsigned detail;
 	int err;
@@ -194,6 +197,8 @@ void seg_free(segmenter *s)
 		thr_free(s->thr[i]);
 	free(s->thr);
 	free(s->tgt);
+	free(s->sprev);
+	free(s->sout);
 	free(s);
 }
 
@@ -1229,12 +1234,15 @@ static int close_seg(segmenter *s, struct thr *t)
 }
 
 /* ---- stack samples ----
- * A frame is the same activation in consecutive samples when its function
- * and those of all its ancestors are the same and so are the return
- * addresses that link them.  It begins at the first sample that shows it
- * and ends at the first sample that no longer does (the last sample of the
- * thread for frames still shown then, flag open-at-end); frames of the
- * first sample began before it (flag inferred-start). */
+ * A sample's stack is its callchain repaired by libcommon/sampstack.h (a
+ * hidden caller of a frameless leaf, a root cut off aligned with the
+ * thread's previous stack); inferred frames are marked stitched.  A frame is
+ * the same activation in consecutive samples when its function and those of
+ * all its ancestors are the same and so are the return addresses that link
+ * them.  It begins at the first sample that shows it and ends at the first
+ * sample that no longer does (the last sample of the thread for frames still
+ * shown then, flag open-at-end); frames of the first sample began before it
+ * (flag inferred-start). */
 static int seg_sample(segmenter *s, const struct mtev_rec *r)
 {
 	struct thr *t = get_thr(s, r->sample.tid);
@@ -1251,29 +1259,37 @@ static int seg_sample(segmenter *s, const struct mtev_rec *r)
 		time = t->last_time;
 	}
 	t->last_time = t->run_time = time;
-	uint32_t n = r->sample.nips;
-	const uint64_t *ips = r->sample.ips;
-	/* root first: frame d runs at ips[n-1-d]; its link is its parent's
-	 * return address ips[n-d] (kept in .callsite, written as 0) */
+	size_t max = (size_t)r->sample.nips + 1 + t->nstk;
+	if (mt_grow((void **)&s->sprev, &s->capsprev, t->nstk + 1, sizeof *s->sprev) ||
+	    mt_grow((void **)&s->sout, &s->capsout, max, sizeof *s->sout))
+		return s->err = -SEG_ENOMEM;
+	for (size_t d = 0; d < t->nstk; d++) {
+		const struct frame *f = &t->fr[t->stk[d]];
+		s->sprev[d] = (struct sstk_frame){f->func, f->callsite, 0};
+	}
+	size_t n = sampstack_build(s->o.fns, t->tid, r->sample.ips, r->sample.nips, s->sprev,
+				   t->nstk, s->sout, max,
+				   s->o.no_sample_repair ? SSTK_NO_REPAIR : 0);
+	const struct sstk_frame *st = s->sout;
+	/* root first: the frames shared with the previous sample go on */
 	size_t d = 0;
 	for (; d < n && d < t->nstk; d++) {
-		const struct frame *f = &t->fr[t->stk[d]];
-		uint64_t ip = ips[n - 1 - d];
-		uint64_t link = d ? ips[n - d] : 0;
-		if (f->callsite != link || f->func != func_entry(s, t, d + 1 < n ? ip - 1 : ip))
+		struct frame *f = &t->fr[t->stk[d]];
+		if (f->callsite != st[d].link || f->func != st[d].func)
 			break;
+		if (st[d].inferred)
+			f->flags |= MTEV_SPAN_STITCHED;
 	}
 	while (t->nstk > d)
 		t->fr[t->stk[--t->nstk]].end = time;
-	for (; d < n; d++) {
-		uint64_t ip = ips[n - 1 - d];
-		if (new_frame(s, t, FK_FUNC, func_entry(s, t, d + 1 < n ? ip - 1 : ip),
-			      d ? ips[n - d] : 0, time, (int32_t)d,
-			      MTEV_SPAN_SAMPLED | (first ? MTEV_SPAN_INFERRED_START : 0)))
+	for (; d < n; d++)
+		if (new_frame(s, t, FK_FUNC, st[d].func, st[d].link, time, (int32_t)d,
+			      MTEV_SPAN_SAMPLED | (first ? MTEV_SPAN_INFERRED_START : 0) |
+				      (st[d].inferred ? MTEV_SPAN_STITCHED : 0)))
 			return s->err;
-	}
+	s->st.sample_inferred += n && st[0].inferred;
 	if (n && !s->o.no_waypoints)
-		return wp_append(s, t, time, ips[0], (int32_t)n - 1);
+		return wp_append(s, t, time, r->sample.ips[0], (int32_t)n - 1);
 	return 0;
 }
 

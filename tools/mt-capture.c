@@ -33,6 +33,7 @@
 #include "mtev.h"
 #include "perfcmd.h"
 #include "symaddr.h"
+#include "cgpick.h"
 #include "tracee.h"
 #include "trigger.h"
 
@@ -97,7 +98,10 @@ static void usage(FILE *f)
 	      "                          default: perf's\n"
 	      "  -F, --freq HZ           sample: samples per second (default 10000)\n"
 	      "  -e, --event EV          sample: cpu-clock (default) or cycles\n"
-	      "  -g, --call-graph CG     sample: fp (default), dwarf or lbr\n"
+	      "  -g, --call-graph CG     sample: auto (default): lbr where the CPU has it, else\n"
+	      "                          dwarf where the program or a library lacks frame\n"
+	      "                          pointers, else fp (says which and why; -n shows fp);\n"
+	      "                          or fp, dwarf, lbr (docs/sampling.md)\n"
 	      "      --timing RES        pt: low, normal (default) or high\n"
 	      "      --kernel            record the kernel too (root, or perf_event_paranoid <= 1)\n"
 	      "      --per-thread        pt: one buffer per thread (-t) instead of per CPU\n"
@@ -505,7 +509,7 @@ static void build_perf_argv(struct capture *c, char **argv, size_t max, char *bu
 		.tids = tids[0] ? tids : NULL,
 		.event = o->event,
 		.freq = o->freq,
-		.call_graph = o->call_graph,
+		.call_graph = o->call_graph && strcmp(o->call_graph, "auto") ? o->call_graph : NULL,
 	};
 	if (perfcmd_build(&po, argv, max, buf, buflen) < 0)
 		mt_fatal(MT_EXIT_USAGE, "perf command line too long");
@@ -961,8 +965,10 @@ int main(int argc, char **argv)
 			o.event = optarg;
 			break;
 		case 'g':
-			if (strcmp(optarg, "fp") && strcmp(optarg, "dwarf") && strcmp(optarg, "lbr"))
-				mt_fatal(MT_EXIT_USAGE, "bad --call-graph '%s' (fp, dwarf or lbr)", optarg);
+			if (strcmp(optarg, "fp") && strcmp(optarg, "dwarf") && strcmp(optarg, "lbr") &&
+			    strcmp(optarg, "auto"))
+				mt_fatal(MT_EXIT_USAGE, "bad --call-graph '%s' (auto, fp, dwarf or lbr)",
+					 optarg);
 			o.call_graph = optarg;
 			break;
 		case O_TIMING:
@@ -1135,6 +1141,12 @@ int main(int argc, char **argv)
 
 	for (int i = 0; i < o.npids; i++)
 		read_comm(o.pids[i], c.comm[i], sizeof c.comm[i]);
+	if (mode == MODE_SAMPLE && (!o.call_graph || !strcmp(o.call_graph, "auto"))) {
+		/* the program and its libraries are mapped now: pick the unwinder */
+		char why[512];
+		o.call_graph = cg_pick(o.pids[0], why, sizeof why);
+		mt_note("%s", why);
+	}
 	int have_trigger = setup_trigger(&c) == 0;
 	/* React to a hit before the program runs far past it: a real-time
 	 * priority when allowed (root), not passed on to perf or CMD. */
