@@ -3,6 +3,26 @@
 # items 3, 4, 8, 9).  Stacks are judged against mt-ptsim's truth of the same
 # deterministic program; names against the files' own symbol tables.
 
+# The deterministic program, built static (the same addresses in every run),
+# and mt-ptsim's truth of one round of it (single-stepped: ~20 s, cached by
+# the binary's hash in tests/.cache/stacks/).
+setup_file() {
+	local root="$BATS_TEST_DIRNAME/.." p="$BATS_FILE_TMPDIR/stk"
+	cc -O1 -g -fno-omit-frame-pointer -fno-optimize-sibling-calls -static \
+		-o "$p" "$root/tests/programs/stacks/stk.c"
+	local h c
+	h=$(sha1sum "$p" | cut -c1-16)
+	c="$root/tests/.cache/stacks/$h"
+	if [ ! -s "$c/truth.txt" ]; then
+		mkdir -p "$c"
+		"$root/bin/mt-ptsim" -o "$c/pt" -- "$p" 1 1 > /dev/null 2>&1
+		"$root/bin/mt-dump" "$c/pt/truth-spans.mt" > "$c/truth.tmp"
+		mv "$c/truth.tmp" "$c/truth.txt"
+		rm -rf "$c/pt"
+	fi
+	cp "$c/truth.txt" "$BATS_FILE_TMPDIR/truth.txt"
+}
+
 setup() {
 	ROOT="$BATS_TEST_DIRNAME/.."
 	BIN="$ROOT/bin"
@@ -167,4 +187,124 @@ R
 	symz --no-cache --perf-map-dir "$T/pm" "$T/in.mt" 2>/dev/null > "$T/o.mt" || true
 	names "$T/o.mt" | tee "$T/n"
 	printf 'jit_fn\njit_fn\nfoo::bar()\n' | diff - "$T/n"
+}
+
+# ---- items 3 and 4: whole stacks, judged against mt-ptsim's truth ----
+
+STK() { echo "$BATS_FILE_TMPDIR/stk"; }
+main_addr() { printf '0x%x\n' "0x$(nm "$(STK)" | awk '$3 == "main" { print $1 }')"; }
+
+# judge DIR [segment options]: decode DIR/perf.data, segment, compare with
+# the truth; prints "samples full from_main with_main with_main_ok"
+judge() {
+	local d=$1
+	shift
+	"$BIN/mt-decode" "$d/perf.data" > "$d/decode.mt" 2> /dev/null
+	"$BIN/mt-segment" "$@" -i "$d/decode.mt" > "$d/seg.mt"
+	"$BIN/mt-dump" -k sample "$d/decode.mt" > "$d/s.txt"
+	"$BIN/mt-dump" -k span "$d/seg.mt" > "$d/sp.txt"
+	awk -v main="$(main_addr)" -f "$ROOT/tests/lib/stackcheck.awk" \
+		"$BATS_FILE_TMPDIR/truth.txt" "$d/s.txt" "$d/sp.txt"
+}
+
+# at_least A B PCT: A >= PCT % of B (and B > 0)
+at_least() { [ "$2" -gt 0 ] && [ $(($1 * 100)) -ge $(($2 * $3)) ]; }
+
+@test "fp: a frameless leaf's hidden caller is restored; stacks under main agree with the truth (>= 99 %)" {
+	mkdir -p "$T/fp"
+	perf record -q -e cpu-clock:u -F 5000 --call-graph fp -o "$T/fp/perf.data" -- "$(STK)" 20000 0 2> /dev/null
+	read -r n full fm wm before < <(judge "$T/fp" --no-sample-repair)
+	read -r n full fm wm after < <(judge "$T/fp")
+	echo "fp: $n samples, $wm under main: $before agree as recorded, $after repaired"
+	[ "$n" -ge 100 ]
+	at_least "$wm" "$n" 90
+	at_least "$after" "$wm" 99
+	# most samples are in spin, whose caller the walk skips: it was wrong before
+	[ "$before" -lt $((wm * 3 / 4)) ]
+	# the restored frames are marked
+	grep -q 'flags=.*stitched' "$T/fp/sp.txt"
+}
+
+@test "dwarf: the user stack copies are unwound (not leaf-only); >= 99 % of samples have the whole true stack" {
+	mkdir -p "$T/dw"
+	perf record -q -e cpu-clock:u -F 5000 --call-graph dwarf -o "$T/dw/perf.data" -- "$(STK)" 3000 1 2> /dev/null
+	read -r n full fm wm ok < <(judge "$T/dw")
+	echo "dwarf: $n samples, $full with the full true stack, $wm under main, $ok of them agree"
+	[ "$n" -ge 100 ]
+	at_least "$full" "$n" 99
+	# through libc's qsort (no frame pointers) into the comparator
+	cmp=$(printf '0x%x' "0x$(nm "$(STK)" | awk '$3 == "cmp" { print $1 }')")
+	grep -q "func=$cmp " "$T/dw/sp.txt"
+	# mt-decode says how many it unwound
+	"$BIN/mt-decode" -s "$T/dw/perf.data" 2>&1 > /dev/null | tee "$T/dw/st"
+	grep -q "samples unwound from their user stack copy" "$T/dw/st"
+}
+
+@test "auto: picks dwarf for a program whose libc has no frame pointers, says why in one line; its stacks agree with the truth" {
+	run "$BIN/mt-capture" run --mode sample -t none -o "$T/a" -- "$(STK)" 1 0
+	echo "$output"
+	[ "$status" -eq 0 ]
+	line=$(echo "$output" | grep "call graph:")
+	[ "$(echo "$line" | wc -l)" -eq 1 ]
+	if [ -e /sys/bus/event_source/devices/cpu/caps/branches ]; then
+		echo "$line" | grep -q "call graph: lbr"
+		return 0
+	fi
+	echo "$line" | grep -q "call graph: dwarf (stk has no frame pointers"
+	# a program that keeps frame pointers everywhere (no libc): fp
+	cat > "$T/nolibc.c" <<'C'
+__attribute__((noinline)) static unsigned long work(unsigned long n)
+{
+	unsigned long a = 0;
+	for (unsigned long i = 0; i < n; i++)
+		a += i ^ (a >> 3);
+	return a;
+}
+__attribute__((noinline)) static unsigned long twice(unsigned long n) { return work(n) + work(n / 2); }
+void _start(void)
+{
+	volatile unsigned long r = twice(1000);
+	(void)r;
+	__asm__ volatile("mov $60, %eax; xor %edi, %edi; syscall");
+}
+C
+	cc -O1 -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -fno-inline -nostdlib -static -o "$T/nolibc" "$T/nolibc.c"
+	run "$BIN/mt-capture" run --mode sample -t none -o "$T/b" -- "$T/nolibc"
+	echo "$output"
+	echo "$output" | grep -q "call graph: fp (the program and its libraries keep frame pointers"
+	# what auto chose for stk, judged like the others
+	mkdir -p "$T/au"
+	perf record -q -e cpu-clock:u -F 5000 --call-graph dwarf -o "$T/au/perf.data" -- "$(STK)" 3000 1 2> /dev/null
+	read -r n full fm wm ok < <(judge "$T/au")
+	echo "auto (dwarf): $n samples, $full with the full true stack"
+	at_least "$full" "$n" 99
+}
+
+@test "a sample whose chain lost its root frames continues the previous sample's stack, the taken frames marked" {
+	mkdir -p "$T/al"
+	perf record -q -e cpu-clock:u -F 5000 --call-graph dwarf -o "$T/al/perf.data" -- "$(STK)" 300 0 2> /dev/null
+	"$BIN/mt-decode" "$T/al/perf.data" > "$T/al/decode.mt" 2> /dev/null
+	"$BIN/mt-dump" "$T/al/decode.mt" > "$T/al/d.txt"
+	# the first sample with 6 frames or more; then the same chain without
+	# its two outermost frames, 1 us later
+	a=$(awk '/^sample / && split($0, x, ",") >= 6 { print; exit }' "$T/al/d.txt")
+	[ -n "$a" ]
+	b=$(echo "$a" | sed 's/,0x[0-9a-f]*,0x[0-9a-f]*$//')
+	t=$(echo "$a" | sed 's/.* time=\([0-9]*\) .*/\1/')
+	b=$(echo "$b" | sed "s/ time=$t / time=$((t + 1000)) /")
+	nf=$(echo "$a" | tr , '\n' | wc -l)
+	{ grep -v '^sample \|^end' "$T/al/d.txt"; echo "$a"; echo "$b"; echo end; } > "$T/al/in.txt"
+	"$BIN/mt-undump" "$T/al/in.txt" > "$T/al/in.mt"
+	"$BIN/mt-segment" -i "$T/al/in.mt" | "$BIN/mt-dump" -k span > "$T/al/sp.txt"
+	cat "$T/al/sp.txt"
+	# one span per frame of the first sample, all going on through the second
+	[ "$(wc -l < "$T/al/sp.txt")" -eq "$nf" ]
+	[ "$(grep -c " end=$((t + 1000)) " "$T/al/sp.txt")" -eq "$nf" ]
+	# the two frames the second sample did not show are marked
+	[ "$(grep -c 'stitched' "$T/al/sp.txt")" -eq 2 ]
+	grep -q '^span .* depth=0 .*stitched' "$T/al/sp.txt"
+	grep -q '^span .* depth=1 .*stitched' "$T/al/sp.txt"
+	# without the repair the second sample starts a new stack
+	"$BIN/mt-segment" --no-sample-repair -i "$T/al/in.mt" | "$BIN/mt-dump" -k span > "$T/al/raw.txt"
+	[ "$(wc -l < "$T/al/raw.txt")" -gt "$nf" ]
 }

@@ -235,6 +235,9 @@ int main(int argc, char **argv)
 			" gaps, %" PRIu64 " samples, %" PRIu64 " triggers\n",
 			st.records, st.aux_bytes, st.blocks, st.insns, st.branches, st.gaps,
 			st.samples, st.triggers);
+		if (st.unwound)
+			fprintf(stderr, "mt-decode: %" PRIu64 " samples unwound from their user stack copy\n",
+				st.unwound);
 	}
 	free(images);
 	return st.degraded || st.warnings ? MT_EXIT_DEGRADED : MT_EXIT_OK;

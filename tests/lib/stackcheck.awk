@@ -8,7 +8,9 @@
 # span of the truth (mt-ptsim, same program, same binary: same addresses),
 # and "from main" when the parts from function @main down agree (the frames
 # under main are libc's startup code, which a frame-pointer walk never shows
-# when libc has no frame pointers; a stack without main counts when full).  Prints: samples full from_main.
+# when libc has no frame pointers; a stack without main counts when full).
+# Prints: samples full from_main with_main with_main_ok (the last two: the
+# samples whose stack has main in it, and how many of those agree from main).
 function val(k,   i, s) {
 	for (i = 1; i <= NF; i++)
 		if (index($i, k "=") == 1)
@@ -75,6 +77,10 @@ END {
 			if (p in truth)
 				full++
 			m = from_main(p)
+			if (m != "") {
+				wm++
+				wmok += m in tmain
+			}
 			if (m != "" ? (m in tmain) : (p in truth))
 				fm++
 			else if (bad < 40 && verbose) {
@@ -83,5 +89,5 @@ END {
 			}
 		}
 	}
-	printf "%d %d %d\n", total, full, fm
+	printf "%d %d %d %d %d\n", total, full, fm, wm, wmok
 }
