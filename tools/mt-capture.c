@@ -1141,11 +1141,17 @@ int main(int argc, char **argv)
 
 	for (int i = 0; i < o.npids; i++)
 		read_comm(o.pids[i], c.comm[i], sizeof c.comm[i]);
+	char cg_why[512] = "";
 	if (mode == MODE_SAMPLE && (!o.call_graph || !strcmp(o.call_graph, "auto"))) {
 		/* the program and its libraries are mapped now: pick the unwinder */
-		char why[512];
-		o.call_graph = cg_pick(o.pids[0], why, sizeof why);
-		mt_note("%s", why);
+		o.call_graph = cg_pick(o.pids[0], cg_why, sizeof cg_why);
+		/* 8 KiB of stack per sample: a ring of perf's default size would
+		 * hold a few milliseconds; as root (no mlock limit) a bigger one,
+		 * at most 256 MiB over all CPUs */
+		if (!strcmp(o.call_graph, "dwarf") && !o.snapshot_size && geteuid() == 0) {
+			long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+			o.snapshot_size = ncpu <= 8 ? "32M" : ncpu <= 16 ? "16M" : ncpu <= 32 ? "8M" : "4M";
+		}
 	}
 	int have_trigger = setup_trigger(&c) == 0;
 	/* React to a hit before the program runs far past it: a real-time
@@ -1160,6 +1166,8 @@ int main(int argc, char **argv)
 	if (auto_notice) /* once everything is known to work: errors stay one line */
 		mt_note("no Intel PT on this machine (/sys/bus/event_source/devices/intel_pt is "
 			"absent): recording by stack sampling");
+	if (cg_why[0])
+		mt_note("%s", cg_why);
 	if (c.no_stop_symbol)
 		mt_note("no %s in the program: snapshot at exit%s or Ctrl-C", STOP_SYMBOL,
 			o.duration > 0 ? ", end of --duration" : "");
