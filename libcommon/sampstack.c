@@ -23,31 +23,38 @@ static unsigned modrm_len(uint8_t m, uint8_t sib)
 	return rm == 4 ? 7 : 6;
 }
 
-/* Does a call instruction end at @ret?  1 yes, 0 no, -1 unknown (no code). */
+/* Does a call instruction end at @ret, or (an LBR call stack gives the
+ * call sites themselves) begin there?  1 yes, 0 no, -1 unknown (no code). */
 static int after_call(struct fnmap *fns, uint32_t tid, uint64_t ret)
 {
-	uint8_t b[8];
-	if (!fns || ret < 8 || fnmap_read(fns, tid, ret - 8, b, 8) != 8)
+	uint8_t b[16];
+	if (!fns || ret < 8 || fnmap_read(fns, tid, ret - 8, b, 16) != 16)
 		return -1;
-	if (b[3] == 0xe8)
+	if (b[3] == 0xe8 || b[8] == 0xe8)
 		return 1;
 	for (unsigned l = 2; l <= 7; l++) {
 		const uint8_t *p = b + 8 - l;
 		if (p[0] == 0xff && (p[1] >> 3 & 7) == 2 && modrm_len(p[1], l > 2 ? p[2] : 0) == l)
 			return 1;
 	}
-	return 0;
+	/* at a call: FF /2, with a REX prefix or not */
+	const uint8_t *p = b + 8 + ((b[8] & 0xf0) == 0x40);
+	return p[0] == 0xff && (p[1] >> 3 & 7) == 2;
 }
 
-/* The target of a direct call ending at @ret, or 0. */
+/* The target of the direct call that ends at @ret (a return address) or
+ * begins there (an LBR call site), or 0. */
 static uint64_t call_target(struct fnmap *fns, uint32_t tid, uint64_t ret)
 {
-	uint8_t b[5];
-	if (!fns || fnmap_read(fns, tid, ret - 5, b, 5) != 5 || b[0] != 0xe8)
+	uint8_t b[10];
+	if (!fns || fnmap_read(fns, tid, ret - 5, b, 10) != 10)
 		return 0;
-	int32_t rel = (int32_t)((uint32_t)b[1] | (uint32_t)b[2] << 8 | (uint32_t)b[3] << 16 |
-				(uint32_t)b[4] << 24);
-	return ret + (uint64_t)(int64_t)rel;
+	const uint8_t *p = b[0] == 0xe8 ? b : b[5] == 0xe8 ? b + 5 : NULL;
+	if (!p)
+		return 0;
+	int32_t rel = (int32_t)((uint32_t)p[1] | (uint32_t)p[2] << 8 | (uint32_t)p[3] << 16 |
+				(uint32_t)p[4] << 24);
+	return ret + (p == b ? 0 : 5) + (uint64_t)(int64_t)rel;
 }
 
 /* Has the function at @entry no frame of its own at @ip (a frame-pointer

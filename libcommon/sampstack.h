@@ -7,9 +7,10 @@
  * none of which makes up a function that nothing shows:
  *
  * 1. A return address must follow a call instruction (E8 rel32, or FF /2
- *    with any addressing form): a frame-pointer walk through code that uses
- *    rbp for data goes on with whatever the stack holds, and the chain is
- *    cut at the first entry that cannot be a return address.
+ *    with any addressing form; an LBR call stack gives the call instructions
+ *    themselves): a frame-pointer walk through code that uses rbp for data
+ *    goes on with whatever the stack holds, and the chain is cut at the
+ *    first entry that cannot be a return address.
  * 2. A leaf sampled where it has no frame of its own (no frame-pointer
  *    prologue, or before it completed, or at its ret) hides its caller: the
  *    walk starts at the caller's caller.  When the call instruction before
