@@ -54,7 +54,7 @@ symz() { "$BIN/mt-symbolize" "$@" || [ $? -eq 1 ]; }
 
 # ---- item 8: triggers on libc functions ----
 
-@test "a trigger on a libc function (write, malloc, close, fflush, qsort) is found and fires" {
+@test "a trigger on a libc function (write, malloc, close, fflush, qsort) resolves to the exported function" {
 	cat > "$T/p.c" <<'C'
 #include <stdio.h>
 #include <stdlib.h>
