@@ -147,6 +147,13 @@ static bool memory_read(Dwfl *dwfl, Dwarf_Addr addr, Dwarf_Word *result, void *a
 {
 	(void)dwfl;
 	const struct usample *s = &((unw *)arg)->cur;
+	if (addr == s->sp - 8) {
+		/* below the copy: sampled at a ret after pop %rbp (or leave), the
+		 * CFI still says rbp was saved in the slot just popped, whose
+		 * value rbp now holds */
+		*result = s->regs[6];
+		return true;
+	}
 	if (addr < s->sp || addr - s->sp > s->len || s->len - (addr - s->sp) < 8)
 		return false;
 	memcpy(result, s->stack + (addr - s->sp), 8);

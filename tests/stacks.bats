@@ -227,7 +227,7 @@ at_least() { [ "$2" -gt 0 ] && [ $(($1 * 100)) -ge $(($2 * $3)) ]; }
 
 @test "dwarf: the user stack copies are unwound (not leaf-only); >= 99 % of samples have the whole true stack" {
 	mkdir -p "$T/dw"
-	perf record -q -e cpu-clock:u -F 5000 --call-graph dwarf -o "$T/dw/perf.data" -- "$(STK)" 3000 1 2> /dev/null
+	perf record -q -e cpu-clock:u -F 5000 --call-graph dwarf -o "$T/dw/perf.data" -- "$(STK)" 10000 1 2> /dev/null
 	read -r n full fm wm ok < <(judge "$T/dw")
 	echo "dwarf: $n samples, $full with the full true stack, $wm under main, $ok of them agree"
 	[ "$n" -ge 100 ]
@@ -274,7 +274,7 @@ C
 	echo "$output" | grep -q "call graph: fp (the program and its libraries keep frame pointers"
 	# what auto chose for stk, judged like the others
 	mkdir -p "$T/au"
-	perf record -q -e cpu-clock:u -F 5000 --call-graph dwarf -o "$T/au/perf.data" -- "$(STK)" 3000 1 2> /dev/null
+	perf record -q -e cpu-clock:u -F 5000 --call-graph dwarf -o "$T/au/perf.data" -- "$(STK)" 10000 1 2> /dev/null
 	read -r n full fm wm ok < <(judge "$T/au")
 	echo "auto (dwarf): $n samples, $full with the full true stack"
 	at_least "$full" "$n" 99
