@@ -57,17 +57,27 @@ static uint64_t call_target(struct fnmap *fns, uint32_t tid, uint64_t ret)
 	return ret + (p == b ? 0 : 5) + (uint64_t)(int64_t)rel;
 }
 
+/* Where the function at @entry has set up its frame pointer: the offset
+ * after its [endbr64;] push %rbp; mov %rsp,%rbp.  0: no such prologue; -1
+ * unknown (no code). */
+static int fp_prologue(struct fnmap *fns, uint32_t tid, uint64_t entry)
+{
+	uint8_t b[8];
+	if (fnmap_read(fns, tid, entry, b, 8) != 8)
+		return -1;
+	unsigned k = !memcmp(b, "\xf3\x0f\x1e\xfa", 4) ? 4 : 0; /* endbr64 */
+	return b[k] == 0x55 && !memcmp(b + k + 1, "\x48\x89\xe5", 3) ? (int)k + 4 : 0;
+}
+
 /* Has the function at @entry no frame of its own at @ip (a frame-pointer
  * walk from there skips its caller)?  1 yes, 0 no or unknown. */
 static int no_frame_at(struct fnmap *fns, uint32_t tid, uint64_t entry, uint64_t ip)
 {
-	uint8_t b[8], c = 0;
-	if (fnmap_read(fns, tid, entry, b, 8) != 8)
-		return 0;
-	unsigned k = !memcmp(b, "\xf3\x0f\x1e\xfa", 4) ? 4 : 0; /* endbr64 */
-	if (b[k] != 0x55 || memcmp(b + k + 1, "\x48\x89\xe5", 3))
-		return 1; /* no push %rbp; mov %rsp,%rbp: no frame pointer */
-	if (ip <= entry + k + 1)
+	uint8_t c = 0;
+	int pro = fp_prologue(fns, tid, entry);
+	if (pro <= 0)
+		return pro == 0; /* no frame pointer at all */
+	if (ip < entry + (uint64_t)pro)
 		return 1; /* before the frame is set up */
 	return fnmap_read(fns, tid, ip, &c, 1) == 1 && c == 0xc3; /* at its ret: popped */
 }
@@ -103,8 +113,12 @@ size_t sampstack_build(struct fnmap *fns, uint32_t tid, const uint64_t *ips, uin
 		uint64_t ret = ips[1], leaf = out[w - 1].func;
 		uint64_t tgt = call_target(fns, tid, ret);
 		struct fn_info fi;
+		/* the hidden caller keeps a frame pointer (else the walk would not
+		 * have skipped it, and a function without one that calls nothing
+		 * here jumped to the leaf: a tail call, no frame of its own) */
 		if (tgt && tgt != leaf && no_frame_at(fns, tid, leaf, ips[0]) &&
-		    fnmap_lookup(fns, tid, tgt, &fi) && fi.entry == tgt && !fi.is_plt) {
+		    fnmap_lookup(fns, tid, tgt, &fi) && fi.entry == tgt && !fi.is_plt &&
+		    fp_prologue(fns, tid, tgt) > 0) {
 			out[w] = out[w - 1];
 			out[w].link = 0; /* called from somewhere in tgt */
 			out[w - 1] = (struct sstk_frame){tgt, ret, 1};

@@ -15,8 +15,9 @@
  *    prologue, or before it completed, or at its ret) hides its caller: the
  *    walk starts at the caller's caller.  When the call instruction before
  *    that return address is a direct call to a function other than the leaf
- *    (and not a PLT stub), that callee is the hidden frame: it is inserted,
- *    marked inferred.
+ *    (not a PLT stub) that sets up a frame pointer, that callee is the hidden
+ *    frame: it is inserted, marked inferred.  (A callee without a frame
+ *    pointer that reached the leaf by a jump, a tail call, left no frame.)
  * 3. A chain cut short on its root side (its root is not the root of the
  *    thread's previous stack) is aligned with that previous stack: where the
  *    chain's outermost function appears in it, and the frames after it agree
