@@ -75,6 +75,8 @@ struct thr {
 	struct sigctx *sig;
 	size_t nsig, capsig;
 
+	uint64_t lin; /* where the straight-line run since the last branch began (0: unknown) */
+
 	/* the range of frame rfi (the last frame asked; UINT32_MAX: none) */
 	uint32_t rfi, rgen;
 	int32_t rok;
@@ -1142,6 +1144,7 @@ static void blk_sort(const struct frame *fr, uint32_t *v, size_t n)
 
 static int close_seg(segmenter *s, struct thr *t)
 {
+	t->lin = 0;
 	if (!t->active)
 		return 0;
 	if (close_run(s, t, t->run_time))
@@ -1277,6 +1280,50 @@ static int seg_sample(segmenter *s, const struct mtev_rec *r)
 	return 0;
 }
 
+/* Inline frames on a fall-through path: the straight-line run [@lin, @from]
+ * executed between two taken branches (in the top frame's function) may
+ * enter or leave an inline expansion where no branch lands; a waypoint at
+ * each address where it does (wp_keep decides as for any waypoint) lets
+ * mt-symbolize open and close the inline frame there.  The waypoints have
+ * the time of the branch that ends the run.  Inline ranges are dwcov's,
+ * merged: a change between two inline chains that touch is not seen. */
+static int inline_cross(segmenter *s, struct thr *t, uint64_t lin, uint64_t from)
+{
+	uint64_t lo, hi;
+	uint32_t fi = t->stk[t->nstk - 1];
+	if (from - lin > 4096 || t->fr[fi].kind != FK_FUNC || !frame_range(s, t, fi, &lo, &hi) ||
+	    !t->rdw || !t->rninl || lin < lo || from >= hi)
+		return 0;
+	int cur = in_inline(s, t, lin);
+	uint64_t a = lin + 1;
+	while (a < from) {
+		int v;
+		if (t->rbits) {
+			uint64_t k = a - t->rbase;
+			if (!(k & 7) && a + 8 <= from && t->rbits[k >> 3] == (cur ? 0xff : 0)) {
+				a += 8;
+				continue;
+			}
+			v = t->rbits[k >> 3] >> (k & 7) & 1;
+		} else {
+			v = in_inline(s, t, a);
+		}
+		if (v != cur) {
+			cur = v;
+			if (waypoint(s, t, a))
+				return s->err;
+		}
+		if (!t->rbits) {
+			if (!t->ihi || t->ihi <= a)
+				break;
+			a = t->ihi;
+		} else {
+			a++;
+		}
+	}
+	return 0;
+}
+
 static int do_branch(segmenter *s, const struct mtev_rec *r)
 {
 	struct thr *t = get_thr(s, r->br.tid);
@@ -1300,6 +1347,11 @@ static int do_branch(segmenter *s, const struct mtev_rec *r)
 	}
 	t->last_time = time;
 	unsigned type = r->br.type;
+	uint64_t lin = t->lin;
+	t->lin = r->br.to;
+	if (lin && r->br.from > lin && t->nstk && !s->o.no_waypoints && !s->o.all_waypoints &&
+	    inline_cross(s, t, lin, r->br.from))
+		return s->err;
 	/* the common case first: a jump inside the current function leaves
 	 * two waypoints and nothing else (what do_jump does for it) */
 	if ((type == MTEV_BR_JCC || type == MTEV_BR_JUMP) && t->nstk && t->run_k <= 1 &&
