@@ -3,7 +3,9 @@
 # waypoint where a straight-line run between two taken branches enters or
 # leaves an inlined subroutine (libcommon/segment.c, inline_cross), so
 # mt-symbolize shows an inline frame entered by falling through a not-taken
-# branch.  tests/inline/fallthrough.c: work() calls the inline sq() on the
+# branch, judged against mt-ptsim's inline truth (--inline-truth:
+# truth-inline.mt, the inline chain of every executed instruction) by
+# mt-compare --inline.  tests/inline/fallthrough.c: work() calls the inline sq() on the
 # fall-through side of `if (v[i] & 1)`, once per even v[i].
 
 setup_file() {
@@ -11,7 +13,7 @@ setup_file() {
 	D="$BATS_FILE_TMPDIR"
 	command -v llvm-symbolizer >/dev/null || return 0
 	gcc -O2 -g -o "$D/fall" "$BATS_TEST_DIRNAME/inline/fallthrough.c"
-	"$BIN/mt-ptsim" --start-at main -o "$D/run" -- "$D/fall" 2>/dev/null || true
+	"$BIN/mt-ptsim" --start-at main --inline-truth -o "$D/run" -- "$D/fall" 2>/dev/null || true
 }
 
 setup() {
@@ -74,4 +76,36 @@ expected() {
 	"$BIN/mt-symbolize" --no-cache --images "$D/run/images" -i "$T/seg.mt" -o "$T/sym.mt"
 	got=$("$BIN/mt-dump" -k span "$T/sym.mt" | grep -c 'flags=inline name="sq"' || true)
 	[ "$got" -eq 0 ]
+}
+
+@test "mt-ptsim --inline-truth: every sq() executed is an inline frame of the truth" {
+	n=$("$BIN/mt-dump" -k span "$D/run/truth-inline.mt" | grep -c 'flags=inline name="sq"' || true)
+	[ "$n" -eq "$(expected)" ]
+}
+
+@test "mt-compare --inline: mt-symbolize's inline frames against the truth's, sq() all found" {
+	for src in truth decode; do
+		if [ $src = truth ]; then
+			cp "$D/run/truth.mt" "$T/in.mt"
+		else
+			"$BIN/mt-decode" --buildid-dir "$D/run/images" -o "$T/in.mt" "$D/run/perf.data"
+		fi
+		"$BIN/mt-segment" -i "$T/in.mt" -o "$T/seg.mt"
+		"$BIN/mt-symbolize" --no-cache --images "$D/run/images" -i "$T/seg.mt" -o "$T/sym.mt"
+		run "$BIN/mt-compare" --inline -l 1000 "$D/run/truth-inline.mt" "$T/sym.mt"
+		echo "$src: ${lines[-1]}"
+		[ "$status" -eq 0 ]
+		! echo "$output" | grep -q '^missed: .* name=sq$'
+		set -- $(echo "${lines[-1]}" | sed 's/.*inline_checked=\([0-9]*\) inline_matched=\([0-9]*\) .*/\1 \2/')
+		[ "$1" -ge "$(expected)" ]
+		# libc's inline frames (libc6-dbg) too: at most 1 in 100 missed
+		[ $(( $2 * 100 )) -ge $(( $1 * 99 )) ]
+	done
+	# without the waypoints on fall-through paths (--no-waypoints: none at
+	# all) the judge sees them missing
+	"$BIN/mt-segment" --no-waypoints -i "$D/run/truth.mt" -o "$T/seg.mt"
+	"$BIN/mt-symbolize" --no-cache --images "$D/run/images" -i "$T/seg.mt" -o "$T/sym.mt"
+	run "$BIN/mt-compare" --inline --max-wrong 0 "$D/run/truth-inline.mt" "$T/sym.mt"
+	[ "$status" -eq 1 ]
+	[[ "${lines[-1]}" == *" inline_matched=0 "* ]]
 }

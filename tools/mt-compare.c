@@ -17,6 +17,7 @@ static void usage(FILE *f)
 {
 	fputs("usage: mt-compare [OPTIONS] TRUTH ACTUAL\n"
 	      "       mt-compare --kept-branches TRUTH-BRANCHES DECODED\n"
+	      "       mt-compare --inline TRUTH-INLINE SYMBOLIZED\n"
 	      "Compares the spans of ACTUAL (mt-segment or mt-stitch output) with TRUTH\n"
 	      "(mt-ptsim's truth-spans.mt) and prints precision, recall, frame-time\n"
 	      "coverage and the wrong spans.  The last stdout line is one machine-readable\n"
@@ -55,6 +56,15 @@ static void usage(FILE *f)
 	      "                          'mt-compare: kept=N wrong=N truth=N' (kept: the\n"
 	      "                          decoded branches; wrong: those the truth has not;\n"
 	      "                          --max-wrong applies to them)\n"
+	      "      --inline            judge inline frames instead: TRUTH-INLINE is\n"
+	      "                          mt-ptsim's truth-inline.mt, SYMBOLIZED mt-symbolize's\n"
+	      "                          output; each inline frame of the truth must be an\n"
+	      "                          inline span of the same thread, name and begin\n"
+	      "                          (frames live at the window's start, flagged\n"
+	      "                          inferred-start, are not checked); prints\n"
+	      "                          'mt-compare: inline_checked=N inline_matched=N\n"
+	      "                          inline_missed=N inline_extra=N'; --max-wrong\n"
+	      "                          applies to the missed\n"
 	      "  -l, --list N            list at most N wrong spans (default 20)\n"
 	      "  -v, --verbose           also list the truth spans not matched (up to N)\n"
 	      "  -h, --help              this help\n"
@@ -188,6 +198,82 @@ static struct bkey *load_branches(const char *path, size_t *n)
 	return v;
 }
 
+struct ikey {
+	uint64_t begin;
+	uint32_t tid, name;
+};
+
+static int ikey_cmp(const void *x, const void *y)
+{
+	const struct ikey *a = x, *b = y;
+	if (a->tid != b->tid)
+		return a->tid < b->tid ? -1 : 1;
+	if (a->name != b->name)
+		return a->name < b->name ? -1 : 1;
+	return a->begin < b->begin ? -1 : a->begin > b->begin;
+}
+
+/* the inline spans of @path (names resolved through string records) */
+static struct ikey *load_inline(const char *path, size_t *n, size_t *nskip, int skip_inferred)
+{
+	int fd;
+	mtev_reader *r = open_stream(path, &fd);
+	struct mtev_rec rec;
+	struct ikey *v = NULL;
+	size_t cap = 0;
+	int e;
+	*n = *nskip = 0;
+	while ((e = mtev_read(r, &rec)) > 0) {
+		if (rec.kind != MTEV_SPAN || !(rec.span.flags & MTEV_SPAN_INLINE))
+			continue;
+		if (skip_inferred && (rec.span.flags & MTEV_SPAN_INFERRED_START)) {
+			(*nskip)++;
+			continue;
+		}
+		if (mt_grow((void **)&v, &cap, *n + 1, sizeof *v))
+			mt_fatal(MT_EXIT_SYS, "out of memory");
+		v[(*n)++] = (struct ikey){rec.span.begin, rec.span.tid,
+					  spancmp_intern(rec.span.name.p, rec.span.name.len)};
+	}
+	if (e < 0)
+		read_failed(path, r, e);
+	mtev_reader_free(r);
+	close(fd);
+	qsort(v, *n, sizeof *v, ikey_cmp);
+	return v;
+}
+
+/* --inline: the truth's inline frames that the actual has not (missed) and
+ * the actual's inline spans the truth has not (extra). */
+static size_t inline_frames(const char *tpath, const char *apath, long list)
+{
+	size_t nt, na, st, sa, i = 0, j = 0, matched = 0, missed = 0, extra = 0;
+	struct ikey *t = load_inline(tpath, &nt, &st, 1), *a = load_inline(apath, &na, &sa, 0);
+	while (i < nt || j < na) {
+		int k = i >= nt ? 1 : j >= na ? -1 : ikey_cmp(&t[i], &a[j]);
+		if (!k) {
+			matched++;
+			i++;
+			j++;
+		} else if (k < 0) {
+			if ((long)missed < list)
+				printf("missed: tid=%" PRIu32 " begin=%" PRIu64 " name=%s\n", t[i].tid,
+				       t[i].begin, spancmp_name(t[i].name));
+			missed++;
+			i++;
+		} else {
+			extra++;
+			j++;
+		}
+	}
+	printf("mt-compare: inline_checked=%zu inline_matched=%zu inline_missed=%zu "
+	       "inline_extra=%zu\n",
+	       nt, matched, missed, extra);
+	free(t);
+	free(a);
+	return missed;
+}
+
 /* --kept-branches: the decoded branches the truth does not have (as a
  * multiset: a branch taken twice at one time counts twice). */
 static size_t kept_branches(const char *tpath, const char *dpath, long list)
@@ -257,6 +343,7 @@ int main(int argc, char **argv)
 		{"truth-branches", required_argument, 0, 'B'},
 		{"actual-window", no_argument, 0, 'a'},
 		{"kept-branches", no_argument, 0, 'K'},
+		{"inline", no_argument, 0, 'I'},
 		{"min-precision", required_argument, 0, 'P'},
 		{"min-recall", required_argument, 0, 'R'},
 		{"min-coverage", required_argument, 0, 'C'},
@@ -267,7 +354,7 @@ int main(int argc, char **argv)
 		{0, 0, 0, 0},
 	};
 	struct opts o = {.max_wrong = -1, .list = 20};
-	int c, kept = 0;
+	int c, kept = 0, inl = 0;
 	mt_set_progname(argv[0]);
 	while ((c = getopt_long(argc, argv, "t:b:l:vh", lo, NULL)) != -1) {
 		switch (c) {
@@ -291,6 +378,9 @@ int main(int argc, char **argv)
 			break;
 		case 'K':
 			kept = 1;
+			break;
+		case 'I':
+			inl = 1;
 			break;
 		case 'P':
 			o.min_prec = parse_frac(optarg, "--min-precision");
@@ -326,6 +416,10 @@ int main(int argc, char **argv)
 	struct spanset truth, actual;
 	spanset_init(&truth);
 	spanset_init(&actual);
+	if (inl) {
+		size_t w = inline_frames(argv[optind], argv[optind + 1], o.list);
+		return o.max_wrong >= 0 && (long)w > o.max_wrong;
+	}
 	if (kept) {
 		size_t w = kept_branches(argv[optind], argv[optind + 1], o.list);
 		return o.max_wrong >= 0 && (long)w > o.max_wrong;
