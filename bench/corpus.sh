@@ -11,7 +11,13 @@
 # variants  replays of each saved run (cheap): windows of 2,000 / 20,000 /
 #           200,000 instructions, every --inject kind at 25 %, 50 %, 75 %
 # table     mt-decode | mt-segment | mt-stitch on every configuration and
-#           mt-compare against the truth: bench/out/corpus/table.txt
+#           mt-compare against the truth (its default, honest window):
+#           precision, recall, frame-time coverage and exact coverage, wrong
+#           spans; kept-w: decoded branches the truth has not (mt-compare
+#           --kept-branches), kept/truth: decoded / true branches; inline
+#           (whole run and windows): the truth's inline frames (mt-ptsim
+#           --inline-truth) found in mt-symbolize's output (mt-compare
+#           --inline), found/checked.  bench/out/corpus/table.txt
 #
 # Every stage skips what already exists (delete bench/out/corpus/ to redo).
 # CORPUS_ONLY="p1 p2" restricts to some programs; CORPUS_MAX overrides every
@@ -49,8 +55,8 @@ md5sum	400000	-	/usr/bin/md5sum @IN@/words.txt
 diff	400000	-	/usr/bin/diff @IN@/words.txt @IN@/words2.txt
 bc	400000	-	/usr/bin/bc -l @IN@/calc.bc
 jq	400000	-	/usr/bin/jq .a[2].b @IN@/doc.json
-python3	400000	--start-at PyRun_SimpleStringFlags	/usr/bin/python3.11 -c print(sorted({i*7%13:i for i in range(50)}.items())[:3])
-perl	400000	--start-at perl_run	/usr/bin/perl -e my%h;$h{$_%17}+=$_ for 1..300;print(join(",",sort{$a<=>$b}keys%h),"\n")
+python3	400000	--start-at PyRun_SimpleStringFlags	/usr/bin/python3.11 -c print(sorted({i*7%13:i~for~i~in~range(50)}.items())[:3])
+perl	400000	--start-at perl_run	/usr/bin/perl -e my%h;$h{$_%17}+=$_~for~1..300;print(join(",",sort{$a<=>$b}keys%h),"\n")
 sqlite3	400000	-	/usr/bin/sqlite3 :memory: create~table~t(a,b);insert~into~t~values(1,2),(3,4);select~sum(a*b)~from~t;
 cxx-containers	400000	--start-at main	@O@/bin/cxx-containers 400
 cxx-iostream	400000	--start-at main	@O@/bin/cxx-iostream 150
@@ -155,16 +161,37 @@ score() {
 	$NICE "$B/mt-segment" -i "$T/dec.mt" -o "$T/seg.mt" 2>/dev/null
 	$NICE "$B/mt-stitch" -i "$T/seg.mt" -o "$T/st.mt" 2>/dev/null
 	line=$("$B/mt-compare" "$d/truth-spans.mt" "$T/st.mt" 2>/dev/null | tail -1)
-	get() { printf '%s' "$line" | sed -n "s/.* $1=\\([^ ]*\\).*/\\1/p"; }
-	printf '%-15s %-12s %9s %7s %8s %6s %6s %9s %7s\n' "$name" "$c" "$(get precision)" "$(get recall)" \
-		"$(get exact_coverage)" "$(get wrong)" "${kw:--}" "${kk:--}/${kt:--}" "$(get inline_checked)"
+	get() { printf '%s' "$line" | sed -n "s/.*[ :]$1=\\([^ ]*\\).*/\\1/p"; }
+	inl=-
+	case $c in
+	whole | w*)
+		# the inline truth (mt-ptsim --inline-truth) of this configuration,
+		# mt-symbolize's inline frames judged by mt-compare --inline
+		if [ ! -f "$d/truth-inline.mt" ]; then
+			o=$(configs | awk -v c="$c" '$1 == c { $1 = ""; print }')
+			rm -rf "$T/inl"
+			# shellcheck disable=SC2086
+			$NICE "$B/mt-ptsim" --replay "$O/runs/$name.run" $o --inline-truth -o "$T/inl" \
+				>/dev/null 2>&1
+			[ -f "$T/inl/truth-inline.mt" ] && cp "$T/inl/truth-inline.mt" "$d/truth-inline.mt"
+		fi
+		if [ -f "$d/truth-inline.mt" ]; then
+			$NICE "$B/mt-symbolize" --cache-dir "$O/symcache" --images "$d/images" -i "$T/st.mt" \
+				-o "$T/sym.mt" 2>/dev/null
+			il=$("$B/mt-compare" --inline "$d/truth-inline.mt" "$T/sym.mt" 2>/dev/null | tail -1)
+			inl=$(printf '%s' "$il" | sed -n 's/.*inline_checked=\([0-9]*\) inline_matched=\([0-9]*\).*/\2\/\1/p')
+		fi
+		;;
+	esac
+	printf '%-15s %-12s %9s %7s %8s %8s %6s %6s %13s %11s\n' "$name" "$c" "$(get precision)" "$(get recall)" \
+		"$(get coverage)" "$(get exact_coverage)" "$(get wrong)" "${kw:--}" "${kk:--}/${kt:--}" "${inl:--}"
 }
 
 stage_table() {
 	T=$(mktemp -d)
 	trap 'rm -rf "$T"' EXIT
 	{
-		printf '%-15s %-12s %9s %7s %8s %6s %6s %9s %7s\n' program config precision recall coverage wrong kept-w kept/truth inline
+		printf '%-15s %-12s %9s %7s %8s %8s %6s %6s %13s %11s\n' program config precision recall coverage exact-cov wrong kept-w kept/truth inline
 		for dir in "$O"/*/whole; do
 			[ -d "$dir" ] || continue
 			name=$(basename "$(dirname "$dir")")

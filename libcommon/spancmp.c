@@ -46,7 +46,6 @@ void spanset_fini(struct spanset *s)
 {
 	free(s->v);
 	free(s->win);
-	free(s->times);
 	memset(s, 0, sizeof *s);
 }
 
@@ -87,14 +86,6 @@ int spanset_add_window(struct spanset *s, uint32_t tid, uint64_t begin, uint64_t
 	if (mt_grow((void **)&s->win, &s->capwin, s->nwin + 1, sizeof *s->win))
 		return -ENOMEM;
 	s->win[s->nwin++] = (struct sc_win){tid, begin, end < begin ? begin : end};
-	return 0;
-}
-
-int spanset_add_time(struct spanset *s, uint32_t tid, uint64_t t)
-{
-	if (mt_grow((void **)&s->times, &s->captimes, s->ntimes + 1, sizeof *s->times))
-		return -ENOMEM;
-	s->times[s->ntimes++] = (struct sc_win){tid, t, t};
 	return 0;
 }
 
@@ -377,8 +368,7 @@ int spancmp_run(struct spanset *truth, struct spanset *actual, const struct span
 	qsort(T, nT, sizeof *T, span_cmp);
 	qsort(A, nA, sizeof *A, span_cmp);
 	/* truth boundaries per thread */
-	c.tb = malloc((2 * nT + 2 * actual->nwin + truth->ntimes + actual->ntimes + 1) *
-		      sizeof *c.tb);
+	c.tb = malloc((2 * nT + 2 * actual->nwin + 1) * sizeof *c.tb);
 	ut = malloc((nT + 1) * sizeof *ut);
 	ua = malloc((nA + 1) * sizeof *ua);
 	if (!c.tb || !ut || !ua)
@@ -390,11 +380,6 @@ int spancmp_run(struct spanset *truth, struct spanset *actual, const struct span
 	for (size_t i = 0; i < actual->nwin; i++) {
 		c.tb[c.ntb++] = (struct tb){actual->win[i].tid, actual->win[i].begin};
 		c.tb[c.ntb++] = (struct tb){actual->win[i].tid, actual->win[i].end};
-	}
-	for (size_t k = 0; k < 2; k++) {
-		const struct spanset *x = k ? actual : truth;
-		for (size_t i = 0; i < x->ntimes; i++)
-			c.tb[c.ntb++] = (struct tb){x->times[i].tid, x->times[i].begin};
 	}
 	qsort(c.tb, c.ntb, sizeof *c.tb, tb_cmp);
 

@@ -16,8 +16,7 @@
  * Matching: same thread, depth, function (name for synthetic spans, func 0),
  * begin and end.  Two times match when they differ by at most @tol ns, or
  * (unless @strict) when the actual time lies in [b, next) where b is the
- * truth time and next the truth's next distinct span boundary (or truth
- * branch time, spanset_add_time() on either set) on that thread:
+ * truth time and next the truth's next distinct span boundary on that thread:
  * the truth cannot order events inside one timestamp, which is where
  * mt-segment spreads them.  Except at a window's edge: a truth span clipped
  * there matches only an actual span beginning (ending) there within @tol.
@@ -53,8 +52,6 @@ struct spanset {
 	size_t n, cap;
 	struct sc_win *win;
 	size_t nwin, capwin;
-	struct sc_win *times; /* extra truth times (begin = end = the time) */
-	size_t ntimes, captimes;
 };
 
 struct spancmp_opts {
@@ -83,10 +80,6 @@ void spanset_fini(struct spanset *s);
 int spanset_add(struct spanset *s, const struct mtev_rec *span);
 /* Widens thread @tid's window to include [begin, end].  0 or -ENOMEM. */
 int spanset_add_window(struct spanset *s, uint32_t tid, uint64_t begin, uint64_t end);
-
-/* Adds a time of the truth on thread @tid (a truth branch): the truth's
- * time resolution (the next distinct boundary) then counts it.  0 or -ENOMEM. */
-int spanset_add_time(struct spanset *s, uint32_t tid, uint64_t t);
 
 /* @actual's windows clip @truth; both sets are reordered.  0 or -ENOMEM. */
 int spancmp_run(struct spanset *truth, struct spanset *actual, const struct spancmp_opts *o,

@@ -36,8 +36,9 @@ static void usage(FILE *f)
 	      "--absolute-depth.\n"
 	      "Times match when within --tolerance, or when the actual time lies between\n"
 	      "the truth time and the truth's next distinct span boundary on that thread\n"
-	      "or a branch time of the truth's branch stream: the truth's own time\n"
-	      "resolution; off with --strict).\n"
+	      "(the truth's own time resolution; off with --strict), except at a window's\n"
+	      "edge: a truth span clipped there matches only a span that begins (ends)\n"
+	      "there, so trace lost at the edge is never within resolution.\n"
 	      "\n"
 	      "  -t, --tolerance NS      absolute time tolerance (default 0)\n"
 	      "      --strict            times must match within --tolerance only\n"
@@ -133,10 +134,8 @@ static void load_spans(const char *path, struct spanset *s, int segments, int is
 	close(fd);
 }
 
-/* each thread's window: the extent of the branch stream at @path; with
- * @times (a truth stream), its branch times also refine the truth's time
- * resolution */
-static void load_windows(const char *path, struct spanset *s, int times)
+/* each thread's window: the extent of the branch stream at @path */
+static void load_windows(const char *path, struct spanset *s)
 {
 	int fd;
 	mtev_reader *r = open_stream(path, &fd);
@@ -144,8 +143,7 @@ static void load_windows(const char *path, struct spanset *s, int times)
 	int e;
 	while ((e = mtev_read(r, &rec)) > 0)
 		if (rec.kind == MTEV_BRANCH &&
-		    (spanset_add_window(s, rec.br.tid, rec.br.time, rec.br.time) ||
-		     (times && spanset_add_time(s, rec.br.tid, rec.br.time))))
+		    spanset_add_window(s, rec.br.tid, rec.br.time, rec.br.time))
 			mt_fatal(MT_EXIT_SYS, "out of memory");
 	if (e < 0)
 		read_failed(path, r, e);
@@ -441,10 +439,10 @@ int main(int argc, char **argv)
 			o.truth_branches = sib;
 	}
 	if (o.branches) {
-		load_windows(o.branches, &actual, 0);
+		load_windows(o.branches, &actual);
 		wsrc = o.branches;
 	} else if (o.truth_branches) {
-		load_windows(o.truth_branches, &actual, 1);
+		load_windows(o.truth_branches, &actual);
 		wsrc = o.truth_branches;
 	} else if (!o.actual_window) {
 		for (size_t i = 0; i < truth.n; i++)
