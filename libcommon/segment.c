@@ -116,6 +116,8 @@ struct thr {
 		uint64_t bias;
 		const uint8_t *bits; /* fn_info.inl_bits, inl_bits_base */
 		uint64_t base;
+		const uint64_t *inlb; /* fn_info.inlb, ninlb */
+		size_t ninlb;
 	} rc[RC_SIZE];
 };
 
@@ -555,6 +557,8 @@ static __attribute__((noinline)) void fn_fill(segmenter *s, struct thr *t, struc
 	c->bias = c->ok ? in.inl_bias : 0;
 	c->bits = c->ok ? in.inl_bits : NULL;
 	c->base = c->ok ? in.inl_bits_base : 0;
+	c->inlb = c->ok ? in.inlb : NULL;
+	c->ninlb = c->ok ? in.ninlb : 0;
 	if (s->o.all_waypoints) { /* every address counts as inline: all kept */
 		static const uint64_t all[2] = {0, UINT64_MAX};
 		c->inl = all;
@@ -1282,45 +1286,34 @@ static int seg_sample(segmenter *s, const struct mtev_rec *r)
 
 /* Inline frames on a fall-through path: the straight-line run [@lin, @from]
  * executed between two taken branches (in the top frame's function) may
- * enter or leave an inline expansion where no branch lands; a waypoint at
- * each address where it does (wp_keep decides as for any waypoint) lets
- * mt-symbolize open and close the inline frame there.  The waypoints have
- * the time of the branch that ends the run.  Inline ranges are dwcov's,
- * merged: a change between two inline chains that touch is not seen. */
+ * enter or leave an inline expansion, or go from one to another, where no
+ * branch lands; a waypoint at each address inside it where a range of an
+ * inlined subroutine begins or ends (dwcov_inline_bounds; wp_keep decides
+ * as for any waypoint) lets mt-symbolize change the inline frames there.
+ * The waypoints have the time of the branch that ends the run. */
 static int inline_cross(segmenter *s, struct thr *t, uint64_t lin, uint64_t from)
 {
 	uint64_t lo, hi;
 	uint32_t fi = t->stk[t->nstk - 1];
-	if (from - lin > 4096 || t->fr[fi].kind != FK_FUNC || !frame_range(s, t, fi, &lo, &hi) ||
+	if (from - lin > 65536 || t->fr[fi].kind != FK_FUNC || !frame_range(s, t, fi, &lo, &hi) ||
 	    !t->rdw || !t->rninl || lin < lo || from >= hi)
 		return 0;
-	int cur = in_inline(s, t, lin);
-	uint64_t a = lin + 1;
-	while (a < from) {
-		int v;
-		if (t->rbits) {
-			uint64_t k = a - t->rbase;
-			if (!(k & 7) && a + 8 <= from && t->rbits[k >> 3] == (cur ? 0xff : 0)) {
-				a += 8;
-				continue;
-			}
-			v = t->rbits[k >> 3] >> (k & 7) & 1;
-		} else {
-			v = in_inline(s, t, a);
-		}
-		if (v != cur) {
-			cur = v;
-			if (waypoint(s, t, a))
-				return s->err;
-		}
-		if (!t->rbits) {
-			if (!t->ihi || t->ihi <= a)
-				break;
-			a = t->ihi;
-		} else {
-			a++;
-		}
+	const struct rcache *c = fn_lookup(s, t, t->fr[fi].func);
+	const uint64_t *b = c->inlb;
+	uint64_t bias = c->bias;
+	size_t n = c->ninlb, a = 0, z = n;
+	if (!n || lin - bias >= b[n - 1])
+		return 0;
+	while (a < z) { /* the first boundary after lin */
+		size_t m = a + (z - a) / 2;
+		if (b[m] <= lin - bias)
+			a = m + 1;
+		else
+			z = m;
 	}
+	for (; a < n && b[a] < from - bias; a++)
+		if (waypoint(s, t, b[a] + bias))
+			return s->err;
 	return 0;
 }
 
