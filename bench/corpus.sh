@@ -20,7 +20,8 @@
 #           --inline), found/checked.  bench/out/corpus/table.txt
 #
 # Every stage skips what already exists (delete bench/out/corpus/ to redo).
-# CORPUS_ONLY="p1 p2" restricts to some programs; CORPUS_MAX overrides every
+# CORPUS_ONLY="p1 p2" restricts to some programs (CORPUS_TABLE: the table file
+# then, to run parts in parallel); CORPUS_MAX overrides every
 # program's --max-insns.  Needs: g++, rustc (the Rust program is skipped
 # without it), and the Debian packages sqlite3, python3, perl, gzip, bzip2,
 # xz-utils, mawk, bc, jq, tar, findutils (`apt-get install sqlite3 bc jq`
@@ -200,7 +201,7 @@ stage_table() {
 				[ -f "$O/$name/$c/truth-spans.mt" ] && score "$name" "$c" "$O/$name/$c" "$T"
 			done
 		done
-	} | tee "$O/table.txt"
+	} | tee "${CORPUS_TABLE:-$O/table.txt}"
 }
 
 mkdir -p "$O"

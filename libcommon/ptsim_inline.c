@@ -223,6 +223,7 @@ struct ith { /* per thread */
 	size_t nstk, capstk;
 	uint32_t cur;
 	int in_window, run_start;
+	uint64_t ninsn, wstart, idx; /* instructions; the window's first; this one */
 	uint64_t t_start, last_time;
 	struct open_in *open; /* the inline spans open in the current frame's chain */
 	size_t nopen, capopen;
@@ -312,7 +313,7 @@ static struct ith *ith_of(struct ith *v, size_t n, uint32_t tid)
 }
 
 int ptsim_write_inline(int fd, const struct ptsim_run *run, const struct ptsim_result *res,
-		       const char *symbolizer, char *err, size_t errlen)
+		       uint64_t window, const char *symbolizer, char *err, size_t errlen)
 {
 	struct ictx c;
 	memset(&c, 0, sizeof c);
@@ -327,6 +328,14 @@ int ptsim_write_inline(int fd, const struct ptsim_run *run, const struct ptsim_r
 		goto nomem;
 	for (size_t k = 0; k < res->nts; k++)
 		th[nth++].tid = res->ts[k].tid;
+	/* the window: each thread's last @window instructions */
+	for (size_t i = 0; i < run->nev; i++) {
+		struct ith *t = ith_of(th, nth, run->ev[i].tid);
+		if (t && run->ev[i].kind == PTSIM_EV_INSN)
+			t->ninsn++;
+	}
+	for (size_t k = 0; k < nth; k++)
+		th[k].wstart = window && th[k].ninsn > window ? th[k].ninsn - window : 0;
 	for (size_t i = 0; i < res->nbr; i++) {
 		struct ith *t = ith_of(th, nth, res->br[i].tid);
 		if (!t)
@@ -348,6 +357,12 @@ int ptsim_write_inline(int fd, const struct ptsim_run *run, const struct ptsim_r
 		struct ith *t = ith_of(th, nth, ev->tid);
 		if (!t)
 			continue;
+		if (t->idx++ < t->wstart) { /* before the window: the chain only */
+			uint32_t ch = chain_of(&c, ev->ip);
+			if (ch != t->cur && (rc = change(&c, w, t, ch, 0, 0)))
+				break;
+			continue;
+		}
 		/* records that land here: trace-start, sysret, iret; and an
 		 * interrupt reported at this (unexecuted) ip */
 		while (t->k < t->nbr) {

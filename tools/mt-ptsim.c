@@ -310,7 +310,7 @@ int main(int argc, char **argv)
 			struct io_out o;
 			if (io_out_open(&o, path, 1, 1) < 0)
 				mt_fatal(MT_EXIT_SYS, "cannot create %s: %s", path, strerror(errno));
-			if (ptsim_write_inline(o.fd, &run, &truth, NULL, e2, sizeof e2) < 0) {
+			if (ptsim_write_inline(o.fd, &run, &truth, so.window, NULL, e2, sizeof e2) < 0) {
 				io_out_abort(&o);
 				mt_fatal(MT_EXIT_SYS, "%s: %s", path, e2);
 			}
