@@ -13,7 +13,7 @@ setup_file() {
 	D="$BATS_FILE_TMPDIR"
 	command -v llvm-symbolizer >/dev/null || return 0
 	gcc -O2 -g -o "$D/fall" "$BATS_TEST_DIRNAME/inline/fallthrough.c"
-	"$BIN/mt-ptsim" --start-at main --inline-truth -o "$D/run" -- "$D/fall" 2>/dev/null || true
+	"$BIN/mt-ptsim" --start-at main --inline-truth --save-run "$D/fall.run" -o "$D/run" -- "$D/fall" 2>/dev/null || true
 }
 
 setup() {
@@ -108,4 +108,19 @@ expected() {
 	run "$BIN/mt-compare" --inline --max-wrong 0 "$D/run/truth-inline.mt" "$T/sym.mt"
 	[ "$status" -eq 1 ]
 	[[ "${lines[-1]}" == *" inline_matched=0 "* ]]
+}
+
+@test "a --window snapshot: the inline truth holds the window's frames only, and all are found" {
+	"$BIN/mt-ptsim" --replay "$D/fall.run" --window 300 --inline-truth -o "$T/w" 2>/dev/null
+	# 300 instructions hold a few dozen iterations of the loop, not all 640
+	n=$("$BIN/mt-dump" -k span "$T/w/truth-inline.mt" | grep 'name="sq"' | grep -vc 'inferred-start' || true)
+	echo "sq frames in the window: $n"
+	[ "$n" -gt 5 ] && [ "$n" -lt 60 ]
+	"$BIN/mt-decode" --buildid-dir "$T/w/images" -o "$T/in.mt" "$T/w/perf.data"
+	"$BIN/mt-segment" -i "$T/in.mt" -o "$T/seg.mt"
+	"$BIN/mt-symbolize" --no-cache --images "$T/w/images" -i "$T/seg.mt" -o "$T/sym.mt"
+	run "$BIN/mt-compare" --inline --max-wrong 0 "$T/w/truth-inline.mt" "$T/sym.mt"
+	echo "${lines[-1]}"
+	[ "$status" -eq 0 ]
+	[[ "${lines[-1]}" == *" inline_missed=0 "* ]]
 }
