@@ -116,8 +116,9 @@ struct thr {
 		uint64_t bias;
 		const uint8_t *bits; /* fn_info.inl_bits, inl_bits_base */
 		uint64_t base;
-		const uint64_t *inlb; /* fn_info.inlb, ninlb */
-		size_t ninlb;
+		const uint64_t *inlb; /* fn_info.inlb, ninlb, inl_bias (kept by */
+		size_t ninlb;	      /* --all-waypoints, which overrides inl) */
+		uint64_t inlb_bias;
 	} rc[RC_SIZE];
 };
 
@@ -559,6 +560,7 @@ static __attribute__((noinline)) void fn_fill(segmenter *s, struct thr *t, struc
 	c->base = c->ok ? in.inl_bits_base : 0;
 	c->inlb = c->ok ? in.inlb : NULL;
 	c->ninlb = c->ok ? in.ninlb : 0;
+	c->inlb_bias = c->ok ? in.inl_bias : 0;
 	if (s->o.all_waypoints) { /* every address counts as inline: all kept */
 		static const uint64_t all[2] = {0, UINT64_MAX};
 		c->inl = all;
@@ -1300,7 +1302,7 @@ static int inline_cross(segmenter *s, struct thr *t, uint64_t lin, uint64_t from
 		return 0;
 	const struct rcache *c = fn_lookup(s, t, t->fr[fi].func);
 	const uint64_t *b = c->inlb;
-	uint64_t bias = c->bias;
+	uint64_t bias = c->inlb_bias;
 	size_t n = c->ninlb, a = 0, z = n;
 	if (!n || lin - bias >= b[n - 1])
 		return 0;
@@ -1342,7 +1344,7 @@ static int do_branch(segmenter *s, const struct mtev_rec *r)
 	unsigned type = r->br.type;
 	uint64_t lin = t->lin;
 	t->lin = r->br.to;
-	if (lin && r->br.from > lin && t->nstk && !s->o.no_waypoints && !s->o.all_waypoints &&
+	if (lin && r->br.from > lin && t->nstk && !s->o.no_waypoints &&
 	    inline_cross(s, t, lin, r->br.from))
 		return s->err;
 	/* the common case first: a jump inside the current function leaves
