@@ -1349,6 +1349,31 @@ static inline void resolve(struct ptd *d, struct ptq *q, uint64_t next)
 	emit_br(d, q, br_type(p->cls), p->from, next, p->time);
 }
 
+/* Whether what was decoded before an error of libipt's @code is kept.  A
+ * missing image says nothing against the trace.  A packet that does not
+ * parse (bad opcode or payload, data ending inside a packet) is reported at
+ * its own first byte: every packet before it parsed and fitted the code, so
+ * the branches they gave stand; corruption shows there, and libipt is
+ * resynchronized at the next PSB.  An error where the trace disagrees with
+ * the code (a TNT where a TIP was due, no IP, a bad return compression, an
+ * instruction that cannot be decoded...) is positive evidence that an
+ * earlier packet was wrong, at an unknown place since the last PSB, whose
+ * PSB+ checked out: that part is retracted. */
+static int err_keeps(int code)
+{
+	switch (code) {
+	case pte_nomap:
+	case pte_bad_image:
+	case pte_nomem:
+	case pte_bad_opc:
+	case pte_bad_packet:
+	case pte_eos:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
 static void q_error(struct ptd *d, struct ptq *q, int err, uint64_t ip)
 {
 	uint64_t off = 0;
@@ -1358,9 +1383,7 @@ static void q_error(struct ptd *d, struct ptq *q, int err, uint64_t ip)
 
 	pt_blk_get_offset(q->dec, &off);
 	off += q->segs[q->curseg].begin;
-	/* a missing image says nothing against the trace; anything else
-	 * does, back to the last PSB that checked out */
-	if (code == pte_nomap || code == pte_bad_image || code == pte_nomem)
+	if (err_keeps(code))
 		q_commit(q);
 	else
 		q_retract(d, q);

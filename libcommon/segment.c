@@ -76,6 +76,8 @@ struct thr {
 	struct sigctx *sig;
 	size_t nsig, capsig;
 
+	uint64_t lin; /* where the straight-line run since the last branch began (0: unknown) */
+
 	/* the range of frame rfi (the last frame asked; UINT32_MAX: none) */
 	uint32_t rfi, rgen;
 	int32_t rok;
@@ -115,6 +117,9 @@ struct thr {
 		uint64_t bias;
 		const uint8_t *bits; /* fn_info.inl_bits, inl_bits_base */
 		uint64_t base;
+		const uint64_t *inlb; /* fn_info.inlb, ninlb, inl_bias (kept by */
+		size_t ninlb;	      /* --all-waypoints, which overrides inl) */
+		uint64_t inlb_bias;
 	} rc[RC_SIZE];
 };
 
@@ -558,6 +563,9 @@ static __attribute__((noinline)) void fn_fill(segmenter *s, struct thr *t, struc
 	c->bias = c->ok ? in.inl_bias : 0;
 	c->bits = c->ok ? in.inl_bits : NULL;
 	c->base = c->ok ? in.inl_bits_base : 0;
+	c->inlb = c->ok ? in.inlb : NULL;
+	c->ninlb = c->ok ? in.ninlb : 0;
+	c->inlb_bias = c->ok ? in.inl_bias : 0;
 	if (s->o.all_waypoints) { /* every address counts as inline: all kept */
 		static const uint64_t all[2] = {0, UINT64_MAX};
 		c->inl = all;
@@ -1147,6 +1155,7 @@ static void blk_sort(const struct frame *fr, uint32_t *v, size_t n)
 
 static int close_seg(segmenter *s, struct thr *t)
 {
+	t->lin = 0;
 	if (!t->active)
 		return 0;
 	if (close_run(s, t, t->run_time))
@@ -1293,6 +1302,39 @@ static int seg_sample(segmenter *s, const struct mtev_rec *r)
 	return 0;
 }
 
+/* Inline frames on a fall-through path: the straight-line run [@lin, @from]
+ * executed between two taken branches (in the top frame's function) may
+ * enter or leave an inline expansion, or go from one to another, where no
+ * branch lands; a waypoint at each address inside it where a range of an
+ * inlined subroutine begins or ends (dwcov_inline_bounds; wp_keep decides
+ * as for any waypoint) lets mt-symbolize change the inline frames there.
+ * The waypoints have the time of the branch that ends the run. */
+static int inline_cross(segmenter *s, struct thr *t, uint64_t lin, uint64_t from)
+{
+	uint64_t lo, hi;
+	uint32_t fi = t->stk[t->nstk - 1];
+	if (from - lin > 65536 || t->fr[fi].kind != FK_FUNC || !frame_range(s, t, fi, &lo, &hi) ||
+	    !t->rdw || !t->rninl || lin < lo || from >= hi)
+		return 0;
+	const struct rcache *c = fn_lookup(s, t, t->fr[fi].func);
+	const uint64_t *b = c->inlb;
+	uint64_t bias = c->inlb_bias;
+	size_t n = c->ninlb, a = 0, z = n;
+	if (!n || lin - bias >= b[n - 1])
+		return 0;
+	while (a < z) { /* the first boundary after lin */
+		size_t m = a + (z - a) / 2;
+		if (b[m] <= lin - bias)
+			a = m + 1;
+		else
+			z = m;
+	}
+	for (; a < n && b[a] < from - bias; a++)
+		if (waypoint(s, t, b[a] + bias))
+			return s->err;
+	return 0;
+}
+
 static int do_branch(segmenter *s, const struct mtev_rec *r)
 {
 	struct thr *t = get_thr(s, r->br.tid);
@@ -1316,6 +1358,11 @@ static int do_branch(segmenter *s, const struct mtev_rec *r)
 	}
 	t->last_time = time;
 	unsigned type = r->br.type;
+	uint64_t lin = t->lin;
+	t->lin = r->br.to;
+	if (lin && r->br.from > lin && t->nstk && !s->o.no_waypoints &&
+	    inline_cross(s, t, lin, r->br.from))
+		return s->err;
 	/* the common case first: a jump inside the current function leaves
 	 * two waypoints and nothing else (what do_jump does for it) */
 	if ((type == MTEV_BR_JCC || type == MTEV_BR_JUMP) && t->nstk && t->run_k <= 1 &&
