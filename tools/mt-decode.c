@@ -242,12 +242,9 @@ int main(int argc, char **argv)
 		fprintf(stderr,
 			"mt-decode: records=%" PRIu64 " aux_bytes=%" PRIu64 " blocks=%" PRIu64
 			" instructions=%" PRIu64 " branches=%" PRIu64 " gaps=%" PRIu64
-			" samples=%" PRIu64 " triggers=%" PRIu64 "\n",
+			" samples=%" PRIu64 " triggers=%" PRIu64 " unwound=%" PRIu64 "\n",
 			st.records, st.aux_bytes, st.blocks, st.insns, st.branches, st.gaps,
-			st.samples, st.triggers);
-		if (st.unwound)
-			fprintf(stderr, "mt-decode: %" PRIu64 " samples unwound from their user stack copy\n",
-				st.unwound);
+			st.samples, st.triggers, st.unwound); /* unwound: samples from their stack copy */
 	}
 	free(images);
 	return st.degraded || st.warnings ? MT_EXIT_DEGRADED : MT_EXIT_OK;
