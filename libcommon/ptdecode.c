@@ -2186,6 +2186,41 @@ static uint32_t smap_chain_end(struct ptd *d, uint32_t pid, const uint64_t *ips,
 	return n;
 }
 
+/* Sampling: a FORK record (kept by the never-overwritten tracking ring) is
+ * where a thread or process begins: its record, named as its parent is
+ * until a COMM record renames it. */
+static int sb_fork_rec(struct ptd *d, const struct sb *s, struct mtev_rec *r, struct mtev_rec *r2)
+{
+	int n = 0, th;
+	size_t i;
+	if (d->nq || d->have_info || s->pid == UINT32_MAX)
+		return 0;
+	th = thr_get(d, s->tid, s->pid);
+	if (th < 0 || d->thr[th].announced)
+		return 0;
+	d->thr[th].announced = 1;
+	const char *name = "";
+	for (i = 0; i < d->nproc; i++)
+		if (d->proc[i].pid == s->fork.ppid && d->proc[i].name)
+			name = d->proc[i].name;
+	if (s->pid != s->fork.ppid) { /* a new process */
+		struct proc *cp = proc_get(d, s->pid);
+		if (cp && *name)
+			cp->name = name;
+		r->kind = MTEV_PROCESS;
+		r->process.pid = s->pid;
+		r->process.name = mtev_cstr(name);
+		r = r2;
+		n = 1;
+	}
+	r->kind = MTEV_THREAD;
+	r->thread.pid = s->pid;
+	r->thread.tid = s->tid;
+	r->thread.time = s->time;
+	r->thread.name = mtev_cstr(name);
+	return n + 1;
+}
+
 static int sb_to_rec(struct ptd *d, const struct sb *s, struct mtev_rec *r, struct mtev_rec *r2)
 {
 	int n = 0;
@@ -2218,6 +2253,11 @@ static int sb_to_rec(struct ptd *d, const struct sb *s, struct mtev_rec *r, stru
 		return 1;
 	case SB_COMM: {
 		int th = thr_get(d, s->tid, s->pid);
+		struct proc *cp;
+		if ((s->pid == s->tid || s->comm.exec) && (cp = proc_get(d, s->pid)))
+			cp->name = s->comm.name;
+		if (th >= 0)
+			d->thr[th].announced = 1;
 		if (s->pid == s->tid || s->comm.exec) {
 			r->kind = MTEV_PROCESS;
 			r->process.pid = s->pid;
@@ -2236,7 +2276,24 @@ static int sb_to_rec(struct ptd *d, const struct sb *s, struct mtev_rec *r, stru
 		}
 		return n;
 	}
+	case SB_FORK:
+		return sb_fork_rec(d, s, r, r2);
 	case SB_SAMPLE:
+		if (!d->nq && !d->have_info) {
+			/* a thread known only by its samples (its fork and comm
+			 * were before the recording, or lost): its record first, so
+			 * it is a thread of its process */
+			int th = thr_get(d, s->tid, s->pid);
+			if (th >= 0 && !d->thr[th].announced) {
+				d->thr[th].announced = 1;
+				r->kind = MTEV_THREAD;
+				r->thread.pid = s->pid;
+				r->thread.tid = s->tid;
+				r->thread.time = s->time;
+				r = r2;
+				n = 1;
+			}
+		}
 		r->kind = MTEV_SAMPLE;
 		r->sample.pid = s->pid;
 		r->sample.tid = s->tid;
@@ -2244,7 +2301,7 @@ static int sb_to_rec(struct ptd *d, const struct sb *s, struct mtev_rec *r, stru
 		r->sample.ips = d->ips + s->sample.ips;
 		r->sample.nips = smap_chain_end(d, s->pid, r->sample.ips, s->sample.nips);
 		d->st->samples++;
-		return 1;
+		return n + 1;
 	case SB_TRIGGER:
 		r->kind = MTEV_TRIGGER;
 		r->trigger.pid = s->pid;
@@ -3090,8 +3147,9 @@ int ptd_decode_perf(int fd_in, int (*open_out)(void *ctx, uint32_t flags, mtev_w
 		}
 		q->state = Q_SEG;
 	}
-	/* threads named by COMM records are announced by them */
-	for (i = 0; i < d.nsb; i++)
+	/* threads named by COMM records are announced by them (sampling:
+	 * announced in time order, by the first of fork, comm, sample) */
+	for (i = 0; i < d.nsb && d.nq; i++)
 		if (d.sb[i].kind == SB_COMM) {
 			int th = thr_get(&d, d.sb[i].tid, d.sb[i].pid);
 			if (th >= 0)
