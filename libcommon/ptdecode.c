@@ -356,6 +356,8 @@ struct proc {
 	size_t nmaps, mapcap;
 	const char *name;
 	int announced;
+	struct sb *sbmaps; /* sampling: the executable mmaps it has */
+	size_t nsbmaps, sbmapcap;
 };
 
 struct pend {
@@ -2186,6 +2188,50 @@ static uint32_t smap_chain_end(struct ptd *d, uint32_t pid, const uint64_t *ips,
 	return n;
 }
 
+/* Sampling: the executable maps of each process as sideband records, so
+ * that a forked child gets its parent's (the kernel writes no MMAP record
+ * for inherited maps). */
+static void sb_note_map(struct ptd *d, const struct sb *s)
+{
+	struct proc *p;
+	if (d->nq || d->have_info || s->pid == UINT32_MAX || !(p = proc_get(d, s->pid)))
+		return;
+	if (grow(&p->sbmaps, &p->sbmapcap, p->nsbmaps, sizeof *p->sbmaps) < 0)
+		return;
+	p->sbmaps[p->nsbmaps++] = *s;
+}
+
+static void map_rec(struct ptd *d, const struct sb *s, struct mtev_rec *r);
+
+/* The parent's maps, again as the child's, at the fork's time. */
+static int sb_fork_maps(struct ptd *d, uint32_t pid, uint32_t ppid, uint64_t time)
+{
+	struct proc *c = proc_get(d, pid), *pp = NULL;
+	size_t i, k;
+	if (!c)
+		return 0;
+	for (i = 0; i < d->nproc; i++)
+		if (d->proc[i].pid == ppid)
+			pp = &d->proc[i];
+	if (!pp || pp == c)
+		return 0;
+	c = proc_get(d, pid);
+	c->nsbmaps = 0;
+	for (k = 0; k < pp->nsbmaps; k++) {
+		struct sb m = pp->sbmaps[k];
+		struct mtev_rec r;
+		m.pid = m.tid = pid;
+		m.time = time;
+		if (grow(&c->sbmaps, &c->sbmapcap, c->nsbmaps, sizeof *c->sbmaps) < 0)
+			return -1;
+		c->sbmaps[c->nsbmaps++] = m;
+		map_rec(d, &m, &r);
+		if (write_rec(d, &r) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 /* Sampling: a FORK record (kept by the never-overwritten tracking ring) is
  * where a thread or process begins: its record, named as its parent is
  * until a COMM record renames it. */
@@ -2207,6 +2253,8 @@ static int sb_fork_rec(struct ptd *d, const struct sb *s, struct mtev_rec *r, st
 		struct proc *cp = proc_get(d, s->pid);
 		if (cp && *name)
 			cp->name = name;
+		if (sb_fork_maps(d, s->pid, s->fork.ppid, s->time) < 0)
+			return 0;
 		r->kind = MTEV_PROCESS;
 		r->process.pid = s->pid;
 		r->process.name = mtev_cstr(name);
@@ -2221,6 +2269,29 @@ static int sb_fork_rec(struct ptd *d, const struct sb *s, struct mtev_rec *r, st
 	return n + 1;
 }
 
+static void map_rec(struct ptd *d, const struct sb *s, struct mtev_rec *r)
+{
+	memset(r, 0, sizeof *r);
+	r->kind = MTEV_MAP;
+	r->map.pid = s->pid;
+	r->map.time = s->time;
+	r->map.start = s->mmap.addr;
+	r->map.len = s->mmap.len;
+	r->map.pgoff = s->mmap.pgoff;
+	r->map.prot = s->mmap.prot;
+	r->map.path = mtev_cstr(s->mmap.path);
+	if (s->mmap.bidlen) {
+		r->map.build_id_len = s->mmap.bidlen;
+		r->map.build_id = s->mmap.bid;
+	} else {
+		const struct pd_buildid *b = bid_for_path(d, s->mmap.path);
+		if (b) {
+			r->map.build_id_len = b->len;
+			r->map.build_id = b->id;
+		}
+	}
+}
+
 static int sb_to_rec(struct ptd *d, const struct sb *s, struct mtev_rec *r, struct mtev_rec *r2)
 {
 	int n = 0;
@@ -2232,30 +2303,17 @@ static int sb_to_rec(struct ptd *d, const struct sb *s, struct mtev_rec *r, stru
 	case SB_MMAP:
 		if (!(s->mmap.prot & PROT_X))
 			return 0;
-		r->kind = MTEV_MAP;
-		r->map.pid = s->pid;
-		r->map.time = s->time;
-		r->map.start = s->mmap.addr;
-		r->map.len = s->mmap.len;
-		r->map.pgoff = s->mmap.pgoff;
-		r->map.prot = s->mmap.prot;
-		r->map.path = mtev_cstr(s->mmap.path);
-		if (s->mmap.bidlen) {
-			r->map.build_id_len = s->mmap.bidlen;
-			r->map.build_id = s->mmap.bid;
-		} else {
-			const struct pd_buildid *b = bid_for_path(d, s->mmap.path);
-			if (b) {
-				r->map.build_id_len = b->len;
-				r->map.build_id = b->id;
-			}
-		}
+		sb_note_map(d, s);
+		map_rec(d, s, r);
 		return 1;
 	case SB_COMM: {
 		int th = thr_get(d, s->tid, s->pid);
 		struct proc *cp;
-		if ((s->pid == s->tid || s->comm.exec) && (cp = proc_get(d, s->pid)))
+		if ((s->pid == s->tid || s->comm.exec) && (cp = proc_get(d, s->pid))) {
 			cp->name = s->comm.name;
+			if (s->comm.exec)
+				cp->nsbmaps = 0;
+		}
 		if (th >= 0)
 			d->thr[th].announced = 1;
 		if (s->pid == s->tid || s->comm.exec) {
@@ -3070,6 +3128,7 @@ static void ptd_fini(struct ptd *d)
 	for (i = 0; i < d->nproc; i++) {
 		pt_image_free(d->proc[i].img);
 		free(d->proc[i].maps);
+		free(d->proc[i].sbmaps);
 	}
 	free(d->proc);
 	for (i = 0; i < d->noldimgs; i++)
