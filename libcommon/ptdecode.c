@@ -2179,6 +2179,8 @@ static uint32_t smap_chain_end(struct ptd *d, uint32_t pid, const uint64_t *ips,
 	if (!p || !p->nmaps)
 		return n;
 	for (k = 1; k < n; k++) {
+		if (ips[k] >> 63 && ips[k - 1] >> 63) /* the kernel part */
+			continue;
 		for (i = 0; i < p->nmaps; i++)
 			if (p->maps[i].start <= ips[k] && ips[k] < p->maps[i].end)
 				break;
@@ -2963,12 +2965,20 @@ static int read_perf(struct ptd *d, int fd)
 				 * user part can go on with 0 or garbage: it ends at
 				 * the first entry that cannot be a user return
 				 * address (0, or in the upper half: kernel space). */
-				int user = 1, user_seen = 0, walk_end = 0;
+				int user = 1, user_seen = 0, walk_end = 0, kernel = 0;
 				for (k = 0; k < sm.nr_ips; k++) {
 					uint64_t ip = sm.ips[k];
 					if (ip >= PD_CONTEXT_MAX) {
 						user = ip == PD_CONTEXT_USER;
+						kernel = ip == PD_CONTEXT_KERNEL;
 						user_seen |= user;
+						continue;
+					}
+					/* the kernel's frames (--kernel), innermost
+					 * first, come before the user stack: they
+					 * go under the system call's user frame */
+					if (kernel && !user_seen && !walk_end && ip >> 63) {
+						d->ips[d->nips + n++] = ip;
 						continue;
 					}
 					if (!user || walk_end)

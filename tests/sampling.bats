@@ -9,7 +9,7 @@
 setup_file() {
 	P="$BATS_FILE_TMPDIR/prog"
 	mkdir -p "$P"
-	for p in deep workers spin_fifo; do
+	for p in deep workers spin_fifo syscalls; do
 		cc -std=gnu11 -O1 -g -fno-omit-frame-pointer -pthread -o "$P/$p" \
 			"$BATS_TEST_DIRNAME/programs/sampling/$p.c" || return 1
 	done
@@ -218,4 +218,19 @@ all_threads_under() {
 	# a long enough run says nothing of the kind
 	run "$BIN/mt-capture" run -o "$T/s3" -- "$P/deep" 0.1
 	[[ "$output" != *"singlestep"* ]]
+}
+
+@test "--kernel: kernel call chains under the system call's user frame, named from /proc/kallsyms" {
+	[ "$(id -u)" -eq 0 ] || skip "the kernel's addresses need root"
+	"$MT" run --dir "$T/k" --kernel -- "$P/syscalls" 2> "$T/err" || { cat "$T/err"; return 1; }
+	# the kernel's entry under libc's write(), called from do_writes
+	[ "$(q "$T/k/trace.fxt" "select count(*) from slice s join slice p on s.parent_id = p.id
+		join slice g on p.parent_id = g.id
+		where s.name like 'entry_SYSCALL_64%' and p.name = 'write' and g.name = 'do_writes'")" -gt 0 ]
+	# deeper kernel frames are named too
+	[ "$(q "$T/k/trace.fxt" "select count(*) from slice where name like 'do_syscall_64%'")" -gt 0 ]
+	# where the kernel hides its addresses: one line, and the user frames
+	awk '{ print "0000000000000000", $2, $3 }' /proc/kallsyms > "$T/hidden"
+	MT_KALLSYMS="$T/hidden" "$BIN/mt-capture" run --kernel -o "$T/k2" -- "$P/syscalls" 2> "$T/err2"
+	grep -c "hides the kernel's addresses" "$T/err2" | grep -qx 1
 }

@@ -738,6 +738,7 @@ static void clean_dir(const char *dir)
 	struct dirent *e;
 	while ((e = readdir(d)))
 		if (!strncmp(e->d_name, "perf.data", 9) || !strcmp(e->d_name, "hits.mt") ||
+		    (!strncmp(e->d_name, "perf-", 5) && strstr(e->d_name, ".map")) ||
 		    !strcmp(e->d_name, "perf.log")) {
 			char p[PATH_MAX];
 			snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
@@ -824,6 +825,91 @@ static void check_sampling(const struct opts *o)
 		mt_fatal(MT_EXIT_USAGE,
 			 "-e cycles needs hardware counters, which this machine does not have "
 			 "(/sys/bus/event_source/devices/cpu is absent, as in most VMs); use -e cpu-clock");
+}
+
+/* --kernel in sampling mode: DIR/perf-PID.map for each recorded process,
+ * the kernel's text symbols from /proc/kallsyms (mt-symbolize names the
+ * addresses of a map without a file from such a file), then the process's
+ * own /tmp/perf-PID.map (JIT code; later lines win).  One line when the
+ * kernel hides its addresses. */
+struct ksym {
+	uint64_t addr;
+	char *name;
+};
+
+static int cmp_ksym(const void *a, const void *b)
+{
+	const struct ksym *x = a, *y = b;
+	return (x->addr > y->addr) - (x->addr < y->addr);
+}
+
+static void write_kernel_maps(const struct capture *c)
+{
+	const char *kpath = getenv("MT_KALLSYMS") ? getenv("MT_KALLSYMS") : "/proc/kallsyms";
+	FILE *f = fopen(kpath, "r");
+	struct ksym *v = NULL;
+	size_t n = 0, cap = 0, nonzero = 0;
+	char line[512];
+	if (!f) {
+		mt_warn("--kernel: cannot read %s (%s): kernel frames stay unnamed", kpath,
+			strerror(errno));
+		return;
+	}
+	while (fgets(line, sizeof line, f)) {
+		char type, name[256];
+		unsigned long long a;
+		if (sscanf(line, "%llx %c %255s", &a, &type, name) != 3)
+			continue;
+		if (type != 't' && type != 'T')
+			continue;
+		if (n == cap) {
+			struct ksym *nv = realloc(v, (cap = cap ? 2 * cap : 4096) * sizeof *v);
+			if (!nv)
+				break;
+			v = nv;
+		}
+		v[n].addr = a;
+		v[n].name = strdup(name);
+		if (!v[n].name)
+			break;
+		nonzero += a != 0;
+		n++;
+	}
+	fclose(f);
+	if (!nonzero) {
+		long kr = -1;
+		read_int_file("/proc/sys/kernel/kptr_restrict", &kr);
+		mt_warn("--kernel: %s hides the kernel's addresses (kernel.kptr_restrict is %ld; "
+			"run as root with kptr_restrict <= 1): kernel frames stay unnamed",
+			kpath, kr);
+	} else {
+		qsort(v, n, sizeof *v, cmp_ksym);
+	}
+	for (int i = 0; nonzero && i < c->o->npids; i++) {
+		char path[PATH_MAX + 32], jit[64];
+		snprintf(path, sizeof path, "%s/perf-%d.map", c->o->dir, (int)c->o->pids[i]);
+		FILE *o = fopen(path, "w");
+		if (!o) {
+			mt_warn("cannot write %s: %s", path, strerror(errno));
+			break;
+		}
+		for (size_t k = 0; k + 1 < n; k++)
+			if (v[k].addr && v[k + 1].addr > v[k].addr)
+				fprintf(o, "%" PRIx64 " %" PRIx64 " %s\n", v[k].addr,
+					v[k + 1].addr - v[k].addr, v[k].name);
+		snprintf(jit, sizeof jit, "/tmp/perf-%d.map", (int)c->o->pids[i]);
+		FILE *j = fopen(jit, "r");
+		if (j) {
+			while (fgets(line, sizeof line, j))
+				fputs(line, o);
+			fclose(j);
+		}
+		if (fclose(o) != 0)
+			mt_warn("cannot write %s: %s", path, strerror(errno));
+	}
+	for (size_t k = 0; k < n; k++)
+		free(v[k].name);
+	free(v);
 }
 
 /* How many samples a sampling snapshot holds, and how many of them are
@@ -1395,6 +1481,8 @@ int main(int argc, char **argv)
 		mt_warn("perf exited with status %d (see %s/perf.log)", exit_code_of(c.perf_status), o.dir);
 	if (mode == MODE_SAMPLE)
 		say_few_samples(&c);
+	if (mode == MODE_SAMPLE && o.kernel)
+		write_kernel_maps(&c);
 	if (o.verbose)
 		mt_note("wrote %s (%lld bytes) and %s/hits.mt (%zu hits)", c.dir_perf,
 			(long long)st.st_size, o.dir, c.nhits);
