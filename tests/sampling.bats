@@ -234,3 +234,11 @@ all_threads_under() {
 	MT_KALLSYMS="$T/hidden" "$BIN/mt-capture" run --kernel -o "$T/k2" -- "$P/syscalls" 2> "$T/err2"
 	grep -c "hides the kernel's addresses" "$T/err2" | grep -qx 1
 }
+
+@test "singlestep on a terminal shows progress: instructions, rate, time to --max-insns; nothing when not a terminal" {
+	command -v script > /dev/null || skip "script(1) (util-linux) gives the terminal"
+	script -qec "'$MT' run --mode singlestep --dir '$T/ss' -- '$ROOT/build/programs/fnptr'" "$T/tty" > /dev/null
+	tr '\r' '\n' < "$T/tty" | grep -q '^mt-ptsim: [0-9]* instructions, [0-9]*/s; --max-insns 2000000 in <= [0-9]* s'
+	"$MT" run --mode singlestep --dir "$T/ss2" -- "$ROOT/build/programs/fnptr" 2> "$T/err" > /dev/null
+	! grep -q 'instructions, ' "$T/err"
+}
