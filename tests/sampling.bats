@@ -135,8 +135,12 @@ all_threads_under() {
 
 @test "Ctrl-C (SIGINT to the whole process group) on mt run writes the trace" {
 	mkfifo "$T/ready"
+	# job control on: a background job of a shell without it ignores
+	# SIGINT (and so would mt), as no terminal's Ctrl-C would
+	set -m
 	setsid -w "$MT" run --dir "$T/c" -- "$P/spin_fifo" "$T/ready" > "$T/out" 2> "$T/err" &
 	mpid=$!
+	set +m
 	read -r line pgid < "$T/ready" # the program spun 0.2 s and is spinning on
 	[ "$line" = ready ]
 	[ "$(ps -o comm= -p "$pgid")" = mt ] # the group of mt, mt-capture and the program
@@ -158,8 +162,10 @@ all_threads_under() {
 	# mt attach in its own process group, its stderr read here until
 	# mt-capture says perf records; then SIGINT to that group
 	mkfifo "$T/errf"
+	set -m # see the test above
 	setsid -w "$MT" attach --dir "$T/a" -p "$spid" -v > "$T/out" 2> "$T/errf" &
 	mpid=$!
+	set +m
 	exec 3< "$T/errf"
 	while IFS= read -r l <&3; do
 		echo "$l" >> "$T/err"
