@@ -2319,6 +2319,9 @@ static void map_rec(struct ptd *d, const struct sb *s, struct mtev_rec *r)
 			r->map.build_id_len = b->len;
 			r->map.build_id = b->id;
 		}
+	}
+}
+
 /* --call-graph dwarf: the unwinder learns the maps in time order ... */
 static void unw_note(struct ptd *d, const struct sb *s)
 {
