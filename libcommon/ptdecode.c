@@ -2352,14 +2352,20 @@ static void unw_chain(struct ptd *d, const struct sb *s, struct mtev_rec *r)
 	memcpy(&have, u, 8);
 	memcpy(regs, u + 8, sizeof regs);
 	memcpy(&len, u + 8 + sizeof regs, 8);
-	if (grow(&d->ips, &d->ipscap, d->nips + 512, sizeof *d->ips) < 0)
+	if (grow(&d->ips, &d->ipscap, d->nips + 512 + 128, sizeof *d->ips) < 0)
 		return;
 	r->sample.ips = d->ips + s->sample.ips; /* the arena may have moved */
+	/* --kernel: the kernel's frames (innermost first) stay before the
+	 * unwound user stack */
+	uint32_t nk = 0;
+	while (nk < r->sample.nips && nk < 128 && r->sample.ips[nk] >> 63)
+		nk++;
+	memcpy(d->ips + d->nips, r->sample.ips, nk * sizeof *d->ips);
 	size_t n = unw_sample(d->unw, s->pid, s->tid, regs, have, u + 16 + sizeof regs, len,
-			      d->ips + d->nips, 512);
-	if (n > r->sample.nips) {
+			      d->ips + d->nips + nk, 512);
+	if (nk + n > r->sample.nips) {
 		r->sample.ips = d->ips + d->nips;
-		r->sample.nips = (uint32_t)n;
+		r->sample.nips = (uint32_t)(nk + n);
 		d->st->unwound++;
 	}
 }
