@@ -306,9 +306,19 @@ int fnmap_lookup(struct fnmap *m, uint32_t tid, uint64_t addr, struct fn_info *o
 	if (va < 0)
 		return 0;
 	const struct elf_sym *s = elfinfo_lookup(&ff->ei, (uint64_t)va);
+	uint64_t bias = addr - (uint64_t)va;
+	uint64_t se, sx;
+	if (elfinfo_stub(&ff->ei, (uint64_t)va, &se, &sx)) {
+		/* a PLT stub, named or not: its own entry (docs/exactness.md) */
+		memset(out, 0, sizeof *out);
+		out->entry = se + bias;
+		out->end = sx + bias;
+		out->name = s && s->is_plt && s->addr == se ? s->name : "[plt]";
+		out->is_plt = 1;
+		return 1;
+	}
 	if (!s)
 		return 0;
-	uint64_t bias = addr - (uint64_t)va;
 	uint64_t end;
 	if (s->size)
 		end = s->addr + s->size;

@@ -27,6 +27,7 @@ struct cls {
 	uint64_t ip;
 	uint64_t func; /* runtime start of the containing symbol, 0 unknown */
 	uint8_t len, kind, nopush, used;
+	uint8_t stub; /* in a PLT stub section (func: the stub's entry) */
 };
 
 struct frame {
@@ -36,6 +37,7 @@ struct frame {
 	int32_t depth;
 	uint32_t flags;
 	const char *name;
+	int stub; /* entered a PLT stub: becomes the stub's target (docs/exactness.md) */
 };
 
 #define RS_SIZE 64
@@ -144,8 +146,9 @@ static struct symimg *symimg_of(struct synth *s, const struct ptsim_map *m)
 	return x;
 }
 
-static uint64_t func_of(struct synth *s, uint64_t ip)
+static uint64_t func_of_stub(struct synth *s, uint64_t ip, uint8_t *stub)
 {
+	*stub = 0;
 	const struct ptsim_map *m = ptsim_find_map(s->run, ip);
 	if (!m)
 		return 0;
@@ -155,10 +158,21 @@ static uint64_t func_of(struct synth *s, uint64_t ip)
 	int64_t va = elfinfo_offset_to_vaddr(&x->ei, ip - m->start + m->pgoff);
 	if (va < 0)
 		return 0;
+	uint64_t se, sx;
+	if (elfinfo_stub(&x->ei, (uint64_t)va, &se, &sx)) {
+		*stub = 1;
+		return ip - ((uint64_t)va - se);
+	}
 	const struct elf_sym *sym = elfinfo_lookup(&x->ei, (uint64_t)va);
 	if (!sym)
 		return 0;
 	return ip - ((uint64_t)va - sym->addr);
+}
+
+static uint64_t func_of(struct synth *s, uint64_t ip)
+{
+	uint8_t stub;
+	return func_of_stub(s, ip, &stub);
 }
 
 /* ---- instruction classes ---- */
@@ -274,7 +288,7 @@ static struct cls *classify(struct synth *s, uint64_t ip)
 		break;
 	}
 	cs_free(in, 1);
-	c->func = func_of(s, ip);
+	c->func = func_of_stub(s, ip, &c->stub);
 	return c;
 }
 
@@ -787,10 +801,12 @@ static void do_insn(struct synth *s, struct sth *t, const struct ptsim_ev *e, ui
 	if (c->kind == K_CALL || c->kind == K_CALLI) {
 		struct frame *f = push_frame(s, t);
 		if (f) {
+			struct cls *tc = classify(s, next);
 			f->func = next;
 			f->callsite = e->ip;
 			f->slotaddr = e->sp;
 			f->bslot = t->cur_slot;
+			f->stub = tc && tc->stub;
 		}
 	} else {
 		int popped = 0;
@@ -815,7 +831,28 @@ static void do_insn(struct synth *s, struct sth *t, const struct ptsim_ev *e, ui
 			}
 		} else if ((c->kind == K_JMP || c->kind == K_JMPI) && t->nst) {
 			struct cls *tc = classify(s, next);
-			if (tc && tc->func == next && c->func != next) {
+			struct frame *cf = &t->st[t->nst - 1];
+			if (cf->stub) {
+				/* Stubs are invisible: the frame entered through a
+				 * stub is its target's from the stub's entry on. */
+				if (tc && !tc->stub) {
+					cf->func = tc->func ? tc->func : next;
+					cf->stub = 0;
+				}
+			} else if (tc && tc->stub && !c->stub) {
+				/* A jump into a stub: a tail call to its target. */
+				struct frame old = *cf;
+				pop_frame(s, t, t->cur_slot, 0);
+				struct frame *f = push_frame(s, t);
+				if (f) {
+					f->func = next;
+					f->callsite = e->ip;
+					f->slotaddr = old.slotaddr;
+					f->bslot = t->cur_slot;
+					f->depth = old.depth;
+					f->stub = 1;
+				}
+			} else if (tc && tc->func == next && c->func != next) {
 				/* A tail call: the frame now runs another function. */
 				struct frame old = t->st[t->nst - 1];
 				pop_frame(s, t, t->cur_slot, 0);

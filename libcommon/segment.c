@@ -31,6 +31,9 @@ struct frame {
 	 * frame open, or that is unknown; another span of its depth may be
 	 * live at its begin (one of that level ended in its run) */
 	uint8_t wp_open : 1, wp_shared : 1;
+	/* runs a PLT stub: its func becomes the stub's target at the jump
+	 * that leaves the stub code (docs/exactness.md, stubs) */
+	uint8_t stub : 1;
 };
 
 /* Events of the current run (branch records with one timestamp), kept until
@@ -435,7 +438,7 @@ static int new_frame(segmenter *s, struct thr *t, uint8_t kind, uint64_t func, u
 	if (t->nstk == t->capstk &&
 	    mt_grow((void **)&t->stk, &t->capstk, t->nstk + 1, sizeof *t->stk))
 		return s->err = -SEG_ENOMEM;
-	t->fr[t->nfr] = (struct frame){func, callsite, begin, begin, level, flags, kind, 0, 0, 0};
+	t->fr[t->nfr] = (struct frame){func, callsite, begin, begin, level, flags, kind, 0, 0, 0, 0};
 	t->fr[t->nfr].wp_shared =
 		t->pop_run == t->run_time && level >= t->pop_lo && level <= t->pop_hi;
 	t->stk[t->nstk++] = (uint32_t)t->nfr++;
@@ -771,12 +774,29 @@ static int classify_jump(segmenter *s, struct thr *t, uint64_t from, uint64_t to
 {
 	uint64_t lo, hi;
 	uint32_t cur = t->stk[t->nstk - 1];
+	if (t->fr[cur].stub) {
+		/* stubs are invisible: the frame entered through a stub is its
+		 * target's, from where the stub was entered */
+		const struct rcache *c = fn_lookup(s, t, to);
+		if (c->ok && c->is_plt) /* still stub code (lazy binding: PLT0) */
+			return 0;
+		t->fr[cur].func = c->ok ? c->lo : to;
+		t->fr[cur].stub = 0;
+		t->rfi = UINT32_MAX;
+		return 0;
+	}
 	int have = frame_range(s, t, cur, &lo, &hi);
 	if (have && to >= lo && to < hi)
 		return 0;
 	/* a copy: frame_range below may reuse the cache entry */
 	const struct rcache fi = *fn_lookup(s, t, to);
 	if (fi.ok) {
+		if (fi.is_plt) { /* a jump into a stub: a tail call to its target */
+			if (tail_call(s, t, to, time))
+				return s->err;
+			top(t)->stub = 1;
+			return 0;
+		}
 		if (fi.cold)
 			return 0;
 		if (to == fi.lo)
@@ -823,6 +843,10 @@ static int do_call(segmenter *s, struct thr *t, const struct mtev_rec *r)
 		return s->err = -SEG_ENOMEM;
 	if (push(s, t, FK_FUNC, r->br.to, r->br.from, r->br.time))
 		return s->err;
+	if (s->o.fns) {
+		const struct rcache *c = fn_lookup(s, t, r->br.to);
+		top(t)->stub = (uint8_t)(c->ok && c->is_plt);
+	}
 	return waypoint(s, t, r->br.to);
 }
 
@@ -1337,6 +1361,10 @@ static int do_branch(segmenter *s, const struct mtev_rec *r)
 			int k1 = wp_wanted(s, t, from, 1);
 			if (new_frame(s, t, FK_FUNC, to, from, time, level + 1, 0))
 				return s->err;
+			if (s->o.fns) { /* a call through a PLT stub (classify_jump) */
+				const struct rcache *c = fn_lookup(s, t, to);
+				t->fr[t->nfr - 1].stub = (uint8_t)(c->ok && c->is_plt);
+			}
 			t->run_k = 1;
 			return wp_pair_if(s, t, time, k1, from, level, wp_wanted(s, t, to, 0), to,
 					  level + 1);
