@@ -28,6 +28,7 @@ struct cls {
 	uint64_t func; /* runtime start of the containing symbol, 0 unknown */
 	uint8_t len, kind, nopush, used;
 	uint8_t stub; /* in a PLT stub section (func: the stub's entry) */
+	uint8_t cold; /* in a ".cold" part of a function (gcc's hot/cold split) */
 };
 
 struct frame {
@@ -146,6 +147,8 @@ static struct symimg *symimg_of(struct synth *s, const struct ptsim_map *m)
 	return x;
 }
 
+/* The runtime entry of the function (or PLT stub) containing @ip, 0 unknown;
+ * *kind: 1 a PLT stub, 2 a ".cold" part, else 0. */
 static uint64_t func_of_stub(struct synth *s, uint64_t ip, uint8_t *stub)
 {
 	*stub = 0;
@@ -166,6 +169,8 @@ static uint64_t func_of_stub(struct synth *s, uint64_t ip, uint8_t *stub)
 	const struct elf_sym *sym = elfinfo_lookup(&x->ei, (uint64_t)va);
 	if (!sym)
 		return 0;
+	const char *cp = strstr(sym->name, ".cold");
+	*stub = cp && (cp[5] == 0 || cp[5] == '.') ? 2 : 0;
 	return ip - ((uint64_t)va - sym->addr);
 }
 
@@ -289,6 +294,8 @@ static struct cls *classify(struct synth *s, uint64_t ip)
 	}
 	cs_free(in, 1);
 	c->func = func_of_stub(s, ip, &c->stub);
+	c->cold = c->stub == 2;
+	c->stub = c->stub == 1;
 	return c;
 }
 
@@ -852,7 +859,9 @@ static void do_insn(struct synth *s, struct sth *t, const struct ptsim_ev *e, ui
 					f->depth = old.depth;
 					f->stub = 1;
 				}
-			} else if (tc && tc->func == next && c->func != next) {
+			} else if (tc && tc->func == next && c->func != next && !tc->cold) {
+				/* (a .cold part is its function's code, reached by a
+				 * jump from it or by the unwinder: never a call) */
 				/* A tail call: the frame now runs another function. */
 				struct frame old = t->st[t->nst - 1];
 				pop_frame(s, t, t->cur_slot, 0);

@@ -768,6 +768,37 @@ static int tail_call(segmenter *s, struct thr *t, uint64_t to, uint64_t time)
 
 static int close_seg(segmenter *s, struct thr *t);
 
+/* The length of @name's function name before its ".cold" suffix (gcc's
+ * hot/cold split: "f.cold", "f.cold.7"), 0 if it is not a cold part. */
+static size_t cold_base(const char *name)
+{
+	const char *c = name ? strstr(name, ".cold") : NULL;
+	return c && (c[5] == 0 || c[5] == '.') ? (size_t)(c - name) : 0;
+}
+
+/* The innermost stack entry below @n whose function owns @to: its range
+ * holds @to, or @to is in a ".cold" part of it (same name before ".cold";
+ * an exception's landing pad, entered by the unwinder).  SIZE_MAX: none. */
+static size_t owner_frame(segmenter *s, struct thr *t, uint64_t to, size_t n)
+{
+	struct fn_info fi;
+	const char *base = NULL;
+	size_t blen = 0;
+	if (s->o.fns && fnmap_lookup(s->o.fns, t->tid, to, &fi) && (blen = cold_base(fi.name)))
+		base = fi.name;
+	for (size_t i = n; i-- > 0;) {
+		uint64_t lo, hi;
+		const struct frame *f = &t->fr[t->stk[i]];
+		if (frame_range(s, t, t->stk[i], &lo, &hi) && to >= lo && to < hi)
+			return i;
+		struct fn_info g;
+		if (base && f->kind <= FK_SIGNAL && fnmap_lookup(s->o.fns, t->tid, f->func, &g) &&
+		    g.name && !strncmp(g.name, base, blen) && g.name[blen] == 0)
+			return i;
+	}
+	return SIZE_MAX;
+}
+
 /* Where control went by a jump (or a resume): same function, tail call, or
  * an ancestor (longjmp). */
 static int classify_jump(segmenter *s, struct thr *t, uint64_t from, uint64_t to, uint64_t time)
@@ -797,16 +828,16 @@ static int classify_jump(segmenter *s, struct thr *t, uint64_t from, uint64_t to
 			top(t)->stub = 1;
 			return 0;
 		}
-		if (fi.cold)
-			return 0;
-		if (to == fi.lo)
+		if (to == fi.lo && !fi.cold)
 			return tail_call(s, t, to, time);
-		for (size_t i = t->nstk - 1; i-- > 0;) {
-			uint64_t alo, ahi;
-			if (frame_range(s, t, t->stk[i], &alo, &ahi) && to >= alo && to < ahi) {
-				s->st.unwinds++;
-				return pop_to(s, t, i + 1, time);
-			}
+		/* into an ancestor's body or its .cold part: longjmp, or the
+		 * unwinder landing in a caller's landing pad */
+		size_t i = owner_frame(s, t, to, t->nstk);
+		if (i == t->nstk - 1)
+			return 0;
+		if (i != SIZE_MAX) {
+			s->st.unwinds++;
+			return pop_to(s, t, i + 1, time);
 		}
 		/* into another function's body that is on no frame of the stack.
 		 * At a return site (just after a direct call), or by an indirect
@@ -885,15 +916,8 @@ static int do_return(segmenter *s, struct thr *t, const struct mtev_rec *r)
 	} else {
 		/* does not fit the stack: unwind to an ancestor holding the
 		 * target if symbols say so, else return to the parent */
-		size_t j = t->nstk - 1;
-		int found = 0;
-		while (j-- > 0) {
-			uint64_t lo, hi;
-			if (frame_range(s, t, t->stk[j], &lo, &hi) && to >= lo && to < hi) {
-				found = 1;
-				break;
-			}
-		}
+		size_t j = owner_frame(s, t, to, t->nstk - 1);
+		int found = j != SIZE_MAX;
 		s->st.anomalies++;
 		if (pop_to(s, t, found ? j + 1 : t->nstk - 1, time))
 			return s->err;
