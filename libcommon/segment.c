@@ -34,6 +34,10 @@ struct frame {
 	/* runs a PLT stub: its func becomes the stub's target at the jump
 	 * that leaves the stub code (docs/exactness.md, stubs) */
 	uint8_t stub : 1;
+	/* stands for the frame a signal interrupted, revealed by the handler's
+	 * return into the sigreturn trampoline: named where rt_sigreturn
+	 * resumes it */
+	uint8_t sigret : 1;
 };
 
 /* Events of the current run (branch records with one timestamp), kept until
@@ -438,7 +442,7 @@ static int new_frame(segmenter *s, struct thr *t, uint8_t kind, uint64_t func, u
 	if (t->nstk == t->capstk &&
 	    mt_grow((void **)&t->stk, &t->capstk, t->nstk + 1, sizeof *t->stk))
 		return s->err = -SEG_ENOMEM;
-	t->fr[t->nfr] = (struct frame){func, callsite, begin, begin, level, flags, kind, 0, 0, 0, 0};
+	t->fr[t->nfr] = (struct frame){func, callsite, begin, begin, level, flags, kind, 0, 0, 0, 0, 0};
 	t->fr[t->nfr].wp_shared =
 		t->pop_run == t->run_time && level >= t->pop_lo && level <= t->pop_hi;
 	t->stk[t->nstk++] = (uint32_t)t->nfr++;
@@ -881,6 +885,17 @@ static int do_call(segmenter *s, struct thr *t, const struct mtev_rec *r)
 	return waypoint(s, t, r->br.to);
 }
 
+/* Is @ip the kernel's signal return trampoline (glibc's __restore_rt:
+ * mov $15,%rax; syscall, i.e. rt_sigreturn)?  By its code, so that a
+ * stripped libc or a static program is recognised alike. */
+static int is_sigtramp(segmenter *s, struct thr *t, uint64_t ip)
+{
+	static const uint8_t tramp[9] = {0x48, 0xc7, 0xc0, 0x0f, 0, 0, 0, 0x0f, 0x05};
+	uint8_t b[9];
+	return s->o.fns && fnmap_read(s->o.fns, t->tid, ip, b, sizeof b) == sizeof b &&
+	       !memcmp(b, tramp, sizeof b);
+}
+
 static int do_return(segmenter *s, struct thr *t, const struct mtev_rec *r)
 {
 	uint64_t to = r->br.to, time = r->br.time;
@@ -910,9 +925,13 @@ static int do_return(segmenter *s, struct thr *t, const struct mtev_rec *r)
 		if (pop_to(s, t, i, time))
 			return s->err;
 	} else if (at_root && i == t->nstk - 1 && i == 0) {
-		/* the root returns: its caller was live since the segment began */
+		/* the root returns: its caller was live since the segment began;
+		 * into the sigreturn trampoline: the root was a signal handler,
+		 * under the frame the signal interrupted (do_resume names it) */
 		if (pop_to(s, t, 0, time) || add_root(s, t, to, 1))
 			return s->err;
+		if (is_sigtramp(s, t, to))
+			top(t)->sigret = 1;
 	} else {
 		/* does not fit the stack: unwind to an ancestor holding the
 		 * target if symbols say so, else return to the parent */
@@ -968,6 +987,13 @@ static int do_resume(segmenter *s, struct thr *t, const struct mtev_rec *r)
 	t->have_expect = 0;
 	if (expect && to == t->expect)
 		return waypoint(s, t, to);
+	f = top(t);
+	if (f->sigret && expect) { /* rt_sigreturn: the interrupted frame continues */
+		f->func = func_entry(s, t, to);
+		f->sigret = 0;
+		t->rfi = UINT32_MAX;
+		return waypoint(s, t, to);
+	}
 	/* rt_sigreturn: resumes where a handler's interrupted code stopped */
 	for (size_t i = t->nsig; i-- > 0;) {
 		if (t->sig[i].resume && t->sig[i].resume == to) {
