@@ -18,7 +18,7 @@
 
 /* Frame kinds.  FK_FUNC and FK_SIGNAL are functions (a signal handler is a
  * function entered by the kernel, not by a call); the others are synthetic. */
-enum { FK_FUNC, FK_SIGNAL, FK_SYSCALL, FK_INTERRUPT, FK_UNTRACED, FK_DELETED };
+enum { FK_FUNC, FK_SIGNAL, FK_SYSCALL, FK_INTERRUPT, FK_UNTRACED, FK_UNWOUND, FK_DELETED };
 
 /* 40 bytes: the only per-span memory held until the segment is written. */
 struct frame {
@@ -803,6 +803,48 @@ static size_t owner_frame(segmenter *s, struct thr *t, uint64_t to, size_t n)
 	return SIZE_MAX;
 }
 
+/* Is frame @fi running the C++ unwinder's entry (libgcc's _Unwind_*, named
+ * by .dynsym even when stripped), which jumps to landing pads? */
+static int unwinder_frame(segmenter *s, struct thr *t, uint32_t fi)
+{
+	struct fn_info g;
+	return s->o.fns && t->fr[fi].kind == FK_FUNC &&
+	       fnmap_lookup(s->o.fns, t->tid, t->fr[fi].func, &g) && g.name &&
+	       !strncmp(g.name, "_Unwind_", 8);
+}
+
+/* An exception lands at @to in a function that is on no frame of the stack:
+ * a caller above the root (the trace began inside the unwinder, or below
+ * the landing frame).  Every frame ends; the landing function (a .cold
+ * part names it) is revealed below the root.  When the root is the
+ * unwinder's own code, between them lie unwound frames no branch showed
+ * (at least one: the unwinder's caller; one [unwound] span stands for
+ * them, docs/exactness.md); else the root is taken for the landing
+ * function's callee. */
+static int land_below_root(segmenter *s, struct thr *t, uint64_t from, uint64_t to, uint64_t time)
+{
+	struct fn_info fo;
+	uint64_t x = s->o.fns && fnmap_owner(s->o.fns, t->tid, to, &fo) ? fo.entry : func_entry(s, t, to);
+	/* the root is the unwinder's own code (the object that jumps to the
+	 * landing pad): its caller was unwound too */
+	int unwound = from && fnmap_same_file(s->o.fns, t->tid, t->fr[t->stk[0]].func, from);
+	if (pop_to(s, t, 0, time))
+		return s->err;
+	if (unwound) {
+		if (new_frame(s, t, FK_UNWOUND, 0, 0, t->seg_begin, t->min_level - 1,
+			      MTEV_SPAN_INFERRED_START))
+			return s->err;
+		t->fr[t->nfr - 1].promoted = 1;
+		if (pop(s, t, time))
+			return s->err;
+	}
+	if (add_root(s, t, x, 1))
+		return s->err;
+	t->fr[t->stk[0]].func = x;
+	t->rfi = UINT32_MAX;
+	return 0;
+}
+
 /* Where control went by a jump (or a resume): same function, tail call, or
  * an ancestor (longjmp). */
 static int classify_jump(segmenter *s, struct thr *t, uint64_t from, uint64_t to, uint64_t time)
@@ -857,6 +899,8 @@ static int classify_jump(segmenter *s, struct thr *t, uint64_t from, uint64_t to
 		     !(from && fnmap_is_indirect_jump(s->o.fns, t->tid, from))))
 			return 0;
 		s->st.unwinds++;
+		if (fi.cold || unwinder_frame(s, t, cur))
+			return land_below_root(s, t, from, to, time);
 		if (close_seg(s, t))
 			return s->err;
 		t->active = 1;
@@ -1087,6 +1131,9 @@ static int emit_span(segmenter *s, struct thr *t, const struct frame *f)
 	case FK_UNTRACED:
 		r.span.flags |= MTEV_SPAN_UNTRACED;
 		r.span.name = mtev_cstr("[untraced]");
+		break;
+	case FK_UNWOUND:
+		r.span.name = mtev_cstr("[unwound]");
 		break;
 	}
 	s->st.spans++;
