@@ -818,9 +818,9 @@ static int unwinder_frame(segmenter *s, struct thr *t, uint32_t fi)
  * the landing frame).  Every frame ends; the landing function (a .cold
  * part names it) is revealed below the root.  When the root is the
  * unwinder's own code, between them lie unwound frames no branch showed
- * (at least one: the unwinder's caller; one [unwound] span stands for
- * them, docs/exactness.md); else the root is taken for the landing
- * function's callee. */
+ * (at least one: the unwinder's caller): [unwound] spans stand for them,
+ * as many as g++'s code puts there (docs/exactness.md); else the root is
+ * taken for the landing function's callee. */
 static int land_below_root(segmenter *s, struct thr *t, uint64_t from, uint64_t to, uint64_t time)
 {
 	struct fn_info fo;
@@ -828,9 +828,19 @@ static int land_below_root(segmenter *s, struct thr *t, uint64_t from, uint64_t 
 	/* the root is the unwinder's own code (the object that jumps to the
 	 * landing pad): its caller was unwound too */
 	int unwound = from && fnmap_same_file(s->o.fns, t->tid, t->fr[t->stk[0]].func, from);
+	if (unwound) {
+		/* g++'s callers of the entries: the cleanup's frame calls
+		 * _Unwind_Resume; __cxa_throw and the thrower,
+		 * __cxa_rethrow and the catcher the other two */
+		struct fn_info g;
+		if (fnmap_lookup(s->o.fns, t->tid, t->fr[t->stk[0]].func, &g) && g.name &&
+		    (!strcmp(g.name, "_Unwind_RaiseException") ||
+		     !strcmp(g.name, "_Unwind_Resume_or_Rethrow")))
+			unwound = 2;
+	}
 	if (pop_to(s, t, 0, time))
 		return s->err;
-	if (unwound) {
+	for (int k = 0; k < unwound; k++) {
 		if (new_frame(s, t, FK_UNWOUND, 0, 0, t->seg_begin, t->min_level - 1,
 			      MTEV_SPAN_INFERRED_START))
 			return s->err;
