@@ -909,7 +909,11 @@ static int classify_jump(segmenter *s, struct thr *t, uint64_t from, uint64_t to
 		     !(from && fnmap_is_indirect_jump(s->o.fns, t->tid, from))))
 			return 0;
 		s->st.unwinds++;
-		if (fi.cold || unwinder_frame(s, t, cur))
+		/* an exception landing: in the thread's first segment nothing
+		 * earlier can tell the frames between (a snapshot that began
+		 * inside the unwinder); after a gap mt-stitch aligns the
+		 * landing caller with the earlier segment's stack */
+		if (!t->nseg && (fi.cold || unwinder_frame(s, t, cur)))
 			return land_below_root(s, t, from, to, time);
 		if (close_seg(s, t))
 			return s->err;
