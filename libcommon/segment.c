@@ -857,7 +857,8 @@ static int land_below_root(segmenter *s, struct thr *t, uint64_t from, uint64_t 
 
 /* Where control went by a jump (or a resume): same function, tail call, or
  * an ancestor (longjmp). */
-static int classify_jump(segmenter *s, struct thr *t, uint64_t from, uint64_t to, uint64_t time)
+static int classify_jump(segmenter *s, struct thr *t, uint64_t from, uint64_t to, uint64_t time,
+			 int jcc)
 {
 	uint64_t lo, hi;
 	uint32_t cur = t->stk[t->nstk - 1];
@@ -884,7 +885,10 @@ static int classify_jump(segmenter *s, struct thr *t, uint64_t from, uint64_t to
 			top(t)->stub = 1;
 			return 0;
 		}
-		if (to == fi.lo && !fi.cold)
+		/* a conditional branch to a function's first byte is taken
+		 * for a branch inside its own function (into a .cold part that
+		 * only an FDE names, in a stripped file), never for a call */
+		if (to == fi.lo && !fi.cold && !jcc)
 			return tail_call(s, t, to, time);
 		/* into an ancestor's body or its .cold part: longjmp, or the
 		 * unwinder landing in a caller's landing pad */
@@ -922,7 +926,7 @@ static int classify_jump(segmenter *s, struct thr *t, uint64_t from, uint64_t to
 		return add_root(s, t, to, 0);
 	}
 	/* no symbol for the target: only what calls revealed */
-	if (!s->o.no_call_targets && tgt_has(s, to) && to != t->fr[cur].func)
+	if (!s->o.no_call_targets && !jcc && tgt_has(s, to) && to != t->fr[cur].func)
 		return tail_call(s, t, to, time);
 	return 0;
 }
@@ -1008,7 +1012,8 @@ static int do_jump(segmenter *s, struct thr *t, const struct mtev_rec *r)
 {
 	if (ensure_root(s, t, r->br.from) || close_synthetic(s, t, r->br.time) ||
 	    ensure_root(s, t, r->br.from) || waypoint(s, t, r->br.from) ||
-	    classify_jump(s, t, r->br.type == MTEV_BR_JUMP ? r->br.from : 0, r->br.to, r->br.time))
+	    classify_jump(s, t, r->br.type == MTEV_BR_JUMP ? r->br.from : 0, r->br.to, r->br.time,
+			  r->br.type == MTEV_BR_JCC))
 		return s->err;
 	return waypoint(s, t, r->br.to);
 }
@@ -1095,7 +1100,8 @@ static int do_trace_start(segmenter *s, struct thr *t, const struct mtev_rec *r)
 		return s->err;
 	t->off = 0;
 	if (close_synthetic(s, t, r->br.time) || ensure_root(s, t, r->br.to) ||
-	    classify_jump(s, t, r->br.type == MTEV_BR_JUMP ? r->br.from : 0, r->br.to, r->br.time))
+	    classify_jump(s, t, r->br.type == MTEV_BR_JUMP ? r->br.from : 0, r->br.to, r->br.time,
+			  r->br.type == MTEV_BR_JCC))
 		return s->err;
 	return waypoint(s, t, r->br.to);
 }
