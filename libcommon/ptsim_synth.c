@@ -148,8 +148,9 @@ static struct symimg *symimg_of(struct synth *s, const struct ptsim_map *m)
 }
 
 /* The runtime entry of the function (or PLT stub) containing @ip, 0 unknown;
- * *kind: 1 a PLT stub, 2 a ".cold" part, else 0. */
-static uint64_t func_of_stub(struct synth *s, uint64_t ip, uint8_t *stub)
+ * *kind: 1 a PLT stub, 2 a ".cold" part, else 0.  With @owner, a .cold
+ * part's function is the one it belongs to. */
+static uint64_t func_of_stub(struct synth *s, uint64_t ip, uint8_t *stub, int owner)
 {
 	*stub = 0;
 	const struct ptsim_map *m = ptsim_find_map(s->run, ip);
@@ -171,13 +172,23 @@ static uint64_t func_of_stub(struct synth *s, uint64_t ip, uint8_t *stub)
 		return 0;
 	const char *cp = strstr(sym->name, ".cold");
 	*stub = cp && (cp[5] == 0 || cp[5] == '.') ? 2 : 0;
+	if (*stub && owner && (size_t)(cp - sym->name) < 512) {
+		/* the function a .cold part belongs to, by name in the same file */
+		char base[512];
+		memcpy(base, sym->name, (size_t)(cp - sym->name));
+		base[cp - sym->name] = 0;
+		const struct elf_sym *o = elfinfo_find(&x->ei, base);
+		if (o)
+			return ip - ((uint64_t)va - o->addr);
+	}
 	return ip - ((uint64_t)va - sym->addr);
 }
 
+/* The function whose frame runs @ip: a .cold part's is its owner's. */
 static uint64_t func_of(struct synth *s, uint64_t ip)
 {
 	uint8_t stub;
-	return func_of_stub(s, ip, &stub);
+	return func_of_stub(s, ip, &stub, 1);
 }
 
 /* ---- instruction classes ---- */
@@ -293,7 +304,7 @@ static struct cls *classify(struct synth *s, uint64_t ip)
 		break;
 	}
 	cs_free(in, 1);
-	c->func = func_of_stub(s, ip, &c->stub);
+	c->func = func_of_stub(s, ip, &c->stub, 0);
 	c->cold = c->stub == 2;
 	c->stub = c->stub == 1;
 	return c;

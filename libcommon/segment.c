@@ -262,7 +262,8 @@ static int tgt_add(segmenter *s, uint64_t a)
 static uint64_t func_entry(segmenter *s, const struct thr *t, uint64_t ip)
 {
 	struct fn_info fi;
-	if (fnmap_lookup(s->o.fns, t->tid, ip, &fi))
+	/* a .cold part's frame is its function's (fnmap_owner) */
+	if (fnmap_owner(s->o.fns, t->tid, ip, &fi) || fnmap_lookup(s->o.fns, t->tid, ip, &fi))
 		return fi.entry;
 	return ip;
 }
