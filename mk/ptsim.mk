@@ -57,7 +57,7 @@ TEST_PREREQS += $(SPANCHECK)
 # stepped once into tests/.cache/ptsim-exact/runs/, replayed by the tests.
 EXACT_DIR := $(PROG_DIR)/exact
 EXACT_CACHE := tests/.cache/ptsim-exact
-EXACT_NAMES := qsort callbacks except except_O0 sigwork
+EXACT_NAMES := qsort callbacks except except_O0 sigwork stl
 EXACT_CFLAGS_qsort := -O2 -g -Wl,-z,lazy
 EXACT_CFLAGS_callbacks := -O2 -g -fcf-protection=full -Wl,-z,ibtplt -Wl,-z,now
 EXACT_CFLAGS_sigwork := -O1 -g -static
@@ -69,6 +69,7 @@ EXACT_RUN_callbacks := --start-at main
 EXACT_RUN_except := --start-at main
 EXACT_RUN_except_O0 := --start-at main
 EXACT_RUN_sigwork := --start-at main
+EXACT_RUN_stl := --start-at main
 
 $(EXACT_DIR)/%: tests/programs/exact/%.c mk/ptsim.mk
 	@mkdir -p $(dir $@)
@@ -76,6 +77,9 @@ $(EXACT_DIR)/%: tests/programs/exact/%.c mk/ptsim.mk
 $(EXACT_DIR)/except: tests/programs/exact/except.cc mk/ptsim.mk
 	@mkdir -p $(dir $@)
 	$(Q)$(CXX) -Wall $(EXACT_CXXFLAGS_except) -o $@ $<
+$(EXACT_DIR)/stl: tests/programs/exact/stl.cc mk/ptsim.mk
+	@mkdir -p $(dir $@)
+	$(Q)$(CXX) -Wall -O2 -g -o $@ $<
 $(EXACT_DIR)/except_O0: tests/programs/exact/except.cc mk/ptsim.mk
 	@mkdir -p $(dir $@)
 	$(Q)$(CXX) -Wall $(EXACT_CXXFLAGS_except_O0) -o $@ $<

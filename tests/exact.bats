@@ -174,3 +174,11 @@ in_ranges() {
 	echo "faults whose gap holds the hand-off: $n"
 	[ "$n" -ge 1 ]
 }
+
+@test "C++ containers, iostreams and exceptions thrown inside libstdc++ (-O2): the whole run and windows of 5,000 to 50,000 instructions exact" {
+	for w in "" "--window 5000" "--window 10000" "--window 20000" "--window 50000"; do
+		replay stl "$T/w" $w
+		judge "$T/w" truth
+		judge "$T/w" decode
+	done
+}
