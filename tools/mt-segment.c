@@ -56,7 +56,7 @@ static void usage(FILE *f)
 	      "  -f, --force          write binary output to a terminal\n"
 	      "  -h, --help           this help\n"
 	      "\n"
-	      "Rules: tools/mt-segment.md.\n"
+	      "Rules: docs/segment.md.\n"
 	      "Exit status: 0 ok; 1 --partial and the input was truncated or corrupt after\n"
 	      "its header (output covers the records before the damage); 2 usage, not an\n"
 	      "MTEV stream, a truncated or corrupt input (a killed upstream stage: no output\n"
@@ -285,7 +285,7 @@ int main(int argc, char **argv)
 			fnmap_missing(fns), fnmap_missing_path(fns, 0));
 	}
 	if (st->anomalies)
-		mt_warn("%llu branch(es) did not fit the call stack (see mt-segment.md)",
+		mt_warn("%llu branch(es) did not fit the call stack (see docs/segment.md)",
 			(unsigned long long)st->anomalies);
 	if (o.stats)
 		fprintf(stderr,
