@@ -655,6 +655,13 @@ static int load(struct elfinfo *ei, const char *path, int want_syms)
 	while ((scn = elf_nextscn(e, scn))) {
 		if (!gelf_getshdr(scn, &sh))
 			continue;
+		const char *snm = elf_strptr(e, shstrndx, sh.sh_name);
+		if (snm && sh.sh_type == SHT_PROGBITS && (sh.sh_flags & SHF_EXECINSTR) &&
+		    (!strcmp(snm, ".plt") || !strcmp(snm, ".plt.sec") || !strcmp(snm, ".plt.got") ||
+		     !strcmp(snm, ".iplt")) &&
+		    ei->nstubsecs < sizeof ei->stubsecs / sizeof ei->stubsecs[0])
+			ei->stubsecs[ei->nstubsecs++] = (struct elf_stubsec){
+				sh.sh_addr, sh.sh_size, sh.sh_entsize >= 8 ? sh.sh_entsize : 16};
 		if (sh.sh_type == SHT_SYMTAB) {
 			symtab = scn;
 			symtab_sh = sh;
@@ -775,6 +782,22 @@ const struct elf_sym *elfinfo_lookup(const struct elfinfo *ei, uint64_t vaddr)
 		return s;
 	}
 	return NULL;
+}
+
+int elfinfo_stub(const struct elfinfo *ei, uint64_t vaddr, uint64_t *entry, uint64_t *end)
+{
+	for (unsigned i = 0; i < ei->nstubsecs; i++) {
+		const struct elf_stubsec *x = &ei->stubsecs[i];
+		if (vaddr < x->addr || vaddr - x->addr >= x->size)
+			continue;
+		uint64_t k = (vaddr - x->addr) / x->entsize;
+		*entry = x->addr + k * x->entsize;
+		*end = *entry + x->entsize;
+		if (*end > x->addr + x->size)
+			*end = x->addr + x->size;
+		return 1;
+	}
+	return 0;
 }
 
 static const struct elf_sym *sym_at(const struct elfinfo *ei, uint64_t addr)

@@ -43,6 +43,12 @@ struct elf_seg {
 	uint32_t flags; /* PF_X | PF_W | PF_R */
 };
 
+/* An executable section of PLT stubs (.plt, .plt.sec, .plt.got, .iplt),
+ * entries of @entsize bytes (16 when the header says less than 8). */
+struct elf_stubsec {
+	uint64_t addr, size, entsize;
+};
+
 struct elfinfo {
 	char *path;
 	int is_pie;		  /* ET_DYN */
@@ -57,6 +63,8 @@ struct elfinfo {
 	int has_symtab;		  /* 0: stripped (only .dynsym or nothing) and no debug file */
 	char *debug_path;	  /* the separate debug file whose .symtab was used, or NULL */
 	char *strpool;
+	struct elf_stubsec stubsecs[4];
+	unsigned nstubsecs;
 };
 
 /* 0 on success; negative errno-style value on failure (-ENOENT, -ENOEXEC for
@@ -73,6 +81,9 @@ int elf_read_build_id(const char *path, uint8_t out[20]);
 /* The function symbol containing @vaddr (by size, or up to the next symbol
  * when size is 0), or NULL. */
 const struct elf_sym *elfinfo_lookup(const struct elfinfo *ei, uint64_t vaddr);
+/* Is @vaddr in a PLT stub section?  1: yes, with the stub entry's range
+ * [*entry, *end) (PLT0 counts as one); 0: no. */
+int elfinfo_stub(const struct elfinfo *ei, uint64_t vaddr, uint64_t *entry, uint64_t *end);
 /* The code symbol named @name, or NULL.  A name that is an alias (another
  * symbol at the same address: __GI___libc_malloc, __libc_malloc, malloc)
  * gives the function's symbol, which carries its preferred name: the

@@ -279,10 +279,13 @@ int fnmap_is_indirect_jump(struct fnmap *m, uint32_t tid, uint64_t addr)
 	return reg == 4 || reg == 5;
 }
 
-int fnmap_lookup(struct fnmap *m, uint32_t tid, uint64_t addr, struct fn_info *out)
+/* The loaded file mapped at @addr in thread @tid's process, and @addr's
+ * ELF virtual address in it.  NULL: unknown. */
+static struct fnfile *locate(struct fnmap *m, uint32_t tid, uint64_t addr,
+			     const struct fnmapping **mpp, int64_t *vap)
 {
 	if (!m || !m->nmaps)
-		return 0;
+		return NULL;
 	int known;
 	uint32_t pid = pid_of(m, tid, &known);
 	const struct fnmapping *mp = NULL;
@@ -296,19 +299,71 @@ int fnmap_lookup(struct fnmap *m, uint32_t tid, uint64_t addr, struct fn_info *o
 			m->last_map = i;
 		}
 	if (!mp)
-		return 0;
+		return NULL;
 	struct fnfile *ff = &m->files[mp->file];
 	if (ff->state == 0)
 		load_file(m, ff);
 	if (ff->state != 1)
-		return 0;
+		return NULL;
 	int64_t va = elfinfo_offset_to_vaddr(&ff->ei, addr - mp->start + mp->pgoff);
 	if (va < 0)
+		return NULL;
+	*mpp = mp;
+	*vap = va;
+	return ff;
+}
+
+int fnmap_same_file(struct fnmap *m, uint32_t tid, uint64_t a, uint64_t b)
+{
+	const struct fnmapping *mp;
+	int64_t va;
+	struct fnfile *fa = locate(m, tid, a, &mp, &va);
+	return fa && fa == locate(m, tid, b, &mp, &va);
+}
+
+int fnmap_owner(struct fnmap *m, uint32_t tid, uint64_t addr, struct fn_info *out)
+{
+	if (!fnmap_lookup(m, tid, addr, out))
+		return 0;
+	const char *c = out->name ? strstr(out->name, ".cold") : NULL;
+	if (!c || (c[5] && c[5] != '.'))
+		return 1;
+	char base[512];
+	size_t n = (size_t)(c - out->name);
+	const struct fnmapping *mp;
+	int64_t va;
+	struct fnfile *ff = locate(m, tid, addr, &mp, &va);
+	if (!ff || n >= sizeof base)
+		return 0;
+	memcpy(base, out->name, n);
+	base[n] = 0;
+	const struct elf_sym *x = elfinfo_find(&ff->ei, base);
+	if (!x)
+		return 0;
+	return fnmap_lookup(m, tid, x->addr + (addr - (uint64_t)va), out);
+}
+
+int fnmap_lookup(struct fnmap *m, uint32_t tid, uint64_t addr, struct fn_info *out)
+{
+	const struct fnmapping *mp;
+	int64_t va;
+	struct fnfile *ff = locate(m, tid, addr, &mp, &va);
+	if (!ff)
 		return 0;
 	const struct elf_sym *s = elfinfo_lookup(&ff->ei, (uint64_t)va);
+	uint64_t bias = addr - (uint64_t)va;
+	uint64_t se, sx;
+	if (elfinfo_stub(&ff->ei, (uint64_t)va, &se, &sx)) {
+		/* a PLT stub, named or not: its own entry (docs/exactness.md) */
+		memset(out, 0, sizeof *out);
+		out->entry = se + bias;
+		out->end = sx + bias;
+		out->name = s && s->is_plt && s->addr == se ? s->name : "[plt]";
+		out->is_plt = 1;
+		return 1;
+	}
 	if (!s)
 		return 0;
-	uint64_t bias = addr - (uint64_t)va;
 	uint64_t end;
 	if (s->size)
 		end = s->addr + s->size;

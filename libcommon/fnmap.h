@@ -53,6 +53,14 @@ int fnmap_add_thread(struct fnmap *m, uint32_t pid, uint32_t tid);
  * 1: found, *out filled; 0: unknown (no map, no file, no symbol). */
 int fnmap_lookup(struct fnmap *m, uint32_t tid, uint64_t addr, struct fn_info *out);
 
+/* The same, but for an address in a ".cold" part of a function (gcc's
+ * hot/cold split, "f.cold"), the function it belongs to ("f", by name in
+ * the same file).  0: unknown. */
+int fnmap_owner(struct fnmap *m, uint32_t tid, uint64_t addr, struct fn_info *out);
+
+/* Are @a and @b in the same loaded file?  1 yes, 0 no or unknown. */
+int fnmap_same_file(struct fnmap *m, uint32_t tid, uint64_t a, uint64_t b);
+
 /* Reads @len code bytes at runtime address @addr of thread @tid from the
  * mapped file.  Returns the number of bytes read (0: unknown). */
 size_t fnmap_read(struct fnmap *m, uint32_t tid, uint64_t addr, uint8_t *buf, size_t len);

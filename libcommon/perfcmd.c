@@ -66,15 +66,28 @@ int perfcmd_build(const struct perfcmd_opts *o, char **argv, size_t max, char *b
 		if (o->snapshot_size)
 			add(&a, "--mmap-pages=,", o->snapshot_size);
 	} else {
-		snprintf(tmp, sizeof tmp, "%s:%s", o->event ? o->event : "cpu-clock", o->kernel ? "uk" : "u");
+		/* Two events.  A dummy event carries the tracking records (mmap,
+		 * comm, fork, exit) in perf's ordinary ring, written to the file as
+		 * they come, so the names of the whole run survive.  The samples go
+		 * to an overwritten (backward) ring read only at a snapshot: the
+		 * last samples before it, like PT's snapshot mode.  (perf's global
+		 * --overwrite would put the tracking records in that ring too, and
+		 * would synthesize the maps of the processes only at the end, after
+		 * a program that exited is gone.) */
+		char cg[64];
+		const char *g = o->call_graph ? o->call_graph : "fp";
+		const char *ev = o->event ? o->event : "cpu-clock";
+		const char *pl = o->kernel ? "uk" : "u";
+		if (!strcmp(g, "dwarf"))
+			snprintf(cg, sizeof cg, "call-graph=dwarf,stack-size=%u",
+				 o->stack_size ? o->stack_size : 8192);
+		else
+			snprintf(cg, sizeof cg, "call-graph=%s", g);
+		snprintf(tmp, sizeof tmp, "dummy:%s", pl);
 		add(&a, "--event=", tmp);
-		snprintf(tmp, sizeof tmp, "%u", o->freq ? o->freq : 10000);
-		add(&a, "--freq=", tmp);
-		add(&a, "--call-graph=", o->call_graph ? o->call_graph : "fp");
+		snprintf(tmp, sizeof tmp, "%s/overwrite,%s,freq=%u/%s", ev, cg, o->freq ? o->freq : 10000, pl);
+		add(&a, "--event=", tmp);
 		add(&a, "--timestamp", NULL);
-		/* The ring is overwritten and read only at a snapshot: it holds
-		 * the last samples before it, like PT's snapshot mode. */
-		add(&a, "--overwrite", NULL);
 		if (o->multi)
 			add(&a, "--switch-output=signal", NULL);
 		if (o->snapshot_size)

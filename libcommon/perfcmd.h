@@ -27,6 +27,7 @@ struct perfcmd_opts {
 	const char *event;	    /* "cpu-clock" (default) or "cycles" */
 	unsigned freq;		    /* samples per second */
 	const char *call_graph;	    /* "fp", "dwarf", "lbr" */
+	unsigned stack_size;	    /* dwarf: bytes of user stack per sample (0: 8192) */
 };
 
 /* Fills @argv (NULL-terminated, at most @max entries including the NULL)

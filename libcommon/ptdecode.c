@@ -358,6 +358,8 @@ struct proc {
 	size_t nmaps, mapcap;
 	const char *name;
 	int announced;
+	struct sb *sbmaps; /* sampling: the executable mmaps it has */
+	size_t nsbmaps, sbmapcap;
 };
 
 struct pend {
@@ -2205,6 +2207,8 @@ static uint32_t smap_chain_end(struct ptd *d, uint32_t pid, const uint64_t *ips,
 	if (!p || !p->nmaps)
 		return n;
 	for (k = 1; k < n; k++) {
+		if (ips[k] >> 63 && ips[k - 1] >> 63) /* the kernel part */
+			continue;
 		for (i = 0; i < p->nmaps; i++)
 			if (p->maps[i].start <= ips[k] && ips[k] < p->maps[i].end)
 				break;
@@ -2212,6 +2216,110 @@ static uint32_t smap_chain_end(struct ptd *d, uint32_t pid, const uint64_t *ips,
 			return k;
 	}
 	return n;
+}
+
+/* Sampling: the executable maps of each process as sideband records, so
+ * that a forked child gets its parent's (the kernel writes no MMAP record
+ * for inherited maps). */
+static void sb_note_map(struct ptd *d, const struct sb *s)
+{
+	struct proc *p;
+	if (d->nq || d->have_info || s->pid == UINT32_MAX || !(p = proc_get(d, s->pid)))
+		return;
+	if (grow(&p->sbmaps, &p->sbmapcap, p->nsbmaps, sizeof *p->sbmaps) < 0)
+		return;
+	p->sbmaps[p->nsbmaps++] = *s;
+}
+
+static void map_rec(struct ptd *d, const struct sb *s, struct mtev_rec *r);
+
+/* The parent's maps, again as the child's, at the fork's time. */
+static int sb_fork_maps(struct ptd *d, uint32_t pid, uint32_t ppid, uint64_t time)
+{
+	struct proc *c = proc_get(d, pid), *pp = NULL;
+	size_t i, k;
+	if (!c)
+		return 0;
+	for (i = 0; i < d->nproc; i++)
+		if (d->proc[i].pid == ppid)
+			pp = &d->proc[i];
+	if (!pp || pp == c)
+		return 0;
+	c = proc_get(d, pid);
+	c->nsbmaps = 0;
+	for (k = 0; k < pp->nsbmaps; k++) {
+		struct sb m = pp->sbmaps[k];
+		struct mtev_rec r;
+		m.pid = m.tid = pid;
+		m.time = time;
+		if (grow(&c->sbmaps, &c->sbmapcap, c->nsbmaps, sizeof *c->sbmaps) < 0)
+			return -1;
+		c->sbmaps[c->nsbmaps++] = m;
+		map_rec(d, &m, &r);
+		if (write_rec(d, &r) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* Sampling: a FORK record (kept by the never-overwritten tracking ring) is
+ * where a thread or process begins: its record, named as its parent is
+ * until a COMM record renames it. */
+static int sb_fork_rec(struct ptd *d, const struct sb *s, struct mtev_rec *r, struct mtev_rec *r2)
+{
+	int n = 0, th;
+	size_t i;
+	if (d->nq || d->have_info || s->pid == UINT32_MAX)
+		return 0;
+	th = thr_get(d, s->tid, s->pid);
+	if (th < 0 || d->thr[th].announced)
+		return 0;
+	d->thr[th].announced = 1;
+	const char *name = "";
+	for (i = 0; i < d->nproc; i++)
+		if (d->proc[i].pid == s->fork.ppid && d->proc[i].name)
+			name = d->proc[i].name;
+	if (s->pid != s->fork.ppid) { /* a new process */
+		struct proc *cp = proc_get(d, s->pid);
+		if (cp && *name)
+			cp->name = name;
+		if (sb_fork_maps(d, s->pid, s->fork.ppid, s->time) < 0)
+			return 0;
+		r->kind = MTEV_PROCESS;
+		r->process.pid = s->pid;
+		r->process.name = mtev_cstr(name);
+		r = r2;
+		n = 1;
+	}
+	r->kind = MTEV_THREAD;
+	r->thread.pid = s->pid;
+	r->thread.tid = s->tid;
+	r->thread.time = s->time;
+	r->thread.name = mtev_cstr(name);
+	return n + 1;
+}
+
+static void map_rec(struct ptd *d, const struct sb *s, struct mtev_rec *r)
+{
+	memset(r, 0, sizeof *r);
+	r->kind = MTEV_MAP;
+	r->map.pid = s->pid;
+	r->map.time = s->time;
+	r->map.start = s->mmap.addr;
+	r->map.len = s->mmap.len;
+	r->map.pgoff = s->mmap.pgoff;
+	r->map.prot = s->mmap.prot;
+	r->map.path = mtev_cstr(s->mmap.path);
+	if (s->mmap.bidlen) {
+		r->map.build_id_len = s->mmap.bidlen;
+		r->map.build_id = s->mmap.bid;
+	} else {
+		const struct pd_buildid *b = bid_for_path(d, s->mmap.path);
+		if (b) {
+			r->map.build_id_len = b->len;
+			r->map.build_id = b->id;
+		}
+	}
 }
 
 /* --call-graph dwarf: the unwinder learns the maps in time order ... */
@@ -2244,14 +2352,20 @@ static void unw_chain(struct ptd *d, const struct sb *s, struct mtev_rec *r)
 	memcpy(&have, u, 8);
 	memcpy(regs, u + 8, sizeof regs);
 	memcpy(&len, u + 8 + sizeof regs, 8);
-	if (grow(&d->ips, &d->ipscap, d->nips + 512, sizeof *d->ips) < 0)
+	if (grow(&d->ips, &d->ipscap, d->nips + 512 + 128, sizeof *d->ips) < 0)
 		return;
 	r->sample.ips = d->ips + s->sample.ips; /* the arena may have moved */
+	/* --kernel: the kernel's frames (innermost first) stay before the
+	 * unwound user stack */
+	uint32_t nk = 0;
+	while (nk < r->sample.nips && nk < 128 && r->sample.ips[nk] >> 63)
+		nk++;
+	memcpy(d->ips + d->nips, r->sample.ips, nk * sizeof *d->ips);
 	size_t n = unw_sample(d->unw, s->pid, s->tid, regs, have, u + 16 + sizeof regs, len,
-			      d->ips + d->nips, 512);
-	if (n > r->sample.nips) {
+			      d->ips + d->nips + nk, 512);
+	if (nk + n > r->sample.nips) {
 		r->sample.ips = d->ips + d->nips;
-		r->sample.nips = (uint32_t)n;
+		r->sample.nips = (uint32_t)(nk + n);
 		d->st->unwound++;
 	}
 }
@@ -2270,27 +2384,19 @@ static int sb_to_rec(struct ptd *d, const struct sb *s, struct mtev_rec *r, stru
 	case SB_MMAP:
 		if (!(s->mmap.prot & PROT_X))
 			return 0;
-		r->kind = MTEV_MAP;
-		r->map.pid = s->pid;
-		r->map.time = s->time;
-		r->map.start = s->mmap.addr;
-		r->map.len = s->mmap.len;
-		r->map.pgoff = s->mmap.pgoff;
-		r->map.prot = s->mmap.prot;
-		r->map.path = mtev_cstr(s->mmap.path);
-		if (s->mmap.bidlen) {
-			r->map.build_id_len = s->mmap.bidlen;
-			r->map.build_id = s->mmap.bid;
-		} else {
-			const struct pd_buildid *b = bid_for_path(d, s->mmap.path);
-			if (b) {
-				r->map.build_id_len = b->len;
-				r->map.build_id = b->id;
-			}
-		}
+		sb_note_map(d, s);
+		map_rec(d, s, r);
 		return 1;
 	case SB_COMM: {
 		int th = thr_get(d, s->tid, s->pid);
+		struct proc *cp;
+		if ((s->pid == s->tid || s->comm.exec) && (cp = proc_get(d, s->pid))) {
+			cp->name = s->comm.name;
+			if (s->comm.exec)
+				cp->nsbmaps = 0;
+		}
+		if (th >= 0)
+			d->thr[th].announced = 1;
 		if (s->pid == s->tid || s->comm.exec) {
 			r->kind = MTEV_PROCESS;
 			r->process.pid = s->pid;
@@ -2309,7 +2415,24 @@ static int sb_to_rec(struct ptd *d, const struct sb *s, struct mtev_rec *r, stru
 		}
 		return n;
 	}
+	case SB_FORK:
+		return sb_fork_rec(d, s, r, r2);
 	case SB_SAMPLE:
+		if (!d->nq && !d->have_info) {
+			/* a thread known only by its samples (its fork and comm
+			 * were before the recording, or lost): its record first, so
+			 * it is a thread of its process */
+			int th = thr_get(d, s->tid, s->pid);
+			if (th >= 0 && !d->thr[th].announced) {
+				d->thr[th].announced = 1;
+				r->kind = MTEV_THREAD;
+				r->thread.pid = s->pid;
+				r->thread.tid = s->tid;
+				r->thread.time = s->time;
+				r = r2;
+				n = 1;
+			}
+		}
 		r->kind = MTEV_SAMPLE;
 		r->sample.pid = s->pid;
 		r->sample.tid = s->tid;
@@ -2320,7 +2443,7 @@ static int sb_to_rec(struct ptd *d, const struct sb *s, struct mtev_rec *r, stru
 			unw_chain(d, s, r);
 		r->sample.nips = smap_chain_end(d, s->pid, r->sample.ips, r->sample.nips);
 		d->st->samples++;
-		return 1;
+		return n + 1;
 	case SB_TRIGGER:
 		r->kind = MTEV_TRIGGER;
 		r->trigger.pid = s->pid;
@@ -2924,12 +3047,20 @@ static int read_perf(struct ptd *d, int fd)
 				 * user part can go on with 0 or garbage: it ends at
 				 * the first entry that cannot be a user return
 				 * address (0, or in the upper half: kernel space). */
-				int user = 1, user_seen = 0, walk_end = 0;
+				int user = 1, user_seen = 0, walk_end = 0, kernel = 0;
 				for (k = 0; k < sm.nr_ips; k++) {
 					uint64_t ip = sm.ips[k];
 					if (ip >= PD_CONTEXT_MAX) {
 						user = ip == PD_CONTEXT_USER;
+						kernel = ip == PD_CONTEXT_KERNEL;
 						user_seen |= user;
+						continue;
+					}
+					/* the kernel's frames (--kernel), innermost
+					 * first, come before the user stack: they
+					 * go under the system call's user frame */
+					if (kernel && !user_seen && !walk_end && ip >> 63) {
+						d->ips[d->nips + n++] = ip;
 						continue;
 					}
 					if (!user || walk_end)
@@ -3110,6 +3241,7 @@ static void ptd_fini(struct ptd *d)
 	for (i = 0; i < d->nproc; i++) {
 		pt_image_free(d->proc[i].img);
 		free(d->proc[i].maps);
+		free(d->proc[i].sbmaps);
 	}
 	free(d->proc);
 	for (i = 0; i < d->noldimgs; i++)
@@ -3189,8 +3321,9 @@ int ptd_decode_perf(int fd_in, int (*open_out)(void *ctx, uint32_t flags, mtev_w
 		}
 		q->state = Q_SEG;
 	}
-	/* threads named by COMM records are announced by them */
-	for (i = 0; i < d.nsb; i++)
+	/* threads named by COMM records are announced by them (sampling:
+	 * announced in time order, by the first of fork, comm, sample) */
+	for (i = 0; i < d.nsb && d.nq; i++)
 		if (d.sb[i].kind == SB_COMM) {
 			int th = thr_get(&d, d.sb[i].tid, d.sb[i].pid);
 			if (th >= 0)

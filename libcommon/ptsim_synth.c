@@ -27,6 +27,8 @@ struct cls {
 	uint64_t ip;
 	uint64_t func; /* runtime start of the containing symbol, 0 unknown */
 	uint8_t len, kind, nopush, used;
+	uint8_t stub; /* in a PLT stub section (func: the stub's entry) */
+	uint8_t cold; /* in a ".cold" part of a function (gcc's hot/cold split) */
 };
 
 struct frame {
@@ -36,6 +38,7 @@ struct frame {
 	int32_t depth;
 	uint32_t flags;
 	const char *name;
+	int stub; /* entered a PLT stub: becomes the stub's target (docs/exactness.md) */
 };
 
 #define RS_SIZE 64
@@ -144,8 +147,12 @@ static struct symimg *symimg_of(struct synth *s, const struct ptsim_map *m)
 	return x;
 }
 
-static uint64_t func_of(struct synth *s, uint64_t ip)
+/* The runtime entry of the function (or PLT stub) containing @ip, 0 unknown;
+ * *kind: 1 a PLT stub, 2 a ".cold" part, else 0.  With @owner, a .cold
+ * part's function is the one it belongs to. */
+static uint64_t func_of_stub(struct synth *s, uint64_t ip, uint8_t *stub, int owner)
 {
+	*stub = 0;
 	const struct ptsim_map *m = ptsim_find_map(s->run, ip);
 	if (!m)
 		return 0;
@@ -155,10 +162,33 @@ static uint64_t func_of(struct synth *s, uint64_t ip)
 	int64_t va = elfinfo_offset_to_vaddr(&x->ei, ip - m->start + m->pgoff);
 	if (va < 0)
 		return 0;
+	uint64_t se, sx;
+	if (elfinfo_stub(&x->ei, (uint64_t)va, &se, &sx)) {
+		*stub = 1;
+		return ip - ((uint64_t)va - se);
+	}
 	const struct elf_sym *sym = elfinfo_lookup(&x->ei, (uint64_t)va);
 	if (!sym)
 		return 0;
+	const char *cp = strstr(sym->name, ".cold");
+	*stub = cp && (cp[5] == 0 || cp[5] == '.') ? 2 : 0;
+	if (*stub && owner && (size_t)(cp - sym->name) < 512) {
+		/* the function a .cold part belongs to, by name in the same file */
+		char base[512];
+		memcpy(base, sym->name, (size_t)(cp - sym->name));
+		base[cp - sym->name] = 0;
+		const struct elf_sym *o = elfinfo_find(&x->ei, base);
+		if (o)
+			return ip - ((uint64_t)va - o->addr);
+	}
 	return ip - ((uint64_t)va - sym->addr);
+}
+
+/* The function whose frame runs @ip: a .cold part's is its owner's. */
+static uint64_t func_of(struct synth *s, uint64_t ip)
+{
+	uint8_t stub;
+	return func_of_stub(s, ip, &stub, 1);
 }
 
 /* ---- instruction classes ---- */
@@ -274,7 +304,9 @@ static struct cls *classify(struct synth *s, uint64_t ip)
 		break;
 	}
 	cs_free(in, 1);
-	c->func = func_of(s, ip);
+	c->func = func_of_stub(s, ip, &c->stub, 0);
+	c->cold = c->stub == 2;
+	c->stub = c->stub == 1;
 	return c;
 }
 
@@ -787,10 +819,12 @@ static void do_insn(struct synth *s, struct sth *t, const struct ptsim_ev *e, ui
 	if (c->kind == K_CALL || c->kind == K_CALLI) {
 		struct frame *f = push_frame(s, t);
 		if (f) {
+			struct cls *tc = classify(s, next);
 			f->func = next;
 			f->callsite = e->ip;
 			f->slotaddr = e->sp;
 			f->bslot = t->cur_slot;
+			f->stub = tc && tc->stub;
 		}
 	} else {
 		int popped = 0;
@@ -815,7 +849,30 @@ static void do_insn(struct synth *s, struct sth *t, const struct ptsim_ev *e, ui
 			}
 		} else if ((c->kind == K_JMP || c->kind == K_JMPI) && t->nst) {
 			struct cls *tc = classify(s, next);
-			if (tc && tc->func == next && c->func != next) {
+			struct frame *cf = &t->st[t->nst - 1];
+			if (cf->stub) {
+				/* Stubs are invisible: the frame entered through a
+				 * stub is its target's from the stub's entry on. */
+				if (tc && !tc->stub) {
+					cf->func = tc->func ? tc->func : next;
+					cf->stub = 0;
+				}
+			} else if (tc && tc->stub && !c->stub) {
+				/* A jump into a stub: a tail call to its target. */
+				struct frame old = *cf;
+				pop_frame(s, t, t->cur_slot, 0);
+				struct frame *f = push_frame(s, t);
+				if (f) {
+					f->func = next;
+					f->callsite = e->ip;
+					f->slotaddr = old.slotaddr;
+					f->bslot = t->cur_slot;
+					f->depth = old.depth;
+					f->stub = 1;
+				}
+			} else if (tc && tc->func == next && c->func != next && !tc->cold) {
+				/* (a .cold part is its function's code, reached by a
+				 * jump from it or by the unwinder: never a call) */
 				/* A tail call: the frame now runs another function. */
 				struct frame old = t->st[t->nst - 1];
 				pop_frame(s, t, t->cur_slot, 0);

@@ -537,8 +537,16 @@ static int trace_loop(struct tracer *t)
 			double n = now_s();
 			if (n - last_progress > 0.5) {
 				last_progress = n;
-				fprintf(stderr, "\rmt-ptsim: %llu instructions, %.0f steps/s   ",
-					(unsigned long long)r->insns, (double)r->steps / (n - t0));
+				/* instructions, their rate, and how long --max-insns
+				 * would still take at that rate (the run may end before) */
+				double rate = (double)r->insns / (n - t0);
+				double left = t->o->max_insns > r->insns && rate > 0
+						      ? (double)(t->o->max_insns - r->insns) / rate
+						      : 0;
+				fprintf(stderr,
+					"\rmt-ptsim: %llu instructions, %.0f/s; --max-insns %llu in <= %.0f s   ",
+					(unsigned long long)r->insns, rate,
+					(unsigned long long)t->o->max_insns, left);
 			}
 		}
 		int st;

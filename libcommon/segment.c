@@ -19,7 +19,7 @@
 
 /* Frame kinds.  FK_FUNC and FK_SIGNAL are functions (a signal handler is a
  * function entered by the kernel, not by a call); the others are synthetic. */
-enum { FK_FUNC, FK_SIGNAL, FK_SYSCALL, FK_INTERRUPT, FK_UNTRACED, FK_DELETED };
+enum { FK_FUNC, FK_SIGNAL, FK_SYSCALL, FK_INTERRUPT, FK_UNTRACED, FK_UNWOUND, FK_DELETED };
 
 /* 40 bytes: the only per-span memory held until the segment is written. */
 struct frame {
@@ -32,6 +32,13 @@ struct frame {
 	 * frame open, or that is unknown; another span of its depth may be
 	 * live at its begin (one of that level ended in its run) */
 	uint8_t wp_open : 1, wp_shared : 1;
+	/* runs a PLT stub: its func becomes the stub's target at the jump
+	 * that leaves the stub code (docs/exactness.md, stubs) */
+	uint8_t stub : 1;
+	/* stands for the frame a signal interrupted, revealed by the handler's
+	 * return into the sigreturn trampoline: named where rt_sigreturn
+	 * resumes it */
+	uint8_t sigret : 1;
 };
 
 /* Events of the current run (branch records with one timestamp), kept until
@@ -265,7 +272,8 @@ static int tgt_add(segmenter *s, uint64_t a)
 static uint64_t func_entry(segmenter *s, const struct thr *t, uint64_t ip)
 {
 	struct fn_info fi;
-	if (fnmap_lookup(s->o.fns, t->tid, ip, &fi))
+	/* a .cold part's frame is its function's (fnmap_owner) */
+	if (fnmap_owner(s->o.fns, t->tid, ip, &fi) || fnmap_lookup(s->o.fns, t->tid, ip, &fi))
 		return fi.entry;
 	return ip;
 }
@@ -445,7 +453,7 @@ static int new_frame(segmenter *s, struct thr *t, uint8_t kind, uint64_t func, u
 	if (t->nstk == t->capstk &&
 	    mt_grow((void **)&t->stk, &t->capstk, t->nstk + 1, sizeof *t->stk))
 		return s->err = -SEG_ENOMEM;
-	t->fr[t->nfr] = (struct frame){func, callsite, begin, begin, level, flags, kind, 0, 0, 0};
+	t->fr[t->nfr] = (struct frame){func, callsite, begin, begin, level, flags, kind, 0, 0, 0, 0, 0};
 	t->fr[t->nfr].wp_shared =
 		t->pop_run == t->run_time && level >= t->pop_lo && level <= t->pop_hi;
 	t->stk[t->nstk++] = (uint32_t)t->nfr++;
@@ -778,28 +786,132 @@ static int tail_call(segmenter *s, struct thr *t, uint64_t to, uint64_t time)
 
 static int close_seg(segmenter *s, struct thr *t);
 
+/* The length of @name's function name before its ".cold" suffix (gcc's
+ * hot/cold split: "f.cold", "f.cold.7"), 0 if it is not a cold part. */
+static size_t cold_base(const char *name)
+{
+	const char *c = name ? strstr(name, ".cold") : NULL;
+	return c && (c[5] == 0 || c[5] == '.') ? (size_t)(c - name) : 0;
+}
+
+/* The innermost stack entry below @n whose function owns @to: its range
+ * holds @to, or @to is in a ".cold" part of it (same name before ".cold";
+ * an exception's landing pad, entered by the unwinder).  SIZE_MAX: none. */
+static size_t owner_frame(segmenter *s, struct thr *t, uint64_t to, size_t n)
+{
+	struct fn_info fi;
+	const char *base = NULL;
+	size_t blen = 0;
+	if (s->o.fns && fnmap_lookup(s->o.fns, t->tid, to, &fi) && (blen = cold_base(fi.name)))
+		base = fi.name;
+	for (size_t i = n; i-- > 0;) {
+		uint64_t lo, hi;
+		const struct frame *f = &t->fr[t->stk[i]];
+		if (frame_range(s, t, t->stk[i], &lo, &hi) && to >= lo && to < hi)
+			return i;
+		struct fn_info g;
+		if (base && f->kind <= FK_SIGNAL && fnmap_lookup(s->o.fns, t->tid, f->func, &g) &&
+		    g.name && !strncmp(g.name, base, blen) && g.name[blen] == 0)
+			return i;
+	}
+	return SIZE_MAX;
+}
+
+/* Is frame @fi running the C++ unwinder's entry (libgcc's _Unwind_*, named
+ * by .dynsym even when stripped), which jumps to landing pads? */
+static int unwinder_frame(segmenter *s, struct thr *t, uint32_t fi)
+{
+	struct fn_info g;
+	return s->o.fns && t->fr[fi].kind == FK_FUNC &&
+	       fnmap_lookup(s->o.fns, t->tid, t->fr[fi].func, &g) && g.name &&
+	       !strncmp(g.name, "_Unwind_", 8);
+}
+
+/* An exception lands at @to in a function that is on no frame of the stack:
+ * a caller above the root (the trace began inside the unwinder, or below
+ * the landing frame).  Every frame ends; the landing function (a .cold
+ * part names it) is revealed below the root.  When the root is the
+ * unwinder's own code, between them lie unwound frames no branch showed
+ * (at least one: the unwinder's caller): [unwound] spans stand for them,
+ * as many as g++'s code puts there (docs/exactness.md); else the root is
+ * taken for the landing function's callee. */
+static int land_below_root(segmenter *s, struct thr *t, uint64_t from, uint64_t to, uint64_t time)
+{
+	struct fn_info fo;
+	uint64_t x = s->o.fns && fnmap_owner(s->o.fns, t->tid, to, &fo) ? fo.entry : func_entry(s, t, to);
+	/* the root is the unwinder's own code (the object that jumps to the
+	 * landing pad): its caller was unwound too */
+	int unwound = from && fnmap_same_file(s->o.fns, t->tid, t->fr[t->stk[0]].func, from);
+	if (unwound) {
+		/* g++'s callers of the entries: the cleanup's frame calls
+		 * _Unwind_Resume; __cxa_throw and the thrower,
+		 * __cxa_rethrow and the catcher the other two */
+		struct fn_info g;
+		if (fnmap_lookup(s->o.fns, t->tid, t->fr[t->stk[0]].func, &g) && g.name &&
+		    (!strcmp(g.name, "_Unwind_RaiseException") ||
+		     !strcmp(g.name, "_Unwind_Resume_or_Rethrow")))
+			unwound = 2;
+	}
+	if (pop_to(s, t, 0, time))
+		return s->err;
+	for (int k = 0; k < unwound; k++) {
+		if (new_frame(s, t, FK_UNWOUND, 0, 0, t->seg_begin, t->min_level - 1,
+			      MTEV_SPAN_INFERRED_START))
+			return s->err;
+		t->fr[t->nfr - 1].promoted = 1;
+		if (pop(s, t, time))
+			return s->err;
+	}
+	if (add_root(s, t, x, 1))
+		return s->err;
+	t->fr[t->stk[0]].func = x;
+	t->rfi = UINT32_MAX;
+	return 0;
+}
+
 /* Where control went by a jump (or a resume): same function, tail call, or
  * an ancestor (longjmp). */
-static int classify_jump(segmenter *s, struct thr *t, uint64_t from, uint64_t to, uint64_t time)
+static int classify_jump(segmenter *s, struct thr *t, uint64_t from, uint64_t to, uint64_t time,
+			 int jcc)
 {
 	uint64_t lo, hi;
 	uint32_t cur = t->stk[t->nstk - 1];
+	if (t->fr[cur].stub) {
+		/* stubs are invisible: the frame entered through a stub is its
+		 * target's, from where the stub was entered */
+		const struct rcache *c = fn_lookup(s, t, to);
+		if (c->ok && c->is_plt) /* still stub code (lazy binding: PLT0) */
+			return 0;
+		t->fr[cur].func = c->ok ? c->lo : to;
+		t->fr[cur].stub = 0;
+		t->rfi = UINT32_MAX;
+		return 0;
+	}
 	int have = frame_range(s, t, cur, &lo, &hi);
 	if (have && to >= lo && to < hi)
 		return 0;
 	/* a copy: frame_range below may reuse the cache entry */
 	const struct rcache fi = *fn_lookup(s, t, to);
 	if (fi.ok) {
-		if (fi.cold)
+		if (fi.is_plt) { /* a jump into a stub: a tail call to its target */
+			if (tail_call(s, t, to, time))
+				return s->err;
+			top(t)->stub = 1;
 			return 0;
-		if (to == fi.lo)
+		}
+		/* a conditional branch to a function's first byte is taken
+		 * for a branch inside its own function (into a .cold part that
+		 * only an FDE names, in a stripped file), never for a call */
+		if (to == fi.lo && !fi.cold && !jcc)
 			return tail_call(s, t, to, time);
-		for (size_t i = t->nstk - 1; i-- > 0;) {
-			uint64_t alo, ahi;
-			if (frame_range(s, t, t->stk[i], &alo, &ahi) && to >= alo && to < ahi) {
-				s->st.unwinds++;
-				return pop_to(s, t, i + 1, time);
-			}
+		/* into an ancestor's body or its .cold part: longjmp, or the
+		 * unwinder landing in a caller's landing pad */
+		size_t i = owner_frame(s, t, to, t->nstk);
+		if (i == t->nstk - 1)
+			return 0;
+		if (i != SIZE_MAX) {
+			s->st.unwinds++;
+			return pop_to(s, t, i + 1, time);
 		}
 		/* into another function's body that is on no frame of the stack.
 		 * At a return site (just after a direct call), or by an indirect
@@ -815,6 +927,12 @@ static int classify_jump(segmenter *s, struct thr *t, uint64_t from, uint64_t to
 		     !(from && fnmap_is_indirect_jump(s->o.fns, t->tid, from))))
 			return 0;
 		s->st.unwinds++;
+		/* an exception landing: in the thread's first segment nothing
+		 * earlier can tell the frames between (a snapshot that began
+		 * inside the unwinder); after a gap mt-stitch aligns the
+		 * landing caller with the earlier segment's stack */
+		if (!t->nseg && (fi.cold || unwinder_frame(s, t, cur)))
+			return land_below_root(s, t, from, to, time);
 		if (close_seg(s, t))
 			return s->err;
 		t->active = 1;
@@ -822,7 +940,7 @@ static int classify_jump(segmenter *s, struct thr *t, uint64_t from, uint64_t to
 		return add_root(s, t, to, 0);
 	}
 	/* no symbol for the target: only what calls revealed */
-	if (!s->o.no_call_targets && tgt_has(s, to) && to != t->fr[cur].func)
+	if (!s->o.no_call_targets && !jcc && tgt_has(s, to) && to != t->fr[cur].func)
 		return tail_call(s, t, to, time);
 	return 0;
 }
@@ -836,7 +954,22 @@ static int do_call(segmenter *s, struct thr *t, const struct mtev_rec *r)
 		return s->err = -SEG_ENOMEM;
 	if (push(s, t, FK_FUNC, r->br.to, r->br.from, r->br.time))
 		return s->err;
+	if (s->o.fns) {
+		const struct rcache *c = fn_lookup(s, t, r->br.to);
+		top(t)->stub = (uint8_t)(c->ok && c->is_plt);
+	}
 	return waypoint(s, t, r->br.to);
+}
+
+/* Is @ip the kernel's signal return trampoline (glibc's __restore_rt:
+ * mov $15,%rax; syscall, i.e. rt_sigreturn)?  By its code, so that a
+ * stripped libc or a static program is recognised alike. */
+static int is_sigtramp(segmenter *s, struct thr *t, uint64_t ip)
+{
+	static const uint8_t tramp[9] = {0x48, 0xc7, 0xc0, 0x0f, 0, 0, 0, 0x0f, 0x05};
+	uint8_t b[9];
+	return s->o.fns && fnmap_read(s->o.fns, t->tid, ip, b, sizeof b) == sizeof b &&
+	       !memcmp(b, tramp, sizeof b);
 }
 
 static int do_return(segmenter *s, struct thr *t, const struct mtev_rec *r)
@@ -868,21 +1001,18 @@ static int do_return(segmenter *s, struct thr *t, const struct mtev_rec *r)
 		if (pop_to(s, t, i, time))
 			return s->err;
 	} else if (at_root && i == t->nstk - 1 && i == 0) {
-		/* the root returns: its caller was live since the segment began */
+		/* the root returns: its caller was live since the segment began;
+		 * into the sigreturn trampoline: the root was a signal handler,
+		 * under the frame the signal interrupted (do_resume names it) */
 		if (pop_to(s, t, 0, time) || add_root(s, t, to, 1))
 			return s->err;
+		if (is_sigtramp(s, t, to))
+			top(t)->sigret = 1;
 	} else {
 		/* does not fit the stack: unwind to an ancestor holding the
 		 * target if symbols say so, else return to the parent */
-		size_t j = t->nstk - 1;
-		int found = 0;
-		while (j-- > 0) {
-			uint64_t lo, hi;
-			if (frame_range(s, t, t->stk[j], &lo, &hi) && to >= lo && to < hi) {
-				found = 1;
-				break;
-			}
-		}
+		size_t j = owner_frame(s, t, to, t->nstk - 1);
+		int found = j != SIZE_MAX;
 		s->st.anomalies++;
 		if (pop_to(s, t, found ? j + 1 : t->nstk - 1, time))
 			return s->err;
@@ -896,7 +1026,8 @@ static int do_jump(segmenter *s, struct thr *t, const struct mtev_rec *r)
 {
 	if (ensure_root(s, t, r->br.from) || close_synthetic(s, t, r->br.time) ||
 	    ensure_root(s, t, r->br.from) || waypoint(s, t, r->br.from) ||
-	    classify_jump(s, t, r->br.type == MTEV_BR_JUMP ? r->br.from : 0, r->br.to, r->br.time))
+	    classify_jump(s, t, r->br.type == MTEV_BR_JUMP ? r->br.from : 0, r->br.to, r->br.time,
+			  r->br.type == MTEV_BR_JCC))
 		return s->err;
 	return waypoint(s, t, r->br.to);
 }
@@ -933,6 +1064,13 @@ static int do_resume(segmenter *s, struct thr *t, const struct mtev_rec *r)
 	t->have_expect = 0;
 	if (expect && to == t->expect)
 		return waypoint(s, t, to);
+	f = top(t);
+	if (f->sigret && expect) { /* rt_sigreturn: the interrupted frame continues */
+		f->func = func_entry(s, t, to);
+		f->sigret = 0;
+		t->rfi = UINT32_MAX;
+		return waypoint(s, t, to);
+	}
 	/* rt_sigreturn: resumes where a handler's interrupted code stopped */
 	for (size_t i = t->nsig; i-- > 0;) {
 		if (t->sig[i].resume && t->sig[i].resume == to) {
@@ -976,7 +1114,8 @@ static int do_trace_start(segmenter *s, struct thr *t, const struct mtev_rec *r)
 		return s->err;
 	t->off = 0;
 	if (close_synthetic(s, t, r->br.time) || ensure_root(s, t, r->br.to) ||
-	    classify_jump(s, t, r->br.type == MTEV_BR_JUMP ? r->br.from : 0, r->br.to, r->br.time))
+	    classify_jump(s, t, r->br.type == MTEV_BR_JUMP ? r->br.from : 0, r->br.to, r->br.time,
+			  r->br.type == MTEV_BR_JCC))
 		return s->err;
 	return waypoint(s, t, r->br.to);
 }
@@ -1026,6 +1165,9 @@ static int emit_span(segmenter *s, struct thr *t, const struct frame *f)
 	case FK_UNTRACED:
 		r.span.flags |= MTEV_SPAN_UNTRACED;
 		r.span.name = mtev_cstr("[untraced]");
+		break;
+	case FK_UNWOUND:
+		r.span.name = mtev_cstr("[unwound]");
 		break;
 	}
 	s->st.spans++;
@@ -1400,6 +1542,10 @@ static int do_branch(segmenter *s, const struct mtev_rec *r)
 			int k1 = wp_wanted(s, t, from, 1);
 			if (new_frame(s, t, FK_FUNC, to, from, time, level + 1, 0))
 				return s->err;
+			if (s->o.fns) { /* a call through a PLT stub (classify_jump) */
+				const struct rcache *c = fn_lookup(s, t, to);
+				t->fr[t->nfr - 1].stub = (uint8_t)(c->ok && c->is_plt);
+			}
 			t->run_k = 1;
 			return wp_pair_if(s, t, time, k1, from, level, wp_wanted(s, t, to, 0), to,
 					  level + 1);

@@ -633,7 +633,15 @@ static int decide(stitcher *s, struct sthr *t)
 			}
 		}
 		s->st.joins++;
-		if (best) {
+		/* Across a gap, no common frame: the gap held returns below
+		 * the later segment's root and new calls.  The earlier
+		 * segment's outermost frame (the thread's root: ld.so's or a
+		 * thread's entry, live as long as the thread) survives it,
+		 * and the later segment goes under it (docs/exactness.md). */
+		int under_root = !best && nq && gn && n;
+		if (under_root)
+			best_s = 1;
+		if (best || under_root) {
 			size_t j0 = best_s < 0 ? (size_t)-best_s : 0;
 			s->st.aligned++;
 			t->L = t->gbot + (int32_t)best_s;

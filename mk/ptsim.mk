@@ -50,3 +50,46 @@ $(SPANCHECK): tests/ptsim/spancheck.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $< $(LIB) $(LDLIBS)
 TEST_PREREQS += $(SPANCHECK)
+
+# Exactness reproducers (tests/programs/exact/, tests/exact.bats,
+# docs/exactness.md): real libc/libstdc++ code paths (PLT stubs, .cold
+# landing pads, signal frames, the unwinder, ld.so's hand-off).  Built here,
+# stepped once into tests/.cache/ptsim-exact/runs/, replayed by the tests.
+EXACT_DIR := $(PROG_DIR)/exact
+EXACT_CACHE := tests/.cache/ptsim-exact
+EXACT_NAMES := qsort callbacks except except_O0 sigwork stl
+EXACT_CFLAGS_qsort := -O2 -g -Wl,-z,lazy
+EXACT_CFLAGS_callbacks := -O2 -g -fcf-protection=full -Wl,-z,ibtplt -Wl,-z,now
+EXACT_CFLAGS_sigwork := -O1 -g -static
+EXACT_CXXFLAGS_except := -O2 -g
+EXACT_CXXFLAGS_except_O0 := -O0 -g
+# qsort is stepped from its first instruction (ld.so's hand-off to _start);
+# the others from main.
+EXACT_RUN_callbacks := --start-at main
+EXACT_RUN_except := --start-at main
+EXACT_RUN_except_O0 := --start-at main
+EXACT_RUN_sigwork := --start-at main
+EXACT_RUN_stl := --start-at main
+
+$(EXACT_DIR)/%: tests/programs/exact/%.c mk/ptsim.mk
+	@mkdir -p $(dir $@)
+	$(Q)$(CC) -Wall $(EXACT_CFLAGS_$*) -o $@ $<
+$(EXACT_DIR)/except: tests/programs/exact/except.cc mk/ptsim.mk
+	@mkdir -p $(dir $@)
+	$(Q)$(CXX) -Wall $(EXACT_CXXFLAGS_except) -o $@ $<
+$(EXACT_DIR)/stl: tests/programs/exact/stl.cc mk/ptsim.mk
+	@mkdir -p $(dir $@)
+	$(Q)$(CXX) -Wall -O2 -g -o $@ $<
+$(EXACT_DIR)/except_O0: tests/programs/exact/except.cc mk/ptsim.mk
+	@mkdir -p $(dir $@)
+	$(Q)$(CXX) -Wall $(EXACT_CXXFLAGS_except_O0) -o $@ $<
+
+$(EXACT_CACHE)/runs/%.run: $(EXACT_DIR)/% libcommon/ptsim_trace.c libcommon/ptsim.h | bin/mt-ptsim
+	@mkdir -p $(dir $@)
+	$(Q)bin/mt-ptsim $(EXACT_RUN_$*) --save-run $@ -- $< >/dev/null
+
+.PRECIOUS: $(EXACT_CACHE)/runs/%.run
+EXACT_RUNS := $(EXACT_NAMES:%=$(EXACT_CACHE)/runs/%.run)
+.PHONY: exact-cache
+exact-cache: $(EXACT_RUNS)
+TEST_PREREQS += $(EXACT_RUNS)

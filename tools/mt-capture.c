@@ -31,6 +31,7 @@
 #include "err.h"
 #include "io.h"
 #include "mtev.h"
+#include "perfdata.h"
 #include "perfcmd.h"
 #include "symaddr.h"
 #include "cgpick.h"
@@ -183,6 +184,16 @@ static int have_intel_pt(void)
 	const char *root = getenv("MT_SYSFS_EVENT_SOURCE"); /* tests */
 	char path[512];
 	snprintf(path, sizeof path, "%s/intel_pt", root ? root : "/sys/bus/event_source/devices");
+	return access(path, F_OK) == 0;
+}
+
+/* Last branch records for -g lbr: the cpu PMU says how many (Intel; AMD
+ * with LBRv2).  Hardware counters at all: the cpu PMU exists. */
+static int have_pmu_file(const char *rel)
+{
+	const char *root = getenv("MT_SYSFS_EVENT_SOURCE"); /* tests */
+	char path[512];
+	snprintf(path, sizeof path, "%s/%s", root ? root : "/sys/bus/event_source/devices", rel);
 	return access(path, F_OK) == 0;
 }
 
@@ -388,6 +399,10 @@ static void perf_fail_reason(const char *log, char *out, size_t len)
 		if (best) {
 			while (best > s && best[-1] != '\n')
 				best--;
+			/* "Error:" alone on its line: the reason is the next line */
+			if (!strncmp(best, "Error:", 6) && (best[6] == '\n' || !best[6]) && best[6] &&
+			    best[7] && best[7] != '\n')
+				best += 7;
 			char *e = strchr(best, '\n');
 			if (e)
 				*e = 0;
@@ -569,6 +584,7 @@ static void start_perf(struct capture *c, enum mode mode, const char *perf)
 			kill(c->child, SIGKILL);
 			waitpid(c->child, NULL, 0);
 		}
+		unlink(c->dir_perf); /* perf's empty file is no capture */
 		mt_fatal(MT_EXIT_SYS, "perf record failed: %s", why);
 	}
 	if (c->o->verbose)
@@ -726,6 +742,7 @@ static void clean_dir(const char *dir)
 	struct dirent *e;
 	while ((e = readdir(d)))
 		if (!strncmp(e->d_name, "perf.data", 9) || !strcmp(e->d_name, "hits.mt") ||
+		    (!strncmp(e->d_name, "perf-", 5) && strstr(e->d_name, ".map")) ||
 		    !strcmp(e->d_name, "perf.log")) {
 			char p[PATH_MAX];
 			snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
@@ -799,6 +816,165 @@ static void child_setup(void *arg)
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	signal(SIGPIPE, SIG_DFL);
+}
+
+/* What sampling asks of the hardware, checked before anything runs: one
+ * line saying what is missing and what to use instead. */
+static void check_sampling(const struct opts *o)
+{
+	int cpu_pmu = have_pmu_file("cpu");
+	if (o->call_graph && !strcmp(o->call_graph, "lbr") && !have_pmu_file("cpu/caps/branches"))
+		mt_fatal(MT_EXIT_USAGE,
+			 "-g lbr needs last branch records (LBR), which this machine does not have "
+			 "(%s: not an Intel CPU, or a VM that hides them); use -g fp (frame pointers) "
+			 "or -g dwarf (stack copies)",
+			 cpu_pmu ? "the cpu PMU lists no branches" : "no hardware PMU");
+	if (o->event && !strcmp(o->event, "cycles") && !cpu_pmu)
+		mt_fatal(MT_EXIT_USAGE,
+			 "-e cycles needs hardware counters, which this machine does not have "
+			 "(/sys/bus/event_source/devices/cpu is absent, as in most VMs); use -e cpu-clock");
+}
+
+/* --kernel in sampling mode: DIR/perf-PID.map for each recorded process,
+ * the kernel's text symbols from /proc/kallsyms (mt-symbolize names the
+ * addresses of a map without a file from such a file), then the process's
+ * own /tmp/perf-PID.map (JIT code; later lines win).  One line when the
+ * kernel hides its addresses. */
+struct ksym {
+	uint64_t addr;
+	char *name;
+};
+
+static int cmp_ksym(const void *a, const void *b)
+{
+	const struct ksym *x = a, *y = b;
+	return (x->addr > y->addr) - (x->addr < y->addr);
+}
+
+static void write_kernel_maps(const struct capture *c)
+{
+	const char *kpath = getenv("MT_KALLSYMS") ? getenv("MT_KALLSYMS") : "/proc/kallsyms";
+	FILE *f = fopen(kpath, "r");
+	struct ksym *v = NULL;
+	size_t n = 0, cap = 0, nonzero = 0;
+	char line[512];
+	if (!f) {
+		mt_warn("--kernel: cannot read %s (%s): kernel frames stay unnamed", kpath,
+			strerror(errno));
+		return;
+	}
+	while (fgets(line, sizeof line, f)) {
+		char type, name[256];
+		unsigned long long a;
+		if (sscanf(line, "%llx %c %255s", &a, &type, name) != 3)
+			continue;
+		if (type != 't' && type != 'T')
+			continue;
+		if (n == cap) {
+			struct ksym *nv = realloc(v, (cap = cap ? 2 * cap : 4096) * sizeof *v);
+			if (!nv)
+				break;
+			v = nv;
+		}
+		v[n].addr = a;
+		v[n].name = strdup(name);
+		if (!v[n].name)
+			break;
+		nonzero += a != 0;
+		n++;
+	}
+	fclose(f);
+	if (!nonzero) {
+		long kr = -1;
+		read_int_file("/proc/sys/kernel/kptr_restrict", &kr);
+		mt_warn("--kernel: %s hides the kernel's addresses (kernel.kptr_restrict is %ld; "
+			"run as root with kptr_restrict <= 1): kernel frames stay unnamed",
+			kpath, kr);
+	} else {
+		qsort(v, n, sizeof *v, cmp_ksym);
+	}
+	for (int i = 0; nonzero && i < c->o->npids; i++) {
+		char path[PATH_MAX + 32], jit[64];
+		snprintf(path, sizeof path, "%s/perf-%d.map", c->o->dir, (int)c->o->pids[i]);
+		FILE *o = fopen(path, "w");
+		if (!o) {
+			mt_warn("cannot write %s: %s", path, strerror(errno));
+			break;
+		}
+		for (size_t k = 0; k + 1 < n; k++)
+			if (v[k].addr && v[k + 1].addr > v[k].addr)
+				fprintf(o, "%" PRIx64 " %" PRIx64 " %s\n", v[k].addr,
+					v[k + 1].addr - v[k].addr, v[k].name);
+		snprintf(jit, sizeof jit, "/tmp/perf-%d.map", (int)c->o->pids[i]);
+		FILE *j = fopen(jit, "r");
+		if (j) {
+			while (fgets(line, sizeof line, j))
+				fputs(line, o);
+			fclose(j);
+		}
+		if (fclose(o) != 0)
+			mt_warn("cannot write %s: %s", path, strerror(errno));
+	}
+	for (size_t k = 0; k < n; k++)
+		free(v[k].name);
+	free(v);
+}
+
+/* How many samples a sampling snapshot holds, and how many of them are
+ * at or before @until (-1: unreadable). */
+static long count_samples(const char *path, uint64_t until, long *before)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	pd_reader *r;
+	struct pd_event ev;
+	long n = 0;
+	*before = 0;
+	if (fd < 0)
+		return -1;
+	if (pd_open(&r, fd) < 0) {
+		close(fd);
+		return -1;
+	}
+	while (pd_next(r, &ev) > 0)
+		if (ev.type == PD_REC_SAMPLE) {
+			n++;
+			struct pd_sample ps;
+			if (until == UINT64_MAX ||
+			    (pd_parse_sample(&ev, &ps) == 0 && ps.time <= until))
+				(*before)++;
+		}
+	pd_close(r);
+	close(fd);
+	return n;
+}
+
+/* A sampling snapshot with nothing (or next to nothing) before its
+ * trigger: say why, in one line. */
+static void say_few_samples(const struct capture *c)
+{
+	const struct opts *o = c->o;
+	unsigned hz = o->freq ? o->freq : 10000;
+	long before;
+	uint64_t until = c->nhits && !o->multi ? c->hits[0].time : UINT64_MAX;
+	long n = count_samples(c->dir_perf, until, &before);
+	if (n < 0)
+		return;
+	if (o->attach) {
+		if (!n)
+			mt_warn("no samples: the process did not run while recorded (it was idle or "
+				"blocked); the trace holds its threads%s",
+				c->nhits ? " and the trigger" : "");
+		return;
+	}
+	if (c->nhits && !o->multi && before == 0)
+		mt_warn("no samples before the trigger: %s reached it in less than 1/%u s of CPU "
+			"time, too short for sampling; use --mode singlestep for an exact trace of a "
+			"short run",
+			o->cmd[0], hz);
+	else if (before < 10)
+		mt_warn("%s: %s ran too briefly for sampling (less than 10/%u s of CPU time); use "
+			"--mode singlestep for an exact trace of a short run",
+			before ? "few samples" : "no samples", o->cmd[0], hz);
 }
 
 static int run_singlestep(struct opts *o)
@@ -1048,6 +1224,8 @@ int main(int argc, char **argv)
 			 "that hides it); use --mode sample, or --mode singlestep for a short program");
 	if (mode != MODE_PT && o.per_thread)
 		mt_fatal(MT_EXIT_USAGE, "--per-thread is for --mode pt");
+	if (mode == MODE_SAMPLE && !o.dry_run)
+		check_sampling(&o);
 
 	/* ---- perf ---- */
 	const char *perfname = o.perf ? o.perf : getenv("MT_PERF") ? getenv("MT_PERF") : "perf";
@@ -1325,6 +1503,10 @@ int main(int argc, char **argv)
 	}
 	if (!perf_ok && !interrupted)
 		mt_warn("perf exited with status %d (see %s/perf.log)", exit_code_of(c.perf_status), o.dir);
+	if (mode == MODE_SAMPLE)
+		say_few_samples(&c);
+	if (mode == MODE_SAMPLE && o.kernel)
+		write_kernel_maps(&c);
 	if (o.verbose)
 		mt_note("wrote %s (%lld bytes) and %s/hits.mt (%zu hits)", c.dir_perf,
 			(long long)st.st_size, o.dir, c.nhits);

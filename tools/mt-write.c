@@ -101,6 +101,15 @@ static void die(int code, const char *fmt, ...)
 	mt_fatal(code, "%s", msg);
 }
 
+/* The stream comes from a stage that writes spans (so zero spans means
+ * nothing was recorded, not the wrong input). */
+static int stage_output(const mtev_reader *r)
+{
+	const struct mtev_header *h = mtev_reader_header(r);
+	return h && (!strcmp(h->producer, "mt-segment") || !strcmp(h->producer, "mt-stitch") ||
+		     !strcmp(h->producer, "mt-symbolize"));
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {{"input", required_argument, 0, 'i'},
@@ -220,7 +229,15 @@ int main(int argc, char **argv)
 	}
 	struct tw_stats st;
 	tw_get_stats(t, &st);
-	if (!st.spans_in) {
+	int empty_ok = 0;
+	if (!st.spans_in && stage_output(r)) {
+		/* a stage's output with nothing in it (no sample, no trace):
+		 * the processes, threads and triggers still make a trace */
+		mt_warn("%s: no spans (nothing was recorded); the trace holds only processes, "
+			"threads and triggers", in_path);
+		empty_ok = 1;
+	}
+	if (!st.spans_in && !empty_ok) {
 		die(MT_EXIT_USAGE,
 		    "unable to read %s: no span records (mt-write needs mt-segment, mt-stitch or "
 		    "mt-symbolize output)%s",
@@ -266,5 +283,5 @@ int main(int argc, char **argv)
 			" fxt_thread_records=%" PRIu64 " fxt_thread_reuses=%" PRIu64 "\n",
 			st.fxt_string_records, st.fxt_string_reuses, st.fxt_thread_records,
 			st.fxt_thread_reuses);
-	return dropped || truncated ? MT_EXIT_DEGRADED : MT_EXIT_OK;
+	return dropped || truncated || empty_ok ? MT_EXIT_DEGRADED : MT_EXIT_OK;
 }

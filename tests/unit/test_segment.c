@@ -176,41 +176,58 @@ static struct mtev_rec segrec(uint32_t index, uint64_t begin, uint64_t end)
 	return r;
 }
 
-/* Segments with no common function are not joined; nothing is invented. */
+/* Segments with no common function: across a gap, the earlier root (the
+ * thread's root) survives it and the later segment goes one level under it;
+ * without a gap record (a longjmp above the root) they are not joined.
+ * Nothing is invented. */
 static void test_stitch_unaligned(void)
 {
-	struct out o = {0};
-	stitcher *s = stitch_alloc(collect, &o);
 	const uint32_t I = MTEV_SPAN_INFERRED_START, O = MTEV_SPAN_OPEN_AT_END;
 	struct mtev_rec in[] = {
 		segrec(0, 0, 100), span(0, 100, 0, 0xa0, I | O), span(10, 100, 1, 0xb0, O),
 		segrec(1, 200, 300), span(200, 300, 0, 0xc0, I | O), span(210, 220, 1, 0xd0, 0),
 	};
-	int e = 0;
-	for (size_t i = 0; i < 3; i++)
-		e |= stitch_feed(s, &in[i]);
-	struct mtev_rec g;
-	memset(&g, 0, sizeof g);
-	g.kind = MTEV_GAP;
-	g.gap.tid = 1;
-	g.gap.begin = 100;
-	g.gap.end = 200;
-	g.gap.reason = MTEV_GAP_DECODE_ERROR;
-	g.gap.message = mtev_cstr("boom");
-	e |= stitch_feed(s, &g);
-	for (size_t i = 3; i < 6; i++)
-		e |= stitch_feed(s, &in[i]);
-	e |= stitch_finish(s);
-	T_CHECK(!e, "stitch ran");
-	T_CHECK(stitch_stats(s)->unaligned == 1 && stitch_stats(s)->continued == 0,
-		"no common frame: not joined");
-	T_CHECK(o.spans == 5, "four input spans and one gap marker: %zu", o.spans);
-	const struct mtev_rec *c = find_span(&o, 0xc0, 0), *a = find_span(&o, 0xa0, 0);
-	T_CHECK(a && a->span.end == 100 && c && c->span.begin == 200 &&
-			!(c->span.flags & MTEV_SPAN_STITCHED),
-		"both roots keep their own times and depths");
-	stitch_free(s);
-	free(o.v);
+	for (int gap = 1; gap >= 0; gap--) {
+		struct out o = {0};
+		stitcher *s = stitch_alloc(collect, &o);
+		int e = 0;
+		for (size_t i = 0; i < 3; i++)
+			e |= stitch_feed(s, &in[i]);
+		struct mtev_rec g;
+		memset(&g, 0, sizeof g);
+		g.kind = MTEV_GAP;
+		g.gap.tid = 1;
+		g.gap.begin = 100;
+		g.gap.end = 200;
+		g.gap.reason = MTEV_GAP_DECODE_ERROR;
+		g.gap.message = mtev_cstr("boom");
+		if (gap)
+			e |= stitch_feed(s, &g);
+		for (size_t i = 3; i < 6; i++)
+			e |= stitch_feed(s, &in[i]);
+		e |= stitch_finish(s);
+		T_CHECK(!e, "stitch ran");
+		const struct mtev_rec *a = find_span(&o, 0xa0, 0);
+		if (gap) {
+			const struct mtev_rec *c = find_span(&o, 0xc0, 1), *d = find_span(&o, 0xd0, 2);
+			T_CHECK(stitch_stats(s)->unaligned == 0 && stitch_stats(s)->continued == 1,
+				"gap, no common frame: the earlier root continues");
+			T_CHECK(o.spans == 5, "four input spans and one gap marker: %zu", o.spans);
+			T_CHECK(a && a->span.end == 300 && (a->span.flags & MTEV_SPAN_STITCHED) && c &&
+					c->span.begin == 200 && d && d->span.begin == 210,
+				"the later segment goes under the earlier root");
+		} else {
+			const struct mtev_rec *c = find_span(&o, 0xc0, 0);
+			T_CHECK(stitch_stats(s)->unaligned == 1 && stitch_stats(s)->continued == 0,
+				"no gap, no common frame: not joined");
+			T_CHECK(o.spans == 4, "four input spans: %zu", o.spans);
+			T_CHECK(a && a->span.end == 100 && c && c->span.begin == 200 &&
+					!(c->span.flags & MTEV_SPAN_STITCHED),
+				"both roots keep their own times and depths");
+		}
+		stitch_free(s);
+		free(o.v);
+	}
 }
 
 /* The stitched span is one span: the same function live across the gap. */

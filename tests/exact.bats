@@ -1,0 +1,184 @@
+#!/usr/bin/env bats
+# Exactness on code nobody here wrote (issue 15, docs/exactness.md): PLT
+# stubs, .cold landing pads, snapshots that begin inside a signal handler or
+# inside the C++ unwinder, a gap at ld.so's hand-off to the program.  The
+# programs are tests/programs/exact/*, each stepped once by mt-ptsim into
+# tests/.cache/ptsim-exact/runs/ (mk/ptsim.mk); every configuration here is a
+# --replay of that run (no stepping).  Judged against mt-ptsim's truth with
+# the honest window (-b truth.mt: the truth's own window).
+
+setup() {
+	BIN="$BATS_TEST_DIRNAME/../bin"
+	R="$BATS_TEST_DIRNAME/.cache/ptsim-exact/runs"
+	P="$BATS_TEST_DIRNAME/../build/programs/exact"
+	T="$BATS_TEST_TMPDIR"
+	[ -f "$R/qsort.run" ] || skip "no cached runs (make exact-cache)"
+}
+
+# replay PROG DIR ARGS...: re-synthesize the cached run of PROG into DIR
+replay() {
+	local p=$1 d=$2
+	shift 2
+	rm -rf "$d"
+	"$BIN/mt-ptsim" --replay "$R/$p.run" --psb-period 2048 "$@" -o "$d" >/dev/null 2>&1
+}
+
+# judge DIR SRC [SEGOPTS...]: SRC truth (truth.mt) or decode (mt-decode of
+# perf.data) through mt-segment and mt-stitch; every true span exactly (or
+# what $CMP asks of mt-compare), no stitch warning.  Prints the summary on
+# failure.
+judge() {
+	local d=$1 src=$2
+	shift 2
+	if [ "$src" = truth ]; then
+		cp "$d/truth.mt" "$T/in.mt"
+	else
+		"$BIN/mt-decode" --buildid-dir "$d/images" -o "$T/in.mt" "$d/perf.data" 2>/dev/null || true
+	fi
+	"$BIN/mt-segment" "$@" -i "$T/in.mt" -o "$T/seg.mt" 2>/dev/null || { echo "$d: mt-segment failed"; return 1; }
+	"$BIN/mt-stitch" -i "$T/seg.mt" -o "$T/out.mt" 2>"$T/stitch.err" || { echo "$d: mt-stitch failed"; return 1; }
+	if grep -q "no common frame" "$T/stitch.err"; then
+		echo "$d $src: $(cat "$T/stitch.err")"
+		return 1
+	fi
+	"$BIN/mt-compare" -b "$d/truth.mt" ${CMP:---max-wrong 0 --min-precision 1} "$d/truth-spans.mt" "$T/out.mt" >"$T/cmp.txt" ||
+		{ echo "$d $src $*: $(tail -1 "$T/cmp.txt")"; grep -m5 '^wrong:' "$T/cmp.txt"; return 1; }
+	tail -1 "$T/cmp.txt"
+}
+
+# stub_ranges DIR: "LO HI" (decimal, runtime) of every PLT stub section of
+# every file mapped executable in DIR/truth.mt
+stub_ranges() {
+	"$BIN/mt-dump" -k map "$1/truth.mt" | while read -r _ _ _ start _ pgoff prot _ path; do
+		[ "${prot#prot=}" = 0x5 ] || continue
+		path=${path#path=\"}
+		path=${path%\"}
+		[ -f "$path" ] || continue
+		base=$((${start#start=} - ${pgoff#pgoff=}))
+		readelf -SW "$path" | sed 's/^ *\[ *[0-9]*\] *//' |
+			awk '$1 == ".plt" || $1 == ".plt.sec" || $1 == ".plt.got" { print $4, $5 }' |
+			while read -r off size; do
+				echo "$((base + 0x$off)) $((base + 0x$off + 0x$size))"
+			done
+	done
+}
+
+# in_ranges ADDR < ranges: 0 if ADDR (hex) is in one of them
+in_ranges() {
+	local a=$(($1)) lo hi
+	while read -r lo hi; do
+		[ "$a" -ge "$lo" ] && [ "$a" -lt "$hi" ] && return 0
+	done
+	return 1
+}
+
+@test "PLT stubs: qsort (libc's tail jump to memcpy through its own .plt) and callbacks (IBT .plt.sec, .plt.got): exact, truth and decoded, with and without the call-target fallback" {
+	for p in qsort callbacks; do
+		replay $p "$T/$p"
+		stub_ranges "$T/$p" >"$T/stubs"
+		[ -s "$T/stubs" ]
+		# the reproducers do go through stubs: calls into them, and (qsort)
+		# a jump into a stub from code outside any stub section
+		calls=0 jumps=0
+		while read -r _ _ _ type from to; do
+			from=${from#from=} to=${to#to=}
+			in_ranges "$to" <"$T/stubs" || continue
+			case $type in
+			type=call) calls=$((calls + 1)) ;;
+			type=jump) in_ranges "$from" <"$T/stubs" || jumps=$((jumps + 1)) ;;
+			esac
+		done < <("$BIN/mt-dump" -k branch "$T/$p/truth.mt" | grep -E 'type=(call|jump)')
+		echo "$p: $calls calls into stubs, $jumps jumps into stubs"
+		[ "$calls" -gt 0 ]
+		[ "$p" != qsort ] || [ "$jumps" -gt 0 ]
+		# the convention: no span, true or segmented, is a stub's
+		judge "$T/$p" truth
+		judge "$T/$p" truth --no-call-targets
+		judge "$T/$p" decode
+		for f in $("$BIN/mt-dump" -k span "$T/$p/truth-spans.mt" "$T/out.mt" | grep -o 'func=0x[0-9a-f]*' | sort -u); do
+			! in_ranges "${f#func=}" <"$T/stubs" || { echo "stub span: $f"; return 1; }
+		done
+	done
+}
+
+@test ".cold landing pads: the -O2 exception program (landing pads in f [clone .cold], entered by the unwinder) exact like its -O0 build" {
+	nm "$P/except" | grep -q '\.cold$'
+	for p in except except_O0; do
+		replay $p "$T/$p"
+		judge "$T/$p" truth
+		judge "$T/$p" decode
+	done
+	# the -O2 run does land in .cold parts from the unwinder (libgcc_s)
+	cold=$(nm "$P/except" | awk '$3 ~ /\.cold$/ { print $1 }' | sort | head -1)
+	base=$("$BIN/mt-dump" -k map "$T/except/truth.mt" | grep -m1 "/exact/except\"" | sed 's/.*start=\(0x[0-9a-f]*\).*pgoff=\(0x[0-9a-f]*\).*/\1 \2/')
+	lo=$((${base% *} - ${base#* } + 0x$cold))
+	n=0
+	while read -r _ _ _ _ from to; do
+		a=$((${to#to=}))
+		f=$((${from#from=}))
+		[ "$a" -ge "$lo" ] && [ "$a" -lt $((lo + 0x100)) ] && [ "$f" -gt $((lo + 0x100000)) ] && n=$((n + 1))
+	done < <("$BIN/mt-dump" -k branch "$T/except/truth.mt" | grep -E 'type=(jump|return)')
+	echo "landings in .cold parts from another object: $n"
+	[ "$n" -gt 0 ]
+}
+
+@test "signal handlers: snapshots that begin inside a handler (delivered by kill, and asynchronous) nest it under the interrupted frame, which continues as itself" {
+	usr1=$((0x$(nm "$P/sigwork" | awk '$3 == "on_usr1" { print $1 }')))
+	segv=$((0x$(nm "$P/sigwork" | awk '$3 == "on_segv" { print $1 }')))
+	in_usr1=0 in_segv=0
+	for w in $(seq 1000 100 3400); do
+		replay sigwork "$T/w" --window $w
+		judge "$T/w" truth
+		# which handler (if any) is live at the window's first record
+		t0=$("$BIN/mt-dump" -k branch "$T/w/truth.mt" | head -1 | sed 's/.*time=\([0-9]*\).*/\1/')
+		while read -r _ _ _ b e f _; do
+			b=${b#begin=} e=${e#end=} f=$((${f#func=}))
+			[ "$b" -le "$t0" ] && [ "$e" -gt "$t0" ] || continue
+			[ "$f" = "$usr1" ] && in_usr1=$((in_usr1 + 1))
+			[ "$f" = "$segv" ] && in_segv=$((in_segv + 1))
+		done < <("$BIN/mt-dump" -k span "$T/w/truth-spans.mt")
+	done
+	echo "windows beginning in on_usr1: $in_usr1, in on_segv: $in_segv"
+	[ "$in_usr1" -ge 2 ] && [ "$in_segv" -ge 2 ]
+}
+
+@test "unwinder snapshots: windows of 5,000 to 50,000 instructions of the -O2 exception program, most beginning inside libgcc's unwinder: exact, one group" {
+	n=0
+	for w in 5000 8000 10000 12000 15000 20000 25000 30000 40000 50000; do
+		replay except "$T/w" --window $w
+		judge "$T/w" truth
+		judge "$T/w" decode
+		"$BIN/mt-dump" -k branch "$T/w/truth.mt" | head -1 | grep -q 'to=0x7ffff7f[89a]' && n=$((n + 1))
+		"$BIN/mt-dump" -k branch "$T/w/truth.mt" | head -1
+	done
+	# (libgcc_s is mapped at 0x7ffff7f8..-0x7ffff7fa.. in these runs)
+	echo "windows beginning inside libgcc_s: $n"
+	[ "$n" -ge 5 ]
+}
+
+@test "a gap at ld.so's hand-off to the program: the earlier segment's root survives it, the later segment goes under it" {
+	n=0
+	for k in 72 73 74 75 76 77; do
+		replay qsort "$T/f" --inject overflow@$k%
+		CMP="--max-wrong 0 --min-coverage 0.95" judge "$T/f" decode
+		# the hand-off (the jump into the program's entry) inside the gap?
+		base=$("$BIN/mt-dump" -k map "$T/f/truth.mt" | grep -m1 "/exact/qsort\"" | sed 's/.*start=\(0x[0-9a-f]*\).*pgoff=\(0x[0-9a-f]*\).*/\1 \2/')
+		entry=$(printf 'to=0x%x' $((${base% *} - ${base#* } + $(readelf -h "$P/qsort" | awk '/Entry point/ { print $4 }'))))
+		hand=$("$BIN/mt-dump" -k branch "$T/f/truth.mt" | awk -v e="$entry" '$4 == "type=jump" && $6 == e { sub("time=", "", $3); print $3; exit }')
+		[ -n "$hand" ]
+		"$BIN/mt-dump" -k gap "$T/in.mt" | while read -r _ _ b e _; do
+			[ "${b#begin=}" -le "$hand" ] && [ "${e#end=}" -ge "$hand" ] && echo x
+		done >"$T/hit" || true
+		[ -s "$T/hit" ] && n=$((n + 1))
+	done
+	echo "faults whose gap holds the hand-off: $n"
+	[ "$n" -ge 1 ]
+}
+
+@test "C++ containers, iostreams and exceptions thrown inside libstdc++ (-O2): the whole run and windows of 5,000 to 50,000 instructions exact" {
+	for w in "" "--window 5000" "--window 10000" "--window 20000" "--window 50000"; do
+		replay stl "$T/w" $w
+		judge "$T/w" truth
+		judge "$T/w" decode
+	done
+}
