@@ -244,11 +244,13 @@ signal_case() {
 	[ "$st" -eq 3 ]
 	[ "$(cd "$T/d" && ls)" = keep.txt ] || { ls -la "$T/d"; return 1; }
 	[ ! -e "$T/elsewhere.fxt" ]
-	# replay from segment onto a stream without spans: mt-write fails (no span
-	# records); the earlier trace.fxt must not stay beside the new files
+	# replay from segment with a write stage that fails: the earlier
+	# trace.fxt must not stay beside the new files
 	cp "$T/valid.mt" "$T/d/decode.mt"
 	echo "old trace" > "$T/d/trace.fxt"
-	"$MT" replay "$T/d" --from segment 2> "$T/err" && st=0 || st=$?
+	printf '#!/bin/sh\necho "my-write: fatal: refused" >&2\nexit 2\n' > "$T/my-write"
+	chmod +x "$T/my-write"
+	MT_WRITE="$T/my-write" "$MT" replay "$T/d" --from segment 2> "$T/err" && st=0 || st=$?
 	[ "$st" -eq 2 ] && grep -q "stage write failed" "$T/err" || { cat "$T/err"; return 1; }
 	[ -s "$T/d/segment.mt" ] && [ -s "$T/d/stitch.mt" ] && [ -s "$T/d/symbolize.mt" ]
 	[ ! -e "$T/d/trace.fxt" ]
