@@ -681,7 +681,8 @@ static int load(struct elfinfo *ei, const char *path, int want_syms)
 	/* names were pool offsets while the pool could move; fix them up now */
 	for (size_t i = 0; i < sv.n; i++)
 		sv.v[i].name = pl.p + sv.nameoff[i];
-	qsort(sv.v, sv.n, sizeof *sv.v, sym_cmp);
+	if (sv.n > 1) /* qsort(NULL, 0) is undefined */
+		qsort(sv.v, sv.n, sizeof *sv.v, sym_cmp);
 	/* one symbol per address: the first after sorting (sized, then by name) */
 	size_t w = 0;
 	for (size_t i = 0; i < sv.n; i++)

@@ -196,6 +196,7 @@ int main(int argc, char **argv)
 	if (pt) {
 		ret = ptd_decode_raw(pt, open_out, &oc, &opts, &st);
 	} else {
+		opts.input_name = in && strcmp(in, "-") ? in : "stdin";
 		fd = io_open_in(in);
 		if (fd < 0)
 			mt_fatal(errno == ENOENT || errno == EISDIR ? MT_EXIT_USAGE : MT_EXIT_SYS,
