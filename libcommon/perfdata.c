@@ -832,8 +832,6 @@ static int pd_payload_size(const struct pd_event *ev, uint64_t *sz)
 		if (ev->size < 0x30)
 			return -PD_ECORRUPT;
 		*sz = get64(ev->raw + 8);
-		if (*sz > PD_AUX_MAX)
-			return -PD_ELIMIT;
 	} else if (ev->type == PD_REC_HEADER_TRACING_DATA) {
 		if (ev->size < 12)
 			return -PD_ECORRUPT;
@@ -952,6 +950,10 @@ static int pd_next_mem(pd_reader *r, struct pd_event *ev)
 	err = pd_payload_size(ev, &psz);
 	if (err < 0)
 		return err;
+	/* a file-mode claim past the data section is an impossible size; any
+	 * other claim over the limit is refused as in stream mode */
+	if (psz > PD_AUX_MAX && (r->open_end || psz <= r->data_end - off - size))
+		return -PD_ELIMIT;
 	if (psz > r->data_end - off - size) {
 		/* the payload runs past the data: keep what there is */
 		ev->payload = p + size;
@@ -994,6 +996,8 @@ static int pd_next_stream(pd_reader *r, struct pd_event *ev)
 	err = pd_payload_size(ev, &psz);
 	if (err < 0)
 		return err;
+	if (psz > PD_AUX_MAX)
+		return -PD_ELIMIT;
 	r->pos = off + size;
 	if (psz) {
 		uint64_t got = 0;

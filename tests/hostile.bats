@@ -230,3 +230,28 @@ b[o:o + 8] = (64).to_bytes(8, "little"); sys.stdout.buffer.write(b)' "$P" "$off"
 	done
 	[ "$n" -gt 0 ] # some of them are degraded
 }
+
+# ---- mt-write: times a trace reader takes ----
+
+@test "mt-write: a span ending at 2^64-1 is left out with one line (exit 1); the FXT loads in Perfetto" {
+	TP="$BATS_TEST_DIRNAME/perfetto/tp.js"
+	[ -d "$BATS_TEST_DIRNAME/node_modules" ] || skip "Perfetto trace processor not installed (make test installs it)"
+	{
+		hdr
+		echo 'span tid=11 depth=0 begin=100 end=200 func=0x401000 callsite=0x0 flags=0 name="ok"'
+		echo 'span tid=11 depth=0 begin=300 end=18446744073709551615 func=0x401000 callsite=0x0 flags=0 name="f"'
+		echo 'gap tid=11 begin=18446744073709551615 end=18446744073709551615 reason=overflow code=0 offset=- ip=0x0 message=""'
+		echo end
+	} | "$BIN/mt-undump" -o "$T/in.mt"
+	for f in fxt json; do
+		run "$BIN/mt-write" -f $f -i "$T/in.mt" -o "$T/o.$f"
+		[ "$status" -eq 1 ]
+		[[ "$output" == *"span dropped (time out of range): tid 11 depth 0 begin 300 end 18446744073709551615"* ]]
+		[[ "$output" == *"gap left out: tid 11 begins at 18446744073709551615 ns"* ]]
+		[[ "$output" == *"1 of 2 spans left out (1 time out of range)"* ]]
+	done
+	run node "$TP" -c "$T/o.fxt" "select name, ts, dur from slice where category = 'span'"
+	[ "$status" -eq 0 ] || { echo "$output"; return 1; }
+	[[ "$output" == *"ok"*"100"*"100"* ]]
+	[[ "$output" != *"fuchsia_timestamp_overflow"* ]]
+}
