@@ -255,3 +255,30 @@ b[o:o + 8] = (64).to_bytes(8, "little"); sys.stdout.buffer.write(b)' "$P" "$off"
 	[[ "$output" == *"ok"*"100"*"100"* ]]
 	[[ "$output" != *"fuchsia_timestamp_overflow"* ]]
 }
+
+# ---- mt-symbolize --window: what its help promises ----
+
+@test "mt-symbolize --window N: spans and mt-write's trace are the same for every N (as --help says)" {
+	{
+		hdr
+		echo 'thread pid=10 tid=12 time=5 name="u"'
+		awk 'BEGIN { for (i = 0; i < 300; i++) { b = 100 + i * 100; t = 11 + i % 2
+			printf "span tid=%d depth=0 begin=%d end=%d func=0x%x callsite=0x0 flags=0 name=\"\"\n", t, b, b + 50, 4198400 + (i % 37) * 16
+			printf "waypoint tid=%d depth=0 time=%d addr=0x%x\n", t, b + 10, 4198400 + (i % 37) * 16 + 4
+			printf "span tid=%d depth=1 begin=%d end=%d func=0x%x callsite=0x0 flags=0 name=\"\"\n", t, b + 20, b + 30, 4198400 + (i % 53) * 32 } }'
+		echo end
+	} | "$BIN/mt-undump" -o "$T/in.mt"
+	for n in 1 3 64 1000000000; do
+		"$BIN/mt-symbolize" --no-symbolizer --no-cache --window $n -i "$T/in.mt" -o "$T/w$n.mt" 2>/dev/null || [ $? -eq 1 ]
+		"$BIN/mt-dump" -k span,waypoint "$T/w$n.mt" > "$T/w$n.txt"
+		"$BIN/mt-write" -f json -i "$T/w$n.mt" -o "$T/w$n.json"
+	done
+	[ "$(grep -c '^span' "$T/w1.txt")" -eq 600 ]
+	for n in 3 64 1000000000; do
+		cmp "$T/w1.txt" "$T/w$n.txt"
+		cmp "$T/w1.json" "$T/w$n.json"
+	done
+	# the help says no more than that
+	"$BIN/mt-symbolize" --help | grep -q 'symbol records fall between them is not'
+	! "$BIN/mt-symbolize" --help | grep -q 'output is the same for every N'
+}
