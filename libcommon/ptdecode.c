@@ -1566,7 +1566,15 @@ static void handle_event(struct ptd *d, struct ptq *q, const struct pt_event *ev
 		/* left and resumed at once: an interrupt's to and an iret's
 		 * from are 0 */
 		emit_br(d, q, MTEV_BR_INTERRUPT, ev->variant.async_branch.from, 0, t);
-		emit_br(d, q, MTEV_BR_IRET, 0, ev->variant.async_branch.to, t);
+		if (!ev->ip_suppressed && ev->variant.async_branch.to) {
+			emit_br(d, q, MTEV_BR_IRET, 0, ev->variant.async_branch.to, t);
+		} else {
+			/* no resume address (a suppressed or corrupt TIP): an
+			 * iret needs one (mtev-semantics); the next block says
+			 * where tracing goes on, with a trace-start */
+			q->need_start = 1;
+			q->start_time = t;
+		}
 		break;
 	case ptev_overflow: {
 		uint64_t off = 0;

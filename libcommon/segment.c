@@ -146,6 +146,8 @@ const char *seg_strerror(int err)
 		return "writing output failed";
 	case SEG_EORDER:
 		return "time went backwards";
+	case SEG_EBRANCH:
+		return "a sysret, iret or trace-start without its target address";
 	}
 	return "unknown error";
 }
@@ -1284,6 +1286,14 @@ static int do_branch(segmenter *s, const struct mtev_rec *r)
 		return s->err = -SEG_ENOMEM;
 	uint64_t time = r->br.time;
 	s->st.branches++;
+	if (__builtin_expect(!r->br.to, 0) &&
+	    (r->br.type == MTEV_BR_SYSRET || r->br.type == MTEV_BR_IRET ||
+	     r->br.type == MTEV_BR_TRACE_START)) {
+		/* where tracing resumes is the record's whole content
+		 * (formats/mtev-semantics.md): without it the stack is lost */
+		s->detail = r->br.type;
+		return s->err = -SEG_EBRANCH;
+	}
 	if (!t->active) {
 		t->active = 1;
 		t->seg_begin = t->last_time = t->run_time = time;

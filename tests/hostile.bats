@@ -282,3 +282,34 @@ b[o:o + 8] = (64).to_bytes(8, "little"); sys.stdout.buffer.write(b)' "$P" "$off"
 	"$BIN/mt-symbolize" --help | grep -q 'symbol records fall between them is not'
 	! "$BIN/mt-symbolize" --help | grep -q 'output is the same for every N'
 }
+
+# ---- an iret has its resume address (formats/mtev-semantics.md) ----
+
+@test "mt-decode: an asynchronous branch whose TIP has no address gives an interrupt, then a trace-start where tracing goes on; never iret to=0" {
+	img="$ROOT/build/programs/recursion"
+	[ -f "$img" ] || skip "build/programs/recursion not built"
+	# PSB, PSBEND, TIP.PGE 0x401000, FUP 0x401000, TIP with no ip bytes
+	f="$C/fuzz-ptdecode-async-branch-no-resume.pt"
+	run "$BIN/mt-decode" --cpu 6/94/3 --image "$img:0x1000:0x78000@0x401000" --pt "$f" -o "$T/o.mt"
+	[ "$status" -le 1 ]
+	"$BIN/mt-dump" "$T/o.mt" > "$T/o.txt"
+	grep -q '^branch tid=0 time=0 type=interrupt from=0x401000 to=0x0$' "$T/o.txt"
+	! grep -E 'type=(iret|sysret|trace-start) from=0x[0-9a-f]+ to=0x0$' "$T/o.txt"
+}
+
+@test "mt-segment: a sysret, iret or trace-start with to=0 is refused with one line naming the record (exit 2)" {
+	for ty in iret sysret trace-start; do
+		{
+			hdr
+			echo 'branch tid=11 time=100 type=trace-start from=0x0 to=0x401000'
+			echo 'branch tid=11 time=101 type=interrupt from=0x401000 to=0x0'
+			echo "branch tid=11 time=102 type=$ty from=0x0 to=0x0"
+			echo end
+		} | "$BIN/mt-undump" -o "$T/in.mt"
+		run "$BIN/mt-segment" -i "$T/in.mt" -o "$T/o.mt"
+		[ "$status" -eq 2 ]
+		[ "${#lines[@]}" -eq 1 ]
+		[[ "$output" == "mt-segment: fatal: $T/in.mt: record 5 at offset "*": $ty with to=0: "* ]]
+		[ ! -e "$T/o.mt" ]
+	done
+}

@@ -243,6 +243,13 @@ int main(int argc, char **argv)
 					 (unsigned long long)mtev_reader_offset(rd),
 					 mtev_kind_name(seg_error_detail(s)) ? mtev_kind_name(seg_error_detail(s)) : "?");
 			}
+			if (e == -SEG_EBRANCH) {
+				io_out_abort(&out);
+				mt_fatal(MT_EXIT_USAGE, "%s: record %llu at offset %llu: %s with to=0: %s",
+					 o.in ? o.in : "stdin", (unsigned long long)n,
+					 (unsigned long long)mtev_reader_offset(rd),
+					 mtev_branch_name(seg_error_detail(s)), seg_strerror(e));
+			}
 			fail(&out, e);
 		}
 		if (progress && !(n & 0xfffff))
