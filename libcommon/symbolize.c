@@ -1692,6 +1692,9 @@ static void symbolizer_batch(struct ctx *c, size_t nreq, const char **paths,
 		if (r == -ETIMEDOUT)
 			warnf(c, 1, "%s did not answer for %d ms and was killed; the remaining names come from ELF symbol tables",
 			      exe, tmo);
+		else if (r == -E2BIG)
+			warnf(c, 1, "%s wrote a reply line over %zu MiB and was killed; the remaining names come from ELF symbol tables",
+			      exe, LLVMSYM_LINE_MAX >> 20);
 		else
 			warnf(c, 1, "%s failed (%s) before answering every request; the remaining names come from ELF symbol tables",
 			      exe, strerror((int)-r));

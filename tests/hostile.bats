@@ -313,3 +313,46 @@ b[o:o + 8] = (64).to_bytes(8, "little"); sys.stdout.buffer.write(b)' "$P" "$off"
 		[ ! -e "$T/o.mt" ]
 	done
 }
+
+# ---- mt-symbolize: a symbolizer that misbehaves ----
+
+# sym_input: a stream mt-symbolize must ask the symbolizer about
+sym_input() {
+	PROGS="$(cd "$ROOT" && pwd)/build/programs"
+	[ -x "$PROGS/sym_inline" ] || skip "build/programs/sym_inline not built"
+	export XDG_CACHE_HOME="$T/cache"
+	"$BATS_TEST_DIRNAME/symbolize-gen.sh" "$PROGS/sym_inline" 0x555555554000 sym_mixed > "$T/in.txt"
+	"$BIN/mt-undump" -o "$T/in.mt" "$T/in.txt"
+}
+
+@test "mt-symbolize: a symbolizer writing one endless line is stopped at the line limit, in bounded memory, fallback names, exit 1" {
+	sym_input
+	printf '#!/bin/sh\nexec cat /dev/zero\n' > "$T/endless"
+	chmod +x "$T/endless"
+	run bash -c 'ulimit -v 400000; timeout 120 "$0/mt-symbolize" --no-cache --symbolizer "$1" --timeout 600 -i "$2" -o "$3"' \
+		"$BIN" "$T/endless" "$T/in.mt" "$T/out.mt"
+	[ "$status" -eq 1 ] || { echo "status $status: $output"; return 1; }
+	[[ "$output" == *"wrote a reply line over 16 MiB and was killed"* ]]
+	"$BIN/mt-dump" -k span "$T/out.mt" | grep -q 'name="sym_mixed"'
+}
+
+@test "mt-symbolize --timeout: bytes without a whole reply do not hold it off; the symbolizer's children are killed with it" {
+	sym_input
+	# a reply that never ends, a byte at a time, and a child that would outlive it
+	cat > "$T/drip" <<-EOF2
+	#!/bin/sh
+	sleep 600 &
+	echo \$! > "$T/child"
+	while :; do printf x; sleep 0.1; done
+	EOF2
+	chmod +x "$T/drip"
+	start=$(date +%s)
+	run timeout 120 "$BIN/mt-symbolize" --no-cache --symbolizer "$T/drip" --timeout 2 -i "$T/in.mt" -o "$T/out.mt"
+	[ "$status" -eq 1 ] || { echo "status $status: $output"; return 1; }
+	[ $(( $(date +%s) - start )) -lt 60 ]
+	[[ "$output" == *"did not answer for 2000 ms and was killed"* ]]
+	child=$(cat "$T/child")
+	# killed (gone, or a zombie not yet reaped by init), never still sleeping
+	st=$(ps -o stat= -p "$child" 2>/dev/null || true)
+	[ -z "$st" ] || [[ "$st" == Z* ]] || { echo "child $child still there: $st"; kill "$child"; return 1; }
+}
