@@ -356,3 +356,18 @@ sym_input() {
 	st=$(ps -o stat= -p "$child" 2>/dev/null || true)
 	[ -z "$st" ] || [[ "$st" == Z* ]] || { echo "child $child still there: $st"; kill "$child"; return 1; }
 }
+
+# ---- mt-segment: memory per thread follows its use ----
+
+@test "mt-segment: 30,000 threads of two branches each run in 400 MB (about 3 KB a thread, not 68 KB)" {
+	{
+		echo 'mtev version=1 producer="hostile" flags=0x1'
+		awk 'BEGIN { for (i = 1; i <= 30000; i++) {
+			printf "branch tid=%d time=%d type=trace-start from=0x0 to=0x401000\n", i, 100 + i
+			printf "branch tid=%d time=%d type=call from=0x401005 to=0x401100\n", i, 101 + i } }'
+		echo end
+	} | "$BIN/mt-undump" -o "$T/in.mt"
+	run bash -c 'ulimit -v 400000; timeout 120 "$0/mt-segment" -i "$1" -o "$2"' "$BIN" "$T/in.mt" "$T/o.mt"
+	[ "$status" -eq 0 ] || { echo "status $status: $output"; return 1; }
+	[ "$("$BIN/mt-dump" -k span "$T/o.mt" | grep -c '^span .* depth=1 ')" -eq 30000 ]
+}
