@@ -27,6 +27,14 @@ static void usage(FILE *f)
 	      f);
 }
 
+/* The readers still open (error paths free them too: no leak at exit). */
+static void free_readers(mtev_reader **r, int n)
+{
+	for (int i = 0; i < n; i++)
+		mtev_reader_free(r[i]);
+	free(r);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -67,12 +75,17 @@ int main(int argc, char **argv)
 	for (int i = 0; i < n; i++) {
 		const char *p = argv[optind + i];
 		int fd = io_open_in(p);
-		if (fd < 0)
-			mt_fatal(errno == ENOENT ? MT_EXIT_USAGE : MT_EXIT_SYS, "unable to open %s: %s", p,
-				 strerror(errno));
-		if (!(r[i] = mtev_reader_alloc(fd, &err)))
+		if (fd < 0) {
+			int e = errno;
+			free_readers(r, n);
+			mt_fatal(e == ENOENT ? MT_EXIT_USAGE : MT_EXIT_SYS, "unable to open %s: %s", p,
+				 strerror(e));
+		}
+		if (!(r[i] = mtev_reader_alloc(fd, &err))) {
+			free_readers(r, n);
 			mt_fatal(err == MTEV_EIO ? MT_EXIT_SYS : MT_EXIT_USAGE, "%s: %s", p,
 				 mtev_strerror(err));
+		}
 		uint32_t f = mtev_reader_header(r[i])->flags;
 		flags |= f & ~(uint32_t)MTEV_F_SORTED;
 		sorted &= f;
@@ -80,10 +93,14 @@ int main(int argc, char **argv)
 	if (n == 1)
 		flags |= sorted;
 	struct io_out out;
-	if (io_out_open(&out, out_path, 1, force) < 0)
+	if (io_out_open(&out, out_path, 1, force) < 0) {
+		int e = errno;
+		free_readers(r, n);
+		errno = e;
 		mt_fatal(errno == EISDIR ? MT_EXIT_USAGE : MT_EXIT_SYS, "%s: %s",
 			 out_path ? out_path : "stdout",
 			 errno == EISDIR ? "refusing to write binary to a terminal (use -f)" : strerror(errno));
+	}
 	mtev_writer *w = mtev_writer_alloc(out.fd, "mt-cat", flags, &err);
 	if (!w)
 		goto werr;
@@ -94,23 +111,26 @@ int main(int argc, char **argv)
 			if ((err = mtev_write(w, &rec)) < 0)
 				goto werr;
 		if (k < 0) {
+			unsigned long long at = (unsigned long long)mtev_reader_offset(r[i]);
 			mtev_writer_free(w);
 			io_out_abort(&out);
+			free_readers(r, n);
 			mt_fatal(k == -MTEV_EIO ? MT_EXIT_SYS : MT_EXIT_USAGE, "%s: %s at byte %llu",
-				 argv[optind + i], mtev_strerror(-k),
-				 (unsigned long long)mtev_reader_offset(r[i]));
+				 argv[optind + i], mtev_strerror(-k), at);
 		}
 		mtev_reader_free(r[i]);
+		r[i] = NULL;
 	}
 	if ((err = mtev_writer_finish(w)) < 0)
 		goto werr;
 	mtev_writer_free(w);
+	free_readers(r, n);
 	if (io_out_commit(&out) < 0)
 		mt_fatal(MT_EXIT_SYS, "%s: %s", out_path, strerror(errno));
-	free(r);
 	return 0;
 werr:
 	mtev_writer_free(w);
 	io_out_abort(&out);
+	free_readers(r, n);
 	mt_fatal(MT_EXIT_SYS, "write: %s", mtev_strerror(err < 0 ? -err : err));
 }

@@ -212,9 +212,14 @@ int main(int argc, char **argv)
 		}
 		ret = ptd_decode_perf(fd, open_out, &oc, &opts, &st);
 	}
+	for (size_t i = 0; i < nimages; i++) /* ptd_parse_image_spec's copies */
+		free((char *)images[i].file);
 	if (ret < 0) {
+		free(images);
 		if (oc.opened)
 			io_out_abort(&oc.out);
+		if (oc.w)
+			mtev_writer_free(oc.w);
 		mt_fatal(ret == -PTD_EINPUT	? MT_EXIT_USAGE
 			 : ret == -PTD_EUSAGE ? MT_EXIT_USAGE
 					      : MT_EXIT_SYS,
