@@ -279,7 +279,7 @@ b[o:o + 8] = (64).to_bytes(8, "little"); sys.stdout.buffer.write(b)' "$P" "$off"
 		cmp "$T/w1.json" "$T/w$n.json"
 	done
 	# the help says no more than that
-	"$BIN/mt-symbolize" --help | grep -q 'symbol records fall between them is not'
+	"$BIN/mt-symbolize" --help | grep -q 'records fall between them is not'
 	! "$BIN/mt-symbolize" --help | grep -q 'output is the same for every N'
 }
 
