@@ -32,11 +32,12 @@ run_one() {
 	esac
 	[ -f "fuzz/$t.dict" ] && extra+=("-dict=fuzz/$t.dict")
 	if [ "$replay" = 1 ]; then
-		local kept=()
-		for f in tests/corrupt/fuzz-"$t"-*; do [ -f "$f" ] && kept+=("$f"); done
-		# -runs=0 over directories and files: each input runs exactly once.
+		# libFuzzer takes directories: the kept findings are copied into one
+		rm -rf "$B/kept-$t" && mkdir -p "$B/kept-$t" || exit 111
+		for f in tests/corrupt/fuzz-"$t"-*; do [ -f "$f" ] && cp "$f" "$B/kept-$t/"; done
+		# -runs=0: each input of the directories runs exactly once, no mutation
 		"$B/fuzz_$t" -runs=0 -timeout=60 -rss_limit_mb=2048 -print_final_stats=1 \
-			-artifact_prefix="$B/$t-" "${extra[@]}" "$B/seeds-$t" "${kept[@]}" \
+			-artifact_prefix="$B/$t-" "${extra[@]}" "$B/seeds-$t" "$B/kept-$t" \
 			> "$B/log-$t-$$.txt" 2>&1
 		echo $? > "$B/rc-$t-$$"
 		return
