@@ -14,7 +14,7 @@
  *                  below.
  *   ptsim_write_*  writes perf.data, truth.mt, truth-spans.mt and images/.
  *
- * Cycle model (documented in tools/mt-ptsim.md): one global clock shared by
+ * Cycle model (documented in docs/ptsim.md): one global clock shared by
  * all threads (the tracer runs one instruction at a time); every executed
  * instruction costs PTSIM_CYC_INSN cycles, every system call PTSIM_CYC_SYSCALL
  * more, every signal delivery PTSIM_CYC_SIGNAL.  The core:bus ratio equals the
@@ -232,7 +232,7 @@ int ptsim_write_truth(int fd, const struct ptsim_run *run, const struct ptsim_re
 		      char *err, size_t errlen);
 int ptsim_write_spans(int fd, const struct ptsim_run *run, const struct ptsim_result *res,
 		      char *err, size_t errlen);
-/* Creates DIR/images/ (perf build-id cache layout, see tools/mt-ptsim.md). */
+/* Creates DIR/images/ (perf build-id cache layout, see docs/ptsim.md). */
 int ptsim_write_images(const char *dir, const struct ptsim_run *run, char *err, size_t errlen);
 /* Relative path of a map's image under images/ into @out. */
 void ptsim_image_relpath(char *out, size_t n, const struct ptsim_map *m);

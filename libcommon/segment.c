@@ -352,7 +352,7 @@ static inline __attribute__((always_inline)) int wp_append(segmenter *s, struct 
 {
 	/* the same record as the previous waypoint (same time, address and
 	 * frame, nothing between: the short word 2) tells a reader nothing
-	 * more (see tools/mt-segment.md, Waypoints) */
+	 * more (see docs/segment.md, Waypoints) */
 	struct wplog *l = &t->wl;
 	uint32_t w;
 	if (__builtin_expect(l->n < l->cap && wplog_short(l, time, addr, level, &w), 1)) {
@@ -722,7 +722,7 @@ static inline int wp_needed(const struct thr *t, uint32_t fi, const struct frame
  * frame_range just gave as [lo, hi), worth writing?  Not when its inline
  * chain is the function alone and so was that of the frame's last written
  * waypoint (or it has none): it can neither open nor close an inline frame
- * (tools/mt-segment.md, Waypoints, says why this is exact). */
+ * (docs/segment.md, Waypoints, says why this is exact). */
 static inline int wp_keep(segmenter *s, struct thr *t, uint32_t fi, uint64_t addr, uint64_t lo,
 			  uint64_t hi, int cs)
 {

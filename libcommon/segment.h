@@ -8,7 +8,7 @@
  * merged by time) when it closes: at the thread's next gap, or at the end.
  * The gap record is emitted after the segment it closes.
  *
- * Rules (tools/mt-segment.md has the full story):
+ * Rules (docs/segment.md has the full story):
  *  - a call pushes a frame (func = target, callsite = source);
  *  - a return pops down to the innermost frame whose call site the return
  *    target follows (up to 15 bytes after the call instruction); a return
@@ -32,7 +32,7 @@
  * repeats the previous one exactly (time, address, level) is not written,
  * nor one in a function that no DWARF describes, nor one outside every
  * inlined subroutine of its function while the frame's last written one was
- * too (opts.all_waypoints keeps those; tools/mt-segment.md, Waypoints, says
+ * too (opts.all_waypoints keeps those; docs/segment.md, Waypoints, says
  * which are kept anyway and why mt-symbolize's spans are the same).
  * Library code: never prints. */
 #ifndef MT_SEGMENT_H
@@ -69,7 +69,7 @@ struct seg_stats {
 	uint64_t branches, samples, segments, spans, waypoints;
 	uint64_t wp_elided; /* waypoints left out: in a function without DWARF, or ... */
 	uint64_t wp_elided_inline; /* ... outside its inline frames (of wp_elided) */
-	uint64_t anomalies; /* events that did not fit the stack (see mt-segment.md) */
+	uint64_t anomalies; /* events that did not fit the stack (see docs/segment.md) */
 	uint64_t promoted;  /* frames revealed by a return past the root */
 	uint64_t tailcalls, unwinds, signals;
 	uint64_t peak_frames; /* largest number of frames held at once */

@@ -16,7 +16,7 @@
  * No frame is ever invented: every output span is an input span, joined, or
  * a gap marker.
  *
- * Streaming (tools/mt-stitch.md, "What is held"): a group's output can
+ * Streaming (docs/stitch.md, "What is held"): a group's output can
  * only begin once the group is complete (its root span's end and the roots
  * later segments reveal come first in pre-order), so until then the spans
  * whose records are final and the waypoints go, in arrival order, to a

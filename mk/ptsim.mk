@@ -1,5 +1,5 @@
 # mt-ptsim cache: one single-stepped run per test program, re-synthesized
-# (mt-ptsim --replay, no stepping) into each variant.  Layout (notes/ptsim.md):
+# (mt-ptsim --replay, no stepping) into each variant.  Layout (docs/ptsim.md):
 #   tests/.cache/ptsim/runs/PROG.run                 the execution log
 #   tests/.cache/ptsim/VARIANT/PROG/{perf.data,truth.mt,truth-spans.mt,images/}
 # perf.data is written last, so it is the target of each variant.

@@ -73,6 +73,7 @@ trace_dep = $(filter bin/%,$(1))
 trace: deps all $(TRACE_DIR)/trace.fxt
 	@echo "make trace: the trace is $(abspath $(TRACE_DIR)/trace.fxt) ($$(wc -c < $(TRACE_DIR)/trace.fxt) bytes)"
 	@echo "make trace: open it at https://ui.perfetto.dev (\"Open trace file\"); stages' files are in $(TRACE_DIR)/"
+	@echo "make trace: look at it offline: pipelines/mt serve $(abspath $(TRACE_DIR)/trace.fxt)   (summary: pipelines/mt summary $(TRACE_DIR))"
 
 $(TRACE_DIR)/capture/perf.data: $(TRACE_DIR)/.capture.cmd $(call trace_dep,$(MT_CAPTURE)) $(TRACE_PROG_DEP)
 	$(call trace_need,capture,$(MT_CAPTURE))

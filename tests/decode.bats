@@ -284,7 +284,7 @@ C
 	diff "$T/perf.txt" "$T/ours.txt"
 }
 
-# ---- against mt-ptsim's truth (cached runs, see notes/ptsim.md) ----
+# ---- against mt-ptsim's truth (cached runs, see docs/ptsim.md) ----
 PTSIM_CACHE="$BATS_TEST_DIRNAME/.cache/ptsim"
 
 ptsim_dirs() { # VARIANT-REGEX: cached run dirs holding perf.data and truth.mt

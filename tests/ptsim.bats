@@ -115,7 +115,7 @@ truth_branches() {
 	# record to the end equals the truth, times included.
 	for v in overflow drop corrupt truncate; do
 		for p in $PROGS; do
-			# Known issue (open, notes/ptsim.md): with truncate-aux landing where it
+			# Known issue (open, docs/ptsim.md): with truncate-aux landing where it
 			# does in longjmp, libipt times the first record after the cut 18 ns
 			# later than the truth.  Left out until mt-ptsim's cut rule is fixed.
 			[ "$v/$p" = truncate/longjmp ] && { echo "# known issue: $v/$p skipped"; continue; }

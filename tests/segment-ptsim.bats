@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # mt-segment, mt-stitch and mt-compare against mt-ptsim's ground truth, on
 # every program of the cache (tests/.cache/ptsim, built by `make test`).
-# Figures and the known differences: notes/segment.md.
+# Figures and the known differences: docs/segment.md.
 
 setup() {
 	BIN="$BATS_TEST_DIRNAME/../bin"
@@ -77,7 +77,7 @@ EXACT="--min-precision 1 --min-recall 1 --max-wrong 0"
 }
 
 @test "--window exception: the window begins inside the unwinder under 6 frames no branch shows (known, unknowable)" {
-	skip "window/exception: the 6 frames between main's callee and the unwinder end by the landing pad with no branch in the window (notes/segment.md)"
+	skip "window/exception: the 6 frames between main's callee and the unwinder end by the landing pad with no branch in the window (docs/segment.md)"
 }
 
 # Share of the true frame-time that lies inside the decoder's gaps (from the

@@ -63,7 +63,7 @@ static void usage(FILE *f)
 "costs 1 cycle, each system call 500 more, each signal delivery 1000; the\n"
 "core:bus ratio (CBR) is the maximum non-turbo ratio (22), so one CYC cycle is\n"
 "one TSC tick, TSC = 1e12 + clock.  PSB+ carries TSC; a CYC precedes every TNT,\n"
-"TIP, TIP.PGE and OVF packet.  See tools/mt-ptsim.md.\n"
+"TIP, TIP.PGE and OVF packet.  See docs/ptsim.md.\n"
 "\n"
 "Not handled: self-modifying code, fork/exec (children are not traced),\n"
 "stack switching (makecontext), 32-bit code, symbols outside PROG for\n"

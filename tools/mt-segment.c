@@ -56,7 +56,7 @@ static void usage(FILE *f)
 	      "  -f, --force          write binary output to a terminal\n"
 	      "  -h, --help           this help\n"
 	      "\n"
-	      "Rules: tools/mt-segment.md.\n"
+	      "Rules: docs/segment.md.\n"
 	      "Limits (docs/limits.md): records at most 16 MiB; any depth and thread count,\n"
 	      "memory about 3 KB per thread plus what its open frames hold.  A sysret, iret\n"
 	      "or trace-start without its target (to=0) is refused (exit 2).\n"
@@ -296,7 +296,7 @@ int main(int argc, char **argv)
 			fnmap_missing(fns), fnmap_missing_path(fns, 0));
 	}
 	if (st->anomalies)
-		mt_warn("%llu branch(es) did not fit the call stack (see mt-segment.md)",
+		mt_warn("%llu branch(es) did not fit the call stack (see docs/segment.md)",
 			(unsigned long long)st->anomalies);
 	if (o.stats)
 		fprintf(stderr,

@@ -27,7 +27,7 @@ static void usage(FILE *f)
 	      "when known) continue as one span (flag stitched); the gap becomes a span\n"
 	      "named for its reason ([decode error: MSG], [lost trace], [untraced]) at the\n"
 	      "depth where the stacks diverge.  No frame is invented.\n"
-	      "Heuristics and where they fail: tools/mt-stitch.md.\n"
+	      "Heuristics and where they fail: docs/stitch.md.\n"
 	      "\n"
 	      "  -i, --input FILE     read FILE (default: stdin)\n"
 	      "  -o, --output FILE    write FILE, atomically (default: stdout)\n"

