@@ -11,7 +11,7 @@ WARN += -Werror
 endif
 CFLAGS ?= $(OPT)
 ALL_CFLAGS := -std=gnu11 $(CFLAGS) $(WARN) -D_GNU_SOURCE -Iformats -Ilibcommon -Ilibmagictrace -MMD -MP $(EXTRA_CFLAGS)
-LDLIBS := -lipt -lelf -ljansson -lcapstone -lzstd -lz -lpthread
+LDLIBS := -lipt -ldw -lelf -ljansson -lcapstone -lzstd -lz -lpthread
 LDFLAGS ?=
 
 Q := @

@@ -4,7 +4,9 @@
 # variant, program, source and stage: mt-compare's precision, recall,
 # coverage (of true frame-time by correct spans) and wrong spans.
 #   sh bench/fidelity.sh [CACHE [VARIANT...]]
-# SEGOPTS in the environment is passed to mt-segment.
+# SEGOPTS in the environment is passed to mt-segment, CMPOPTS to mt-compare
+# (its default window is the honest one, the truth's; CMPOPTS=--actual-window
+# gives the old one, which hides trace lost at a window's edges).
 set -u
 C=${1:-tests/.cache/ptsim}
 [ $# -gt 0 ] && shift
@@ -31,7 +33,7 @@ for v in $VARIANTS; do
 					"$B/mt-stitch" -i "$T/seg.mt" -o "$T/st.mt" 2>/dev/null
 					f="$T/st.mt"
 				fi
-				"$B/mt-compare" "$d/truth-spans.mt" "$f" 2>/dev/null | tail -1 |
+				"$B/mt-compare" ${CMPOPTS:-} "$d/truth-spans.mt" "$f" 2>/dev/null | tail -1 |
 				sed 's/.*precision=\([^ ]*\) recall=\([^ ]*\) coverage=\([^ ]*\) .* wrong=\([^ ]*\) .*/\1 \2 \3 \4/' |
 				{ read -r pr re co wr; printf '%-10s %-11s %-6s %-6s %9s %7s %8s %6s\n' $v $p $src $st "$pr" "$re" "$co" "$wr"; }
 			done

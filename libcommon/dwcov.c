@@ -27,6 +27,7 @@ void dwcov_fini(struct dwcov *dc)
 	free(dc->r);
 	free(dc->ir);
 	free(dc->ibits);
+	free(dc->ib);
 	memset(dc, 0, sizeof *dc);
 }
 
@@ -68,6 +69,25 @@ size_t dwcov_inline(const struct dwcov *dc, uint64_t lo, uint64_t hi, const uint
 	*r = dc->ir ? dc->ir + 2 * a : NULL;
 	return e - a;
 }
+
+size_t dwcov_inline_bounds(const struct dwcov *dc, uint64_t lo, uint64_t hi, const uint64_t **b)
+{
+	size_t a = 0, z = dc->nib;
+	while (a < z) {
+		size_t m = a + (z - a) / 2;
+		if (dc->ib[m] < lo)
+			a = m + 1;
+		else
+			z = m;
+	}
+	size_t e = a;
+	while (e < dc->nib && dc->ib[e] < hi)
+		e++;
+	*b = dc->ib ? dc->ib + a : NULL;
+	return e - a;
+}
+
+static int cmp_u64(const void *a, const void *b);
 
 const uint8_t *dwcov_inline_bits(const struct dwcov *dc, uint64_t lo, uint64_t hi, uint64_t *base)
 {
@@ -811,6 +831,17 @@ static void inline_ranges(struct dwcov *dc, const struct dwsecs *s, uint64_t xlo
 		if (unit_inline(s, &ab, hdr, next, osz, &v))
 			goto out;
 		r.off = next;
+	}
+	/* the unmerged boundaries first */
+	free(dc->ib);
+	dc->ib = v.n ? malloc(v.n * sizeof *dc->ib) : NULL;
+	dc->nib = 0;
+	if (dc->ib) {
+		memcpy(dc->ib, v.v, v.n * sizeof *dc->ib);
+		qsort(dc->ib, v.n, sizeof *dc->ib, cmp_u64);
+		for (size_t i = 0; i < v.n; i++)
+			if (!dc->nib || dc->ib[dc->nib - 1] != dc->ib[i])
+				dc->ib[dc->nib++] = dc->ib[i];
 	}
 	size_t w = merge_pairs(&v);
 	dc->ir = v.v;

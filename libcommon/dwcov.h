@@ -44,6 +44,10 @@ struct dwcov {
 	size_t nir;
 	uint8_t *ibits; /* the same as a bitmap: bit k for address ibase + k, */
 	uint64_t ibase, iend; /* over [ibase, iend); NULL when too big */
+	/* every start and end of an inlined subroutine's range, unmerged:
+	 * where an inline chain may change (sorted, unique) */
+	uint64_t *ib;
+	size_t nib;
 };
 
 /* Reads the coverage of the ELF file at @path (whose build-id is @id, @idlen
@@ -77,6 +81,11 @@ size_t dwcov_inline(const struct dwcov *dc, uint64_t lo, uint64_t hi, const uint
  * bit k % 8) says whether address *base + k is in an inline range.  NULL
  * when there is none (then use dwcov_inline). */
 const uint8_t *dwcov_inline_bits(const struct dwcov *dc, uint64_t lo, uint64_t hi, uint64_t *base);
+
+/* The addresses in [lo, hi) where an inline chain may change (a range of a
+ * DW_TAG_inlined_subroutine begins or ends there): *b gets the first of
+ * them; returns how many (0 when they are not known). */
+size_t dwcov_inline_bounds(const struct dwcov *dc, uint64_t lo, uint64_t hi, const uint64_t **b);
 
 /* For tests: the state and ranges as text ("none", "all", "ranges N") */
 const char *dwcov_state_name(int state);

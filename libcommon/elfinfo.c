@@ -123,10 +123,25 @@ static int sym_cmp(const void *a, const void *b)
 		return x->addr < y->addr ? -1 : 1;
 	if (x->is_fde != y->is_fde) /* a name from the file wins */
 		return x->is_fde ? 1 : -1;
-	/* prefer sized, then global-looking (shorter names first is arbitrary but stable) */
+	/* prefer sized, then the exported name (.dynsym, then global or weak
+	 * binding: malloc, not libc6-dbg's local __GI___libc_malloc), then the
+	 * one with fewest leading underscores, then the shorter */
 	if ((x->size == 0) != (y->size == 0))
 		return x->size == 0 ? 1 : -1;
+	if (x->rank != y->rank)
+		return x->rank < y->rank ? -1 : 1;
+	size_t ux = strspn(x->name, "_"), uy = strspn(y->name, "_");
+	if (ux != uy)
+		return ux < uy ? -1 : 1;
+	size_t lx = strlen(x->name), ly = strlen(y->name);
+	if (lx != ly)
+		return lx < ly ? -1 : 1;
 	return strcmp(x->name, y->name);
+}
+
+static int alias_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct elf_sym *)a)->name, ((const struct elf_sym *)b)->name);
 }
 
 struct pool {
@@ -163,7 +178,7 @@ struct symvec {
 };
 
 static int symvec_push(struct symvec *sv, uint64_t addr, uint64_t size, long nameoff, int plt,
-		       int label)
+		       int label, int rank)
 {
 	if (sv->n == sv->cap) {
 		size_t nc = sv->cap ? sv->cap * 2 : 256;
@@ -177,7 +192,7 @@ static int symvec_push(struct symvec *sv, uint64_t addr, uint64_t size, long nam
 		sv->nameoff = no;
 		sv->cap = nc;
 	}
-	sv->v[sv->n] = (struct elf_sym){addr, size, NULL, (uint8_t)plt, (uint8_t)label, 0};
+	sv->v[sv->n] = (struct elf_sym){addr, size, NULL, (uint8_t)plt, (uint8_t)label, 0, (uint8_t)rank};
 	sv->nameoff[sv->n] = nameoff;
 	sv->n++;
 	return 0;
@@ -196,6 +211,15 @@ static int in_exec_segment(const struct elfinfo *ei, uint64_t a)
 
 /* Code symbols only: functions, and untyped labels (hand-written assembly)
  * that lie in an executable segment. */
+/* How public a name is: 0 exported (.dynsym), 1 global or weak, 2 local. */
+static int rank_of(const GElf_Shdr *sh, const GElf_Sym *s)
+{
+	int b = GELF_ST_BIND(s->st_info);
+	if (sh->sh_type == SHT_DYNSYM)
+		return 0;
+	return b == STB_GLOBAL || b == STB_WEAK ? 1 : 2;
+}
+
 static int read_symtab(const struct elfinfo *ei, Elf *e, Elf_Scn *scn, GElf_Shdr *sh,
 		       struct symvec *sv, struct pool *pl)
 {
@@ -218,7 +242,8 @@ static int read_symtab(const struct elfinfo *ei, Elf *e, Elf_Scn *scn, GElf_Shdr
 		if (!name || !*name)
 			continue;
 		long off = pool_add(pl, name, NULL);
-		if (off < 0 || symvec_push(sv, s.st_value, s.st_size, off, 0, t == STT_NOTYPE) < 0)
+		if (off < 0 || symvec_push(sv, s.st_value, s.st_size, off, 0, t == STT_NOTYPE,
+					rank_of(sh, &s)) < 0)
 			return -1;
 	}
 	return 0;
@@ -250,7 +275,7 @@ static int read_plt(Elf *e, size_t shstrndx, struct symvec *sv, struct pool *pl)
 		return 0;
 	/* The whole .plt is one "function" for range purposes: PLT0 + stubs. */
 	long off0 = pool_add(pl, "[plt]", NULL);
-	if (off0 < 0 || symvec_push(sv, plt_sh.sh_addr, plt_sh.sh_size, off0, 1, 0) < 0)
+	if (off0 < 0 || symvec_push(sv, plt_sh.sh_addr, plt_sh.sh_size, off0, 1, 0, 0) < 0)
 		return -1;
 	if (!rela || !rela_sh.sh_entsize)
 		return 0;
@@ -278,7 +303,7 @@ static int read_plt(Elf *e, size_t shstrndx, struct symvec *sv, struct pool *pl)
 		if (!name || !*name)
 			continue;
 		long off = pool_add(pl, name, "@plt");
-		if (off < 0 || symvec_push(sv, base + i * stride, stride, off, 1, 0) < 0)
+		if (off < 0 || symvec_push(sv, base + i * stride, stride, off, 1, 0, 0) < 0)
 			return -1;
 	}
 	return 0;
@@ -530,7 +555,7 @@ static int read_eh_frame(struct elfinfo *ei, Elf *e, struct symvec *sv, struct p
 			snprintf(name, sizeof name, "[%.*s+0x%" PRIx64 "]", (int)(blen > 256 ? 256 : blen),
 				 base, lo);
 			long off = pool_add(pl, name, NULL);
-			if (off < 0 || symvec_push(sv, lo, len, off, 0, 0) < 0)
+			if (off < 0 || symvec_push(sv, lo, len, off, 0, 0, 3) < 0)
 				return -1;
 			sv->v[sv->n - 1].is_fde = 1;
 		}
@@ -683,11 +708,22 @@ static int load(struct elfinfo *ei, const char *path, int want_syms)
 		sv.v[i].name = pl.p + sv.nameoff[i];
 	if (sv.n > 1) /* qsort(NULL, 0) is undefined */
 		qsort(sv.v, sv.n, sizeof *sv.v, sym_cmp);
-	/* one symbol per address: the first after sorting (sized, then by name) */
-	size_t w = 0;
+	/* one symbol per address: the first after sorting (sized, exported,
+	 * then by name); the others are kept as its aliases, by name */
+	size_t w = 0, na = 0;
+	struct elf_sym *al = malloc((sv.n ? sv.n : 1) * sizeof *al);
+	if (!al) {
+		r = -ENOMEM;
+		goto out;
+	}
 	for (size_t i = 0; i < sv.n; i++)
 		if (!w || sv.v[w - 1].addr != sv.v[i].addr)
 			sv.v[w++] = sv.v[i];
+		else if (!sv.v[i].is_fde && !sv.v[i].is_plt)
+			al[na++] = sv.v[i];
+	qsort(al, na, sizeof *al, alias_cmp);
+	ei->aliases = al;
+	ei->naliases = na;
 	drop_fallen_into(ei, e, sv.v, &w);
 	ei->syms = sv.v;
 	ei->nsyms = w;
@@ -726,6 +762,7 @@ void elfinfo_fini(struct elfinfo *ei)
 	free(ei->debug_path);
 	free(ei->segs);
 	free(ei->syms);
+	free(ei->aliases);
 	free(ei->strpool);
 	memset(ei, 0, sizeof *ei);
 }
@@ -758,11 +795,54 @@ const struct elf_sym *elfinfo_lookup(const struct elfinfo *ei, uint64_t vaddr)
 	return NULL;
 }
 
+static const struct elf_sym *sym_at(const struct elfinfo *ei, uint64_t addr)
+{
+	size_t lo = 0, hi = ei->nsyms;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (ei->syms[mid].addr < addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < ei->nsyms && ei->syms[lo].addr == addr ? &ei->syms[lo] : NULL;
+}
+
 const struct elf_sym *elfinfo_find(const struct elfinfo *ei, const char *name)
 {
 	for (size_t i = 0; i < ei->nsyms; i++)
 		if (!strcmp(ei->syms[i].name, name))
 			return &ei->syms[i];
+	/* another name of a function: the function's own symbol */
+	size_t lo = 0, hi = ei->naliases;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (strcmp(ei->aliases[mid].name, name) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < ei->naliases && !strcmp(ei->aliases[lo].name, name))
+		return sym_at(ei, ei->aliases[lo].addr);
+	return NULL;
+}
+
+const struct elf_sym *elfinfo_named_at(const struct elfinfo *ei, uint64_t addr, const char *name)
+{
+	const struct elf_sym *s = sym_at(ei, addr);
+	if (!s || !strcmp(s->name, name))
+		return s;
+	size_t lo = 0, hi = ei->naliases;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (strcmp(ei->aliases[mid].name, name) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < ei->naliases && !strcmp(ei->aliases[lo].name, name); lo++)
+		if (ei->aliases[lo].addr == addr)
+			return s;
 	return NULL;
 }
 

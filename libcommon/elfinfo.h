@@ -35,6 +35,7 @@ struct elf_sym {
 	uint8_t is_plt;	     /* a PLT stub ("name@plt") */
 	uint8_t is_label;    /* untyped (STT_NOTYPE) code label, not STT_FUNC */
 	uint8_t is_fde;	     /* no symbol: an .eh_frame FDE's range, "[FILE+0xADDR]" */
+	uint8_t rank;	     /* 0 exported (.dynsym), 1 global/weak, 2 local, 3 FDE */
 };
 
 struct elf_seg {
@@ -51,6 +52,8 @@ struct elfinfo {
 	size_t nsegs;
 	struct elf_sym *syms;	  /* functions, sorted by addr, deduplicated */
 	size_t nsyms;
+	struct elf_sym *aliases;  /* the other names of those addresses, sorted by name */
+	size_t naliases;
 	int has_symtab;		  /* 0: stripped (only .dynsym or nothing) and no debug file */
 	char *debug_path;	  /* the separate debug file whose .symtab was used, or NULL */
 	char *strpool;
@@ -70,8 +73,16 @@ int elf_read_build_id(const char *path, uint8_t out[20]);
 /* The function symbol containing @vaddr (by size, or up to the next symbol
  * when size is 0), or NULL. */
 const struct elf_sym *elfinfo_lookup(const struct elfinfo *ei, uint64_t vaddr);
-/* First code symbol named @name, or NULL. */
+/* The code symbol named @name, or NULL.  A name that is an alias (another
+ * symbol at the same address: __GI___libc_malloc, __libc_malloc, malloc)
+ * gives the function's symbol, which carries its preferred name: the
+ * exported one (.dynsym), else global or weak, else local; then the one with
+ * fewest leading underscores, then the shortest. */
 const struct elf_sym *elfinfo_find(const struct elfinfo *ei, const char *name);
+/* The symbol at exactly @addr when @name is one of its names (its own or
+ * an alias), else NULL: how another source's name of a function (a debug
+ * file's __GI__IO_setb) becomes the function's one preferred name. */
+const struct elf_sym *elfinfo_named_at(const struct elfinfo *ei, uint64_t addr, const char *name);
 /* File offset of @vaddr through the PT_LOAD segments; -1 if unmapped. */
 int64_t elfinfo_vaddr_to_offset(const struct elfinfo *ei, uint64_t vaddr);
 /* Virtual address of file offset @off; -1 if not in a segment's file image. */

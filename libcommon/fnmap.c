@@ -332,6 +332,7 @@ int fnmap_lookup(struct fnmap *m, uint32_t tid, uint64_t addr, struct fn_info *o
 	uint64_t bb = 0;
 	out->inl_bits = out->ninl ? dwcov_inline_bits(&ff->dw, s->addr, end, &bb) : NULL;
 	out->inl_bits_base = bb + bias;
+	out->ninlb = out->ninl ? dwcov_inline_bounds(&ff->dw, s->addr, end, &out->inlb) : 0;
 	out->entry = s->addr + bias;
 	out->end = end + bias;
 	out->name = s->name;

@@ -31,6 +31,10 @@ struct fn_info {
 	 * inl_bits_base + k, valid over [entry, end) */
 	const uint8_t *inl_bits;
 	uint64_t inl_bits_base;
+	/* where in it an inline chain may change (dwcov_inline_bounds): ninlb
+	 * file addresses (runtime = file + inl_bias), sorted; owned by the fnmap */
+	const uint64_t *inlb;
+	size_t ninlb;
 };
 
 /* @symfs may be NULL.  NULL on allocation failure. */

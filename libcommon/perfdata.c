@@ -1352,6 +1352,21 @@ int pd_parse_sample(const struct pd_event *ev, struct pd_sample *s)
 			p += 8 * (size_t)n;
 		}
 	}
+	if (st & PD_SAMPLE_STACK_USER) { /* size, bytes[size], dyn_size if size */
+		uint64_t sz;
+		NEED(8);
+		sz = get64(p);
+		p += 8;
+		if (sz) {
+			if (sz > (uint64_t)(end - p) || (uint64_t)(end - p) - sz < 8)
+				return -PD_ECORRUPT;
+			s->stack_user = p;
+			s->stack_size = get64(p + sz);
+			if (s->stack_size > sz)
+				s->stack_size = sz;
+			p += sz + 8;
+		}
+	}
 #undef NEED
 	if ((uintptr_t)ev->raw % 8)
 		return -PD_ECORRUPT; /* ips/lbr/regs are read in place */

@@ -315,6 +315,8 @@ struct pd_sample {
 	uint64_t regs_abi; /* 0: no user regs */
 	const uint64_t *regs_user; /* one per bit of attr->sample_regs_user, ascending */
 	unsigned nregs_user;
+	const uint8_t *stack_user; /* PERF_SAMPLE_STACK_USER: the copy from the user sp */
+	uint64_t stack_size;	   /* its valid bytes (dyn_size) */
 };
 /* Needs ev->attr (the reader sets it for samples). */
 int pd_parse_sample(const struct pd_event *ev, struct pd_sample *s);

@@ -25,6 +25,7 @@
 #include "elfinfo.h"
 #include "io.h"
 #include "perfdata.h"
+#include "unwind.h"
 
 #define PROT_X 4 /* PROT_EXEC */
 
@@ -301,7 +302,8 @@ struct sb {
 		} fork;
 		struct {
 			uint32_t nips;
-			size_t ips; /* index into the ips arena */
+			size_t ips;  /* index into the ips arena */
+			size_t ustk; /* 1 + offset of its user regs and stack in d->ustk; 0 none */
 		} sample;
 		struct {
 			uint64_t addr, arg0, arg1;
@@ -477,6 +479,9 @@ struct ptd {
 	size_t nsb, sbcap;
 	uint64_t *ips;
 	size_t nips, ipscap;
+	unw *unw;      /* --call-graph dwarf: the stack unwinder */
+	uint8_t *ustk; /* per sample: have u64, regs u64[UNW_NREGS], len u64, bytes */
+	size_t nustk, ustkcap;
 	size_t sb_emit, sb_apply;
 	struct cpuline *cpus;
 	size_t ncpus;
@@ -1364,6 +1369,31 @@ static inline void resolve(struct ptd *d, struct ptq *q, uint64_t next)
 	emit_br(d, q, br_type(p->cls), p->from, next, p->time);
 }
 
+/* Whether what was decoded before an error of libipt's @code is kept.  A
+ * missing image says nothing against the trace.  A packet that does not
+ * parse (bad opcode or payload, data ending inside a packet) is reported at
+ * its own first byte: every packet before it parsed and fitted the code, so
+ * the branches they gave stand; corruption shows there, and libipt is
+ * resynchronized at the next PSB.  An error where the trace disagrees with
+ * the code (a TNT where a TIP was due, no IP, a bad return compression, an
+ * instruction that cannot be decoded...) is positive evidence that an
+ * earlier packet was wrong, at an unknown place since the last PSB, whose
+ * PSB+ checked out: that part is retracted. */
+static int err_keeps(int code)
+{
+	switch (code) {
+	case pte_nomap:
+	case pte_bad_image:
+	case pte_nomem:
+	case pte_bad_opc:
+	case pte_bad_packet:
+	case pte_eos:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
 static void q_error(struct ptd *d, struct ptq *q, int err, uint64_t ip)
 {
 	uint64_t off = 0;
@@ -1373,9 +1403,7 @@ static void q_error(struct ptd *d, struct ptq *q, int err, uint64_t ip)
 
 	pt_blk_get_offset(q->dec, &off);
 	off += q->segs[q->curseg].begin;
-	/* a missing image says nothing against the trace; anything else
-	 * does, back to the last PSB that checked out */
-	if (code == pte_nomap || code == pte_bad_image || code == pte_nomem)
+	if (err_keeps(code))
 		q_commit(q);
 	else
 		q_retract(d, q);
@@ -2214,13 +2242,58 @@ static uint32_t smap_chain_end(struct ptd *d, uint32_t pid, const uint64_t *ips,
 	return n;
 }
 
+/* --call-graph dwarf: the unwinder learns the maps in time order ... */
+static void unw_note(struct ptd *d, const struct sb *s)
+{
+	if (s->kind == SB_MMAP && (s->mmap.prot & PROT_X)) {
+		const uint8_t *bid = s->mmap.bid;
+		uint8_t bidlen = s->mmap.bidlen;
+		const char *why;
+		if (!bidlen) {
+			const struct pd_buildid *b = bid_for_path(d, s->mmap.path);
+			if (b)
+				bid = b->id, bidlen = b->len;
+		}
+		unw_map(d->unw, s->pid, s->mmap.addr, s->mmap.len, s->mmap.pgoff,
+			find_image(d, s->mmap.path, bid, bidlen, &why));
+	} else if (s->kind == SB_COMM && s->comm.exec) {
+		unw_exec(d->unw, s->pid);
+	} else if (s->kind == SB_FORK) {
+		unw_fork(d->unw, s->pid, s->fork.ppid);
+	}
+}
+
+/* ... and unwinds each sample's stack copy with them: its chain replaces
+ * the one perf recorded (the ip alone, in dwarf mode) when longer. */
+static void unw_chain(struct ptd *d, const struct sb *s, struct mtev_rec *r)
+{
+	const uint8_t *u = d->ustk + s->sample.ustk - 1;
+	uint64_t have, len, regs[UNW_NREGS];
+	memcpy(&have, u, 8);
+	memcpy(regs, u + 8, sizeof regs);
+	memcpy(&len, u + 8 + sizeof regs, 8);
+	if (grow(&d->ips, &d->ipscap, d->nips + 512, sizeof *d->ips) < 0)
+		return;
+	r->sample.ips = d->ips + s->sample.ips; /* the arena may have moved */
+	size_t n = unw_sample(d->unw, s->pid, s->tid, regs, have, u + 16 + sizeof regs, len,
+			      d->ips + d->nips, 512);
+	if (n > r->sample.nips) {
+		r->sample.ips = d->ips + d->nips;
+		r->sample.nips = (uint32_t)n;
+		d->st->unwound++;
+	}
+}
+
 static int sb_to_rec(struct ptd *d, const struct sb *s, struct mtev_rec *r, struct mtev_rec *r2)
 {
 	int n = 0;
 	memset(r, 0, sizeof *r);
 	memset(r2, 0, sizeof *r2);
-	if (!d->nq && !d->have_info)
+	if (!d->nq && !d->have_info) {
 		smap_apply(d, s);
+		if (d->unw || (d->unw = unw_new()))
+			unw_note(d, s);
+	}
 	switch (s->kind) {
 	case SB_MMAP:
 		if (!(s->mmap.prot & PROT_X))
@@ -2270,7 +2343,10 @@ static int sb_to_rec(struct ptd *d, const struct sb *s, struct mtev_rec *r, stru
 		r->sample.tid = s->tid;
 		r->sample.time = s->time;
 		r->sample.ips = d->ips + s->sample.ips;
-		r->sample.nips = smap_chain_end(d, s->pid, r->sample.ips, s->sample.nips);
+		r->sample.nips = s->sample.nips;
+		if (s->sample.ustk && d->unw)
+			unw_chain(d, s, r);
+		r->sample.nips = smap_chain_end(d, s->pid, r->sample.ips, r->sample.nips);
 		d->st->samples++;
 		return 1;
 	case SB_TRIGGER:
@@ -2912,6 +2988,27 @@ static int read_perf(struct ptd *d, int fd)
 				break;
 			s.sample.nips = (uint32_t)n;
 			d->nips += n;
+			if (sm.stack_user && sm.stack_size && sm.regs_abi) {
+				/* --call-graph dwarf: keep the registers and the stack
+				 * copy for the unwinder (run in time order, with the
+				 * maps of that time) */
+				uint64_t have = 0, regs[UNW_NREGS] = {0};
+				for (unsigned g = 0; g < UNW_NREGS; g++) {
+					int ok;
+					regs[g] = pd_sample_reg(&sm, ev.attr, g, &ok);
+					have |= (uint64_t)ok << g;
+				}
+				size_t need = 16 + sizeof regs + sm.stack_size;
+				if (grow(&d->ustk, &d->ustkcap, d->nustk + need, 1) < 0)
+					goto nomem;
+				uint8_t *u = d->ustk + d->nustk;
+				memcpy(u, &have, 8);
+				memcpy(u + 8, regs, sizeof regs);
+				memcpy(u + 8 + sizeof regs, &sm.stack_size, 8);
+				memcpy(u + 16 + sizeof regs, sm.stack_user, sm.stack_size);
+				s.sample.ustk = d->nustk + 1;
+				d->nustk += need;
+			}
 			if (sb_add(d, &s) < 0)
 				goto nomem;
 			break;
@@ -3062,6 +3159,8 @@ static void ptd_fini(struct ptd *d)
 	free(d->secs);
 	free(d->sb);
 	free(d->ips);
+	free(d->ustk);
+	unw_free(d->unw);
 	for (i = 0; i < d->ncpus; i++)
 		free(d->cpus[i].v);
 	free(d->cpus);

@@ -55,6 +55,7 @@ struct ptd_stats {
 	uint64_t rec_by_type[128];	/* by PD_REC_* type (type < 128) */
 	uint64_t aux_bytes;		/* AUXTRACE payload bytes */
 	uint64_t branches, gaps, samples, triggers;
+	uint64_t unwound; /* samples whose user stack copy was unwound (--call-graph dwarf) */
 	uint64_t blocks, insns;		/* from the block decoder */
 	uint64_t retracted;		/* branches dropped: decoded from trace found corrupt later */
 	uint64_t warnings;

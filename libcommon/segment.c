@@ -2,6 +2,7 @@
 #include "vec.h"
 
 #include "fnmap.h"
+#include "sampstack.h"
 #include "wplog.h"
 
 #include <errno.h>
@@ -75,6 +76,8 @@ struct thr {
 	struct sigctx *sig;
 	size_t nsig, capsig;
 
+	uint64_t lin; /* where the straight-line run since the last branch began (0: unknown) */
+
 	/* the range of frame rfi (the last frame asked; UINT32_MAX: none) */
 	uint32_t rfi, rgen;
 	int32_t rok;
@@ -114,6 +117,9 @@ struct thr {
 		uint64_t bias;
 		const uint8_t *bits; /* fn_info.inl_bits, inl_bits_base */
 		uint64_t base;
+		const uint64_t *inlb; /* fn_info.inlb, ninlb, inl_bias (kept by */
+		size_t ninlb;	      /* --all-waypoints, which overrides inl) */
+		uint64_t inlb_bias;
 	} *rc; /* rcmask + 1 entries: RC_MIN, grown to RC_SIZE as it misses */
 	uint32_t rcmask, rcmiss;
 	struct rcache rc0[RC_MIN]; /* the first, in place: a thread costs ~2 KB */
@@ -132,6 +138,8 @@ struct segmenter {
 	uint64_t *tgt;
 	size_t ntgt, captgt;
 	struct seg_stats st;
+	struct sstk_frame *sprev, *sout; /* a sample's previous and new stacks */
+	size_t capsprev, capsout;
 	uint32_t gen; /* bumped when maps or threads change: range caches */
 	unsigned detail;
 	int err;
@@ -203,6 +211,8 @@ void seg_free(segmenter *s)
 	free(s->thr);
 	free(s->tidx);
 	free(s->tgt);
+	free(s->sprev);
+	free(s->sout);
 	free(s);
 }
 
@@ -586,6 +596,9 @@ static __attribute__((noinline)) void fn_fill(segmenter *s, struct thr *t, struc
 	c->bias = c->ok ? in.inl_bias : 0;
 	c->bits = c->ok ? in.inl_bits : NULL;
 	c->base = c->ok ? in.inl_bits_base : 0;
+	c->inlb = c->ok ? in.inlb : NULL;
+	c->ninlb = c->ok ? in.ninlb : 0;
+	c->inlb_bias = c->ok ? in.inl_bias : 0;
 	if (s->o.all_waypoints) { /* every address counts as inline: all kept */
 		static const uint64_t all[2] = {0, UINT64_MAX};
 		c->inl = all;
@@ -1196,6 +1209,7 @@ static void blk_sort(const struct frame *fr, uint32_t *v, size_t n)
 
 static int close_seg(segmenter *s, struct thr *t)
 {
+	t->lin = 0;
 	if (!t->active)
 		return 0;
 	if (close_run(s, t, t->run_time))
@@ -1283,12 +1297,15 @@ static int close_seg(segmenter *s, struct thr *t)
 }
 
 /* ---- stack samples ----
- * A frame is the same activation in consecutive samples when its function
- * and those of all its ancestors are the same and so are the return
- * addresses that link them.  It begins at the first sample that shows it
- * and ends at the first sample that no longer does (the last sample of the
- * thread for frames still shown then, flag open-at-end); frames of the
- * first sample began before it (flag inferred-start). */
+ * A sample's stack is its callchain repaired by libcommon/sampstack.h (a
+ * hidden caller of a frameless leaf, a root cut off aligned with the
+ * thread's previous stack); inferred frames are marked stitched.  A frame is
+ * the same activation in consecutive samples when its function and those of
+ * all its ancestors are the same and so are the return addresses that link
+ * them.  It begins at the first sample that shows it and ends at the first
+ * sample that no longer does (the last sample of the thread for frames still
+ * shown then, flag open-at-end); frames of the first sample began before it
+ * (flag inferred-start). */
 static int seg_sample(segmenter *s, const struct mtev_rec *r)
 {
 	struct thr *t = get_thr(s, r->sample.tid);
@@ -1305,29 +1322,70 @@ static int seg_sample(segmenter *s, const struct mtev_rec *r)
 		time = t->last_time;
 	}
 	t->last_time = t->run_time = time;
-	uint32_t n = r->sample.nips;
-	const uint64_t *ips = r->sample.ips;
-	/* root first: frame d runs at ips[n-1-d]; its link is its parent's
-	 * return address ips[n-d] (kept in .callsite, written as 0) */
+	size_t max = (size_t)r->sample.nips + 1 + t->nstk;
+	if (mt_grow((void **)&s->sprev, &s->capsprev, t->nstk + 1, sizeof *s->sprev) ||
+	    mt_grow((void **)&s->sout, &s->capsout, max, sizeof *s->sout))
+		return s->err = -SEG_ENOMEM;
+	for (size_t d = 0; d < t->nstk; d++) {
+		const struct frame *f = &t->fr[t->stk[d]];
+		s->sprev[d] = (struct sstk_frame){f->func, f->callsite, 0};
+	}
+	size_t n = sampstack_build(s->o.fns, t->tid, r->sample.ips, r->sample.nips, s->sprev,
+				   t->nstk, s->sout, max,
+				   s->o.no_sample_repair ? SSTK_NO_REPAIR : 0);
+	const struct sstk_frame *st = s->sout;
+	/* root first: the frames shared with the previous sample go on */
 	size_t d = 0;
 	for (; d < n && d < t->nstk; d++) {
-		const struct frame *f = &t->fr[t->stk[d]];
-		uint64_t ip = ips[n - 1 - d];
-		uint64_t link = d ? ips[n - d] : 0;
-		if (f->callsite != link || f->func != func_entry(s, t, d + 1 < n ? ip - 1 : ip))
+		struct frame *f = &t->fr[t->stk[d]];
+		if (f->callsite != st[d].link || f->func != st[d].func)
 			break;
+		if (st[d].inferred)
+			f->flags |= MTEV_SPAN_STITCHED;
 	}
 	while (t->nstk > d)
 		t->fr[t->stk[--t->nstk]].end = time;
-	for (; d < n; d++) {
-		uint64_t ip = ips[n - 1 - d];
-		if (new_frame(s, t, FK_FUNC, func_entry(s, t, d + 1 < n ? ip - 1 : ip),
-			      d ? ips[n - d] : 0, time, (int32_t)d,
-			      MTEV_SPAN_SAMPLED | (first ? MTEV_SPAN_INFERRED_START : 0)))
+	for (; d < n; d++)
+		if (new_frame(s, t, FK_FUNC, st[d].func, st[d].link, time, (int32_t)d,
+			      MTEV_SPAN_SAMPLED | (first ? MTEV_SPAN_INFERRED_START : 0) |
+				      (st[d].inferred ? MTEV_SPAN_STITCHED : 0)))
 			return s->err;
-	}
+	s->st.sample_inferred += n && st[0].inferred;
 	if (n && !s->o.no_waypoints)
-		return wp_append(s, t, time, ips[0], (int32_t)n - 1);
+		return wp_append(s, t, time, r->sample.ips[0], (int32_t)n - 1);
+	return 0;
+}
+
+/* Inline frames on a fall-through path: the straight-line run [@lin, @from]
+ * executed between two taken branches (in the top frame's function) may
+ * enter or leave an inline expansion, or go from one to another, where no
+ * branch lands; a waypoint at each address inside it where a range of an
+ * inlined subroutine begins or ends (dwcov_inline_bounds; wp_keep decides
+ * as for any waypoint) lets mt-symbolize change the inline frames there.
+ * The waypoints have the time of the branch that ends the run. */
+static int inline_cross(segmenter *s, struct thr *t, uint64_t lin, uint64_t from)
+{
+	uint64_t lo, hi;
+	uint32_t fi = t->stk[t->nstk - 1];
+	if (from - lin > 65536 || t->fr[fi].kind != FK_FUNC || !frame_range(s, t, fi, &lo, &hi) ||
+	    !t->rdw || !t->rninl || lin < lo || from >= hi)
+		return 0;
+	const struct rcache *c = fn_lookup(s, t, t->fr[fi].func);
+	const uint64_t *b = c->inlb;
+	uint64_t bias = c->inlb_bias;
+	size_t n = c->ninlb, a = 0, z = n;
+	if (!n || lin - bias >= b[n - 1])
+		return 0;
+	while (a < z) { /* the first boundary after lin */
+		size_t m = a + (z - a) / 2;
+		if (b[m] <= lin - bias)
+			a = m + 1;
+		else
+			z = m;
+	}
+	for (; a < n && b[a] < from - bias; a++)
+		if (waypoint(s, t, b[a] + bias))
+			return s->err;
 	return 0;
 }
 
@@ -1362,6 +1420,11 @@ static int do_branch(segmenter *s, const struct mtev_rec *r)
 	}
 	t->last_time = time;
 	unsigned type = r->br.type;
+	uint64_t lin = t->lin;
+	t->lin = r->br.to;
+	if (lin && r->br.from > lin && t->nstk && !s->o.no_waypoints &&
+	    inline_cross(s, t, lin, r->br.from))
+		return s->err;
 	/* the common case first: a jump inside the current function leaves
 	 * two waypoints and nothing else (what do_jump does for it) */
 	if ((type == MTEV_BR_JCC || type == MTEV_BR_JUMP) && t->nstk && t->run_k <= 1 &&

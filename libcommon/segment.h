@@ -63,6 +63,9 @@ struct seg_opts {
 	/* write every waypoint (by default those that cannot change the
 	 * inline chain are left out, libcommon/dwcov.h) */
 	int all_waypoints;
+	/* stack samples: the callchains as they are, without
+	 * libcommon/sampstack.h's repairs */
+	int no_sample_repair;
 };
 
 struct seg_stats {
@@ -73,6 +76,7 @@ struct seg_stats {
 	uint64_t promoted;  /* frames revealed by a return past the root */
 	uint64_t tailcalls, unwinds, signals;
 	uint64_t peak_frames; /* largest number of frames held at once */
+	uint64_t sample_inferred; /* samples whose root frames were taken from the previous one */
 };
 
 /* Returns 0 or a negative errno-like value; the record is valid only during

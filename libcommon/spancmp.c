@@ -161,6 +161,11 @@ static int tmatch(const struct ctx *c, uint32_t tid, uint64_t b, uint64_t a)
 	return a < next;
 }
 
+static int tclose(const struct spancmp_opts *o, uint64_t b, uint64_t a)
+{
+	return (a > b ? a - b : b - a) <= o->tol;
+}
+
 /* latest truth boundary of @tid at or before @t (or @t) */
 static uint64_t tb_prev(const struct ctx *c, uint32_t tid, uint64_t t)
 {
@@ -414,6 +419,12 @@ int spancmp_run(struct spanset *truth, struct spanset *actual, const struct span
 				if (u->cflags & SC_MATCHED)
 					continue;
 				if (!tmatch(&c, tid, u->begin, s->begin) || !tmatch(&c, tid, u->end, s->end))
+					continue;
+				/* a span clipped at a window's edge begins (ends) exactly
+				 * there: trace lost at the edge is not within resolution */
+				if ((u->cflags & SC_BEFORE) && !tclose(o, u->begin, s->begin))
+					continue;
+				if ((u->cflags & SC_AFTER) && !tclose(o, u->end, s->end))
 					continue;
 				if ((u->cflags & SC_BEFORE) && !(s->flags & MTEV_SPAN_INFERRED_START))
 					continue;

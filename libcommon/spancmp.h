@@ -18,7 +18,8 @@
  * (unless @strict) when the actual time lies in [b, next) where b is the
  * truth time and next the truth's next distinct span boundary on that thread:
  * the truth cannot order events inside one timestamp, which is where
- * mt-segment spreads them.
+ * mt-segment spreads them.  Except at a window's edge: a truth span clipped
+ * there matches only an actual span beginning (ending) there within @tol.
  *
  * Judged actual spans: functions (func != 0), and synthetic spans whose name
  * occurs in the truth ([syscall] ...).  Gap markers (flag error) are not

@@ -561,6 +561,74 @@ static const char *base_name(const char *p)
 	return s && s[1] ? s + 1 : p;
 }
 
+/* ---- Rust's legacy mangling, after an Itanium demangler ----
+ * A legacy Rust name demangles as C++ would, into a path whose last element
+ * is the hash "h" + 16 hex digits, with rustc's escapes left in the
+ * elements: "$LT$" <, "$GT$" >, "$LP$" (, "$RP$" ), "$C$" ",", "$SP$" @,
+ * "$BP$" *, "$RF$" &, "$uXX$" the character XX (hex), ".." "::", and a
+ * leading "_$" for "$".  Drops the hash and decodes the escapes in place
+ * (the result is never longer); returns the new length.  A name without the
+ * hash is not Rust's and is left alone.  (v0 names, "_R...", are demangled
+ * by llvm-symbolizer itself.) */
+static size_t rust_tidy(char *s, size_t n)
+{
+	if (n < 20 || memcmp(s + n - 19, "::h", 3))
+		return n;
+	for (size_t i = n - 16; i < n; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return n;
+	static const struct {
+		const char *esc;
+		char ch;
+	} tab[] = {{"$LT$", '<'}, {"$GT$", '>'}, {"$LP$", '('}, {"$RP$", ')'}, {"$C$", ','},
+		   {"$SP$", '@'}, {"$BP$", '*'}, {"$RF$", '&'}};
+	size_t end = n - 19, w = 0;
+	for (size_t i = 0; i < end;) {
+		if (s[i] == '$') {
+			size_t k;
+			for (k = 0; k < sizeof tab / sizeof tab[0]; k++) {
+				size_t l = strlen(tab[k].esc);
+				if (end - i >= l && !memcmp(s + i, tab[k].esc, l)) {
+					s[w++] = tab[k].ch;
+					i += l;
+					break;
+				}
+			}
+			if (k < sizeof tab / sizeof tab[0])
+				continue;
+			if (end - i >= 5 && s[i + 1] == 'u' && s[i + 4] == '$') {
+				unsigned v = 0, ok = 1;
+				for (size_t j = i + 2; j < i + 4; j++) {
+					char ch = s[j];
+					int dg = ch >= '0' && ch <= '9' ? ch - '0'
+						 : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
+					if (dg < 0)
+						ok = 0;
+					else
+						v = v * 16 + (unsigned)dg;
+				}
+				if (ok && v >= 0x20 && v < 0x7f) {
+					s[w++] = (char)v;
+					i += 5;
+					continue;
+				}
+			}
+		} else if (s[i] == '.' && i + 1 < end && s[i + 1] == '.') {
+			s[w++] = ':';
+			s[w++] = ':';
+			i += 2;
+			continue;
+		} else if (s[i] == '_' && i + 1 < end && s[i + 1] == '$' &&
+			   (i == 0 || s[i - 1] == ':' || s[i - 1] == '<')) {
+			i++; /* "_$" starts an element that begins with an escape */
+			continue;
+		}
+		s[w++] = s[i++];
+	}
+	s[w] = 0;
+	return w;
+}
+
 /* ---- demangling for names that do not come from llvm-symbolizer ---- */
 static const char *demangle(struct ctx *c, const char *name)
 {
@@ -580,8 +648,10 @@ static const char *demangle(struct ctx *c, const char *name)
 		free(d);
 		return name;
 	}
-	const char *r = arena_strndup(&c->ar, d, strlen(d));
+	char *r = arena_strndup(&c->ar, d, strlen(d));
 	free(d);
+	if (r)
+		rust_tidy(r, strlen(r));
 	return r ? r : name;
 }
 
@@ -756,7 +826,13 @@ static void res_elf_fallback(struct ctx *c, struct result *r)
 		return;
 	}
 	const char *nm = demangle(c, s->name);
-	char buf[1200];
+	char buf[1200], fde[600];
+	if (s->is_fde) {
+		/* a stripped file's function known by its FDE: named after the
+		 * mapped file (not the build-id cache's folders it was found in) */
+		sfmt(fde, sizeof fde, "%s+0x%" PRIx64, base_name(b->path), s->addr);
+		nm = fde;
+	}
 	if (r->vaddr == s->addr)
 		sfmt(buf, sizeof buf, "%s", nm);
 	else
@@ -808,7 +884,19 @@ static int res_fill(struct ctx *c, struct result *r, const struct jframe *fr, si
 			nm = "??", nl = 2;
 		if (fr[i].line > 0)
 			have_line = 1;
-		if (frame_push(c, arena_strndup(&c->ar, nm, nl), arena_strndup(&c->ar, fr[i].file, fr[i].fl),
+		char *nd = arena_strndup(&c->ar, nm, nl);
+		if (nd && nl > 19)
+			nl = rust_tidy(nd, nl);
+		if (nd && i == n - 1 && start && r->bin != NONE && c->bins[r->bin].state > 0) {
+			/* one address, one name: another name of the function's
+			 * symbol (a debug file's __GI__IO_setb) becomes its
+			 * preferred, exported one (_IO_setb), as in the fallback */
+			const struct elf_sym *ps =
+				elfinfo_named_at(bin_syms(&c->bins[r->bin]), start, nd);
+			if (ps && strcmp(ps->name, nd))
+				nd = arena_strndup(&c->ar, ps->name, strlen(ps->name));
+		}
+		if (frame_push(c, nd, arena_strndup(&c->ar, fr[i].file, fr[i].fl),
 			       fr[i].line > 0 && fr[i].line <= UINT32_MAX ? (uint32_t)fr[i].line : 0,
 			       fr[i].col > 0 && fr[i].col <= UINT32_MAX ? (uint32_t)fr[i].col : 0) == NONE)
 			return -1;
@@ -1619,11 +1707,10 @@ static void resolve_want(struct ctx *c, struct want *w)
 		const struct perfmap_ent *e = pm ? perfmap_lookup(pm, w->addr) : NULL;
 		if (e) {
 			char buf[1200];
-			const char *nm = demangle(c, e->name);
-			if (w->addr == e->start)
-				sfmt(buf, sizeof buf, "%s", nm);
-			else
-				sfmt(buf, sizeof buf, "%s+0x%" PRIx64, nm, w->addr - e->start);
+			/* the JIT function's name alone: an offset would make each
+			 * sampled address of one function a differently named slice
+			 * (the symbol record's entry says where in it) */
+			sfmt(buf, sizeof buf, "%s", demangle(c, e->name));
 			res_set_name(c, r, RES_PERFMAP, arena_strndup(&c->ar, buf, strlen(buf)));
 			r->entry_vaddr = e->start;
 			return;
@@ -1760,7 +1847,7 @@ static void resolve_pending(struct ctx *c)
 		struct bin *b = &c->bins[r->bin];
 		if (r->kind == RES_PENDING) {
 			if (!b->ei.has_symtab && !b->stripped_warned++)
-				warnf(c, 1, "%s is stripped (no .symtab, no debug info): names from what it still has (.dynsym, .eh_frame function ranges as [FILE+0xADDR]), else [unknown @ ...]",
+				warnf(c, 1, "%s is stripped (no .symtab, no debug info): names from what it still has (.dynsym, .eh_frame function ranges as FILE+0xADDR), else [unknown @ ...]",
 				      b->file);
 			/* degraded only when a warning says why (stripped, missing
 			 * symbolizer); an address outside the debug info's ranges

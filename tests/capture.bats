@@ -139,7 +139,7 @@ one_fatal_line() {
 }
 
 @test "sampling mode: the perf command line, printed with -v" {
-	"$BIN/mt-capture" run -v --mode sample -t none -o "$T/d" -- true 2> "$T/err"
+	"$BIN/mt-capture" run -v --mode sample -g fp -t none -o "$T/d" -- true 2> "$T/err"
 	grep -q -- "running: .*perf record --output=$T/d/perf.data --event=cpu-clock:u --freq=10000 --call-graph=fp --timestamp --overwrite --delay=-1 --control=fd:[0-9]*,[0-9]* --pid=[0-9]*$" "$T/err"
 	run "$BIN/mt-capture" run -n --mode sample --perf perf --multi-snapshot -F 2000 -g dwarf -s 1M -o /tmp/cap -- ./prog
 	[ "$output" = "perf record --output=/tmp/cap/perf.data --event=cpu-clock:u --freq=2000 --call-graph=dwarf --timestamp --overwrite --switch-output=signal --mmap-pages=1M --delay=-1 --control=fd:3,4 --pid=PID" ]

@@ -160,11 +160,42 @@ SEG='"$BIN/mt-segment" --symfs "$SYMFS" --no-waypoints'
 	done
 }
 
+# The truth of a run whose recording holds [150, 350] (cmp-truth-window.txt,
+# the truth's branches of the window: mt-compare's honest window).
 cmp_run() {
 	"$BIN/mt-undump" "$G/cmp-truth.txt" > "$T/truth.mt"
+	"$BIN/mt-undump" "$G/cmp-truth-window.txt" > "$T/window.mt"
 	"$BIN/mt-undump" "$G/$1" > "$T/actual.mt"
 	shift
-	run "$BIN/mt-compare" "$@" "$T/truth.mt" "$T/actual.mt"
+	run "$BIN/mt-compare" --truth-branches "$T/window.mt" "$@" "$T/truth.mt" "$T/actual.mt"
+}
+
+@test "compare: the honest window (the truth's) counts trace lost at a window's edge; --actual-window hides it" {
+	"$BIN/mt-undump" "$G/cmp-truth.txt" > "$T/truth.mt"
+	"$BIN/mt-undump" "$G/cmp-truth-window-early.txt" > "$T/window.mt"
+	"$BIN/mt-undump" "$G/cmp-exact.txt" > "$T/actual.mt"
+	# the recording holds [140, 350]; the actual begins at 150: main and a
+	# lost 10 of their 210 + 60 clipped ns (b: 50 more), and neither begins where the truth's
+	# window does
+	run "$BIN/mt-compare" --truth-branches "$T/window.mt" "$T/truth.mt" "$T/actual.mt"
+	echo "$output"
+	[[ "${lines[-1]}" == *" coverage=0.937500 exact_coverage=0.156250 "*" wrong=0 matched=1 truth=3 judged=3" ]]
+	# a truth named DIR/truth-spans.mt takes DIR/truth.mt as its branch stream
+	mkdir "$T/run"
+	cp "$T/truth.mt" "$T/run/truth-spans.mt"
+	cp "$T/window.mt" "$T/run/truth.mt"
+	run "$BIN/mt-compare" "$T/run/truth-spans.mt" "$T/actual.mt"
+	[[ "${lines[0]}" == "window: from $T/run/truth.mt" ]]
+	[[ "${lines[-1]}" == *" coverage=0.937500 exact_coverage=0.156250 "* ]]
+	# the old window (the actual's segment) sees no loss
+	run "$BIN/mt-compare" --actual-window "$T/run/truth-spans.mt" "$T/actual.mt"
+	[[ "${lines[-1]}" == *"precision=1.000000 recall=1.000000 coverage=1.000000 "* ]]
+	# without a branch stream: the truth spans' own extent [0, 1000]
+	run "$BIN/mt-compare" "$T/truth.mt" "$T/actual.mt"
+	[[ "${lines[0]}" == "window: from the truth's spans" ]]
+	[[ "${lines[-1]}" == *" matched=0 "* ]]
+	run "$BIN/mt-compare" --actual-window -b "$T/window.mt" "$T/truth.mt" "$T/actual.mt"
+	[ "$status" -eq 2 ]
 }
 
 @test "compare: clipped truth, hidden outer frame, exact actual: all match" {

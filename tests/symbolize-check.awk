@@ -25,11 +25,15 @@ function kv(line, key) {
 }
 function rest(chain,   i) { i = index(chain, "|"); return i ? substr(chain, i + 1) : "" }
 function first(chain,   i) { i = index(chain, "|"); return i ? substr(chain, 1, i - 1) : chain }
+# one function, several symbols (malloc, __libc_malloc): mt-symbolize names it
+# by one of them (the exported one), llvm-symbolizer maybe by another
+function same(a, b) { return a == b || ((a in AD) && (b in AD) && AD[a] == AD[b]) }
 function emit(s, lvl, name, b, e,   k) { k = s SUBSEP lvl "|" name "|" b "|" e; xp[k]++; nexp++ }
 BEGIN {
 	while ((getline l < CHAINS) > 0) {
 		split(l, a, "\t"); ch[a[1]] = a[2]; cid[a[1]] = a[3]
 	}
+	while (ALIASES != "" && (getline l < ALIASES) > 0) { split(l, a, " "); AD[a[2]] = a[1] }
 	while ((getline l < WPS) > 0) { nw++; split(l, a, " "); wtid[nw] = a[1]; wdep[nw] = a[2]; wt[nw] = a[3] + 0; wad[nw] = a[4] }
 }
 /^span / {
@@ -52,7 +56,7 @@ BEGIN {
 		if (p && cs != "0x0" && (cs in ch)) {
 			g = ""
 			for (q = p; INL[q]; q = P[q]) g = N[q] (g == "" ? "" : "|" g)
-			if (N[PH[p]] != first(ch[cs]) || g != rest(ch[cs]))
+			if (!same(N[PH[p]], first(ch[cs])) || g != rest(ch[cs]))
 				fail("span " n " (" nm ") called from " cs " hangs under " N[PH[p]] (g == "" ? "" : "|" g) ", llvm-symbolizer says " ch[cs])
 			ncs++
 		}
@@ -69,10 +73,10 @@ END {
 		ptr[K] = q
 		if (q > cnt[K] || B[L[K, q]] > t) { unmatched++; continue }
 		s = L[K, q]
-		if (N[s] != c0)
+		if (!same(N[s], c0))
 			for (r = q + 1; r <= cnt[K] && r < q + 8 && B[L[K, r]] <= t; r++)
-				if (N[L[K, r]] == c0) { s = L[K, r]; ptr[K] = r; break }
-		if (N[s] != c0) { outside++; continue }
+				if (same(N[L[K, r]], c0)) { s = L[K, r]; ptr[K] = r; break }
+		if (!same(N[s], c0)) { outside++; continue }
 		nchk++
 		m = split(rest(ch[ad]), M, "|"); split(cid[ad], I, "|")
 		if (rest(ch[ad]) == "") m = 0

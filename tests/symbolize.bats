@@ -34,7 +34,9 @@ check() {
 			([range(1; $r | length) as $j | "\($r[$j].FunctionName)@\($r[$j-1].FileName):\($r[$j-1].Line):\($r[$j-1].Column)"] | join("|"))' |
 		paste "$T/addrs.txt" - > "$T/chains.txt"
 	[ "$(wc -l < "$T/chains.txt")" -eq "$(wc -l < "$T/addrs.txt")" ]
-	awk -v CHAINS="$T/chains.txt" -v WPS="$T/wps.txt" -f "$BATS_TEST_DIRNAME/symbolize-check.awk" "$T/spans.txt"
+	nm "$prog" 2>/dev/null | awk 'NF == 3 { print $1, $3 }' > "$T/aliases.txt"
+	awk -v CHAINS="$T/chains.txt" -v WPS="$T/wps.txt" -v ALIASES="$T/aliases.txt" \
+		-f "$BATS_TEST_DIRNAME/symbolize-check.awk" "$T/spans.txt"
 }
 
 # Where the generated streams load PROG: BASE for a PIE, 0 for a fixed
@@ -279,7 +281,8 @@ base_of() {
 	[ "$status" -eq 0 ]
 	"$BIN/mt-dump" -k span "$T/out.mt" > "$T/s"
 	grep -q 'depth=0 .*name="jitted_main"' "$T/s"
-	grep -q 'depth=1 .*name="Interp::step+0x10"' "$T/s"
+	# a JIT function has one name, wherever in it the address is
+	grep -q 'depth=1 .*name="Interp::step"' "$T/s"
 	# no perf map: unknown, with a warning
 	run "$BIN/mt-symbolize" --no-cache --perf-map-dir "$T/none" -o "$T/out.mt" "$T/j.mt"
 	[ "$status" -eq 1 ]

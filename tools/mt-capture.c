@@ -33,6 +33,7 @@
 #include "mtev.h"
 #include "perfcmd.h"
 #include "symaddr.h"
+#include "cgpick.h"
 #include "tracee.h"
 #include "trigger.h"
 
@@ -97,7 +98,10 @@ static void usage(FILE *f)
 	      "                          default: perf's\n"
 	      "  -F, --freq HZ           sample: samples per second (default 10000)\n"
 	      "  -e, --event EV          sample: cpu-clock (default) or cycles\n"
-	      "  -g, --call-graph CG     sample: fp (default), dwarf or lbr\n"
+	      "  -g, --call-graph CG     sample: auto (default): lbr where the CPU has it, else\n"
+	      "                          dwarf where the program or a library lacks frame\n"
+	      "                          pointers, else fp (says which and why; -n shows fp);\n"
+	      "                          or fp, dwarf, lbr (docs/sampling.md)\n"
 	      "      --timing RES        pt: low, normal (default) or high\n"
 	      "      --kernel            record the kernel too (root, or perf_event_paranoid <= 1)\n"
 	      "      --per-thread        pt: one buffer per thread (-t) instead of per CPU\n"
@@ -505,7 +509,7 @@ static void build_perf_argv(struct capture *c, char **argv, size_t max, char *bu
 		.tids = tids[0] ? tids : NULL,
 		.event = o->event,
 		.freq = o->freq,
-		.call_graph = o->call_graph,
+		.call_graph = o->call_graph && strcmp(o->call_graph, "auto") ? o->call_graph : NULL,
 	};
 	if (perfcmd_build(&po, argv, max, buf, buflen) < 0)
 		mt_fatal(MT_EXIT_USAGE, "perf command line too long");
@@ -961,8 +965,10 @@ int main(int argc, char **argv)
 			o.event = optarg;
 			break;
 		case 'g':
-			if (strcmp(optarg, "fp") && strcmp(optarg, "dwarf") && strcmp(optarg, "lbr"))
-				mt_fatal(MT_EXIT_USAGE, "bad --call-graph '%s' (fp, dwarf or lbr)", optarg);
+			if (strcmp(optarg, "fp") && strcmp(optarg, "dwarf") && strcmp(optarg, "lbr") &&
+			    strcmp(optarg, "auto"))
+				mt_fatal(MT_EXIT_USAGE, "bad --call-graph '%s' (auto, fp, dwarf or lbr)",
+					 optarg);
 			o.call_graph = optarg;
 			break;
 		case O_TIMING:
@@ -1135,6 +1141,18 @@ int main(int argc, char **argv)
 
 	for (int i = 0; i < o.npids; i++)
 		read_comm(o.pids[i], c.comm[i], sizeof c.comm[i]);
+	char cg_why[512] = "";
+	if (mode == MODE_SAMPLE && (!o.call_graph || !strcmp(o.call_graph, "auto"))) {
+		/* the program and its libraries are mapped now: pick the unwinder */
+		o.call_graph = cg_pick(o.pids[0], cg_why, sizeof cg_why);
+		/* 8 KiB of stack per sample: a ring of perf's default size would
+		 * hold a few milliseconds; as root (no mlock limit) a bigger one,
+		 * at most 256 MiB over all CPUs */
+		if (!strcmp(o.call_graph, "dwarf") && !o.snapshot_size && geteuid() == 0) {
+			long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+			o.snapshot_size = ncpu <= 8 ? "32M" : ncpu <= 16 ? "16M" : ncpu <= 32 ? "8M" : "4M";
+		}
+	}
 	int have_trigger = setup_trigger(&c) == 0;
 	/* React to a hit before the program runs far past it: a real-time
 	 * priority when allowed (root), not passed on to perf or CMD. */
@@ -1148,6 +1166,8 @@ int main(int argc, char **argv)
 	if (auto_notice) /* once everything is known to work: errors stay one line */
 		mt_note("no Intel PT on this machine (/sys/bus/event_source/devices/intel_pt is "
 			"absent): recording by stack sampling");
+	if (cg_why[0])
+		mt_note("%s", cg_why);
 	if (c.no_stop_symbol)
 		mt_note("no %s in the program: snapshot at exit%s or Ctrl-C", STOP_SYMBOL,
 			o.duration > 0 ? ", end of --duration" : "");

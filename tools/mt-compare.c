@@ -3,6 +3,7 @@
 #include "io.h"
 #include "mtev.h"
 #include "spancmp.h"
+#include "vec.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -15,28 +16,56 @@
 static void usage(FILE *f)
 {
 	fputs("usage: mt-compare [OPTIONS] TRUTH ACTUAL\n"
+	      "       mt-compare --kept-branches TRUTH-BRANCHES DECODED\n"
+	      "       mt-compare --inline TRUTH-INLINE SYMBOLIZED\n"
 	      "Compares the spans of ACTUAL (mt-segment or mt-stitch output) with TRUTH\n"
 	      "(mt-ptsim's truth-spans.mt) and prints precision, recall, frame-time\n"
 	      "coverage and the wrong spans.  The last stdout line is one machine-readable\n"
 	      "summary: 'mt-compare: precision=P recall=R coverage=C exact_coverage=E\n"
 	      "time_precision=T wrong=N matched=N truth=N judged=N'.\n"
 	      "\n"
-	      "Window: per thread, from ACTUAL's segment records (else its spans, or\n"
-	      "--branches); truth spans are clipped to it.  Outer frames that no trace of\n"
-	      "the window can see (live throughout it with a child live throughout it)\n"
-	      "are dropped and truth depths renumbered, unless --absolute-depth.\n"
+	      "Window (per thread; truth spans are clipped to it): by default the honest\n"
+	      "one, what the recording holds by the truth: the extent of the truth's\n"
+	      "branch stream (--truth-branches, default DIR/truth.mt beside a TRUTH named\n"
+	      "DIR/truth-spans.mt; without one, the truth spans' own extent).  Trace the\n"
+	      "actual result lost at the start or end of a window counts as missed.\n"
+	      "--actual-window takes it from ACTUAL's segment records (else its spans):\n"
+	      "lost trace at a window's edges is then not seen.  Outer frames that no\n"
+	      "trace of the window can see (live throughout it with a child live\n"
+	      "throughout it) are dropped and truth depths renumbered, unless\n"
+	      "--absolute-depth.\n"
 	      "Times match when within --tolerance, or when the actual time lies between\n"
 	      "the truth time and the truth's next distinct span boundary on that thread\n"
-	      "(the truth's own time resolution; off with --strict).\n"
+	      "(the truth's own time resolution; off with --strict), except at a window's\n"
+	      "edge: a truth span clipped there matches only a span that begins (ends)\n"
+	      "there, so trace lost at the edge is never within resolution.\n"
 	      "\n"
 	      "  -t, --tolerance NS      absolute time tolerance (default 0)\n"
 	      "      --strict            times must match within --tolerance only\n"
 	      "      --absolute-depth    compare depths as they are\n"
-	      "  -b, --branches FILE     take each thread's window from a branch stream\n"
+	      "      --truth-branches FILE  the truth's branch stream (mt-ptsim's truth.mt)\n"
+	      "      --actual-window     the window from ACTUAL (hides lost trace)\n"
+	      "  -b, --branches FILE     take each thread's window from this branch stream\n"
 	      "      --min-precision X   exit 1 if precision < X (0..1)\n"
 	      "      --min-recall X      exit 1 if recall < X\n"
 	      "      --min-coverage X    exit 1 if frame-time coverage < X\n"
 	      "      --max-wrong N       exit 1 if more than N wrong spans\n"
+	      "      --kept-branches     compare two branch streams instead (mt-ptsim's\n"
+	      "                          truth.mt, mt-decode's output): every decoded\n"
+	      "                          branch (trace-start/-end aside) must be a true\n"
+	      "                          one, same thread, time, type, from and to; prints\n"
+	      "                          'mt-compare: kept=N wrong=N truth=N' (kept: the\n"
+	      "                          decoded branches; wrong: those the truth has not;\n"
+	      "                          --max-wrong applies to them)\n"
+	      "      --inline            judge inline frames instead: TRUTH-INLINE is\n"
+	      "                          mt-ptsim's truth-inline.mt, SYMBOLIZED mt-symbolize's\n"
+	      "                          output; each inline frame of the truth must be an\n"
+	      "                          inline span of the same thread, name and begin\n"
+	      "                          (frames live at the window's start, flagged\n"
+	      "                          inferred-start, are not checked); prints\n"
+	      "                          'mt-compare: inline_checked=N inline_matched=N\n"
+	      "                          inline_missed=N inline_extra=N'; --max-wrong\n"
+	      "                          applies to the missed\n"
 	      "  -l, --list N            list at most N wrong spans (default 20)\n"
 	      "  -v, --verbose           also list the truth spans not matched (up to N)\n"
 	      "  -h, --help              this help\n"
@@ -51,7 +80,8 @@ static void usage(FILE *f)
 
 struct opts {
 	struct spancmp_opts c;
-	const char *branches;
+	const char *branches, *truth_branches;
+	int actual_window;
 	double min_prec, min_rec, min_cov;
 	long max_wrong;
 	long list;
@@ -104,6 +134,7 @@ static void load_spans(const char *path, struct spanset *s, int segments, int is
 	close(fd);
 }
 
+/* each thread's window: the extent of the branch stream at @path */
 static void load_windows(const char *path, struct spanset *s)
 {
 	int fd;
@@ -118,6 +149,155 @@ static void load_windows(const char *path, struct spanset *s)
 		read_failed(path, r, e);
 	mtev_reader_free(r);
 	close(fd);
+}
+
+struct bkey {
+	uint64_t time, from, to;
+	uint32_t tid, type;
+};
+
+static int bkey_cmp(const void *x, const void *y)
+{
+	const struct bkey *a = x, *b = y;
+	if (a->tid != b->tid)
+		return a->tid < b->tid ? -1 : 1;
+	if (a->time != b->time)
+		return a->time < b->time ? -1 : 1;
+	if (a->from != b->from)
+		return a->from < b->from ? -1 : 1;
+	if (a->to != b->to)
+		return a->to < b->to ? -1 : 1;
+	return a->type < b->type ? -1 : a->type > b->type;
+}
+
+static struct bkey *load_branches(const char *path, size_t *n)
+{
+	int fd;
+	mtev_reader *r = open_stream(path, &fd);
+	struct mtev_rec rec;
+	struct bkey *v = NULL;
+	size_t cap = 0;
+	int e;
+	*n = 0;
+	while ((e = mtev_read(r, &rec)) > 0) {
+		if (rec.kind != MTEV_BRANCH || rec.br.type == MTEV_BR_TRACE_START ||
+		    rec.br.type == MTEV_BR_TRACE_END)
+			continue;
+		if (mt_grow((void **)&v, &cap, *n + 1, sizeof *v))
+			mt_fatal(MT_EXIT_SYS, "out of memory");
+		v[(*n)++] = (struct bkey){rec.br.time, rec.br.from, rec.br.to, rec.br.tid,
+					  rec.br.type};
+	}
+	if (e < 0)
+		read_failed(path, r, e);
+	mtev_reader_free(r);
+	close(fd);
+	qsort(v, *n, sizeof *v, bkey_cmp);
+	return v;
+}
+
+struct ikey {
+	uint64_t begin;
+	uint32_t tid, name;
+};
+
+static int ikey_cmp(const void *x, const void *y)
+{
+	const struct ikey *a = x, *b = y;
+	if (a->tid != b->tid)
+		return a->tid < b->tid ? -1 : 1;
+	if (a->name != b->name)
+		return a->name < b->name ? -1 : 1;
+	return a->begin < b->begin ? -1 : a->begin > b->begin;
+}
+
+/* the inline spans of @path (names resolved through string records) */
+static struct ikey *load_inline(const char *path, size_t *n, size_t *nskip, int skip_inferred)
+{
+	int fd;
+	mtev_reader *r = open_stream(path, &fd);
+	struct mtev_rec rec;
+	struct ikey *v = NULL;
+	size_t cap = 0;
+	int e;
+	*n = *nskip = 0;
+	while ((e = mtev_read(r, &rec)) > 0) {
+		if (rec.kind != MTEV_SPAN || !(rec.span.flags & MTEV_SPAN_INLINE))
+			continue;
+		if (skip_inferred && (rec.span.flags & MTEV_SPAN_INFERRED_START)) {
+			(*nskip)++;
+			continue;
+		}
+		if (mt_grow((void **)&v, &cap, *n + 1, sizeof *v))
+			mt_fatal(MT_EXIT_SYS, "out of memory");
+		v[(*n)++] = (struct ikey){rec.span.begin, rec.span.tid,
+					  spancmp_intern(rec.span.name.p, rec.span.name.len)};
+	}
+	if (e < 0)
+		read_failed(path, r, e);
+	mtev_reader_free(r);
+	close(fd);
+	qsort(v, *n, sizeof *v, ikey_cmp);
+	return v;
+}
+
+/* --inline: the truth's inline frames that the actual has not (missed) and
+ * the actual's inline spans the truth has not (extra). */
+static size_t inline_frames(const char *tpath, const char *apath, long list)
+{
+	size_t nt, na, st, sa, i = 0, j = 0, matched = 0, missed = 0, extra = 0;
+	struct ikey *t = load_inline(tpath, &nt, &st, 1), *a = load_inline(apath, &na, &sa, 0);
+	while (i < nt || j < na) {
+		int k = i >= nt ? 1 : j >= na ? -1 : ikey_cmp(&t[i], &a[j]);
+		if (!k) {
+			matched++;
+			i++;
+			j++;
+		} else if (k < 0) {
+			if ((long)missed < list)
+				printf("missed: tid=%" PRIu32 " begin=%" PRIu64 " name=%s\n", t[i].tid,
+				       t[i].begin, spancmp_name(t[i].name));
+			missed++;
+			i++;
+		} else {
+			extra++;
+			j++;
+		}
+	}
+	printf("mt-compare: inline_checked=%zu inline_matched=%zu inline_missed=%zu "
+	       "inline_extra=%zu\n",
+	       nt, matched, missed, extra);
+	free(t);
+	free(a);
+	return missed;
+}
+
+/* --kept-branches: the decoded branches the truth does not have (as a
+ * multiset: a branch taken twice at one time counts twice). */
+static size_t kept_branches(const char *tpath, const char *dpath, long list)
+{
+	size_t nt, nd, i = 0, j = 0, wrong = 0;
+	struct bkey *t = load_branches(tpath, &nt), *dv = load_branches(dpath, &nd);
+	while (j < nd) {
+		int k = i < nt ? bkey_cmp(&t[i], &dv[j]) : 1;
+		if (k < 0) {
+			i++;
+		} else if (k == 0) {
+			i++;
+			j++;
+		} else {
+			if ((long)wrong < list)
+				printf("wrong: tid=%" PRIu32 " time=%" PRIu64 " type=%" PRIu32
+				       " from=0x%" PRIx64 " to=0x%" PRIx64 "\n",
+				       dv[j].tid, dv[j].time, dv[j].type, dv[j].from, dv[j].to);
+			wrong++;
+			j++;
+		}
+	}
+	printf("mt-compare: kept=%zu wrong=%zu truth=%zu\n", nd, wrong, nt);
+	free(t);
+	free(dv);
+	return wrong;
 }
 
 static void print_span(const char *what, const struct sc_span *s)
@@ -158,6 +338,10 @@ int main(int argc, char **argv)
 		{"strict", no_argument, 0, 'S'},
 		{"absolute-depth", no_argument, 0, 'A'},
 		{"branches", required_argument, 0, 'b'},
+		{"truth-branches", required_argument, 0, 'B'},
+		{"actual-window", no_argument, 0, 'a'},
+		{"kept-branches", no_argument, 0, 'K'},
+		{"inline", no_argument, 0, 'I'},
 		{"min-precision", required_argument, 0, 'P'},
 		{"min-recall", required_argument, 0, 'R'},
 		{"min-coverage", required_argument, 0, 'C'},
@@ -168,7 +352,7 @@ int main(int argc, char **argv)
 		{0, 0, 0, 0},
 	};
 	struct opts o = {.max_wrong = -1, .list = 20};
-	int c;
+	int c, kept = 0, inl = 0;
 	mt_set_progname(argv[0]);
 	while ((c = getopt_long(argc, argv, "t:b:l:vh", lo, NULL)) != -1) {
 		switch (c) {
@@ -183,6 +367,18 @@ int main(int argc, char **argv)
 			break;
 		case 'b':
 			o.branches = optarg;
+			break;
+		case 'B':
+			o.truth_branches = optarg;
+			break;
+		case 'a':
+			o.actual_window = 1;
+			break;
+		case 'K':
+			kept = 1;
+			break;
+		case 'I':
+			inl = 1;
 			break;
 		case 'P':
 			o.min_prec = parse_frac(optarg, "--min-precision");
@@ -218,10 +414,44 @@ int main(int argc, char **argv)
 	struct spanset truth, actual;
 	spanset_init(&truth);
 	spanset_init(&actual);
-	load_spans(argv[optind], &truth, 0, 1);
-	if (o.branches)
+	if (inl) {
+		size_t w = inline_frames(argv[optind], argv[optind + 1], o.list);
+		return o.max_wrong >= 0 && (long)w > o.max_wrong;
+	}
+	if (kept) {
+		size_t w = kept_branches(argv[optind], argv[optind + 1], o.list);
+		return o.max_wrong >= 0 && (long)w > o.max_wrong;
+	}
+	if ((o.branches != NULL) + (o.truth_branches != NULL) + o.actual_window > 1)
+		mt_fatal(MT_EXIT_USAGE, "--branches, --truth-branches and --actual-window exclude "
+					"each other");
+	const char *tpath = argv[optind], *wsrc = "ACTUAL";
+	load_spans(tpath, &truth, 0, 1);
+	char sib[4096];
+	if (!o.branches && !o.actual_window && !o.truth_branches) {
+		/* mt-ptsim's layout: DIR/truth-spans.mt beside DIR/truth.mt */
+		const char *b = strrchr(tpath, '/');
+		b = b ? b + 1 : tpath;
+		if (!strcmp(b, "truth-spans.mt") &&
+		    (size_t)snprintf(sib, sizeof sib, "%.*struth.mt", (int)(b - tpath), tpath) <
+			    sizeof sib &&
+		    access(sib, R_OK) == 0)
+			o.truth_branches = sib;
+	}
+	if (o.branches) {
 		load_windows(o.branches, &actual);
-	load_spans(argv[optind + 1], &actual, !o.branches, 0);
+		wsrc = o.branches;
+	} else if (o.truth_branches) {
+		load_windows(o.truth_branches, &actual);
+		wsrc = o.truth_branches;
+	} else if (!o.actual_window) {
+		for (size_t i = 0; i < truth.n; i++)
+			if (spanset_add_window(&actual, truth.v[i].tid, truth.v[i].begin,
+					       truth.v[i].end))
+				mt_fatal(MT_EXIT_SYS, "out of memory");
+		wsrc = "the truth's spans";
+	}
+	load_spans(argv[optind + 1], &actual, o.actual_window, 0);
 
 	struct spancmp_res r;
 	if (spancmp_run(&truth, &actual, &o.c, &r))
@@ -231,6 +461,7 @@ int main(int argc, char **argv)
 	double cov = ratio(r.covered_time, r.truth_time);
 	double ecov = ratio(r.exact_time, r.truth_time);
 	double tprec = ratio(r.true_actual_time, r.actual_time);
+	printf("window: from %s\n", wsrc);
 	printf("truth spans: %zu (clipped to the traced windows; outer frames hidden: %u)\n", r.truth,
 	       r.max_hidden);
 	printf("actual spans: %zu (judged %zu, not judged %zu)\n", r.actual, r.judged, r.unjudged);

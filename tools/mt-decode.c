@@ -25,7 +25,8 @@ static void usage(FILE *f)
 	      "records in time order.  Intel PT is decoded with libipt's block decoder, per\n"
 	      "thread or per cpu (threads from the context-switch sideband), snapshots with\n"
 	      "overlapping data removed.  A sampling recording gives stack samples (callchains,\n"
-	      "fp or lbr); hardware-breakpoint samples give trigger records.\n"
+	      "fp or lbr; dwarf: the user stack copies are unwound with libdw); hardware-\n"
+	      "breakpoint samples give trigger records.\n"
 	      "\n"
 	      "Code images come from the MMAP/MMAP2 records: the file at its path (or under\n"
 	      "--symfs), else in the build-id directory, checked by build-id.  A missing image\n"
@@ -244,6 +245,9 @@ int main(int argc, char **argv)
 			" gaps, %" PRIu64 " samples, %" PRIu64 " triggers\n",
 			st.records, st.aux_bytes, st.blocks, st.insns, st.branches, st.gaps,
 			st.samples, st.triggers);
+		if (st.unwound)
+			fprintf(stderr, "mt-decode: %" PRIu64 " samples unwound from their user stack copy\n",
+				st.unwound);
 	}
 	free(images);
 	return st.degraded || st.warnings ? MT_EXIT_DEGRADED : MT_EXIT_OK;

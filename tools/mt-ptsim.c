@@ -57,6 +57,9 @@ static void usage(FILE *f)
 "      --save-run FILE   save the execution log (replayable)\n"
 "      --replay FILE     synthesize from a saved log instead of running PROG\n"
 "      --stats           print steps, instructions and steps/second on stderr\n"
+"      --inline-truth    also write DIR/truth-inline.mt: the inline frames of\n"
+"                        every executed instruction of the window (chains\n"
+"                        from llvm-symbolizer; flag inline, depth = level)\n"
 "  -h, --help            this help\n"
 "\n"
 "Cycle model (decoded times are exact): one global clock; each instruction\n"
@@ -185,7 +188,7 @@ int main(int argc, char **argv)
 {
 	mt_set_progname(argv[0]);
 	enum { O_WINDOW = 256, O_START, O_STOP, O_PSB, O_NORETCOMP, O_SEED, O_MAX, O_INJECT, O_SAVE,
-	       O_REPLAY, O_STATS };
+	       O_REPLAY, O_STATS, O_INLINE };
 	static const struct option lo[] = {
 		{"output", required_argument, 0, 'o'},	 {"window", required_argument, 0, O_WINDOW},
 		{"start-at", required_argument, 0, O_START}, {"stop-at", required_argument, 0, O_STOP},
@@ -193,9 +196,11 @@ int main(int argc, char **argv)
 		{"seed", required_argument, 0, O_SEED},	 {"max-insns", required_argument, 0, O_MAX},
 		{"inject", required_argument, 0, O_INJECT}, {"save-run", required_argument, 0, O_SAVE},
 		{"replay", required_argument, 0, O_REPLAY}, {"stats", no_argument, 0, O_STATS},
+		{"inline-truth", no_argument, 0, O_INLINE},
 		{"help", no_argument, 0, 'h'},		 {0, 0, 0, 0},
 	};
 	const char *out = NULL, *save = NULL, *replay = NULL;
+	int inline_truth = 0;
 	struct ptsim_trace_opts to = {.max_insns = 2000000};
 	struct ptsim_synth_opts so = {.psb_period = 16384};
 	int stats = 0, c;
@@ -234,6 +239,7 @@ int main(int argc, char **argv)
 		case O_SAVE: save = optarg; break;
 		case O_REPLAY: replay = optarg; break;
 		case O_STATS: stats = 1; break;
+		case O_INLINE: inline_truth = 1; break;
 		default:
 			fprintf(stderr, "Try 'mt-ptsim --help'.\n");
 			return MT_EXIT_USAGE;
@@ -298,6 +304,19 @@ int main(int argc, char **argv)
 			mt_fatal(MT_EXIT_SYS, "%s", err);
 		write_out(out, "truth.mt", ptsim_write_truth, &run, &truth);
 		write_out(out, "truth-spans.mt", ptsim_write_spans, &run, &truth);
+		if (inline_truth) {
+			char path[4096], e2[512];
+			snprintf(path, sizeof path, "%s/truth-inline.mt", out);
+			struct io_out o;
+			if (io_out_open(&o, path, 1, 1) < 0)
+				mt_fatal(MT_EXIT_SYS, "cannot create %s: %s", path, strerror(errno));
+			if (ptsim_write_inline(o.fd, &run, &truth, so.window, NULL, e2, sizeof e2) < 0) {
+				io_out_abort(&o);
+				mt_fatal(MT_EXIT_SYS, "%s: %s", path, e2);
+			}
+			if (io_out_commit(&o) < 0)
+				mt_fatal(MT_EXIT_SYS, "cannot write %s: %s", path, strerror(errno));
+		}
 		write_out(out, "perf.data", ptsim_write_perf, &run, so.nfaults ? &pt : &truth);
 		if (!so.nfaults) {
 			char fp[4096];

@@ -46,6 +46,11 @@ static void usage(FILE *f)
 	      "                       inlined subroutine while the frame's last one was too;\n"
 	      "                       mt-symbolize's spans are the same)\n"
 	      "      --no-smear       keep raw times for events sharing a timestamp\n"
+	      "      --no-sample-repair  stack samples: take each callchain as it is (by\n"
+	      "                       default a frameless leaf's hidden caller is restored\n"
+	      "                       from its call instruction and a chain cut short is\n"
+	      "                       aligned with the previous sample's root frames,\n"
+	      "                       marked stitched: docs/sampling.md)\n"
 	      "      --stitch         also join the segments across gaps, in this process:\n"
 	      "                       the output is what `mt-segment | mt-stitch` writes,\n"
 	      "                       without encoding and decoding the stream in between\n"
@@ -72,7 +77,7 @@ static void usage(FILE *f)
 struct opts {
 	const char *in, *out, *symfs;
 	int no_symbols, no_waypoints, no_smear, no_call_targets, stats, force, partial, stitch;
-	int all_waypoints;
+	int all_waypoints, no_sample_repair;
 	size_t mem_limit;
 };
 
@@ -120,6 +125,7 @@ int main(int argc, char **argv)
 		{"stats", no_argument, 0, 'T'},		{"force", no_argument, 0, 'f'},
 		{"no-call-targets", no_argument, 0, 'C'},
 		{"all-waypoints", no_argument, 0, 'A'},
+		{"no-sample-repair", no_argument, 0, 'R'},
 		{"help", no_argument, 0, 'h'},		{"partial", no_argument, 0, 'P'},
 		{"stitch", no_argument, 0, 'J'},	{"mem-limit", required_argument, 0, 'm'},
 		{0, 0, 0, 0},
@@ -147,6 +153,9 @@ int main(int argc, char **argv)
 			break;
 		case 'A':
 			o.all_waypoints = 1;
+			break;
+		case 'R':
+			o.no_sample_repair = 1;
 			break;
 		case 'M':
 			o.no_smear = 1;
@@ -217,8 +226,9 @@ int main(int argc, char **argv)
 	struct fnmap *fns = NULL;
 	if (!o.no_symbols && !(fns = fnmap_alloc(o.symfs)))
 		mt_fatal(MT_EXIT_SYS, "out of memory");
-	struct seg_opts so = {fns, o.no_waypoints, o.no_smear, o.no_call_targets, NULL, 0};
+	struct seg_opts so = {fns, o.no_waypoints, o.no_smear, o.no_call_targets, NULL, 0, 0};
 	so.all_waypoints = o.all_waypoints;
+	so.no_sample_repair = o.no_sample_repair;
 	if (o.stitch) /* waypoints as runs of words, not records */
 		so.wprun = stitch_wprun_cb;
 	stitcher *sti = NULL;

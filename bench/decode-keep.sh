@@ -1,0 +1,42 @@
+#!/bin/sh
+# What mt-decode keeps of a faulted recording: for every cached program
+# (tests/.cache/ptsim/runs), whole runs and --window 10000 snapshots, every
+# --inject kind at several positions: the decoded branches (trace-start/-end
+# aside), how many of them the truth has not (mt-compare --kept-branches;
+# the goal is 0) and the truth's count.
+#   sh bench/decode-keep.sh [CACHE [OLD-MT-DECODE]]
+# With OLD-MT-DECODE (another build's mt-decode) its kept count is shown too.
+set -u
+C=${1:-tests/.cache/ptsim}
+OLD=${2:-}
+B=$(dirname "$0")/../bin
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+printf '%-10s %-7s %-22s %7s %6s %7s %7s\n' program window fault kept wrong truth old-kept
+tk=0 tw=0 tt=0 to=0
+for r in "$C"/runs/*.run; do
+	p=$(basename "$r" .run)
+	for w in "" 10000; do
+		for f in overflow@10% overflow@50% overflow@90% drop@10%:64 drop@50%:64 drop@90%:64 \
+			corrupt@10%:16 corrupt@50%:16 corrupt@90%:16 corrupt@99%:16 \
+			truncate-aux@10% truncate-aux@50% truncate-aux@90%; do
+			rm -rf "$T/d"
+			nice "$B/mt-ptsim" --replay "$r" --psb-period 2048 ${w:+--window $w} --inject "$f" \
+				-o "$T/d" >/dev/null 2>&1
+			[ -f "$T/d/truth.mt" ] || continue
+			"$B/mt-decode" --buildid-dir "$T/d/images" -o "$T/dec.mt" "$T/d/perf.data" 2>/dev/null
+			set -- $("$B/mt-compare" --kept-branches "$T/d/truth.mt" "$T/dec.mt" | tail -1 |
+				sed 's/.*kept=\([0-9]*\) wrong=\([0-9]*\) truth=\([0-9]*\)/\1 \2 \3/')
+			o=-
+			if [ -n "$OLD" ]; then
+				"$OLD" --buildid-dir "$T/d/images" -o "$T/old.mt" "$T/d/perf.data" 2>/dev/null
+				o=$("$B/mt-compare" --kept-branches "$T/d/truth.mt" "$T/old.mt" | tail -1 |
+					sed 's/.*kept=\([0-9]*\) .*/\1/')
+				to=$((to + o))
+			fi
+			printf '%-10s %-7s %-22s %7s %6s %7s %7s\n' "$p" "${w:-whole}" "$f" "$1" "$2" "$3" "$o"
+			tk=$((tk + $1)) tw=$((tw + $2)) tt=$((tt + $3))
+		done
+	done
+done
+printf '%-10s %-7s %-22s %7s %6s %7s %7s\n' total - - $tk $tw $tt $to

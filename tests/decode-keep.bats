@@ -1,0 +1,90 @@
+#!/usr/bin/env bats
+# A decode error costs no good trace: mt-decode keeps what it decoded up to
+# the error (libcommon/ptdecode.c, err_keeps()), judged against mt-ptsim's
+# truth.  The faulted recordings are replayed from the cached step logs
+# (tests/.cache/ptsim/runs, `make ptsim-cache`): no stepping.
+# Measured over every fault kind and many positions: bench/decode-keep.sh.
+
+setup() {
+	BIN="$BATS_TEST_DIRNAME/../bin"
+	C="$BATS_TEST_DIRNAME/.cache/ptsim"
+	T="$BATS_TEST_TMPDIR"
+	[ -d "$C/runs" ] || skip "no mt-ptsim cache (make ptsim-cache)"
+}
+
+# branches of FILE (trace-start/-end aside) on thread TID before time BEFORE
+count_before() {
+	"$BIN/mt-dump" -k branch "$1" | awk -v tid="$2" -v b="$3" '
+	{ for (i = 2; i <= NF; i++) { split($i, a, "="); v[a[1]] = a[2] } }
+	v["type"] != "trace-start" && v["type"] != "trace-end" && v["tid"] == tid && v["time"] + 0 < b + 0 { n++ }
+	END { print n + 0 }'
+}
+
+# keep PROG OPTIONS...: replay PROG with OPTIONS, decode; then every decoded
+# branch is a true one, and every true branch before the decode error's gap
+# (on its thread) is decoded
+keep() {
+	local p=$1
+	shift
+	rm -rf "$T/d"
+	"$BIN/mt-ptsim" --replay "$C/runs/$p.run" --psb-period 2048 "$@" -o "$T/d" 2>/dev/null
+	"$BIN/mt-decode" --buildid-dir "$T/d/images" -o "$T/dec.mt" "$T/d/perf.data" 2>/dev/null || true
+	run "$BIN/mt-compare" --kept-branches --max-wrong 0 "$T/d/truth.mt" "$T/dec.mt"
+	echo "$p $*: ${lines[-1]}"
+	[ "$status" -eq 0 ]
+	[[ "${lines[-1]}" == "mt-compare: kept="*" wrong=0 truth="* ]]
+	# the decode error: one gap (corrupt: the bad opcode)
+	gap=$("$BIN/mt-dump" -k gap "$T/dec.mt" | grep -m1 'reason=decode-error')
+	[ -n "$gap" ]
+	tid=$(printf '%s\n' "$gap" | sed 's/.* tid=\([0-9]*\) .*/\1/')
+	begin=$(printf '%s\n' "$gap" | sed 's/.* begin=\([0-9]*\) .*/\1/')
+	want=$(count_before "$T/d/truth.mt" "$tid" "$begin")
+	got=$(count_before "$T/dec.mt" "$tid" "$begin")
+	echo "  before the gap at $begin on $tid: truth $want, decoded $got"
+	[ "$want" -gt 0 ]
+	[ "$got" -eq "$want" ]
+}
+
+@test "corrupt near the end of a snapshot (one PSB per 2 KB): every true branch before the bad byte is kept, none wrong" {
+	for p in fnptr recursion exception signal; do
+		keep $p --window 10000 --inject corrupt@99%:16
+	done
+}
+
+@test "corrupt in whole runs, single- and multi-threaded: kept up to the error, none wrong" {
+	keep fnptr --inject corrupt@50%:16
+	keep threads --inject corrupt@50%:16
+	keep dynamic --inject corrupt@10%:16 --inject corrupt@75%:16
+}
+
+@test "every fault kind: no decoded branch differs from the truth" {
+	for f in overflow@50% drop@50%:64 truncate-aux@50% corrupt@30%:16; do
+		for w in "" "--window 10000"; do
+			rm -rf "$T/d"
+			"$BIN/mt-ptsim" --replay "$C/runs/signal.run" --psb-period 2048 $w --inject "$f" -o "$T/d" 2>/dev/null
+			"$BIN/mt-decode" --buildid-dir "$T/d/images" -o "$T/dec.mt" "$T/d/perf.data" 2>/dev/null || true
+			run "$BIN/mt-compare" --kept-branches --max-wrong 0 "$T/d/truth.mt" "$T/dec.mt"
+			echo "signal $f $w: ${lines[-1]}"
+			[ "$status" -eq 0 ]
+			# most of the truth is kept: the faults lose at most one PSB interval
+			set -- $(echo "${lines[-1]}" | sed 's/.*kept=\([0-9]*\) wrong=0 truth=\([0-9]*\)/\1 \2/')
+			[ "$(( $1 * 100 / $2 ))" -ge 60 ]
+		done
+	done
+}
+
+@test "mt-compare --kept-branches: an invented branch is counted, a true one is not" {
+	d="$C/clean/fnptr"
+	"$BIN/mt-dump" "$d/truth.mt" > "$T/t.txt"
+	# move one call's time by one ns: that branch is no longer a true one
+	awk '!done && $1 == "branch" && / type=call / { sub(/ time=[0-9]+/, " time=1"); done = 1 } { print }' \
+		"$T/t.txt" > "$T/bad.txt"
+	"$BIN/mt-undump" "$T/bad.txt" > "$T/bad.mt"
+	run "$BIN/mt-compare" --kept-branches "$d/truth.mt" "$d/truth.mt"
+	[ "$status" -eq 0 ]
+	[[ "${lines[-1]}" == *" wrong=0 "* ]]
+	run "$BIN/mt-compare" --kept-branches --max-wrong 0 "$d/truth.mt" "$T/bad.mt"
+	[ "$status" -eq 1 ]
+	[[ "${lines[-1]}" == *" wrong=1 "* ]]
+	[[ "${lines[0]}" == "wrong: tid="*" time=1 type=0 "* ]]
+}
