@@ -831,9 +831,15 @@ int mtev_text_parse(struct mtev_text_parser *tp, const char *line, size_t len,
 			fail(tp, "raw record without kind");
 			goto out;
 		}
+		/* the kinds mtev_write refuses as raw: END, the known kinds, the
+		 * string/symbol ranges 0x20-0x3f and the short waypoints 0x40-0x47 */
 		if (rec->raw.kind == MTEV_END || mtev_kind_name(rec->raw.kind) ||
-		    (rec->raw.kind >= 0x20 && rec->raw.kind <= 0x3f)) {
+		    (rec->raw.kind >= 0x20 && rec->raw.kind <= 0x47)) {
 			fail(tp, "raw kind 0x%02x is a known kind", rec->raw.kind);
+			goto out;
+		}
+		if (rawlen > MTEV_MAX_PAYLOAD) {
+			fail(tp, "raw data longer than %u bytes", MTEV_MAX_PAYLOAD);
 			goto out;
 		}
 		rec->raw.data = tp->raw;

@@ -13,8 +13,12 @@
  * formats/mtev-semantics.md: each thread's records in time order (the header
  * says sorted), gaps with begin <= end, from/to zero exactly where the branch
  * type says so (a syscall's and an interrupt's to, a sysret's and an iret's
- * from), call/return/jump/jcc sources inside the image, and after a gap
- * or a trace-end the thread's next branch is a trace-start.
+ * from), call/return/jump/jcc sources inside the image, a
+ * sysret, iret or trace-start with its target (where tracing resumes), after a
+ * gap or a trace-end the thread's next branch is a trace-start, a sysret only
+ * right after its syscall and an iret only right after its interrupt, and
+ * after a syscall (interrupt) the next branch is its sysret (iret), a
+ * trace-end, or a trace-start (tracing went on where it went on), or a gap.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -67,6 +71,7 @@ struct tstate {
 	uint32_t tid;
 	uint64_t time;
 	int seen, need_start;
+	unsigned prev; /* type of the previous branch, or ~0u (none, or a gap since) */
 };
 
 static struct tstate tst[MAXT];
@@ -78,7 +83,7 @@ static struct tstate *tget(uint32_t tid)
 		if (tst[i].tid == tid)
 			return &tst[i];
 	FUZZ_ASSERT(ntst < MAXT, "too many threads");
-	tst[ntst] = (struct tstate){.tid = tid, .need_start = 1};
+	tst[ntst] = (struct tstate){.tid = tid, .need_start = 1, .prev = ~0u};
 	return &tst[ntst++];
 }
 
@@ -111,13 +116,31 @@ static void check_output(void)
 				    "tid %u: a %s at %llu where a trace-start must come first", t->tid,
 				    mtev_branch_name(ty), (unsigned long long)time);
 			t->need_start = ty == MTEV_BR_TRACE_END;
+			FUZZ_ASSERT(t->prev != MTEV_BR_SYSCALL || ty == MTEV_BR_SYSRET ||
+					    ty == MTEV_BR_TRACE_END || ty == MTEV_BR_TRACE_START,
+				    "tid %u: a %s after a syscall at %llu", t->tid, mtev_branch_name(ty),
+				    (unsigned long long)time);
+			FUZZ_ASSERT(t->prev != MTEV_BR_INTERRUPT || ty == MTEV_BR_IRET ||
+					    ty == MTEV_BR_TRACE_END || ty == MTEV_BR_TRACE_START,
+				    "tid %u: a %s after an interrupt at %llu", t->tid,
+				    mtev_branch_name(ty), (unsigned long long)time);
+			FUZZ_ASSERT(ty != MTEV_BR_SYSRET || t->prev == MTEV_BR_SYSCALL,
+				    "tid %u: a sysret at %llu not after a syscall", t->tid,
+				    (unsigned long long)time);
+			FUZZ_ASSERT(ty != MTEV_BR_IRET || t->prev == MTEV_BR_INTERRUPT,
+				    "tid %u: an iret at %llu not after an interrupt", t->tid,
+				    (unsigned long long)time);
+			t->prev = ty;
 			switch (ty) {
 			case MTEV_BR_CALL:
 			case MTEV_BR_RETURN:
 			case MTEV_BR_JUMP:
 			case MTEV_BR_JCC:
-				FUZZ_ASSERT(from && in_image(from), "%s from 0x%llx", mtev_branch_name(ty),
-					    (unsigned long long)from);
+				/* to may be 0: a call through a null pointer is
+				 * a real branch (then a fault) */
+				FUZZ_ASSERT(from && in_image(from), "%s 0x%llx -> 0x%llx",
+					    mtev_branch_name(ty), (unsigned long long)from,
+					    (unsigned long long)to);
 				break;
 			case MTEV_BR_SYSCALL:
 				/* to is always 0 (mtev-semantics); a trace that goes on
@@ -152,6 +175,7 @@ static void check_output(void)
 			FUZZ_ASSERT(rec.gap.reason >= 1 && rec.gap.reason < MTEV_GAP__COUNT,
 				    "gap reason %u", rec.gap.reason);
 			t->need_start = 1;
+			t->prev = ~0u;
 			break;
 		default:
 			continue;

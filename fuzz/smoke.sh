@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
-# smoke.sh [-t SECONDS] [-j JOBS] TARGET... — run each libFuzzer target
+# smoke.sh [-t SECONDS] [-j JOBS] [-r] TARGET... — run each libFuzzer target
 # (build/fuzz/fuzz_TARGET) for SECONDS, JOBS at a time, over its growing corpus
 # fuzz/corpus-TARGET/ and its seeds build/fuzz/seeds-TARGET/.
+# -r replays instead: every seed of build/fuzz/seeds-TARGET/ and every kept
+# finding tests/corrupt/fuzz-TARGET-* runs once (-runs=0, no mutation, no
+# growing corpus): deterministic, what `make test` runs.
 # Prints one line per target (execs, coverage, corpus); on a finding prints the
 # end of the fuzzer's log and the crashing input, and exits 1.
 # Logs: build/fuzz/log-TARGET-PID.txt; crashers: build/fuzz/TARGET-crash-*.
 cd "$(dirname "$0")/.." || exit 111
-secs=30 jobs=2
-while getopts t:j: o; do
+secs=30 jobs=2 replay=0
+while getopts t:j:r o; do
 	case $o in
+	r) replay=1 ;;
 	t) secs=$OPTARG ;;
 	j) jobs=$OPTARG ;;
-	*) echo "usage: smoke.sh [-t SECONDS] [-j JOBS] TARGET..." >&2; exit 2 ;;
+	*) echo "usage: smoke.sh [-t SECONDS] [-j JOBS] [-r] TARGET..." >&2; exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
@@ -27,6 +31,17 @@ run_one() {
 	ptdecode) extra=(-max_len=16384) ;;
 	esac
 	[ -f "fuzz/$t.dict" ] && extra+=("-dict=fuzz/$t.dict")
+	if [ "$replay" = 1 ]; then
+		# libFuzzer takes directories: the kept findings are copied into one
+		rm -rf "$B/kept-$t" && mkdir -p "$B/kept-$t" || exit 111
+		for f in tests/corrupt/fuzz-"$t"-*; do [ -f "$f" ] && cp "$f" "$B/kept-$t/"; done
+		# -runs=0: each input of the directories runs exactly once, no mutation
+		"$B/fuzz_$t" -runs=0 -timeout=60 -rss_limit_mb=2048 -print_final_stats=1 \
+			-artifact_prefix="$B/$t-" "${extra[@]}" "$B/seeds-$t" "$B/kept-$t" \
+			> "$B/log-$t-$$.txt" 2>&1
+		echo $? > "$B/rc-$t-$$"
+		return
+	fi
 	mkdir -p "fuzz/corpus-$t"
 	"$B/fuzz_$t" -max_total_time="$secs" -timeout=60 -rss_limit_mb=2048 -print_final_stats=1 \
 		-artifact_prefix="$B/$t-" "${extra[@]}" "fuzz/corpus-$t" "$B/seeds-$t" \
@@ -52,7 +67,11 @@ for t in "$@"; do
 	cov=$(sed -n 's/.* cov: \([0-9]*\).*/\1/p' <<<"$done_line")
 	corp=$(sed -n 's/.* corp: \([0-9]*\/[0-9]*[a-zA-Z]*\).*/\1/p' <<<"$done_line")
 	if [ "$rc" -eq 0 ]; then
-		echo "fuzz_$t: ok: ${execs:-?} execs in ${secs}s, cov ${cov:-?}, corpus ${corp:-?}"
+		if [ "$replay" = 1 ]; then
+			echo "fuzz_$t: ok: ${execs:-?} inputs replayed, cov ${cov:-?}"
+		else
+			echo "fuzz_$t: ok: ${execs:-?} execs in ${secs}s, cov ${cov:-?}, corpus ${corp:-?}"
+		fi
 	else
 		fail=1
 		echo "fuzz_$t: FINDING (exit $rc) after ${execs:-?} execs; log $log"

@@ -9,7 +9,24 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+/* Opens @path for reading if it is a regular file: a FIFO or a device named
+ * by a map record or under --symfs must not block or be read (O_NONBLOCK, then
+ * fstat).  The fd, or -errno. */
+static int open_regular(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return -errno;
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -EINVAL;
+	}
+	return fd;
+}
 
 static int elf_ready(void)
 {
@@ -84,9 +101,9 @@ int elf_read_build_id(const char *path, uint8_t out[20])
 {
 	if (!elf_ready())
 		return -EINVAL;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open_regular(path);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	int r;
 	if (!e || elf_kind(e) != ELF_K_ELF)
@@ -337,7 +354,7 @@ static Elf *open_debug_file(const char *path, const uint8_t *id, size_t idlen, i
 	for (unsigned i = 0; (k = elf_debug_candidate(path, id, idlen, i, buf, sizeof buf)); i++) {
 		if (k < 0)
 			continue;
-		int fd = open(buf, O_RDONLY | O_CLOEXEC);
+		int fd = open_regular(buf);
 		if (fd < 0)
 			continue;
 		Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
@@ -614,9 +631,9 @@ static int load(struct elfinfo *ei, const char *path, int want_syms)
 	memset(ei, 0, sizeof *ei);
 	if (!elf_ready())
 		return -EINVAL;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open_regular(path);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	int r = 0;
 	struct symvec sv = {0};
@@ -696,7 +713,8 @@ static int load(struct elfinfo *ei, const char *path, int want_syms)
 	/* names were pool offsets while the pool could move; fix them up now */
 	for (size_t i = 0; i < sv.n; i++)
 		sv.v[i].name = pl.p + sv.nameoff[i];
-	qsort(sv.v, sv.n, sizeof *sv.v, sym_cmp);
+	if (sv.n > 1) /* qsort(NULL, 0) is undefined */
+		qsort(sv.v, sv.n, sizeof *sv.v, sym_cmp);
 	/* one symbol per address: the first after sorting (sized, exported,
 	 * then by name); the others are kept as its aliases, by name */
 	size_t w = 0, na = 0;

@@ -226,7 +226,7 @@ size_t fnmap_read(struct fnmap *m, uint32_t tid, uint64_t addr, uint8_t *buf, si
 	if (ff->fd == -1) {
 		/* mapped once: the checks read a few bytes per branch, and a
 		 * system call each cost more than the rest of mt-segment */
-		ff->fd = open(ff->ei.path, O_RDONLY | O_CLOEXEC);
+		ff->fd = open(ff->ei.path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 		struct stat st;
 		if (ff->fd < 0) {
 			ff->fd = -2;

@@ -59,7 +59,21 @@ llvmsym *llvmsym_start(const char *exe, int *err)
 	}
 	char *argv[] = {(char *)exe, (char *)"--output-style=JSON", (char *)"--inlines",
 			(char *)"--demangle", NULL};
-	r = posix_spawnp(&s->pid, exe, &fa, NULL, argv, environ);
+	/* its own process group: a symbolizer killed for a timeout takes the
+	 * processes it started with it */
+	posix_spawnattr_t sa;
+	if ((r = posix_spawnattr_init(&sa)) != 0) {
+		r = -r;
+		goto fail;
+	}
+	if ((r = posix_spawnattr_setflags(&sa, POSIX_SPAWN_SETPGROUP)) != 0 ||
+	    (r = posix_spawnattr_setpgroup(&sa, 0)) != 0) {
+		posix_spawnattr_destroy(&sa);
+		r = -r;
+		goto fail;
+	}
+	r = posix_spawnp(&s->pid, exe, &fa, &sa, argv, environ);
+	posix_spawnattr_destroy(&sa);
 	if (r != 0) {
 		r = -r;
 		goto fail;
@@ -94,6 +108,7 @@ static void kill_child(llvmsym *s)
 	close_fd(&s->to_fd);
 	close_fd(&s->from_fd);
 	if (s->pid > 0) {
+		kill(-s->pid, SIGKILL); /* its process group: what it started too */
 		kill(s->pid, SIGKILL);
 		while (waitpid(s->pid, NULL, 0) < 0 && errno == EINTR)
 			;
@@ -166,6 +181,12 @@ long llvmsym_batch(llvmsym *s, size_t n, const char *const *paths, const uint64_
 			}
 		}
 		if (pf[0].revents & (POLLIN | POLLERR | POLLHUP)) {
+			if (s->in_len >= LLVMSYM_LINE_MAX) {
+				/* one reply line longer than any real one: a
+				 * broken symbolizer, not a bigger buffer */
+				ret = -E2BIG;
+				break;
+			}
 			if (s->in_cap - s->in_len < 65536) {
 				size_t nc = s->in_cap ? s->in_cap * 2 : 131072;
 				char *ni = realloc(s->in, nc);
@@ -187,13 +208,15 @@ long llvmsym_batch(llvmsym *s, size_t n, const char *const *paths, const uint64_
 			}
 			if (rd > 0) {
 				s->in_len += (size_t)rd;
-				progress = 1;
 				size_t off = 0;
 				char *nl;
+				/* progress is a whole reply: bytes without an end
+				 * do not hold the timeout off */
 				while (done < n && (nl = memchr(s->in + off, '\n', s->in_len - off))) {
 					*nl = 0;
 					fn(ctx, done++, s->in + off, (size_t)(nl - (s->in + off)));
 					off = (size_t)(nl - s->in) + 1;
+					progress = 1;
 				}
 				memmove(s->in, s->in + off, s->in_len - off);
 				s->in_len -= off;
@@ -223,6 +246,7 @@ void llvmsym_stop(llvmsym *s, int timeout_ms)
 			if (w == s->pid || (w < 0 && errno != EINTR))
 				break;
 			if (now_ms() >= deadline) {
+				kill(-s->pid, SIGKILL);
 				kill(s->pid, SIGKILL);
 				while (waitpid(s->pid, NULL, 0) < 0 && errno == EINTR)
 					;

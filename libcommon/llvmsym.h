@@ -26,9 +26,13 @@ llvmsym *llvmsym_start(const char *exe, int *err);
  * reply (NUL-terminated, without its newline), valid only during the call. */
 typedef void (*llvmsym_reply_fn)(void *ctx, size_t i, const char *line, size_t len);
 
+/* The longest reply line taken (a real one is a few KiB): longer is -E2BIG. */
+#define LLVMSYM_LINE_MAX ((size_t)16 << 20)
+
 /* Sends @n requests (@paths[i], @vaddrs[i]) and delivers the replies.
  * Returns the number of replies delivered (== @n on success), or a negative
- * errno: -ETIMEDOUT (no progress for @timeout_ms; the child was killed),
+ * errno: -ETIMEDOUT (no whole reply for @timeout_ms; the child and its
+ * process group were killed), -E2BIG (a reply line over LLVMSYM_LINE_MAX),
  * -EPIPE (the child died or closed its pipes), -ENOMEM, -EIO.  After an error
  * the coprocess is dead; later batches fail at once with -EPIPE.  Replies
  * delivered before the error were delivered through @fn as usual. */

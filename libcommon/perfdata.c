@@ -35,6 +35,7 @@ struct pd_reader {
 	uint64_t err_off;  /* where the last error was found */
 	int truncated;	   /* the file ends before its data section does */
 	int open_end;	   /* data runs to the end of the file (pipe mode, size 0) */
+	uint32_t last_type; /* of the last record read (pipe mode ends at FINISHED_ROUND) */
 
 	/* stream-mode buffers */
 	uint8_t *rec;
@@ -78,6 +79,7 @@ static const char *const pd_errs[] = {
 	[PD_ENOMEM] = "out of memory",
 	[PD_EUNSUPPORTED] = "unsupported record",
 	[PD_EINVAL] = "invalid argument",
+	[PD_ELIMIT] = "AUXTRACE record larger than the 1 GiB limit",
 };
 
 const char *pd_strerror(int err)
@@ -948,6 +950,10 @@ static int pd_next_mem(pd_reader *r, struct pd_event *ev)
 	err = pd_payload_size(ev, &psz);
 	if (err < 0)
 		return err;
+	/* a file-mode claim past the data section is an impossible size; any
+	 * other claim over the limit is refused as in stream mode */
+	if (psz > PD_AUX_MAX && (r->open_end || psz <= r->data_end - off - size))
+		return -PD_ELIMIT;
 	if (psz > r->data_end - off - size) {
 		/* the payload runs past the data: keep what there is */
 		ev->payload = p + size;
@@ -990,6 +996,8 @@ static int pd_next_stream(pd_reader *r, struct pd_event *ev)
 	err = pd_payload_size(ev, &psz);
 	if (err < 0)
 		return err;
+	if (psz > PD_AUX_MAX)
+		return -PD_ELIMIT;
 	r->pos = off + size;
 	if (psz) {
 		uint64_t got = 0;
@@ -1022,8 +1030,16 @@ int pd_next(pd_reader *r, struct pd_event *ev)
 	if (r->zpos < r->zlen)
 		return pd_next_decompressed(r, ev);
 	ret = r->fd >= 0 ? pd_next_stream(r, ev) : pd_next_mem(r, ev);
+	if (ret == 0 && r->info.pipe && r->last_type != PD_REC_FINISHED_ROUND) {
+		/* perf record -o - ends its stream with the FINISHED_ROUND of
+		 * its last pass over the buffers: a stream that stops anywhere
+		 * else (even at a record boundary) is a killed recorder */
+		r->err_off = r->pos;
+		return -PD_ETRUNC;
+	}
 	if (ret <= 0)
 		return ret;
+	r->last_type = ev->type;
 	if (ev->type == PD_REC_HEADER_ATTR || ev->type == PD_REC_HEADER_FEATURE ||
 	    ev->type == PD_REC_HEADER_BUILD_ID) {
 		int err = pd_user_record(r, ev);
@@ -1194,6 +1210,8 @@ int pd_parse_time_conv(const struct pd_event *ev, struct pd_time_conv *tc)
 	if (ev->size < 8 + 24)
 		return -PD_ECORRUPT;
 	tc->time_shift = get64(p);
+	if (tc->time_shift >= 64) /* the kernel's shift is below 32; >= 64 cannot shift */
+		return -PD_ECORRUPT;
 	tc->time_mult = get64(p + 8);
 	tc->time_zero = get64(p + 16);
 	tc->cap_user_time_zero = 1;

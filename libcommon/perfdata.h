@@ -153,7 +153,13 @@ enum pd_err {
 	PD_ENOMEM = 7,
 	PD_EUNSUPPORTED = 8, /* a record that cannot be read (e.g. compressed) */
 	PD_EINVAL = 9,	   /* bad argument, or a parser called on the wrong type */
+	PD_ELIMIT = 10,	   /* an AUXTRACE payload larger than PD_AUX_MAX */
 };
+
+/* The largest AUXTRACE payload read (one record holds at most one AUX
+ * buffer's worth, perf's default is a few MiB): a larger claim is refused
+ * before any of it is buffered (docs/limits.md). */
+#define PD_AUX_MAX ((uint64_t)1 << 30)
 
 const char *pd_strerror(int err);
 /* "MMAP2", "AUXTRACE", ... or NULL for an unknown type. */

@@ -446,10 +446,22 @@ struct filemap { /* an image file, mapped once */
 	size_t len;
 };
 
+/* The input's name in messages: the file, "stdin", or "perf.data". */
+#define INNAME(o) ((o)->input_name ? (o)->input_name : "perf.data")
+
 struct ptd {
 	struct ptd_options *opts;
 	struct ptd_stats *st;
 	int err; /* sticky negative error */
+	/* the first gap, for the one line that says what was damaged and where */
+	uint64_t ngaps_set;
+	struct {
+		unsigned reason;
+		int code;
+		uint32_t tid;
+		uint64_t offset, ip;
+		char msg[96];
+	} gap1;
 
 	/* recording facts */
 	int have_clock;
@@ -1115,6 +1127,14 @@ static void set_gap(struct ptd *d, struct ptq *q, unsigned reason, int code, uin
 	d->st->degraded = 1;
 	if (q->th < 0)
 		q_set_thread(d, q, q->time);
+	if (!d->ngaps_set++) {
+		d->gap1.reason = reason;
+		d->gap1.code = code;
+		d->gap1.tid = q->th >= 0 ? d->thr[q->th].tid : q->tid0;
+		d->gap1.offset = offset;
+		d->gap1.ip = ip;
+		snprintf(d->gap1.msg, sizeof d->gap1.msg, "%s", msg ? msg : "");
+	}
 	if (q->th < 0)
 		return;
 	t = &d->thr[q->th];
@@ -1576,7 +1596,15 @@ static void handle_event(struct ptd *d, struct ptq *q, const struct pt_event *ev
 		/* left and resumed at once: an interrupt's to and an iret's
 		 * from are 0 */
 		emit_br(d, q, MTEV_BR_INTERRUPT, ev->variant.async_branch.from, 0, t);
-		emit_br(d, q, MTEV_BR_IRET, 0, ev->variant.async_branch.to, t);
+		if (!ev->ip_suppressed && ev->variant.async_branch.to) {
+			emit_br(d, q, MTEV_BR_IRET, 0, ev->variant.async_branch.to, t);
+		} else {
+			/* no resume address (a suppressed or corrupt TIP): an
+			 * iret needs one (mtev-semantics); the next block says
+			 * where tracing goes on, with a trace-start */
+			q->need_start = 1;
+			q->start_time = t;
+		}
 		break;
 	case ptev_overflow: {
 		uint64_t off = 0;
@@ -2699,7 +2727,8 @@ static int q_build(struct ptd *d, struct ptq *q)
 	uint64_t *bpos; /* stream position of each buffer's offset */
 	size_t i, k, cap;
 
-	qsort(q->bufs, q->nbufs, sizeof *q->bufs, qbuf_cmp);
+	if (q->nbufs > 1) /* qsort(NULL, 0) is undefined */
+		qsort(q->bufs, q->nbufs, sizeof *q->bufs, qbuf_cmp);
 	for (i = 0; i < q->nbufs; i++)
 		total += q->bufs[i].size;
 	cap = q->nbufs + d->nauxlost + 1;
@@ -2803,8 +2832,9 @@ static int read_perf(struct ptd *d, int fd)
 	ret = pd_open(&r, fd);
 	if (ret < 0) {
 		if (ret == -PD_EIO)
-			return ptd_fail(d, PTD_ESYS, "reading perf.data: %s", strerror(errno));
-		return ptd_fail(d, PTD_EINPUT, "perf.data: %s", pd_strerror(ret));
+			return ptd_fail(d, PTD_ESYS, "reading %s: %s", INNAME(d->opts), strerror(errno));
+		return ptd_fail(d, PTD_EINPUT, "%s: %s (in the header)", INNAME(d->opts),
+				 pd_strerror(ret));
 	}
 	pipe_mode = pd_info(r)->pipe;
 	(void)pipe_mode;
@@ -2944,7 +2974,7 @@ static int read_perf(struct ptd *d, int fd)
 			d->npriv = ai.npriv < 64 ? ai.npriv : 64;
 			for (k = 0; k < d->npriv; k++)
 				d->priv[k] = ai.priv[k];
-			if (!d->have_clock && d->npriv > 4 && d->priv[4] && d->priv[2]) {
+			if (!d->have_clock && d->npriv > 4 && d->priv[4] && d->priv[2] && d->priv[1] < 64) {
 				d->t_shift = d->priv[1];
 				d->t_mult = d->priv[2];
 				d->t_zero = d->priv[3];
@@ -2991,17 +3021,17 @@ static int read_perf(struct ptd *d, int fd)
 				b->data = ev.payload;
 			}
 			if (trunc && !d->opts->partial) {
-				ptd_fail(d, PTD_EINPUT, "perf.data is truncated: it ends inside the AUXTRACE "
+				ptd_fail(d, PTD_EINPUT, "%s is truncated: it ends inside the AUXTRACE "
 					 "data at offset 0x%" PRIx64 " (%" PRIu64 " of %" PRIu64 " bytes; "
 					 "--partial decodes what is there)",
-					 ev.offset, ev.payload_size, a.size);
+					 INNAME(d->opts), ev.offset, ev.payload_size, a.size);
 				goto out;
 			}
 			if (trunc) {
 				d->st->degraded = 1;
-				ptd_warn(d, "perf.data ends inside the AUXTRACE data at offset 0x%" PRIx64
+				ptd_warn(d, "%s ends inside the AUXTRACE data at offset 0x%" PRIx64
 					    ": %" PRIu64 " of %" PRIu64 " bytes present",
-					 ev.offset, ev.payload_size, a.size);
+					 INNAME(d->opts), ev.offset, ev.payload_size, a.size);
 			}
 			break;
 		}
@@ -3131,19 +3161,19 @@ static int read_perf(struct ptd *d, int fd)
 	if (ret < 0) {
 		if (ret == -PD_ETRUNC && !d->opts->partial) {
 			/* a killed recorder: no output that looks complete */
-			ptd_fail(d, PTD_EINPUT, "perf.data is truncated at offset 0x%" PRIx64
-				 " (--partial decodes what is there)", pd_offset(r));
+			ptd_fail(d, PTD_EINPUT, "%s is truncated at offset 0x%" PRIx64
+				 " (--partial decodes what is there)", INNAME(d->opts), pd_offset(r));
 			goto out;
 		} else if (ret == -PD_ETRUNC) {
 			d->st->degraded = 1;
-			ptd_warn(d, "perf.data is truncated at offset 0x%" PRIx64
+			ptd_warn(d, "%s is truncated at offset 0x%" PRIx64
 				    "; decoding what is there",
-				 pd_offset(r));
+				 INNAME(d->opts), pd_offset(r));
 		} else if (ret == -PD_EIO) {
-			ptd_fail(d, PTD_ESYS, "reading perf.data: %s", strerror(errno));
+			ptd_fail(d, PTD_ESYS, "reading %s: %s", INNAME(d->opts), strerror(errno));
 			goto out;
 		} else {
-			ptd_fail(d, PTD_EINPUT, "perf.data: %s at offset 0x%" PRIx64,
+			ptd_fail(d, PTD_EINPUT, "%s: %s at offset 0x%" PRIx64, INNAME(d->opts),
 				 pd_strerror(ret), pd_offset(r));
 			goto out;
 		}
@@ -3174,11 +3204,13 @@ static int read_perf(struct ptd *d, int fd)
 	/* stream-mode payloads were copied; memory-mode ones point into the
 	 * mapping, which must stay: we keep the reader open until the end */
 	d->msg[0] = 0;
-	qsort(d->sb, d->nsb, sizeof *d->sb, sb_cmp);
+	if (d->nsb > 1) /* qsort(NULL, 0) is undefined */
+		qsort(d->sb, d->nsb, sizeof *d->sb, sb_cmp);
 	{
 		size_t k;
 		for (k = 0; k < d->ncpus; k++)
-			qsort(d->cpus[k].v, d->cpus[k].n, sizeof *d->cpus[k].v, sw_cmp);
+			if (d->cpus[k].n > 1)
+				qsort(d->cpus[k].v, d->cpus[k].n, sizeof *d->cpus[k].v, sw_cmp);
 		for (k = 0; k < d->nq; k++)
 			if (q_build(d, &d->q[k]) < 0)
 				goto out;
@@ -3187,7 +3219,7 @@ out:
 	d->reader = r; /* AUX payloads may point into its mapping */
 	return d->err;
 corrupt:
-	ptd_fail(d, PTD_EINPUT, "perf.data: corrupt %s record at offset 0x%" PRIx64,
+	ptd_fail(d, PTD_EINPUT, "%s: corrupt %s record at offset 0x%" PRIx64, INNAME(d->opts),
 		 pd_rec_name(ev.type) ? pd_rec_name(ev.type) : "unknown", ev.offset);
 	pd_close(r);
 	return d->err;
@@ -3289,6 +3321,21 @@ static int write_head(struct ptd *d)
 	return write_rec(d, &r);
 }
 
+/* Degraded output (exit 1) always comes with a line saying what and where:
+ * the gaps are summed up in one warning, naming the first. */
+static void gap_summary(struct ptd *d)
+{
+	if (d->err || !d->ngaps_set)
+		return;
+	const char *why = mtev_gap_name(d->gap1.reason);
+	char off[48] = "";
+	if (d->gap1.offset != UINT64_MAX)
+		snprintf(off, sizeof off, " at trace offset 0x%" PRIx64, d->gap1.offset);
+	ptd_warn(d, "the trace has %" PRIu64 " gap(s); the first (%s, tid %u%s, ip 0x%" PRIx64 ")%s%s",
+		 d->ngaps_set, why ? why : "?", d->gap1.tid, off, d->gap1.ip,
+		 d->gap1.msg[0] ? ": " : "", d->gap1.msg);
+}
+
 int ptd_decode_perf(int fd_in, int (*open_out)(void *ctx, uint32_t flags, mtev_writer **w),
 		    void *out_ctx, struct ptd_options *opts, struct ptd_stats *st)
 {
@@ -3337,6 +3384,7 @@ int ptd_decode_perf(int fd_in, int (*open_out)(void *ctx, uint32_t flags, mtev_w
 	if (write_head(&d) < 0)
 		goto out;
 	merge(&d);
+	gap_summary(&d);
 out:
 	ret = d.err;
 	ptd_fini(&d);
@@ -3464,6 +3512,7 @@ int ptd_decode_raw(const char *pt_file, int (*open_out)(void *ctx, uint32_t flag
 	if (write_head(&d) < 0)
 		goto out;
 	merge(&d);
+	gap_summary(&d);
 out:
 	free(buf);
 	ret = d.err;
@@ -3483,7 +3532,8 @@ int ptd_list_records(int fd_in, FILE *out, struct ptd_options *opts)
 	opts->errmsg[0] = 0;
 	ret = pd_open(&r, fd_in);
 	if (ret < 0) {
-		snprintf(opts->errmsg, sizeof opts->errmsg, "perf.data: %s", pd_strerror(ret));
+		snprintf(opts->errmsg, sizeof opts->errmsg, "%s: %s (in the header)", INNAME(opts),
+			 pd_strerror(ret));
 		return ret == -PD_EIO ? -PTD_ESYS : -PTD_EINPUT;
 	}
 	fprintf(out, "# %s mode\n", pd_info(r)->pipe ? "pipe" : "file");
@@ -3535,7 +3585,7 @@ int ptd_list_records(int fd_in, FILE *out, struct ptd_options *opts)
 		fputc('\n', out);
 	}
 	if (ret < 0)
-		snprintf(opts->errmsg, sizeof opts->errmsg, "perf.data: %s at offset 0x%" PRIx64,
+		snprintf(opts->errmsg, sizeof opts->errmsg, "%s: %s at offset 0x%" PRIx64, INNAME(opts),
 			 pd_strerror(ret), pd_offset(r));
 	pd_close(r);
 	if (ret == -PD_EIO)

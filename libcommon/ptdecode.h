@@ -37,6 +37,7 @@ struct ptd_options {
 	const char *symfs;	 /* NULL: none */
 	int no_images;		 /* do not look for images at all (-> gaps) */
 	int partial;		 /* a truncated perf.data: decode what is there (else -PTD_EINPUT) */
+	const char *input_name;	 /* the input in messages ("stdin", a path); NULL: "perf.data" */
 	/* raw mode */
 	const struct ptd_image_spec *images;
 	size_t nimages;

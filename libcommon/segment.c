@@ -51,7 +51,7 @@ struct runev {
 	uint8_t type;
 };
 
-enum { RC_SIZE = 1024 };
+enum { RC_SIZE = 1024, RC_MIN = 16 };
 
 struct sigctx {
 	int32_t level;	 /* level of the handler frame */
@@ -127,7 +127,9 @@ struct thr {
 		const uint64_t *inlb; /* fn_info.inlb, ninlb, inl_bias (kept by */
 		size_t ninlb;	      /* --all-waypoints, which overrides inl) */
 		uint64_t inlb_bias;
-	} rc[RC_SIZE];
+	} *rc; /* rcmask + 1 entries: RC_MIN, grown to RC_SIZE as it misses */
+	uint32_t rcmask, rcmiss;
+	struct rcache rc0[RC_MIN]; /* the first, in place: a thread costs ~2 KB */
 };
 
 struct segmenter {
@@ -136,6 +138,8 @@ struct segmenter {
 	void *ctx;
 	struct thr **thr;
 	size_t nthr, capthr;
+	uint32_t *tidx; /* tid -> thr index + 1 (open addressing; 0 = empty) */
+	size_t captidx;
 	struct thr *last;
 	/* call targets seen (open addressing; 0 = empty) */
 	uint64_t *tgt;
@@ -161,6 +165,8 @@ const char *seg_strerror(int err)
 		return "writing output failed";
 	case SEG_EORDER:
 		return "time went backwards";
+	case SEG_EBRANCH:
+		return "a sysret, iret or trace-start without its target address";
 	}
 	return "unknown error";
 }
@@ -198,6 +204,8 @@ static void thr_free(struct thr *t)
 	free(t->run);
 	free(t->sig);
 	free(t->blk);
+	if (t->rc != t->rc0)
+		free(t->rc);
 	free(t);
 }
 
@@ -208,6 +216,7 @@ void seg_free(segmenter *s)
 	for (size_t i = 0; i < s->nthr; i++)
 		thr_free(s->thr[i]);
 	free(s->thr);
+	free(s->tidx);
 	free(s->tgt);
 	free(s->sprev);
 	free(s->sout);
@@ -280,20 +289,44 @@ static uint64_t func_entry(segmenter *s, const struct thr *t, uint64_t ip)
 
 /* ---- threads ---- */
 
+static inline size_t tid_slot(const segmenter *s, uint32_t tid)
+{
+	size_t m = s->captidx - 1, h = (tid * 0x9e3779b1u) & m;
+	while (s->tidx[h] && s->thr[s->tidx[h] - 1]->tid != tid)
+		h = (h + 1) & m;
+	return h;
+}
+
 static __attribute__((noinline)) struct thr *get_thr_slow(segmenter *s, uint32_t tid)
 {
-	for (size_t i = 0; i < s->nthr; i++)
-		if (s->thr[i]->tid == tid)
-			return s->last = s->thr[i];
+	if (s->captidx) {
+		size_t h = tid_slot(s, tid);
+		if (s->tidx[h])
+			return s->last = s->thr[s->tidx[h] - 1];
+	}
 	if (mt_grow((void **)&s->thr, &s->capthr, s->nthr + 1, sizeof *s->thr))
 		return NULL;
+	if ((s->nthr + 1) * 2 > s->captidx) { /* the index: at most half full */
+		size_t nc = s->captidx ? s->captidx * 2 : 64;
+		uint32_t *n = calloc(nc, sizeof *n);
+		if (!n)
+			return NULL;
+		free(s->tidx);
+		s->tidx = n;
+		s->captidx = nc;
+		for (size_t i = 0; i < s->nthr; i++)
+			s->tidx[tid_slot(s, s->thr[i]->tid)] = (uint32_t)i + 1;
+	}
 	struct thr *t = calloc(1, sizeof *t);
 	if (!t)
 		return NULL;
 	t->tid = tid;
+	t->rc = t->rc0;
+	t->rcmask = RC_MIN - 1;
 	t->rfi = UINT32_MAX;
 	t->pop_lo = 1; /* none */
 	s->thr[s->nthr++] = t;
+	s->tidx[tid_slot(s, tid)] = (uint32_t)s->nthr;
 	return s->last = t;
 }
 
@@ -583,14 +616,35 @@ static __attribute__((noinline)) void fn_fill(segmenter *s, struct thr *t, struc
 	}
 }
 
+/* A miss: a thread that misses often gets a bigger cache (x4, up to
+ * RC_SIZE entries; a cache, so its entries are dropped), so memory follows
+ * the functions a thread runs through, not the thread count. */
+static __attribute__((noinline)) struct rcache *fn_miss(segmenter *s, struct thr *t,
+							uint64_t addr)
+{
+	if (++t->rcmiss > 2 * (t->rcmask + 1) && t->rcmask + 1 < RC_SIZE) {
+		struct rcache *n = calloc((t->rcmask + 1) * 4, sizeof *n);
+		if (n) { /* else: the small cache still works */
+			if (t->rc != t->rc0)
+				free(t->rc);
+			t->rc = n;
+			t->rcmask = (t->rcmask + 1) * 4 - 1;
+		}
+		t->rcmiss = 0;
+	}
+	struct rcache *c = &t->rc[(addr ^ addr >> 9) & t->rcmask];
+	fn_fill(s, t, c, addr);
+	return c;
+}
+
 /* fnmap_lookup of @addr through the thread's cache. */
 static inline __attribute__((always_inline)) const struct rcache *fn_lookup(segmenter *s,
 									    struct thr *t,
 									    uint64_t addr)
 {
-	struct rcache *c = &t->rc[(addr ^ addr >> 9) & (RC_SIZE - 1)];
+	struct rcache *c = &t->rc[(addr ^ addr >> 9) & t->rcmask];
 	if (__builtin_expect(c->gen != s->gen || c->func != addr, 0))
-		fn_fill(s, t, c, addr);
+		c = fn_miss(s, t, addr);
 	return c;
 }
 
@@ -1484,6 +1538,14 @@ static int do_branch(segmenter *s, const struct mtev_rec *r)
 		return s->err = -SEG_ENOMEM;
 	uint64_t time = r->br.time;
 	s->st.branches++;
+	if (__builtin_expect(!r->br.to, 0) &&
+	    (r->br.type == MTEV_BR_SYSRET || r->br.type == MTEV_BR_IRET ||
+	     r->br.type == MTEV_BR_TRACE_START)) {
+		/* where tracing resumes is the record's whole content
+		 * (formats/mtev-semantics.md): without it the stack is lost */
+		s->detail = r->br.type;
+		return s->err = -SEG_EBRANCH;
+	}
 	if (!t->active) {
 		t->active = 1;
 		t->seg_begin = t->last_time = t->run_time = time;

@@ -47,7 +47,8 @@ enum seg_err {
 	SEG_ENOMEM = 1,
 	SEG_EKIND = 2, /* a record that does not belong in mt-segment's input */
 	SEG_EEMIT = 3, /* the emit callback failed */
-	SEG_EORDER = 4 /* time went backwards within a thread */
+	SEG_EORDER = 4, /* time went backwards within a thread */
+	SEG_EBRANCH = 5 /* a sysret, iret or trace-start without its target (mtev-semantics) */
 };
 
 struct seg_opts {

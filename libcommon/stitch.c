@@ -374,12 +374,15 @@ static int lrd_fill(struct lrd *rd, size_t k)
 		return (size_t)(rd->end - rd->p) >= k ? 0 : -1;
 	}
 	size_t want = s->limit_words > k ? s->limit_words : k;
+	/* The words not read yet go to the front first: growing may move the
+	 * buffer, and rd->p points into it. */
+	if (have)
+		memmove(s->rbuf, rd->p, have * sizeof *s->rbuf);
+	rd->p = rd->end = s->rbuf;
 	if (mt_grow((void **)&s->rbuf, &s->caprbuf, want, sizeof *s->rbuf)) {
 		s->err = -STITCH_ENOMEM;
 		return -1;
 	}
-	if (have)
-		memmove(s->rbuf, rd->p, have * sizeof *s->rbuf);
 	size_t n = want - have;
 	if (n > rd->file_left)
 		n = (size_t)rd->file_left;

@@ -437,7 +437,11 @@ struct grp { /* the spans of one (tid, depth), in begin order */
 
 struct thr {
 	uint32_t tid;
-	uint32_t *stack;
+	/* the open spans by depth, the deepest last; only the depths held, so
+	 * memory follows the spans, never the depth numbers read */
+	struct stk {
+		uint32_t depth, si;
+	} *stack;
 	size_t n, cap;
 	uint64_t now; /* latest time of its records (span begins, waypoints) */
 	uint32_t att_head, att_tail; /* children not yet attached, in input order */
@@ -1775,6 +1779,9 @@ static void symbolizer_batch(struct ctx *c, size_t nreq, const char **paths,
 		if (r == -ETIMEDOUT)
 			warnf(c, 1, "%s did not answer for %d ms and was killed; the remaining names come from ELF symbol tables",
 			      exe, tmo);
+		else if (r == -E2BIG)
+			warnf(c, 1, "%s wrote a reply line over %zu MiB and was killed; the remaining names come from ELF symbol tables",
+			      exe, LLVMSYM_LINE_MAX >> 20);
 		else
 			warnf(c, 1, "%s failed (%s) before answering every request; the remaining names come from ELF symbol tables",
 			      exe, strerror((int)-r));
@@ -2082,21 +2089,16 @@ static void proc_span(struct ctx *c, uint32_t si)
 	else
 		t->now = sp->nd.begin;
 	uint32_t parent = NONE;
-	if (sp->depth > 0 && sp->depth <= t->n)
-		parent = t->stack[sp->depth - 1];
-	/* keep stack[0..depth) and put this span at [depth] */
-	while (t->cap <= sp->depth)
-		if (vec_grow((void **)&t->stack, &t->cap, sizeof *t->stack) < 0) {
-			c->oom = 1;
-			return;
-		}
-	for (size_t d = sp->depth; d < t->n; d++)
-		if (t->stack[d] != NONE)
-			c->spans[t->stack[d]].st &= ~(uint32_t)SP_ON_STACK;
-	for (size_t d = t->n; d < sp->depth; d++)
-		t->stack[d] = NONE;
-	t->stack[sp->depth] = si;
-	t->n = sp->depth + 1;
+	/* keep the depths below this span's and put it on top */
+	while (t->n && t->stack[t->n - 1].depth >= sp->depth)
+		c->spans[t->stack[--t->n].si].st &= ~(uint32_t)SP_ON_STACK;
+	if (sp->depth > 0 && t->n && t->stack[t->n - 1].depth == sp->depth - 1)
+		parent = t->stack[t->n - 1].si;
+	if (t->n == t->cap && vec_grow((void **)&t->stack, &t->cap, sizeof *t->stack) < 0) {
+		c->oom = 1;
+		return;
+	}
+	t->stack[t->n++] = (struct stk){sp->depth, si};
 	sp->st |= SP_ON_STACK;
 	sp->parent = parent;
 
@@ -2762,8 +2764,7 @@ static int unit_flush(struct ctx *c, mtev_writer *wr)
 		return r;
 	for (size_t k = 0; k < c->nthrs; k++)
 		for (size_t d = 0; d < c->thrs[k].n; d++)
-			if (c->thrs[k].stack[d] != NONE)
-				c->spans[c->thrs[k].stack[d]].st &= ~(uint32_t)SP_ON_STACK;
+			c->spans[c->thrs[k].stack[d].si].st &= ~(uint32_t)SP_ON_STACK;
 	c->fin = 1;
 	r = emit_round(c, wr);
 	c->fin = 0;

@@ -1108,6 +1108,10 @@ static int drop(tw *t, struct thr *th, const struct mtev_rec *r, unsigned why, c
 	return 0;
 }
 
+/* Trace readers keep times as signed 64-bit ns (Perfetto rejects an FXT
+ * time beyond it: fuchsia_timestamp_overflow). */
+#define TW_TIME_MAX ((uint64_t)INT64_MAX)
+
 static int on_span(tw *t, const struct mtev_rec *r)
 {
 	t->st.spans_in++;
@@ -1125,6 +1129,10 @@ static int on_span(tw *t, const struct mtev_rec *r)
 	}
 	if (e < b)
 		return drop(t, th, r, TW_DROP_OUTSIDE, "ends before it begins");
+	if (e > TW_TIME_MAX)
+		return drop(t, th, r, TW_DROP_TIME,
+			    "ends after %" PRIu64 " ns, the largest time a trace reader takes",
+			    (uint64_t)TW_TIME_MAX);
 	if (th->any && b < th->last_begin)
 		return drop(t, th, r, TW_DROP_BACKWARDS,
 			    "begins before the previous span on its thread (%" PRIu64 ")",
@@ -1279,6 +1287,12 @@ static int on_span(tw *t, const struct mtev_rec *r)
 static int on_gap(tw *t, const struct mtev_rec *r)
 {
 	t->st.gaps++;
+	if (r->gap.begin > TW_TIME_MAX) {
+		warn(t, "gap left out: tid %" PRIu32 " begins at %" PRIu64 " ns, after %" PRIu64
+			" ns (the largest time a trace reader takes)",
+		     r->gap.tid, r->gap.begin, (uint64_t)TW_TIME_MAX);
+		return 0;
+	}
 	struct thr *th = thread_get(t, r->gap.tid);
 	if (!th)
 		return -t->err;
@@ -1337,6 +1351,12 @@ static int on_gap(tw *t, const struct mtev_rec *r)
 static int on_trigger(tw *t, const struct mtev_rec *r)
 {
 	t->st.triggers++;
+	if (r->trigger.time > TW_TIME_MAX) {
+		warn(t, "trigger left out: tid %" PRIu32 " at %" PRIu64 " ns, after %" PRIu64
+			" ns (the largest time a trace reader takes)",
+		     r->trigger.tid, r->trigger.time, (uint64_t)TW_TIME_MAX);
+		return 0;
+	}
 	struct thr *th = thread_get(t, r->trigger.tid);
 	if (!th)
 		return -t->err;
@@ -1468,7 +1488,7 @@ const char *tw_drop_name(unsigned reason)
 {
 	static const char *const names[TW_DROP__COUNT] = {
 		"time goes backwards", "orphan", "outside its parent", "overlaps its sibling",
-		"inside a dropped span"};
+		"inside a dropped span", "time out of range"};
 	return reason < TW_DROP__COUNT ? names[reason] : "?";
 }
 

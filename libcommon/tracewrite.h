@@ -47,6 +47,7 @@ enum tw_drop {
 	TW_DROP_OUTSIDE,       /* not inside its parent's [begin, end] */
 	TW_DROP_OVERLAP,       /* begins before its previous sibling ended */
 	TW_DROP_ANCESTOR,      /* a descendant of a dropped span */
+	TW_DROP_TIME,	       /* a time after INT64_MAX ns, beyond what trace readers take */
 	TW_DROP__COUNT,
 };
 

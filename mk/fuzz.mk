@@ -8,7 +8,9 @@
 # The corpus that grows while fuzzing is fuzz/corpus-NAME/ (git-ignored); the
 # seeds are assembled from the tests into build/fuzz/seeds-NAME/ by
 # fuzz/seeds.sh.  When clang's libFuzzer runtime is installed, the targets are
-# built before `make test` and tests/robustness.bats runs the smoke test.
+# built before `make test` and tests/robustness.bats replays the seed corpora
+# and the kept findings tests/corrupt/fuzz-* once each (smoke.sh -r): no
+# campaign runs in `make test`.
 
 FUZZ_CC ?= clang
 FUZZ_BUILD := build/fuzz

@@ -96,6 +96,7 @@ int main(int argc, char **argv)
 			drv_read_failed(in[i], r[i], k,
 					out_path ? "; no output written" : "");
 		mtev_reader_free(r[i]);
+		r[i] = NULL;
 	}
 	if ((err = mtev_writer_finish(w)) < 0)
 		goto werr;

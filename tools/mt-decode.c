@@ -50,6 +50,10 @@ static void usage(FILE *f)
 	      "  -s, --stats           print counts (records, AUX bytes, branches, gaps) to stderr\n"
 	      "  -h, --help            this help\n"
 	      "\n"
+	      "Limits (docs/limits.md): perf records as perf writes them; an AUXTRACE record\n"
+	      "at most 1 GiB of trace (more: exit 2, one line with its offset).  A pipe-mode\n"
+	      "recording must end with perf's closing FINISHED_ROUND, else it is truncated.\n"
+	      "\n"
 	      "Exit status: 0 ok; 1 the data had errors (gaps, missing images; truncated\n"
 	      "input with --partial): the output is complete and says where; 2 usage error or\n"
 	      "unusable input (not perf.data, corrupt container, truncated: no output file is\n"
@@ -217,6 +221,7 @@ int main(int argc, char **argv)
 		close(drv_open_in(pt)); /* a missing file or a directory: said the same way */
 		ret = ptd_decode_raw(pt, open_out, &oc, &opts, &st);
 	} else {
+		opts.input_name = in && strcmp(in, "-") ? in : "stdin";
 		fd = drv_open_in(in);
 		if (records) {
 			ret = ptd_list_records(fd, stdout, &opts);
@@ -228,6 +233,8 @@ int main(int argc, char **argv)
 		}
 		ret = ptd_decode_perf(fd, open_out, &oc, &opts, &st);
 	}
+	for (size_t i = 0; i < nimages; i++) /* ptd_parse_image_spec's copies */
+		free((char *)images[i].file);
 	if (ret < 0) {
 		if (ret == -PTD_EOUTPUT)
 			drv_write_failed(oc.opened ? &oc.out : NULL, oc.path, opts.errmsg);

@@ -63,6 +63,10 @@ static void usage(FILE *f)
 	      "  -h, --help           this help\n"
 	      "\n"
 	      "Rules: docs/segment.md.\n"
+	      "Limits (docs/limits.md): records at most 16 MiB; any depth and thread count,\n"
+	      "memory about 3 KB per thread plus what its open frames hold.  A sysret, iret\n"
+	      "or trace-start without its target (to=0) is refused (exit 2).\n"
+	      "\n"
 	      "Exit status: 0 ok; 1 --partial and the input was truncated or corrupt after\n"
 	      "its header (output covers the records before the damage); 2 usage, not an\n"
 	      "MTEV stream, a truncated or corrupt input (a killed upstream stage: no output\n"
@@ -241,6 +245,11 @@ int main(int argc, char **argv)
 					 (unsigned long long)mtev_reader_offset(rd),
 					 mtev_kind_name(seg_error_detail(s)) ? mtev_kind_name(seg_error_detail(s)) : "?");
 			}
+			if (e == -SEG_EBRANCH)
+				mt_fatal(MT_EXIT_USAGE, "%s: record %llu at offset %llu: %s with to=0: %s",
+					 o.in ? o.in : "stdin", (unsigned long long)n,
+					 (unsigned long long)mtev_reader_offset(rd),
+					 mtev_branch_name(seg_error_detail(s)), seg_strerror(e));
 			fail(&out, o.out, e);
 		}
 		if (progress && !(n & 0xfffff))

@@ -20,7 +20,11 @@ static void usage(FILE *f)
 	      "`mtev ...` header (default: producer \"mt-undump\", flags 0); keys left out of a\n"
 	      "record are 0 or empty; the END record is always written.  Text that starts with\n"
 	      "the header (mt-dump's output) must also have the `end` line: without it the\n"
-	      "text was cut (a killed mt-dump upstream) and is refused.\n"
+	      "text was cut (a killed mt-dump upstream) and is refused.  Input with neither\n"
+	      "the header nor any record (empty, or only blank and # lines) is refused too:\n"
+	      "an mt-dump killed before its first line writes nothing.\n"
+	      "\n"
+	      "Limits: a line is at most 64 MiB (longer: exit 2); raw data at most 16 MiB.\n"
 	      "\n"
 	      "  -i, --input FILE   read FILE (same as the FILE operand); default stdin\n"
 	      "  -o, --output FILE  write to FILE (appears only when complete); default stdout\n"
@@ -30,6 +34,81 @@ static void usage(FILE *f)
 	      "Exit status: 0 ok; 2 bad or truncated text (the message names the line); 111 system\n"
 	      "error.\n",
 	      f);
+}
+
+/* The longest line read: the text of the largest record mt-dump writes is far
+ * below it (docs/limits.md); a longer line is refused before it fills memory. */
+#define LINE_MAX_BYTES (64u << 20)
+
+/* Reads one line (without its newline) into *buf: its length, -1 at the end
+ * of input, -2 when longer than LINE_MAX_BYTES, -3 out of memory.  A read
+ * error is left to ferror(). */
+static long read_line(FILE *in, char **buf, size_t *cap)
+{
+	size_t n = 0;
+	int ch;
+	while ((ch = getc_unlocked(in)) != EOF && ch != '\n') {
+		if (n >= LINE_MAX_BYTES)
+			return -2;
+		if (n + 1 >= *cap) {
+			size_t nc = *cap ? *cap * 2 : 4096;
+			char *nb = realloc(*buf, nc);
+			if (!nb)
+				return -3;
+			*buf = nb;
+			*cap = nc;
+		}
+		(*buf)[n++] = (char)ch;
+	}
+	if (ch == EOF && !n)
+		return -1;
+	if (!*buf && !(*buf = malloc(*cap = 1)))
+		return -3;
+	return (long)n;
+}
+
+/* @s with control bytes, DEL, backslash and bytes that are not UTF-8 as \xHH:
+ * an error message never carries the input's raw bytes to the terminal. */
+static const char *escaped(const char *s, char *out, size_t cap)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *p = (const unsigned char *)s;
+	size_t o = 0;
+	while (*p && o + 5 < cap) {
+		unsigned c = *p, len = 0;
+		if (c >= 0xc2 && c <= 0xdf)
+			len = 2;
+		else if (c >= 0xe0 && c <= 0xef)
+			len = 3;
+		else if (c >= 0xf0 && c <= 0xf4)
+			len = 4;
+		int ok = len > 0;
+		for (unsigned i = 1; ok && i < len; i++)
+			ok = (p[i] & 0xc0) == 0x80;
+		if (ok && len == 3 && ((c == 0xe0 && p[1] < 0xa0) || (c == 0xed && p[1] >= 0xa0)))
+			ok = 0; /* overlong, surrogate */
+		if (ok && len == 4 && ((c == 0xf0 && p[1] < 0x90) || (c == 0xf4 && p[1] >= 0x90)))
+			ok = 0;
+		if (ok) {
+			if (o + len + 1 >= cap)
+				break;
+			memcpy(out + o, p, len);
+			o += len;
+			p += len;
+			continue;
+		}
+		if (c < 0x20 || c >= 0x7f || c == '\\') {
+			out[o++] = '\\';
+			out[o++] = 'x';
+			out[o++] = hex[c >> 4];
+			out[o++] = hex[c & 15];
+		} else {
+			out[o++] = (char)c;
+		}
+		p++;
+	}
+	out[o] = 0;
+	return out;
 }
 
 int main(int argc, char **argv)
@@ -67,20 +146,27 @@ int main(int argc, char **argv)
 	mtev_writer *w = NULL;
 	char *line = NULL;
 	size_t cap = 0;
-	ssize_t n;
 	unsigned long lineno = 0;
 	int ended = 0, headed = 0, err;
 	const char *why = NULL;
 
-	while ((n = getline(&line, &cap, in)) >= 0) {
+	long n;
+	char ebuf[4 * sizeof tp.err + 8];
+	while ((n = read_line(in, &line, &cap)) != -1) {
 		lineno++;
-		if (n && line[n - 1] == '\n')
-			n--;
+		if (n == -2) {
+			why = "line longer than 64 MiB (the limit)";
+			goto bad;
+		}
+		if (n == -3) {
+			io_out_abort(&out);
+			mt_fatal(MT_EXIT_SYS, "out of memory reading line %lu of %s", lineno, inpath);
+		}
 		int k = mtev_text_parse(&tp, line, (size_t)n, &rec, &hdr);
 		if (k == MTEV_TEXT_EMPTY)
 			continue;
 		if (k == MTEV_TEXT_ERROR) {
-			why = tp.err;
+			why = escaped(tp.err, ebuf, sizeof ebuf);
 			goto bad;
 		}
 		if (ended) {
@@ -122,8 +208,11 @@ int main(int argc, char **argv)
 		why = "no 'end' line after the 'mtev' header: truncated text";
 		goto bad;
 	}
-	if (!w && !(w = mtev_writer_alloc(out.fd, "mt-undump", 0, &err)))
-		goto syserr;
+	if (!w) {
+		io_out_abort(&out);
+		mt_fatal(MT_EXIT_USAGE, "%s: empty input: no 'mtev' header and no record (an mt-dump killed before its first line?)",
+			 inpath);
+	}
 	if ((err = mtev_writer_finish(w)))
 		goto syserr;
 	drv_out_commit(&out, outpath);

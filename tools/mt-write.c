@@ -47,6 +47,10 @@ static void usage(FILE *f)
 	      "their parent, overlapping siblings, orphans) are left out with a warning, so the\n"
 	      "output always loads as it reads.\n"
 	      "\n"
+	      "Limits (docs/limits.md): records at most 16 MiB; times up to 2^63-1 ns (what\n"
+	      "trace readers take): a span ending later is left out with a warning (exit 1),\n"
+	      "a gap or trigger there is left out with a warning.\n"
+	      "\n"
 	      "Exit status: 0 ok; 1 spans were left out (output written); 2 usage or unusable\n"
 	      "input (not MTEV, corrupt or truncated stream, no spans: no output file is left);\n"
 	      "111 system error (no output file is left).\n",
