@@ -2234,9 +2234,10 @@ static uint32_t smap_chain_end(struct ptd *d, uint32_t pid, const uint64_t *ips,
 			p = &d->proc[i];
 	if (!p || !p->nmaps)
 		return n;
-	for (k = 1; k < n; k++) {
-		if (ips[k] >> 63 && ips[k - 1] >> 63) /* the kernel part */
-			continue;
+	/* the kernel's frames (innermost, first) and the user leaf are kept */
+	for (k = 0; k < n && ips[k] >> 63; k++)
+		;
+	for (k++; k < n; k++) {
 		for (i = 0; i < p->nmaps; i++)
 			if (p->maps[i].start <= ips[k] && ips[k] < p->maps[i].end)
 				break;
@@ -2470,6 +2471,15 @@ static int sb_to_rec(struct ptd *d, const struct sb *s, struct mtev_rec *r, stru
 		if (s->sample.ustk && d->unw)
 			unw_chain(d, s, r);
 		r->sample.nips = smap_chain_end(d, s->pid, r->sample.ips, r->sample.nips);
+		{
+			/* kernel frames only go under a user frame: a chain
+			 * left with none says nothing of the user stack */
+			uint32_t k = 0;
+			while (k < r->sample.nips && r->sample.ips[k] >> 63)
+				k++;
+			if (k == r->sample.nips)
+				return n;
+		}
 		d->st->samples++;
 		return n + 1;
 	case SB_TRIGGER:
@@ -3078,6 +3088,7 @@ static int read_perf(struct ptd *d, int fd)
 				 * the first entry that cannot be a user return
 				 * address (0, or in the upper half: kernel space). */
 				int user = 1, user_seen = 0, walk_end = 0, kernel = 0;
+				size_t nuser = 0;
 				for (k = 0; k < sm.nr_ips; k++) {
 					uint64_t ip = sm.ips[k];
 					if (ip >= PD_CONTEXT_MAX) {
@@ -3100,7 +3111,12 @@ static int read_perf(struct ptd *d, int fd)
 						continue;
 					}
 					d->ips[d->nips + n++] = ip;
+					nuser++;
 				}
+				/* kernel frames only go under a user frame: a
+				 * kernel-only chain says nothing of the user stack */
+				if (nuser == 0 && !sm.nr_lbr)
+					n = 0;
 				if (sm.nr_lbr && (ev.attr->branch_sample_type & (1u << 11))) {
 					/* lbr call stack: the user part is ip then the
 					 * call sites, innermost first */

@@ -274,10 +274,16 @@ C
 	run "$BIN/mt-decode" -o "$T/s.mt" "$T/perf.data"
 	[ "$status" -eq 0 ]
 	"$BIN/mt-dump" "$T/s.mt" | head -1 | grep -q 'flags=0x11' # sorted, sampling
-	# no marker (>= PERF_CONTEXT_MAX), kernel address, 0 or data address in any sample
-	[ -z "$("$BIN/mt-dump" -k sample "$T/s.mt" | grep -E "[=,]0x([89a-f][0-9a-f]{15}|0|${data#"${data%%[1-9a-f]*}"})(,|\$)")" ]
+	# the kernel's frames (recorded without :u) come first, innermost first,
+	# and only above a user frame: a kernel-only chain is no sample
+	"$BIN/mt-dump" -k sample "$T/s.mt" | sed -E 's/ ips=(0x[89a-f][0-9a-f]{15},)*/ ips=/' > "$T/user.txt"
+	[ -z "$(grep -vE ' ips=0x[0-7]?[0-9a-f]{1,15}(,|$)' "$T/user.txt")" ]
+	# after them: no marker (>= PERF_CONTEXT_MAX), kernel address, 0 or data address
+	[ -z "$(grep -E "[=,]0x([89a-f][0-9a-f]{15}|0|${data#"${data%%[1-9a-f]*}"})(,|\$)" "$T/user.txt")" ]
 	# (a plain bash: bats' DEBUG trap makes the per-ip loop 20x slower)
-	"$BIN/mt-dump" -k map,sample "$T/s.mt" | bash -c "$(declare -f relative_samples); relative_samples" > "$T/ours.txt"
+	# (perf script's user callchains: our kernel frames left out)
+	"$BIN/mt-dump" -k map,sample "$T/s.mt" | sed -E 's/ ips=(0x[89a-f][0-9a-f]{15},)*/ ips=/' |
+		bash -c "$(declare -f relative_samples); relative_samples" > "$T/ours.txt"
 	[ "$(wc -l < "$T/perf.txt")" -ge 1000 ]
 	# the program's own frames are in there: leaf, top (mid may be a tail call), main, libc
 	[ "$(grep -c ',0x[0-9a-f]*,0x[0-9a-f]*,0x[0-9a-f]*' "$T/ours.txt")" -ge 10 ]
