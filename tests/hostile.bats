@@ -105,7 +105,7 @@ hdr() {
 	run bash -c 'ulimit -v 300000; timeout 60 "$0/mt-undump" /dev/zero -o "$1"' "$BIN" "$T/o.mt"
 	[ "$status" -eq 2 ]
 	[ "${#lines[@]}" -eq 1 ]
-	[[ "$output" == "mt-undump: fatal: /dev/zero: line 1: line longer than 64 MiB"* ]]
+	[[ "$output" == "mt-undump: fatal: unable to read /dev/zero: line 1: line longer than 64 MiB"* ]]
 	[ ! -e "$T/o.mt" ]
 }
 
@@ -177,14 +177,14 @@ sys.stdout.buffer.write(b"PERFILE2" + struct.pack("<Q", 16) +
 		"$T/claim.sh" "$BIN" "$T/o.mt"
 	[ "$status" -eq 2 ]
 	[ "${#lines[@]}" -eq 1 ]
-	[ "$output" = "mt-decode: fatal: stdin: AUXTRACE record larger than the 1 GiB limit at offset 0x10" ]
+	[ "$output" = "mt-decode: fatal: unable to read stdin: AUXTRACE record larger than the 1 GiB limit at offset 0x10" ]
 	[ ! -e "$T/o.mt" ]
 	# a claim within the limit but beyond the input: truncated, with the offset
 	{ "$T/claim.sh" 100000; head -c 1000 /dev/zero; } > "$T/short.data"
 	run "$BIN/mt-decode" --no-images -o "$T/o.mt" "$T/short.data"
 	[ "$status" -eq 2 ]
 	[ "${#lines[@]}" -eq 1 ]
-	[[ "$output" == "mt-decode: fatal: $T/short.data is truncated: it ends inside the AUXTRACE data at offset 0x10 "* ]]
+	[[ "$output" == "mt-decode: fatal: unable to read $T/short.data: truncated: it ends inside the AUXTRACE data at offset 0x10 "* ]]
 }
 
 @test "mt-decode: a pipe-mode recording cut at a record boundary (a killed perf record -o -) is refused with the offset" {
@@ -197,7 +197,7 @@ sys.stdout.buffer.write(b"PERFILE2" + struct.pack("<Q", 16) +
 		run bash -c 'head -c "$0" "$1" | "$2/mt-decode" --cpu 6/78/3 -o "$3"' "$n" "$P" "$BIN" "$T/o.mt"
 		[ "$status" -eq 2 ] || { echo "cut at $n: status $status"; return 1; }
 		[ "${#lines[@]}" -eq 1 ]
-		[ "$output" = "$(printf 'mt-decode: fatal: stdin is truncated at offset 0x%x (--partial decodes what is there)' "$n")" ]
+		[ "$output" = "$(printf 'mt-decode: fatal: unable to read stdin: truncated at offset 0x%x (--partial decodes what is there)' "$n")" ]
 		[ ! -e "$T/o.mt" ]
 	done
 	# the whole recording ends with FINISHED_ROUND and is accepted
@@ -213,7 +213,7 @@ sys.stdout.buffer.write(b"PERFILE2" + struct.pack("<Q", 16) +
 b[o:o + 8] = (64).to_bytes(8, "little"); sys.stdout.buffer.write(b)' "$P" "$off" > "$T/shift.data"
 	run "$BIN/mt-decode" --cpu 6/78/3 -o "$T/o.mt" "$T/shift.data"
 	[ "$status" -eq 2 ]
-	[ "$output" = "mt-decode: fatal: $T/shift.data: corrupt TIME_CONV record at offset $off" ]
+	[ "$output" = "mt-decode: fatal: unable to read $T/shift.data: corrupt TIME_CONV record at offset $off" ]
 }
 
 @test "mt-decode: exit 1 always comes with a line saying what was damaged and where (raw PT fuzz inputs)" {

@@ -104,7 +104,15 @@ static void input_failed(int ret, const char *in, const char *msg) __attribute__
 static void input_failed(int ret, const char *in, const char *msg)
 {
 	if (ret == -PTD_EINPUT) {
-		if (!strncmp(msg, "perf.data: ", 11)) /* the decoder's name for every input */
+		/* the decoder names the input itself ("NAME: ...", "NAME is ..."):
+		 * the driver's "unable to read NAME: " says it once */
+		const char *name = in && strcmp(in, "-") ? in : "stdin";
+		size_t k = strlen(name);
+		if (!strncmp(msg, name, k) && !strncmp(msg + k, ": ", 2))
+			msg += k + 2;
+		else if (!strncmp(msg, name, k) && !strncmp(msg + k, " is ", 4))
+			msg += k + 4;
+		else if (!strncmp(msg, "perf.data: ", 11))
 			msg += 11;
 		drv_input_error(MT_EXIT_USAGE, in, "%s", msg);
 	}

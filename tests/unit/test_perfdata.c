@@ -132,6 +132,10 @@ static int records(struct buf *b, int pipe)
 	p64(b, 976128930);
 	p64(b, 12345);
 	fin(b, at), n++;
+	if (pipe) { /* perf ends a piped recording with a FINISHED_ROUND */
+		at = hdr(b, PD_REC_FINISHED_ROUND, 0);
+		fin(b, at), n++;
+	}
 	return n;
 }
 
