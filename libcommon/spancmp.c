@@ -289,6 +289,11 @@ int spancmp_run(struct spanset *truth, struct spanset *actual, const struct span
 		if (w) {
 			if (x.end < w->begin || x.begin > w->end)
 				continue;
+			/* ended by the instant tracing began (its return is not a
+			 * traced branch, e.g. a window opening just after it):
+			 * nothing of it is in the window */
+			if (x.begin < w->begin && x.end == w->begin)
+				continue;
 			if (x.begin < w->begin) {
 				x.begin = w->begin;
 				x.cflags |= SC_BEFORE;
