@@ -85,7 +85,17 @@ int spanset_add_window(struct spanset *s, uint32_t tid, uint64_t begin, uint64_t
 	}
 	if (mt_grow((void **)&s->win, &s->capwin, s->nwin + 1, sizeof *s->win))
 		return -ENOMEM;
-	s->win[s->nwin++] = (struct sc_win){tid, begin, end < begin ? begin : end};
+	s->win[s->nwin++] = (struct sc_win){tid, begin, end < begin ? begin : end, UINT64_MAX};
+	return 0;
+}
+
+int spanset_note_move(struct spanset *s, uint32_t tid, uint64_t time)
+{
+	if (spanset_add_window(s, tid, time, time))
+		return -ENOMEM;
+	struct sc_win *w = find_win(s, tid);
+	if (time < w->first_move)
+		w->first_move = time;
 	return 0;
 }
 
@@ -289,10 +299,11 @@ int spancmp_run(struct spanset *truth, struct spanset *actual, const struct span
 		if (w) {
 			if (x.end < w->begin || x.begin > w->end)
 				continue;
-			/* ended by the instant tracing began (its return is not a
-			 * traced branch, e.g. a window opening just after it):
-			 * nothing of it is in the window */
-			if (x.begin < w->begin && x.end == w->begin)
+			/* ended by the instant tracing began, its return not a
+			 * traced branch (the window's only branch at that instant
+			 * is its trace-start): nothing of it is in the window */
+			if (x.begin < w->begin && x.end == w->begin && w->first_move != UINT64_MAX &&
+			    w->first_move > w->begin)
 				continue;
 			if (x.begin < w->begin) {
 				x.begin = w->begin;

@@ -45,6 +45,9 @@ struct sc_span {
 struct sc_win {
 	uint32_t tid;
 	uint64_t begin, end;
+	/* the first time a branch other than a trace-start moved the thread
+	 * (spanset_note_move; begin when never noted) */
+	uint64_t first_move;
 };
 
 struct spanset {
@@ -53,6 +56,9 @@ struct spanset {
 	struct sc_win *win;
 	size_t nwin, capwin;
 };
+
+/* Note that thread @tid took a branch (not a trace-start) at @time. */
+int spanset_note_move(struct spanset *s, uint32_t tid, uint64_t time);
 
 struct spancmp_opts {
 	uint64_t tol;

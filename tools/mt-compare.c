@@ -138,7 +138,9 @@ static void load_windows(const char *path, struct spanset *s)
 	int e;
 	while ((e = mtev_read(r, &rec)) > 0)
 		if (rec.kind == MTEV_BRANCH &&
-		    spanset_add_window(s, rec.br.tid, rec.br.time, rec.br.time))
+		    (rec.br.type == MTEV_BR_TRACE_START
+			     ? spanset_add_window(s, rec.br.tid, rec.br.time, rec.br.time)
+			     : spanset_note_move(s, rec.br.tid, rec.br.time)))
 			mt_fatal(MT_EXIT_SYS, "out of memory");
 	if (e < 0)
 		read_failed(path, r, e);
