@@ -1360,6 +1360,12 @@ static int close_seg(segmenter *s, struct thr *t)
 	if (f && f->kind == FK_UNTRACED) { /* tracing never resumed */
 		f->kind = FK_DELETED;
 		t->nstk--;
+	} else if (f && f->stub && f->begin == t->last_time) {
+		/* entered a PLT stub at the segment's last instant and its jump
+		 * out was lost: the target is unknown, and stubs are never
+		 * shown (docs/exactness.md) */
+		f->kind = FK_DELETED;
+		t->nstk--;
 	}
 	uint64_t end = t->last_time;
 	for (size_t i = 0; i < t->nstk; i++) {
