@@ -831,12 +831,9 @@ static const struct elf_sym *sym_at(const struct elfinfo *ei, uint64_t addr)
 	return lo < ei->nsyms && ei->syms[lo].addr == addr ? &ei->syms[lo] : NULL;
 }
 
-const struct elf_sym *elfinfo_find(const struct elfinfo *ei, const char *name)
+/* The first alias named @name or after it (aliases are sorted by name). */
+static size_t alias_first(const struct elfinfo *ei, const char *name)
 {
-	for (size_t i = 0; i < ei->nsyms; i++)
-		if (!strcmp(ei->syms[i].name, name))
-			return &ei->syms[i];
-	/* another name of a function: the function's own symbol */
 	size_t lo = 0, hi = ei->naliases;
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
@@ -845,6 +842,16 @@ const struct elf_sym *elfinfo_find(const struct elfinfo *ei, const char *name)
 		else
 			hi = mid;
 	}
+	return lo;
+}
+
+const struct elf_sym *elfinfo_find(const struct elfinfo *ei, const char *name)
+{
+	for (size_t i = 0; i < ei->nsyms; i++)
+		if (!strcmp(ei->syms[i].name, name))
+			return &ei->syms[i];
+	/* another name of a function: the function's own symbol */
+	size_t lo = alias_first(ei, name);
 	if (lo < ei->naliases && !strcmp(ei->aliases[lo].name, name))
 		return sym_at(ei, ei->aliases[lo].addr);
 	return NULL;
@@ -855,14 +862,7 @@ const struct elf_sym *elfinfo_named_at(const struct elfinfo *ei, uint64_t addr, 
 	const struct elf_sym *s = sym_at(ei, addr);
 	if (!s || !strcmp(s->name, name))
 		return s;
-	size_t lo = 0, hi = ei->naliases;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (strcmp(ei->aliases[mid].name, name) < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = alias_first(ei, name);
 	for (; lo < ei->naliases && !strcmp(ei->aliases[lo].name, name); lo++)
 		if (ei->aliases[lo].addr == addr)
 			return s;

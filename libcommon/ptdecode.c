@@ -3088,7 +3088,6 @@ static int read_perf(struct ptd *d, int fd)
 				 * the first entry that cannot be a user return
 				 * address (0, or in the upper half: kernel space). */
 				int user = 1, user_seen = 0, walk_end = 0, kernel = 0;
-				size_t nuser = 0;
 				for (k = 0; k < sm.nr_ips; k++) {
 					uint64_t ip = sm.ips[k];
 					if (ip >= PD_CONTEXT_MAX) {
@@ -3111,12 +3110,7 @@ static int read_perf(struct ptd *d, int fd)
 						continue;
 					}
 					d->ips[d->nips + n++] = ip;
-					nuser++;
 				}
-				/* kernel frames only go under a user frame: a
-				 * kernel-only chain says nothing of the user stack */
-				if (nuser == 0 && !sm.nr_lbr)
-					n = 0;
 				if (sm.nr_lbr && (ev.attr->branch_sample_type & (1u << 11))) {
 					/* lbr call stack: the user part is ip then the
 					 * call sites, innermost first */

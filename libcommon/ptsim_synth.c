@@ -607,6 +607,23 @@ static void pop_frame(struct synth *s, struct sth *t, uint32_t eslot, uint32_t e
 	t->nst--;
 }
 
+/* A tail call (or a jump into a PLT stub, @stub): the top frame ends and a
+ * frame of @func takes its place, at the same depth and return slot. */
+static void tail_call(struct synth *s, struct sth *t, uint64_t func, uint64_t callsite, int stub)
+{
+	struct frame old = t->st[t->nst - 1];
+	pop_frame(s, t, t->cur_slot, 0);
+	struct frame *f = push_frame(s, t);
+	if (f) {
+		f->func = func;
+		f->callsite = callsite;
+		f->slotaddr = old.slotaddr;
+		f->bslot = t->cur_slot;
+		f->depth = old.depth;
+		f->stub = (uint8_t)stub;
+	}
+}
+
 static int32_t top_depth(struct sth *t)
 {
 	return t->nst ? t->st[t->nst - 1].depth : -1;
@@ -859,31 +876,12 @@ static void do_insn(struct synth *s, struct sth *t, const struct ptsim_ev *e, ui
 				}
 			} else if (tc && tc->stub && !c->stub) {
 				/* A jump into a stub: a tail call to its target. */
-				struct frame old = *cf;
-				pop_frame(s, t, t->cur_slot, 0);
-				struct frame *f = push_frame(s, t);
-				if (f) {
-					f->func = next;
-					f->callsite = e->ip;
-					f->slotaddr = old.slotaddr;
-					f->bslot = t->cur_slot;
-					f->depth = old.depth;
-					f->stub = 1;
-				}
+				tail_call(s, t, next, e->ip, 1);
 			} else if (tc && tc->func == next && c->func != next && !tc->cold) {
 				/* (a .cold part is its function's code, reached by a
 				 * jump from it or by the unwinder: never a call) */
 				/* A tail call: the frame now runs another function. */
-				struct frame old = t->st[t->nst - 1];
-				pop_frame(s, t, t->cur_slot, 0);
-				struct frame *f = push_frame(s, t);
-				if (f) {
-					f->func = next;
-					f->callsite = e->ip;
-					f->slotaddr = old.slotaddr;
-					f->bslot = t->cur_slot;
-					f->depth = old.depth;
-				}
+				tail_call(s, t, next, e->ip, 0);
 			}
 		}
 	}
