@@ -33,6 +33,7 @@ struct cls {
 
 struct frame {
 	uint64_t func, callsite, slotaddr;
+	uint64_t ret; /* the return address in its slot, 0 unknown (the call chain) */
 	uint32_t bslot;
 	int64_t bseq;
 	int32_t depth;
@@ -618,6 +619,7 @@ static void tail_call(struct synth *s, struct sth *t, uint64_t func, uint64_t ca
 		f->func = func;
 		f->callsite = callsite;
 		f->slotaddr = old.slotaddr;
+		f->ret = old.ret;
 		f->bslot = t->cur_slot;
 		f->depth = old.depth;
 		f->stub = (uint8_t)stub;
@@ -840,6 +842,7 @@ static void do_insn(struct synth *s, struct sth *t, const struct ptsim_ev *e, ui
 			f->func = next;
 			f->callsite = e->ip;
 			f->slotaddr = e->sp;
+			f->ret = fall;
 			f->bslot = t->cur_slot;
 			f->stub = tc && tc->stub;
 		}
@@ -895,6 +898,28 @@ static void do_insn(struct synth *s, struct sth *t, const struct ptsim_ev *e, ui
 		maybe_psb(s, t, next);
 }
 
+/* The call chain at the thread's end, as an unwinder stopped there sees it:
+ * the next ip, then the return address of each frame from the top down, up to
+ * the first frame whose return address the truth does not know (the root, a
+ * frame a return discovered, a signal handler). */
+static void end_chain(struct synth *s, struct sth *t, struct ptsim_tstream *ts)
+{
+	if (!t->nst || !t->have_slot)
+		return;
+	uint64_t *c = malloc((t->nst + 1) * sizeof *c);
+	if (!c) {
+		s->oom = 1;
+		return;
+	}
+	size_t n = 0;
+	c[n++] = t->next_ip;
+	for (size_t k = t->nst; k-- > 1 && t->st[k].ret;)
+		c[n++] = t->st[k].ret;
+	ts->chain = c;
+	ts->nchain = (uint32_t)n;
+	ts->chain_slot = t->cur_slot;
+}
+
 static void do_end(struct synth *s, struct sth *t, const struct ptsim_ev *e)
 {
 	(void)e;
@@ -919,6 +944,7 @@ static void do_end(struct synth *s, struct sth *t, const struct ptsim_ev *e)
 	}
 	struct ptsim_tstream *ts = &s->res->ts[t->ts];
 	ts->end_time = ptsim_tsc_to_perf(PTSIM_TSC0 + s->clock);
+	end_chain(s, t, ts);
 	if (t->sys_open) {
 		add_span(s, t, &t->sys, t->cur_slot, MTEV_SPAN_OPEN_AT_END);
 		t->sys_open = 0;
@@ -1157,6 +1183,7 @@ void ptsim_result_fini(struct ptsim_result *res)
 	for (size_t i = 0; i < res->nts; i++) {
 		free(res->ts[i].pt);
 		free(res->ts[i].aux);
+		free(res->ts[i].chain);
 	}
 	free(res->ts);
 	free(res->br);
