@@ -1317,6 +1317,12 @@ static int chain_outer(segmenter *s, struct thr *t)
 		n--;
 	uint64_t *out = stack + n;
 	int k = -1;
+	if (n && (t->fr[idx[0]].flags & MTEV_SPAN_SAMPLED)) {
+		/* a sampling recording: its samples carry their own stacks */
+		t->nchain = 0;
+		s->st.chains_sampled++;
+		return 0;
+	}
 	if (n) {
 		for (size_t d = 0; d < n; d++)
 			stack[d] = t->fr[idx[d]].func;
