@@ -66,6 +66,11 @@ wrong() { sed -n 's/.* wrong=\([0-9]*\) .*/\1/p' "$1" | tail -1; }
 		spans "$d" decode none "$T/out0.mt"
 		"$BIN/mt-compare" -b "$d/truth.mt" --absolute-depth "$d/truth-spans.mt" "$T/out0.mt" > "$T/cmp0.txt" || true
 		before=$((before + $(wrong "$T/cmp0.txt")))
+		# mt-compare's default (outer frames no trace sees set aside)
+		# sets the chain's frames aside too: the same score either way
+		a=$("$BIN/mt-compare" -b "$d/truth.mt" "$d/truth-spans.mt" "$T/out.mt" | tail -1)
+		b=$("$BIN/mt-compare" -b "$d/truth.mt" "$d/truth-spans.mt" "$T/out0.mt" | tail -1)
+		[ "$a" = "$b" ] || { echo "$p: default score with the chain: $a; without: $b"; return 1; }
 		n=$((n + 1))
 	done
 	echo "programs $n, outer frames added $added, wrong spans without the chain $before"
