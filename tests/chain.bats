@@ -94,13 +94,13 @@ wrong() { sed -n 's/.* wrong=\([0-9]*\) .*/\1/p' "$1" | tail -1; }
 	! diff -q "$T/h.txt" "$T/bad.txt" >/dev/null
 	"$BIN/mt-undump" "$T/bad.txt" > "$T/bad.mt"
 	spans "$d" decode "$T/bad.mt" "$T/bad.out.mt"
-	grep -q ' chains=1 chains_joined=0 chains_unjoined=1 chain_frames=0 ' "$T/seg.err"
+	grep -q ' chains=1 chains_joined=0 chains_unjoined=1 chains_sampled=0 chain_frames=0 ' "$T/seg.err"
 	[ "$(grep -c 'could not be joined' "$T/seg.err")" -eq 1 ]
 	# nothing added: the same spans as without a chain
 	cmp <("$BIN/mt-dump" -k span "$T/plain.seg.mt") <("$BIN/mt-dump" -k span "$T/seg.mt")
 	# and the intact chain does add frames to that run
 	spans "$d" decode "$d/hits.mt" "$T/good.mt"
-	grep -q ' chains_joined=1 chains_unjoined=0 chain_frames=[1-9]' "$T/seg.err"
+	grep -q ' chains_joined=1 chains_unjoined=0 chains_sampled=0 chain_frames=[1-9]' "$T/seg.err"
 }
 
 @test "the chain sample's flags survive mt-dump | mt-undump, and a reader without them sees a plain sample" {
