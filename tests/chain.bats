@@ -109,3 +109,34 @@ wrong() { sed -n 's/.* wrong=\([0-9]*\) .*/\1/p' "$1" | tail -1; }
 	[ "$(grep -c '^sample .* flags=1$' "$T/h.txt")" -ge 2 ]
 	"$BIN/mt-undump" "$T/h.txt" | cmp - "$d/hits.mt"
 }
+
+# A trigger inside the window (in PT mode the thread runs on after the
+# breakpoint until the snapshot): the chain joins the stack live at its time.
+# The chain is made from the truth's call tree at a time mid-window (the top
+# frame's entry, then each frame's call site + 1: a return address minus 1
+# lies in the caller, which is all the join looks at).
+@test "a chain from the middle of the window joins the stack live then: 0 wrong spans with --absolute-depth" {
+	d="$C/window/fnptr"
+	b=$("$BIN/mt-dump" -k branch "$d/truth.mt" | sed -n 's/.* time=\([0-9]*\) .*/\1/p' | sort -n | uniq |
+		awk '{ a[NR] = $1 } END { print a[int(NR / 2) + 1] }')
+	t=$((b - 1)) # after every event of the previous instant
+	last=$("$BIN/mt-dump" -k branch "$d/truth.mt" | sed -n 's/.* time=\([0-9]*\) .*/\1/p' | sort -n | tail -1)
+	[ "$t" -lt "$last" ]
+	pid=$("$BIN/mt-dump" -k process "$d/truth.mt" | sed -n 's/^process pid=\([0-9]*\) .*/\1/p')
+	set -- $("$BIN/mt-dump" -k span "$d/truth-spans.mt" | awk -v t=$t -v pid=$pid '
+	function v(k,  i, a) { for (i = 2; i <= NF; i++) { split($i, a, "="); if (a[1] == k) return a[2] } }
+	v("tid") == pid && v("begin") <= t && t < v("end") && v("func") != "0x0" {
+		dep = v("depth"); f[dep] = v("func"); cs[dep] = v("callsite"); if (dep > top) top = dep }
+	END { print f[top]; for (k = top; k >= 1; k--) print cs[k] }')
+	[ $# -ge 4 ]
+	s=$1
+	shift
+	for c in "$@"; do s="$s,$(printf '0x%x' $((c + 1)))"; done
+	echo "sample pid=$pid tid=$pid time=$t ips=$s flags=1" > "$T/mid.txt"
+	cat "$T/mid.txt"
+	"$BIN/mt-undump" "$T/mid.txt" > "$T/mid.mt"
+	spans "$d" decode "$T/mid.mt" "$T/out.mt"
+	grep -q ' chains_joined=1 chains_unjoined=0 chains_sampled=0 chain_frames=[1-9]' "$T/seg.err"
+	"$BIN/mt-compare" -b "$d/truth.mt" --absolute-depth --max-wrong 0 --min-recall 1 \
+		"$d/truth-spans.mt" "$T/out.mt"
+}
