@@ -82,19 +82,5 @@ int ptd_list_records(int fd_in, FILE *out, struct ptd_options *opts);
 /* Parses "FILE[:OFFSET[:SIZE]]@VADDR" (numbers in C syntax). 0 or -1. */
 int ptd_parse_image_spec(const char *arg, struct ptd_image_spec *spec);
 
-/* ---- exposed for unit tests ---- */
-enum ptd_brclass {
-	PTD_BR_NONE = 0, /* not a branch (or not decodable) */
-	PTD_BR_JCC,	 /* jcc, loop*, jrcxz */
-	PTD_BR_JMP,	 /* near jmp, direct or indirect */
-	PTD_BR_CALL,	 /* near call, direct or indirect */
-	PTD_BR_RET,	 /* near ret */
-	PTD_BR_SYSCALL,	 /* syscall, sysenter, int n, int3, into, int1, far call */
-	PTD_BR_SYSRET,	 /* sysret, sysexit, iret, far ret */
-	PTD_BR_FARJMP,	 /* far jmp */
-};
-/* Classifies the instruction in @b (@n bytes) in @bits (16, 32, 64) mode;
- * sets *size for branches (0 when unknown). */
-enum ptd_brclass ptd_classify(const uint8_t *b, size_t n, int bits, uint8_t *size);
 
 #endif
