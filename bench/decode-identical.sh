@@ -26,7 +26,10 @@ FIX=/work/shared/fixtures/intel_pt-skylake-4.14
 REC=$ROOT/build/programs/recursion
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-mkdir -p "$T/a" "$T/b"
+mkdir -p "$T/a" "$T/b" "$T/old" "$T/new"
+# the same name for both: messages start with it
+cp "$OLD" "$T/old/mt-decode" && cp "$NEW" "$T/new/mt-decode" || exit 111
+OLD=$T/old/mt-decode NEW=$T/new/mt-decode
 n=0 same=0 diff=0
 
 # one INPUT-MODE ARGS...: runs both binaries in their own directory with

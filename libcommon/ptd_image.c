@@ -171,7 +171,6 @@ static void image_add(struct ptd *d, uint32_t pid, const struct sb *s)
 	me.start = s->mmap.addr;
 	me.end = s->mmap.addr + s->mmap.len;
 	me.path = strpool_intern(&d->strs, path);
-	me.missing = 1;
 	if (!strncmp(path, "//anon", 6) || !strcmp(path, "[heap]") || !strcmp(path, "[stack]"))
 		return;
 	file = find_image(d, path, bid, bidlen, &why);
@@ -179,8 +178,6 @@ static void image_add(struct ptd *d, uint32_t pid, const struct sb *s)
 		isid = pt_iscache_add_file(d->isc, file, s->mmap.pgoff, s->mmap.len, s->mmap.addr);
 		sec_note(d, file, s->mmap.pgoff, s->mmap.len, s->mmap.addr, isid);
 		if (isid < 0) {
-			char hex[41];
-			buildid_hex(hex, bid, bidlen);
 			ptd_warn(d, "cannot load image %s for %s: %s", file, path,
 				 pt_errstr(pt_errcode(isid)));
 		}
@@ -203,7 +200,6 @@ static void image_add(struct ptd *d, uint32_t pid, const struct sb *s)
 				 why);
 		}
 	}
-	me.missing = isid < 0;
 	if (pid == UINT32_MAX) {
 		map_note(&d->kmaps, &d->nkmaps, &d->kmapcap, &me);
 		for (i = 0; i < d->nproc; i++) {

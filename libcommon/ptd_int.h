@@ -48,7 +48,7 @@ struct sb {
 			int exec;
 		} comm;
 		struct {
-			uint32_t ppid, ptid;
+			uint32_t ppid;
 		} fork;
 		struct {
 			uint32_t nips;
@@ -98,7 +98,6 @@ struct thr {
 struct mapent {
 	uint64_t start, end;
 	const char *path;
-	int missing;
 };
 
 struct proc {
@@ -282,7 +281,6 @@ struct ptd {
 	/* sb_to_rec's records, for the merge to write */
 	struct mtev_rec *sbout;
 	size_t nsbout, sboutcap;
-	char msg[1024];
 	unsigned nkmissing; /* kernel images not found */
 	const char *kmissing_first;
 };

@@ -162,7 +162,7 @@ int merge(struct ptd *d)
 		if (t1 > 0 && emit_upto(d, t1 == UINT64_MAX ? t1 : t1 - 1) < 0)
 			return d->err;
 		/* a full batch must go out even at equal times */
-		if (run->nready >= 256 && emit_upto(d, run->time) < 0)
+		if (run->nready >= PTD_BATCH && emit_upto(d, run->time) < 0)
 			return d->err;
 	}
 	for (i = 0; i < d->nq; i++)

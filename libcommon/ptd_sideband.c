@@ -18,7 +18,7 @@ static void smap_apply(struct ptd *d, const struct sb *s)
 	if (s->pid == UINT32_MAX)
 		return;
 	if (s->kind == SB_MMAP && (s->mmap.prot & PROT_X) && (p = proc_get(d, s->pid))) {
-		struct mapent me = {s->mmap.addr, s->mmap.addr + s->mmap.len, NULL, 0};
+		struct mapent me = {s->mmap.addr, s->mmap.addr + s->mmap.len, NULL};
 		map_note(&p->maps, &p->nmaps, &p->mapcap, &me);
 	} else if (s->kind == SB_COMM && s->comm.exec && (p = proc_get(d, s->pid))) {
 		p->nmaps = 0;
@@ -257,7 +257,6 @@ static int sb_recs(struct ptd *d, const struct sb *s, struct mtev_rec *r, struct
 			t->thread.tid = s->tid;
 			t->thread.time = s->time;
 			t->thread.name = mtev_cstr(s->comm.name);
-			(void)th;
 			n++;
 		}
 		return n;

@@ -639,6 +639,92 @@ static inline int q_fast_ok(const struct ptd *d, const struct ptq *q)
 
 enum { QF_EXIT, QF_CHECKS };
 
+enum { QF_GENERAL = -2, QF_NOT_TAKEN = -1 };
+
+/* q_fast's resolve() for the common pending branches (most are jcc, then
+ * calls and returns): the MTEV type of the branch that went to @next,
+ * QF_NOT_TAKEN for a jcc that fell through (p->valid cleared), QF_GENERAL
+ * for the classes resolve() handles. */
+static inline __attribute__((always_inline)) int fast_br_type(struct ptd *d, struct pend *p,
+							      uint64_t next)
+{
+	switch (p->cls) {
+	case X86BR_JCC:
+		if (!p->size) {
+			uint64_t delta = next - p->from;
+			if (delta >= 2 && delta <= 15)
+				classify_ip(d, p->from, p->isid, p->mode, &p->size);
+		}
+		if (p->size && next == p->from + p->size) {
+			p->valid = 0;
+			return QF_NOT_TAKEN;
+		}
+		return MTEV_BR_JCC;
+	case X86BR_CALL:
+		return MTEV_BR_CALL;
+	case X86BR_RET:
+		return MTEV_BR_RETURN;
+	case X86BR_JMP:
+	case X86BR_FARJMP:
+		return MTEV_BR_JUMP;
+	default:
+		return QF_GENERAL;
+	}
+}
+
+/* classify_at() with libipt's class first, inline. */
+static inline __attribute__((always_inline)) enum x86br fast_classify(struct ptd *d,
+								      const struct pt_block *b,
+								      uint8_t *size)
+{
+	*size = 0;
+	switch (b->iclass) {
+	case ptic_call:
+		return X86BR_CALL;
+	case ptic_return:
+		return X86BR_RET;
+	case ptic_jump:
+		return X86BR_JMP;
+	case ptic_cond_jump:
+		if (!b->truncated)
+			return X86BR_JCC;
+		/* fallthrough */
+	default:
+		return classify_at(d, b, size);
+	}
+}
+
+/* q_fast keeps its bookkeeping in locals (of these names); these write it
+ * back: the thread's part, and all of it. */
+#define QF_FLUSH_THREAD()                                                                          \
+	do {                                                                                       \
+		if (nbr) {                                                                         \
+			th->last_time = br_time;                                                   \
+			th->has_rec = 1;                                                           \
+			th->lastq = (int)(q - d->q);                                               \
+			d->st->branches += nbr;                                                    \
+			nbr = 0;                                                                   \
+		}                                                                                  \
+		if (touched) {                                                                     \
+			th->state = TS_ON;                                                         \
+			th->last_ip = last_ip;                                                     \
+			touched = 0;                                                               \
+		}                                                                                  \
+	} while (0)
+#define QF_FLUSH()                                                                                 \
+	do {                                                                                       \
+		QF_FLUSH_THREAD();                                                                 \
+		q->time = now;                                                                     \
+		q->last_tsc = last_tsc;                                                            \
+		q->lost_timing = lost;                                                             \
+		q->nblocks = nblocks;                                                              \
+		q->ninsns = ninsns;                                                                \
+		q->spin_off = spin_off;                                                            \
+		q->spin_insns = spin_insns;                                                        \
+		q->spin_mark = spin_mark;                                                          \
+	} while (0)
+
+
 /* The hot loop in the steady state (q_fast_ok): the same as pt_blk_next +
  * handle_block + the checks of q_step's loop, with the per-block and
  * per-branch bookkeeping (time, counters, the thread's last ip and last
@@ -670,34 +756,6 @@ static int q_fast(struct ptd *d, struct ptq *q, uint64_t limit, struct pt_block 
 			sw_next = cl->v[q->swi + 1].time;
 	}
 
-#define QF_FLUSH_THREAD()                                                                          \
-	do {                                                                                       \
-		if (nbr) {                                                                         \
-			th->last_time = br_time;                                                   \
-			th->has_rec = 1;                                                           \
-			th->lastq = (int)(q - d->q);                                               \
-			d->st->branches += nbr;                                                    \
-			nbr = 0;                                                                   \
-		}                                                                                  \
-		if (touched) {                                                                     \
-			th->state = TS_ON;                                                         \
-			th->last_ip = last_ip;                                                     \
-			touched = 0;                                                               \
-		}                                                                                  \
-	} while (0)
-#define QF_FLUSH()                                                                                 \
-	do {                                                                                       \
-		QF_FLUSH_THREAD();                                                                 \
-		q->time = now;                                                                     \
-		q->last_tsc = last_tsc;                                                            \
-		q->lost_timing = lost;                                                             \
-		q->nblocks = nblocks;                                                              \
-		q->ninsns = ninsns;                                                                \
-		q->spin_off = spin_off;                                                            \
-		q->spin_insns = spin_insns;                                                        \
-		q->spin_mark = spin_mark;                                                          \
-	} while (0)
-
 	for (;;) {
 		uint64_t off, tsc;
 		uint32_t lm, lc;
@@ -711,51 +769,30 @@ static int q_fast(struct ptd *d, struct ptq *q, uint64_t limit, struct pt_block 
 		if (p->valid) {
 			/* resolve(): the instruction after the pending branch
 			 * is at b->ip */
-			uint64_t next = b->ip;
-			unsigned type;
-			struct mtev_rec *r;
-			/* most pending branches are jcc, then calls and returns */
-			if (p->cls == X86BR_JCC) {
-				if (!p->size) {
-					uint64_t delta = next - p->from;
-					if (delta >= 2 && delta <= 15)
-						classify_ip(d, p->from, p->isid, p->mode, &p->size);
-				}
-				if (p->size && next == p->from + p->size) {
-					p->valid = 0;
-					goto resolved;
-				}
-				type = MTEV_BR_JCC;
-			} else if (p->cls == X86BR_CALL) {
-				type = MTEV_BR_CALL;
-			} else if (p->cls == X86BR_RET) {
-				type = MTEV_BR_RETURN;
-			} else if (p->cls == X86BR_JMP || p->cls == X86BR_FARJMP) {
-				type = MTEV_BR_JUMP;
-			} else {
+			int type = fast_br_type(d, p, b->ip);
+			if (type == QF_GENERAL) {
 				/* far transfers: the general path (which
 				 * writes the thread's last record itself) */
 				QF_FLUSH_THREAD();
-				resolve(d, q, next);
+				resolve(d, q, b->ip);
 				full |= d->err != 0;
-				goto resolved;
-			}
-			p->valid = 0;
-			r = q_push(d, q);
-			if (r) {
-				r->kind = MTEV_BRANCH;
-				r->br.tid = tid;
-				r->br.time = p->time;
-				r->br.type = type;
-				r->br.from = p->from;
-				r->br.to = next;
-				br_time = p->time;
-				nbr++;
-			} else {
-				full = 1; /* out of memory: d->err is set */
+			} else if (type != QF_NOT_TAKEN) {
+				struct mtev_rec *r = q_push(d, q);
+				p->valid = 0;
+				if (r) {
+					r->kind = MTEV_BRANCH;
+					r->br.tid = tid;
+					r->br.time = p->time;
+					r->br.type = (unsigned)type;
+					r->br.from = p->from;
+					r->br.to = b->ip;
+					br_time = p->time;
+					nbr++;
+				} else {
+					full = 1; /* out of memory: d->err is set */
+				}
 			}
 		}
-	resolved:
 		if (b->ninsn) {
 			nblocks++;
 			ninsns += b->ninsn;
@@ -778,30 +815,7 @@ static int q_fast(struct ptd *d, struct ptq *q, uint64_t limit, struct pt_block 
 			}
 			last_ip = b->end_ip;
 			touched = 1;
-			switch (b->iclass) { /* classify_at() */
-			case ptic_call:
-				cls = X86BR_CALL;
-				size = 0;
-				break;
-			case ptic_return:
-				cls = X86BR_RET;
-				size = 0;
-				break;
-			case ptic_jump:
-				cls = X86BR_JMP;
-				size = 0;
-				break;
-			case ptic_cond_jump:
-				if (!b->truncated) {
-					cls = X86BR_JCC;
-					size = 0;
-					break;
-				}
-				/* fallthrough */
-			default:
-				cls = classify_at(d, b, &size);
-				break;
-			}
+			cls = fast_classify(d, b, &size);
 			if (cls != X86BR_NONE) {
 				p->valid = 1;
 				p->cls = (uint8_t)cls;
@@ -821,7 +835,7 @@ static int q_fast(struct ptd *d, struct ptq *q, uint64_t limit, struct pt_block 
 				while (q->psbi < q->npsbs && off > q->psbs[q->psbi])
 					q->psbi++;
 				q_commit(q);
-				full |= q->nready >= 256;
+				full |= q->nready >= PTD_BATCH;
 			}
 			if (q_spin_check(off, ninsns, &spin_off, &spin_mark, &spin_insns)) {
 				QF_FLUSH();
@@ -840,18 +854,157 @@ out:
 #undef QF_FLUSH_THREAD
 }
 
-/* Runs the queue until it has output or is done. */
-/* Runs the queue until it has a batch of output, its time passes @limit,
- * or it is done. */
 static int q_open_seg(struct ptd *d, struct ptq *q);
 
-static void q_step(struct ptd *d, struct ptq *q, uint64_t limit)
+/* Q_SYNC: to the next PSB of the segment; at its end, to the next segment
+ * (a gap where data was lost, trace-ends at a snapshot's end). */
+static void q_sync(struct ptd *d, struct ptq *q)
+{
+	int st;
+
+	st = pt_blk_sync_forward(q->dec);
+	if (st < 0 && st != -pte_eos) {
+		/* a broken PSB+: report it and look further on; the
+		 * offset check guarantees progress */
+		uint64_t off = 0;
+		pt_blk_get_offset(q->dec, &off);
+		if (!q->synced_once || off > q->last_sync_off) {
+			q->synced_once = 1;
+			q->last_sync_off = off;
+			q_error(d, q, st, 0);
+			return;
+		}
+	}
+	if (st < 0) {
+		/* end of segment */
+		q_commit(q);
+		if (q->curseg + 1 < q->nsegs && q->segs[q->curseg + 1].lost_before) {
+			/* data lost here: a gap, tracing resumes at
+			 * the next segment's first PSB */
+			const struct seg *n = &q->segs[q->curseg + 1];
+			char m[128];
+			snprintf(m, sizeof m,
+				 "trace data lost (AUX offset %" PRIu64 ")",
+				 n->lost_at);
+			if (q->th >= 0)
+				set_gap(d, q, MTEV_GAP_LOST, 0, n->begin,
+					d->thr[q->th].last_ip, m);
+			q->pend.valid = 0;
+		} else if (q->curseg + 1 < q->nsegs) {
+			/* the end of a snapshot window */
+			size_t k;
+			for (k = 0; k < d->nthr; k++)
+				if (d->thr[k].lastq == (int)(q - d->q))
+					thr_finish(d, q, &d->thr[k]);
+		}
+		pt_blk_free_decoder(q->dec);
+		q->dec = NULL;
+		q->img = NULL;
+		q->curseg++;
+		q->state = Q_SEG;
+		return;
+	}
+	q->status = st;
+	q->pend.valid = 0;
+	q->need_start = 1;
+	q->start_time = q_now(d, q);
+	{
+		/* libipt may already have looked at code while
+		 * syncing: with this time's images and thread in
+		 * place, sync again at the same PSB */
+		size_t before = d->sb_apply;
+		struct pt_image *img = q->img;
+		uint64_t soff;
+		sb_apply_until(d, q->time);
+		q_set_thread(d, q, q->start_time);
+		if ((before != d->sb_apply || img != q->img) &&
+		    pt_blk_get_sync_offset(q->dec, &soff) >= 0) {
+			st = pt_blk_sync_set(q->dec, soff);
+			if (st < 0)
+				return; /* next round: sync_forward */
+			q->status = st;
+		}
+	}
+	q->state = Q_RUN;
+}
+
+/* Blocks until an event, an error, a full batch, the time limit or
+ * sideband to apply: the fast loop where it may run, else block by block.
+ * Returns the last status; *blk: the last block. */
+static int q_blocks(struct ptd *d, struct ptq *q, uint64_t limit, struct pt_block *blk)
+{
+	int st;
+
+	for (;;) {
+		if (q_fast_ok(d, q)) {
+			if (q_fast(d, q, limit, blk, &st) == QF_EXIT)
+				return st;
+			goto checks;
+		}
+		st = pt_blk_next(q->dec, blk, sizeof *blk);
+		if (st < 0)
+			return st;
+		q->status = st;
+		handle_block(d, q, blk, 1);
+	checks:
+		if (!(q->nblocks & 15)) {
+			/* checked every 16 blocks: a commit a few blocks late
+			 * is as good */
+			uint64_t off = 0;
+			if (pt_blk_get_offset(q->dec, &off) >= 0 && q->psbi < q->npsbs &&
+			    off > q->psbs[q->psbi]) {
+				while (q->psbi < q->npsbs && off > q->psbs[q->psbi])
+					q->psbi++;
+				q_commit(q);
+			}
+			if (q_spin_check(off, q->ninsns, &q->spin_off, &q->spin_mark,
+					 &q->spin_insns)) {
+				q_spin_error(d, q, blk->end_ip);
+				return st;
+			}
+		}
+		if ((st & pts_event_pending) || q->nready >= PTD_BATCH || q->time > limit ||
+		    (d->sb_apply < d->nsb && d->sb[d->sb_apply].time <= q->time) ||
+		    q->state != Q_RUN || d->err)
+			return st;
+	}
+}
+
+/* Q_RUN: an event, or blocks; the end of the data or an error. */
+static void q_run(struct ptd *d, struct ptq *q, uint64_t limit)
 {
 	struct pt_block blk;
 	struct pt_event ev;
 	int st;
 
-	while (q->nready < 256 && q->state != Q_DONE && !d->err &&
+	if (q->status & pts_event_pending) {
+		st = pt_blk_event(q->dec, &ev, sizeof ev);
+		if (st < 0) {
+			q_error(d, q, st, q->pend.valid ? q->pend.from : 0);
+			return;
+		}
+		q->status = st;
+		handle_event(d, q, &ev);
+		return;
+	}
+	st = q_blocks(d, q, limit, &blk);
+	if (st >= 0)
+		return;
+	handle_block(d, q, &blk, 0);
+	if (st == -pte_eos) {
+		q_commit(q);
+		q->state = Q_SYNC; /* sync_forward will say eos */
+		if (q->th >= 0 && q->pend.valid)
+			q->pend.valid = 0; /* tracing ran to the end of the data */
+		return;
+	}
+	q_error(d, q, st, blk.ninsn ? blk.end_ip : blk.ip);
+}
+
+/* The libipt stepper (struct ptd_stepper). */
+static void q_step(struct ptd *d, struct ptq *q, uint64_t limit)
+{
+	while (q->nready < PTD_BATCH && q->state != Q_DONE && !d->err &&
 	       (q->time <= limit || q->state == Q_SEG)) {
 		if (d->sb_apply < d->nsb && d->sb[d->sb_apply].time <= q->time)
 			sb_apply_until(d, q->time);
@@ -867,133 +1020,10 @@ static void q_step(struct ptd *d, struct ptq *q, uint64_t limit)
 			q->state = Q_SYNC;
 			break;
 		case Q_SYNC:
-			st = pt_blk_sync_forward(q->dec);
-			if (st < 0 && st != -pte_eos) {
-				/* a broken PSB+: report it and look further on; the
-				 * offset check guarantees progress */
-				uint64_t off = 0;
-				pt_blk_get_offset(q->dec, &off);
-				if (!q->synced_once || off > q->last_sync_off) {
-					q->synced_once = 1;
-					q->last_sync_off = off;
-					q_error(d, q, st, 0);
-					break;
-				}
-			}
-			if (st < 0) {
-				/* end of segment */
-				q_commit(q);
-				if (q->curseg + 1 < q->nsegs && q->segs[q->curseg + 1].lost_before) {
-					/* data lost here: a gap, tracing resumes at
-					 * the next segment's first PSB */
-					const struct seg *n = &q->segs[q->curseg + 1];
-					char m[128];
-					snprintf(m, sizeof m,
-						 "trace data lost (AUX offset %" PRIu64 ")",
-						 n->lost_at);
-					if (q->th >= 0)
-						set_gap(d, q, MTEV_GAP_LOST, 0, n->begin,
-							d->thr[q->th].last_ip, m);
-					q->pend.valid = 0;
-				} else if (q->curseg + 1 < q->nsegs) {
-					/* the end of a snapshot window */
-					size_t k;
-					for (k = 0; k < d->nthr; k++)
-						if (d->thr[k].lastq == (int)(q - d->q))
-							thr_finish(d, q, &d->thr[k]);
-				}
-				pt_blk_free_decoder(q->dec);
-				q->dec = NULL;
-				q->img = NULL;
-				q->curseg++;
-				q->state = Q_SEG;
-				break;
-			}
-			q->status = st;
-			q->pend.valid = 0;
-			q->need_start = 1;
-			q->start_time = q_now(d, q);
-			{
-				/* libipt may already have looked at code while
-				 * syncing: with this time's images and thread in
-				 * place, sync again at the same PSB */
-				size_t before = d->sb_apply;
-				struct pt_image *img = q->img;
-				uint64_t soff;
-				sb_apply_until(d, q->time);
-				q_set_thread(d, q, q->start_time);
-				if ((before != d->sb_apply || img != q->img) &&
-				    pt_blk_get_sync_offset(q->dec, &soff) >= 0) {
-					st = pt_blk_sync_set(q->dec, soff);
-					if (st < 0)
-						break; /* next round: sync_forward */
-					q->status = st;
-				}
-			}
-			q->state = Q_RUN;
+			q_sync(d, q);
 			break;
 		case Q_RUN:
-			if (q->status & pts_event_pending) {
-				st = pt_blk_event(q->dec, &ev, sizeof ev);
-				if (st < 0) {
-					q_error(d, q, st, q->pend.valid ? q->pend.from : 0);
-					break;
-				}
-				q->status = st;
-				handle_event(d, q, &ev);
-				break;
-			}
-			/* the hot loop: blocks until an event, an error, a full
-			 * batch, the time limit or sideband to apply */
-			for (;;) {
-				if (q_fast_ok(d, q)) {
-					if (q_fast(d, q, limit, &blk, &st) == QF_EXIT)
-						break;
-					goto checks;
-				}
-				st = pt_blk_next(q->dec, &blk, sizeof blk);
-				if (st < 0)
-					break;
-				q->status = st;
-				handle_block(d, q, &blk, 1);
-			checks:
-				if (!(q->nblocks & 15)) {
-					/* checked every 16 blocks: a commit a few
-					 * blocks late is as good */
-					uint64_t off = 0;
-					if (pt_blk_get_offset(q->dec, &off) >= 0 && q->psbi < q->npsbs &&
-					    off > q->psbs[q->psbi]) {
-						while (q->psbi < q->npsbs && off > q->psbs[q->psbi])
-							q->psbi++;
-						q_commit(q);
-					}
-					if (q_spin_check(off, q->ninsns, &q->spin_off, &q->spin_mark,
-							 &q->spin_insns)) {
-						q_spin_error(d, q, blk.end_ip);
-						break;
-					}
-				}
-				if ((st & pts_event_pending) || q->nready >= 256 || q->time > limit ||
-				    (d->sb_apply < d->nsb && d->sb[d->sb_apply].time <= q->time) ||
-				    q->state != Q_RUN || d->err)
-					break;
-			}
-			if (st >= 0)
-				break;
-			if (st < 0) {
-				handle_block(d, q, &blk, 0);
-				if (st == -pte_eos) {
-					q_commit(q);
-					q->state = Q_SYNC; /* sync_forward will say eos */
-					if (q->th >= 0 && q->pend.valid) {
-						/* tracing ran to the end of the data */
-						q->pend.valid = 0;
-					}
-					break;
-				}
-				q_error(d, q, st, blk.ninsn ? blk.end_ip : blk.ip);
-				break;
-			}
+			q_run(d, q, limit);
 			break;
 		default:
 			q->state = Q_DONE;

@@ -285,7 +285,6 @@ int ptd_decode_raw(const char *pt_file, int (*open_out)(void *ctx, uint32_t flag
 			me.start = im->vaddr;
 			me.end = im->vaddr + size;
 			me.path = strpool_intern(&d.strs, im->file);
-			me.missing = 0;
 			map_note(&p->maps, &p->nmaps, &p->mapcap, &me);
 		}
 	}
