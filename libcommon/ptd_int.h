@@ -340,7 +340,6 @@ enum x86br classify_ip_slow(struct ptd *d, uint64_t ip, int32_t isid, uint8_t mo
 
 /* ---- ptd_queue.c ---- */
 struct mtev_rec *q_grow_push(struct ptd *d, struct ptq *q);
-void q_commit(struct ptq *q);
 void q_retract(struct ptd *d, struct ptq *q);
 
 /* A new record at the end of @q's ring (NULL: out of memory, d->err set). */
@@ -369,6 +368,14 @@ static inline uint64_t rec_time(const struct mtev_rec *r)
 	default:
 		return 0;
 	}
+}
+
+/* Everything decoded so far is final. */
+static inline void q_commit(struct ptq *q)
+{
+	if (q->fcount > q->nready)
+		q->ready_time = rec_time(&q->fifo[(q->fhead + q->fcount - 1) & (q->fcap - 1)]);
+	q->nready = q->fcount;
 }
 
 /* ---- ptd_step.c ---- */

@@ -27,14 +27,6 @@ struct mtev_rec *q_grow_push(struct ptd *d, struct ptq *q)
 	return r;
 }
 
-/* Everything decoded so far is final. */
-void q_commit(struct ptq *q)
-{
-	if (q->fcount > q->nready)
-		q->ready_time = rec_time(&q->fifo[(q->fhead + q->fcount - 1) & (q->fcap - 1)]);
-	q->nready = q->fcount;
-}
-
 /* The trace since the last PSB is corrupt: forget what it gave. */
 void q_retract(struct ptd *d, struct ptq *q)
 {

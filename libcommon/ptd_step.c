@@ -648,8 +648,7 @@ enum { QF_GENERAL = -2, QF_NOT_TAKEN = -1 };
 static inline __attribute__((always_inline)) int fast_br_type(struct ptd *d, struct pend *p,
 							      uint64_t next)
 {
-	switch (p->cls) {
-	case X86BR_JCC:
+	if (p->cls == X86BR_JCC) {
 		if (!p->size) {
 			uint64_t delta = next - p->from;
 			if (delta >= 2 && delta <= 15)
@@ -660,16 +659,14 @@ static inline __attribute__((always_inline)) int fast_br_type(struct ptd *d, str
 			return QF_NOT_TAKEN;
 		}
 		return MTEV_BR_JCC;
-	case X86BR_CALL:
-		return MTEV_BR_CALL;
-	case X86BR_RET:
-		return MTEV_BR_RETURN;
-	case X86BR_JMP:
-	case X86BR_FARJMP:
-		return MTEV_BR_JUMP;
-	default:
-		return QF_GENERAL;
 	}
+	if (p->cls == X86BR_CALL)
+		return MTEV_BR_CALL;
+	if (p->cls == X86BR_RET)
+		return MTEV_BR_RETURN;
+	if (p->cls == X86BR_JMP || p->cls == X86BR_FARJMP)
+		return MTEV_BR_JUMP;
+	return QF_GENERAL;
 }
 
 /* classify_at() with libipt's class first, inline. */

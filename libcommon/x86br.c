@@ -1,4 +1,4 @@
-/* x86br: the x86 branch classifier. */
+/* x86br: the x86 branch classifier (see x86br.h). */
 #include "x86br.h"
 
 static size_t modrm_len(const uint8_t *b, size_t n, size_t i, int addr16, int *ok)
@@ -43,8 +43,11 @@ static size_t modrm_len(const uint8_t *b, size_t n, size_t i, int addr16, int *o
 	return len;
 }
 
-
-enum x86br x86br_classify(const uint8_t *b, size_t n, int bits, uint8_t *size)
+/* x86br_classify, and the details x86br_decode adds: *trap for a
+ * syscall-class instruction that is a trap or a far call, *rel the offset
+ * of a relative target (0: none). */
+static enum x86br classify(const uint8_t *b, size_t n, int bits, uint8_t *size, int *trap,
+			   size_t *rel)
 {
 	size_t i = 0, sz = 0;
 	int opsz16 = bits == 16, addr16 = bits == 16, ok;
@@ -74,18 +77,22 @@ enum x86br x86br_classify(const uint8_t *b, size_t n, int bits, uint8_t *size)
 	case 0xe0 ... 0xe3:
 		cls = X86BR_JCC;
 		sz = i + 2;
+		*rel = i + 1;
 		break;
 	case 0xe8:
 		cls = X86BR_CALL;
 		sz = i + 1 + (opsz16 ? 2 : 4);
+		*rel = i + 1;
 		break;
 	case 0xe9:
 		cls = X86BR_JMP;
 		sz = i + 1 + (opsz16 ? 2 : 4);
+		*rel = i + 1;
 		break;
 	case 0xeb:
 		cls = X86BR_JMP;
 		sz = i + 2;
+		*rel = i + 1;
 		break;
 	case 0xc3:
 		cls = X86BR_RET;
@@ -109,6 +116,7 @@ enum x86br x86br_classify(const uint8_t *b, size_t n, int bits, uint8_t *size)
 	case 0xf1:
 		cls = X86BR_SYSCALL;
 		sz = i + 1;
+		*trap = 1;
 		break;
 	case 0xcd:
 		cls = X86BR_SYSCALL;
@@ -119,6 +127,7 @@ enum x86br x86br_classify(const uint8_t *b, size_t n, int bits, uint8_t *size)
 			return X86BR_NONE;
 		cls = X86BR_SYSCALL;
 		sz = i + 1 + (opsz16 ? 4 : 6);
+		*trap = 1;
 		break;
 	case 0xea:
 		if (bits == 64)
@@ -133,6 +142,7 @@ enum x86br x86br_classify(const uint8_t *b, size_t n, int bits, uint8_t *size)
 		case 0x80 ... 0x8f:
 			cls = X86BR_JCC;
 			sz = i + 2 + (opsz16 ? 2 : 4);
+			*rel = i + 2;
 			break;
 		case 0x05:
 		case 0x34:
@@ -157,7 +167,7 @@ enum x86br x86br_classify(const uint8_t *b, size_t n, int bits, uint8_t *size)
 		if (reg == 2)
 			cls = X86BR_CALL;
 		else if (reg == 3)
-			cls = X86BR_SYSCALL; /* far call */
+			cls = X86BR_SYSCALL, *trap = 1; /* far call */
 		else if (reg == 4)
 			cls = X86BR_JMP;
 		else if (reg == 5)
@@ -176,4 +186,36 @@ enum x86br x86br_classify(const uint8_t *b, size_t n, int bits, uint8_t *size)
 	if (sz <= 15)
 		*size = (uint8_t)sz;
 	return cls;
+}
+
+enum x86br x86br_classify(const uint8_t *b, size_t n, int bits, uint8_t *size)
+{
+	int trap = 0;
+	size_t rel = 0;
+	return classify(b, n, bits, size, &trap, &rel);
+}
+
+void x86br_decode(const uint8_t *b, size_t n, int bits, uint64_t ip, struct x86br_insn *in)
+{
+	int trap = 0;
+	size_t rel = 0;
+	in->cls = classify(b, n, bits, &in->size, &trap, &rel);
+	in->trap = in->cls == X86BR_SYSCALL && trap;
+	in->direct = 0;
+	in->target = 0;
+	if (rel && in->size && in->size <= n) {
+		/* the displacement is the instruction's last bytes */
+		uint64_t d = 0;
+		size_t k, len = in->size - rel;
+		for (k = len; k-- > 0;)
+			d = d << 8 | b[rel + k];
+		if (len < 8 && (d >> (8 * len - 1)) & 1)
+			d |= ~0ull << (8 * len); /* sign-extend */
+		in->direct = 1;
+		in->target = ip + in->size + d;
+		if (bits == 16)
+			in->target &= 0xffff;
+		else if (bits == 32)
+			in->target &= 0xffffffff;
+	}
 }

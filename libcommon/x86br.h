@@ -27,4 +27,15 @@ enum x86br {
  * instruction). */
 enum x86br x86br_classify(const uint8_t *b, size_t n, int bits, uint8_t *size);
 
+/* The same, with what a walk of the code needs (mt-ptsim, mt-ptgen). */
+struct x86br_insn {
+	enum x86br cls;
+	uint8_t size;	 /* as x86br_classify's */
+	uint8_t trap;	 /* X86BR_SYSCALL, but a trap or a far call (int3, into, int1,
+			  * lcall), not a system call (syscall, sysenter, int n) */
+	uint8_t direct;	 /* the target is in the instruction (rel8/16/32) */
+	uint64_t target; /* direct: where it goes, the instruction being at @ip */
+};
+void x86br_decode(const uint8_t *b, size_t n, int bits, uint64_t ip, struct x86br_insn *in);
+
 #endif

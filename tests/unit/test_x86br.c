@@ -119,8 +119,10 @@ static void sweep_binaries(csh h)
 {
 	static const char *const bins[] = {"build/programs/recursion", "bin/mt-decode",
 					   "/usr/bin/perf", "/bin/bash", "/lib/x86_64-linux-gnu/libc.so.6"};
-	size_t total = 0, nbr = 0, bad = 0, nfiles = 0;
-	cs_insn *in = cs_malloc(h);
+	size_t total = 0, nbr = 0, bad = 0, nfiles = 0, ndec = 0, baddec = 0;
+	cs_insn *in;
+	cs_option(h, CS_OPT_DETAIL, CS_OPT_ON);
+	in = cs_malloc(h);
 	for (size_t b = 0; b < sizeof bins / sizeof bins[0]; b++) {
 		FILE *fp = fopen(bins[b], "rb");
 		uint8_t *f;
@@ -169,6 +171,25 @@ static void sweep_binaries(csh h)
 					       in->op_str, me, sz_me, cs, sz_cs);
 				}
 			}
+			if (valid && cs != X86BR_NONE && cs == me) {
+				/* x86br_decode: direct target and trap, as capstone */
+				struct x86br_insn xi;
+				const cs_x86 *x = &in->detail->x86;
+				int cdirect = x->op_count == 1 && x->operands[0].type == X86_OP_IMM &&
+					      (me == X86BR_JCC || me == X86BR_JMP || me == X86BR_CALL);
+				int ctrap = in->id == X86_INS_INT3 || in->id == X86_INS_INTO ||
+					    in->id == X86_INS_INT1 || in->id == X86_INS_LCALL;
+				x86br_decode(p, n, 64, in->address, &xi);
+				ndec++;
+				if (xi.cls != me || xi.size != sz_me || xi.direct != cdirect ||
+				    (cdirect && xi.target != (uint64_t)x->operands[0].imm) ||
+				    xi.trap != ctrap) {
+					if (baddec++ < 5)
+						printf("# decode %s +0x%zx (%s %s): direct %d target 0x%llx trap %d\n",
+						       bins[b], (size_t)(p - f), in->mnemonic, in->op_str,
+						       xi.direct, (unsigned long long)xi.target, xi.trap);
+				}
+			}
 			p += in->size;
 		}
 		free(f);
@@ -177,6 +198,10 @@ static void sweep_binaries(csh h)
 	T_CHECK(nfiles >= 2 && total > 100000 && nbr > 10000,
 		"real code: %zu instructions of %zu binaries, %zu branches", total, nfiles, nbr);
 	T_CHECK(bad == 0, "classifier agrees with capstone on real code (%zu mismatches)", bad);
+	T_CHECK(ndec > 10000 && baddec == 0,
+		"x86br_decode's direct targets and traps agree with capstone on %zu branches (%zu mismatches)",
+		ndec, baddec);
+	cs_option(h, CS_OPT_DETAIL, CS_OPT_OFF);
 }
 
 int main(void)
