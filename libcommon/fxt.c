@@ -94,7 +94,7 @@ static int table_init(struct slot_table *t, unsigned max)
 static void table_fini(struct slot_table *t)
 {
 	if (t->s)
-		for (unsigned i = 0; i <= t->max; i++)
+		for (unsigned i = 0; i <= t->used; i++)
 			free(t->s[i].key);
 	free(t->s);
 	free(t->index);

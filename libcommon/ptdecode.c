@@ -428,6 +428,11 @@ enum { Q_SEG, Q_SYNC, Q_RUN, Q_DONE };
 
 /* entries of the classifier's hot table (16 bytes each, in struct ptd) */
 #define PTD_CC1 8192
+/* entries of the second-level cache, allocated per decode: log2 (the fuzz
+ * build makes it small, mk/fuzz.mk: a cache, its size changes no result) */
+#ifndef PTD_CC2_BITS
+#define PTD_CC2_BITS 16
+#endif
 
 struct ccache_ent {
 	uint64_t ip;
@@ -1433,7 +1438,9 @@ static void q_error(struct ptd *d, struct ptq *q, int err, uint64_t ip)
  * libipt for the offset after every block cost 2% of all instructions): the
  * count starts at the first check that sees the offset where it stays, so a
  * loop is caught at most 16 blocks after it passes the limit. */
+#ifndef PTD_MAX_SPIN /* the fuzz build lowers it (mk/fuzz.mk): same paths, shorter runs */
 #define PTD_MAX_SPIN (1u << 17)
+#endif
 
 /* At a check (q->nblocks a multiple of 16), the decoder at @off (0 if
  * unknown): whether the queue is spinning. */
@@ -3250,7 +3257,7 @@ static int ptd_init(struct ptd *d, struct ptd_options *opts, struct ptd_stats *s
 	d->opts = opts;
 	d->st = st;
 	d->isc = pt_iscache_alloc(NULL);
-	d->ccmask = (1u << 16) - 1;
+	d->ccmask = (1u << PTD_CC2_BITS) - 1;
 	d->cc = calloc(d->ccmask + 1, sizeof *d->cc);
 	if (!d->isc || !d->cc)
 		return ptd_fail(d, PTD_ESYS, "out of memory");
