@@ -3,7 +3,8 @@
 #
 #   make fuzz            build every target (build/fuzz/fuzz_NAME)
 #   make fuzz-smoke      run each target FUZZ_SECONDS (30) seconds, FUZZ_JOBS (2) at a time
-#   make fuzz-run T=NAME run one target FUZZ_SECONDS seconds (longer campaigns)
+#   make fuzz-run T=NAME run one target FUZZ_SECONDS seconds
+#   make fuzz-campaign T="NAME..." RUNS=N  run targets to N executions each (FUZZ_DIR)
 #
 # The corpus that grows while fuzzing is fuzz/corpus-NAME/ (git-ignored); the
 # seeds are assembled from the tests into build/fuzz/seeds-NAME/ by
@@ -30,7 +31,7 @@ FUZZ_TARGETS := $(FUZZ_SRC:fuzz/fuzz_%.c=$(FUZZ_BUILD)/fuzz_%)
 FUZZ_LIBOBJ := $(LIBSRC:%.c=$(FUZZ_BUILD)/%.o)
 FUZZ_LIB := $(FUZZ_BUILD)/libmt.a
 
-.PHONY: fuzz fuzz-run fuzz-seeds
+.PHONY: fuzz fuzz-run fuzz-seeds fuzz-campaign
 
 ifneq ($(FUZZ_RUNTIME),)
 TEST_PREREQS += fuzz fuzz-seeds
@@ -73,6 +74,13 @@ fuzz-smoke: fuzz fuzz-seeds
 
 fuzz-run: fuzz fuzz-seeds
 	$(Q)bash fuzz/smoke.sh -t $(FUZZ_SECONDS) -j 1 $(T)
+
+# A long campaign (fuzz/campaign.sh): target(s) T, RUNS executions each, one
+# after the other under nice -n 19; logs and corpora in FUZZ_DIR.
+RUNS ?= 10000000
+FUZZ_DIR ?= /work/fuzzlogs
+fuzz-campaign: fuzz fuzz-seeds
+	$(Q)bash fuzz/campaign.sh -n $(RUNS) -d $(FUZZ_DIR) $(T)
 
 
 -include $(FUZZ_LIBOBJ:.o=.d) $(FUZZ_SRC:fuzz/%.c=$(FUZZ_BUILD)/fuzz/%.d) $(FUZZ_BUILD)/fuzz/memfd.d
