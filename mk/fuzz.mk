@@ -37,7 +37,22 @@ ifneq ($(FUZZ_RUNTIME),)
 TEST_PREREQS += fuzz fuzz-seeds
 endif
 
-fuzz: $(FUZZ_TARGETS)
+# mt-cat and mt-decode built against the same sanitized library, without
+# libFuzzer (LeakSanitizer checks them at exit): tests/hostile.bats runs their
+# error paths and raw mode to catch leaks coming back.
+FUZZ_LSAN_TOOLS := $(FUZZ_BUILD)/lsan/mt-cat $(FUZZ_BUILD)/lsan/mt-decode
+
+fuzz: $(FUZZ_TARGETS) $(FUZZ_LSAN_TOOLS)
+
+$(FUZZ_BUILD)/tools/%.o: tools/%.c
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  FUZZCC  $<")
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_LIBWARN) -c -o $@ $<
+
+$(FUZZ_BUILD)/lsan/%: $(FUZZ_BUILD)/tools/%.o $(FUZZ_LIB)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  FUZZLD  $@")
+	$(Q)$(FUZZ_CC) $(FUZZ_SAN) -o $@ $^ $(LDLIBS)
 
 $(FUZZ_BUILD)/libcommon/%.o: libcommon/%.c
 	@mkdir -p $(dir $@)
@@ -83,4 +98,4 @@ fuzz-campaign: fuzz fuzz-seeds
 	$(Q)bash fuzz/campaign.sh -n $(RUNS) -d $(FUZZ_DIR) $(T)
 
 
--include $(FUZZ_LIBOBJ:.o=.d) $(FUZZ_SRC:fuzz/%.c=$(FUZZ_BUILD)/fuzz/%.d) $(FUZZ_BUILD)/fuzz/memfd.d
+-include $(FUZZ_LIBOBJ:.o=.d) $(FUZZ_LSAN_TOOLS:$(FUZZ_BUILD)/lsan/%=$(FUZZ_BUILD)/tools/%.d) $(FUZZ_SRC:fuzz/%.c=$(FUZZ_BUILD)/fuzz/%.d) $(FUZZ_BUILD)/fuzz/memfd.d
