@@ -11,9 +11,12 @@
  * The decoder must return 0 (it reports damage as gaps, never fails on bad PT),
  * and its output must be a valid MTEV stream that keeps the contract of
  * formats/mtev-semantics.md: each thread's records in time order (the header
- * says sorted), gaps with begin <= end, from/to zero exactly where the branch
- * type says so (a syscall's and an interrupt's to, a sysret's and an iret's
- * from), call/return/jump/jcc sources inside the image, a
+ * says sorted), gaps with begin <= end, a gap's end the time of the thread's
+ * next branch (unless end = begin: unknown), a gap's PT offset inside the
+ * input (or ~0), from/to zero exactly where the branch type says so (a
+ * syscall's and an interrupt's to, a sysret's and an iret's from), an
+ * interrupt with its from (the FUP), call/return/jump/jcc/syscall sources
+ * inside the image, a
  * sysret, iret or trace-start with its target (where tracing resumes), after a
  * gap or a trace-end the thread's next branch is a trace-start, a sysret only
  * right after its syscall and an iret only right after its interrupt, and
@@ -71,6 +74,7 @@ struct tstate {
 	uint32_t tid;
 	uint64_t time;
 	int seen, need_start;
+	uint64_t gapend; /* end of the gap just before, ~0: none or unknown */
 	unsigned prev; /* type of the previous branch, or ~0u (none, or a gap since) */
 };
 
@@ -83,7 +87,7 @@ static struct tstate *tget(uint32_t tid)
 		if (tst[i].tid == tid)
 			return &tst[i];
 	FUZZ_ASSERT(ntst < MAXT, "too many threads");
-	tst[ntst] = (struct tstate){.tid = tid, .need_start = 1, .prev = ~0u};
+	tst[ntst] = (struct tstate){.tid = tid, .need_start = 1, .prev = ~0u, .gapend = ~0ull};
 	return &tst[ntst++];
 }
 
@@ -92,7 +96,7 @@ static int in_image(uint64_t a)
 	return !have_image || (a >= image.vaddr && a < image.vaddr + image.size);
 }
 
-static void check_output(void)
+static void check_output(size_t in_size)
 {
 	size_t len;
 	const uint8_t *out = fuzz_out(&len);
@@ -115,6 +119,12 @@ static void check_output(void)
 			FUZZ_ASSERT(!t->need_start || ty == MTEV_BR_TRACE_START,
 				    "tid %u: a %s at %llu where a trace-start must come first", t->tid,
 				    mtev_branch_name(ty), (unsigned long long)time);
+			/* a gap's end is the time of the first good record after
+			 * it (or equal to its begin when unknown) */
+			FUZZ_ASSERT(t->gapend == ~0ull || time == t->gapend,
+				    "tid %u: a gap ends at %llu, the next branch is at %llu", t->tid,
+				    (unsigned long long)t->gapend, (unsigned long long)time);
+			t->gapend = ~0ull;
 			t->need_start = ty == MTEV_BR_TRACE_END;
 			FUZZ_ASSERT(t->prev != MTEV_BR_SYSCALL || ty == MTEV_BR_SYSRET ||
 					    ty == MTEV_BR_TRACE_END || ty == MTEV_BR_TRACE_START,
@@ -150,8 +160,9 @@ static void check_output(void)
 					    (unsigned long long)from, (unsigned long long)to);
 				break;
 			case MTEV_BR_INTERRUPT:
-				FUZZ_ASSERT(!to, "interrupt 0x%llx -> 0x%llx", (unsigned long long)from,
-					    (unsigned long long)to);
+				/* from: the next unexecuted instruction (the FUP) */
+				FUZZ_ASSERT(from && !to, "interrupt 0x%llx -> 0x%llx",
+					    (unsigned long long)from, (unsigned long long)to);
 				break;
 			case MTEV_BR_SYSRET:
 			case MTEV_BR_IRET:
@@ -174,9 +185,18 @@ static void check_output(void)
 			FUZZ_ASSERT(rec.gap.begin <= rec.gap.end, "gap ends before it begins");
 			FUZZ_ASSERT(rec.gap.reason >= 1 && rec.gap.reason < MTEV_GAP__COUNT,
 				    "gap reason %u", rec.gap.reason);
+			/* offset: where in the PT the error was found, or ~0 */
+			FUZZ_ASSERT(rec.gap.offset == ~0ull || rec.gap.offset <= in_size, "gap at PT offset %llu of %zu",
+				    (unsigned long long)rec.gap.offset, in_size);
 			t->need_start = 1;
 			t->prev = ~0u;
-			break;
+			if (t->seen && t->time > time)
+				break; /* reported below */
+			/* end: the time of the first good record after it */
+			t->seen = 1;
+			t->time = rec.gap.end;
+			t->gapend = rec.gap.end == rec.gap.begin ? ~0ull : rec.gap.end;
+			continue;
 		default:
 			continue;
 		}
@@ -221,7 +241,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_ASSERT(mtev_writer_finish(cur_w) == 0, "finish");
 	mtev_writer_free(cur_w);
 	cur_w = NULL;
-	check_output();
+	check_output(size);
 	unlink(pt_path);
 	return 0;
 }

@@ -21,17 +21,14 @@ done
 shift $((OPTIND - 1))
 [ $# -gt 0 ] || { echo "smoke.sh: no targets" >&2; exit 2; }
 B=build/fuzz
+. fuzz/flags.sh
 
 run_one() {
-	local t=$1 extra=()
-	case $t in
-	mtev | write | dwcov) extra=(-max_len=65536) ;;
-	mtev_text) extra=(-max_len=16384) ;;
-	perfdata) extra=(-max_len=1048576) ;;
-	ptdecode) extra=(-max_len=16384) ;;
-	esac
-	[ -f "fuzz/$t.dict" ] && extra+=("-dict=fuzz/$t.dict")
+	local t=$1 extra
+	mapfile -t extra < <(fuzz_flags "$t")
 	if [ "$replay" = 1 ]; then
+		# whole inputs: -max_len would cut the seeds and the kept findings
+		mapfile -t extra < <(fuzz_flags "$t" | grep -v '^-max_len=')
 		# libFuzzer takes directories: the kept findings are copied into one
 		rm -rf "$B/kept-$t" && mkdir -p "$B/kept-$t" || exit 111
 		for f in tests/corrupt/fuzz-"$t"-*; do [ -f "$f" ] && cp "$f" "$B/kept-$t/"; done
@@ -68,6 +65,8 @@ for t in "$@"; do
 	corp=$(sed -n 's/.* corp: \([0-9]*\/[0-9]*[a-zA-Z]*\).*/\1/p' <<<"$done_line")
 	if [ "$rc" -eq 0 ]; then
 		if [ "$replay" = 1 ]; then
+		# whole inputs: -max_len would cut the seeds and the kept findings
+		mapfile -t extra < <(fuzz_flags "$t" | grep -v '^-max_len=')
 			echo "fuzz_$t: ok: ${execs:-?} inputs replayed, cov ${cov:-?}"
 		else
 			echo "fuzz_$t: ok: ${execs:-?} execs in ${secs}s, cov ${cov:-?}, corpus ${corp:-?}"

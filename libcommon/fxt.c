@@ -35,9 +35,10 @@ struct slot_table {
 	int listed;	 /* the LRU list is built (the table has been full) */
 	uint64_t clock;	 /* uses so far */
 	uint64_t rec_start; /* clock when the record being built began */
-	struct slot *s;	 /* [max + 1]; s[0] is the list sentinel */
+	struct slot *s;	 /* [cap]; s[0] is the list sentinel; grows to max + 1 */
+	unsigned cap;
 	uint16_t *index; /* open addressing, linear probing: slot numbers, 0 = empty */
-	unsigned mask;
+	unsigned mask;	 /* index size - 1; the index grows to stay at most half full */
 	uint64_t evictions;
 };
 
@@ -75,16 +76,19 @@ static uint64_t hash_bytes(const void *p, size_t n)
 	return h;
 }
 
+/* The slots and the index start small and grow with the slots handed out (a
+ * trace with few names costs little); which slot a key gets does not depend
+ * on their sizes. */
+#define TABLE_CAP0 64u
+
 static int table_init(struct slot_table *t, unsigned max)
 {
 	memset(t, 0, sizeof *t);
 	t->max = max;
-	unsigned size = 1;
-	while (size < 2 * (max + 1))
-		size <<= 1;
-	t->mask = size - 1;
-	t->s = calloc(max + 1, sizeof *t->s);
-	t->index = calloc(size, sizeof *t->index);
+	t->cap = max + 1 < TABLE_CAP0 ? max + 1 : TABLE_CAP0;
+	t->mask = 2 * TABLE_CAP0 - 1;
+	t->s = calloc(t->cap, sizeof *t->s);
+	t->index = calloc(t->mask + 1, sizeof *t->index);
 	if (!t->s || !t->index)
 		return -FXT_ENOMEM;
 	t->s[0].prev = t->s[0].next = 0;
@@ -94,10 +98,38 @@ static int table_init(struct slot_table *t, unsigned max)
 static void table_fini(struct slot_table *t)
 {
 	if (t->s)
-		for (unsigned i = 0; i <= t->max; i++)
+		for (unsigned i = 0; i <= t->used; i++)
 			free(t->s[i].key);
 	free(t->s);
 	free(t->index);
+}
+
+static unsigned index_find(const struct slot_table *t, uint64_t h, const void *key, size_t len);
+
+/* Room for slot t->used + 1: the slot array and an index at most half full. */
+static int table_grow(struct slot_table *t)
+{
+	if (t->used + 1 >= t->cap) {
+		unsigned nc = t->cap * 2 > t->max + 1 ? t->max + 1 : t->cap * 2;
+		struct slot *ns = realloc(t->s, nc * sizeof *ns);
+		if (!ns)
+			return -1;
+		memset(ns + t->cap, 0, (nc - t->cap) * sizeof *ns);
+		t->s = ns;
+		t->cap = nc;
+	}
+	if (2 * (t->used + 1) > t->mask + 1) {
+		unsigned size = 2 * (t->mask + 1);
+		uint16_t *ni = calloc(size, sizeof *ni), *old = t->index;
+		if (!ni)
+			return -1;
+		t->index = ni;
+		t->mask = size - 1;
+		for (unsigned i = 1; i <= t->used; i++)
+			ni[index_find(t, t->s[i].hash, t->s[i].key, t->s[i].keylen)] = (uint16_t)i;
+		free(old);
+	}
+	return 0;
 }
 
 static void lru_unlink(struct slot_table *t, unsigned i)
@@ -202,6 +234,9 @@ static unsigned table_get(struct slot_table *t, const void *key, size_t len, int
 		return i;
 	}
 	if (t->used < t->max) {
+		if (table_grow(t) < 0)
+			return 0; /* the caller fails the writer for good */
+		pos = index_find(t, h, key, len); /* the index may have grown */
 		i = ++t->used;
 	} else {
 		if (!t->listed && lru_build(t) < 0)

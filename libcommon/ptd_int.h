@@ -177,6 +177,11 @@ enum { Q_SEG, Q_SYNC, Q_RUN, Q_DONE };
 
 /* entries of the classifier's hot table (16 bytes each, in struct ptd) */
 #define PTD_CC1 8192
+/* entries of the second-level cache, allocated per decode: log2 (the fuzz
+ * build makes it small, mk/fuzz.mk: a cache, its size changes no result) */
+#ifndef PTD_CC2_BITS
+#define PTD_CC2_BITS 16
+#endif
 
 struct ccache_ent {
 	uint64_t ip;

@@ -373,7 +373,9 @@ static void q_error(struct ptd *d, struct ptq *q, int err, uint64_t ip)
  * libipt for the offset after every block cost 2% of all instructions): the
  * count starts at the first check that sees the offset where it stays, so a
  * loop is caught at most 16 blocks after it passes the limit. */
+#ifndef PTD_MAX_SPIN /* the fuzz build lowers it (mk/fuzz.mk): same paths, shorter runs */
 #define PTD_MAX_SPIN (1u << 17)
+#endif
 
 /* At a check (q->nblocks a multiple of 16), the decoder at @off (0 if
  * unknown): whether the queue is spinning. */

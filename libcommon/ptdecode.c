@@ -46,7 +46,7 @@ static int ptd_init(struct ptd *d, struct ptd_options *opts, struct ptd_stats *s
 	d->st = st;
 	d->step = &ptd_step_libipt;
 	d->isc = pt_iscache_alloc(NULL);
-	d->ccmask = (1u << 16) - 1;
+	d->ccmask = (1u << PTD_CC2_BITS) - 1;
 	d->cc = calloc(d->ccmask + 1, sizeof *d->cc);
 	if (!d->isc || !d->cc)
 		return ptd_fail(d, PTD_ESYS, "out of memory");

@@ -371,3 +371,28 @@ sym_input() {
 	[ "$status" -eq 0 ] || { echo "status $status: $output"; return 1; }
 	[ "$("$BIN/mt-dump" -k span "$T/o.mt" | grep -c '^span .* depth=1 ')" -eq 30000 ]
 }
+
+# ---- 18. leaks (LeakSanitizer) ----
+
+@test "LeakSanitizer: mt-decode's raw mode (image specs) and mt-cat's error paths free what they allocate" {
+	L="$ROOT/build/fuzz/lsan"
+	[ -x "$L/mt-decode" ] && [ -x "$L/mt-cat" ] || skip "no clang/LSan build (make fuzz: build/fuzz/lsan/)"
+	# LeakSanitizer cannot run under ptrace (strace, gdb): it fails on any input
+	grep -q '^TracerPid:[[:space:]]*0$' /proc/self/status || skip "traced: LeakSanitizer cannot run under ptrace"
+	export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1
+	"$BIN/mt-undump" -o "$T/g.mt" "$BATS_TEST_DIRNAME/golden/mtev-all-kinds.txt"
+	head -c 200 "$T/g.mt" > "$T/cut.mt"
+	printf garbage > "$T/junk"
+	# raw mode: two image specs, a PT input that decodes
+	pt=$(ls "$ROOT"/build/fuzz/seeds-ptdecode/aux-clean.* 2>/dev/null | head -1)
+	[ -n "$pt" ] || pt="$C/fuzz-ptdecode-enabled-at-0.pt"
+	run "$L/mt-decode" --pt "$pt" --image "$ROOT/build/programs/recursion:0x1000:0x78000@0x401000" \
+		--image "$ROOT/build/programs/recursion:0x1000:0x1000@0x10000000" -o "$T/o.mt"
+	[ "$status" -le 1 ] && [[ "$output" != *LeakSanitizer* ]] || { echo "$output"; return 1; }
+	# mt-cat: a missing second input, a truncated one, garbage, an unwritable output
+	for args in "$T/g.mt /nonexistent" "$T/g.mt $T/cut.mt" "$T/g.mt $T/junk" "-o /nonexistent/dir/o.mt $T/g.mt"; do
+		run "$L/mt-cat" -o "$T/c.mt" $args
+		[ "$status" -eq 2 ] || [ "$status" -eq 111 ] || { echo "$args: status $status: $output"; return 1; }
+		[[ "$output" != *LeakSanitizer* ]] && [ "${#lines[@]}" -eq 1 ] || { echo "$args: $output"; return 1; }
+	done
+}
