@@ -19,6 +19,7 @@
 #include "io.h"
 #include "llvmsym.h"
 #include "mtev.h"
+#include "rustv0.h"
 
 #define NONE UINT32_MAX
 /* Window size: addresses are resolved once per window (one symbolizer
@@ -568,8 +569,7 @@ static const char *base_name(const char *p)
  * "$BP$" *, "$RF$" &, "$uXX$" the character XX (hex), ".." "::", and a
  * leading "_$" for "$".  Drops the hash and decodes the escapes in place
  * (the result is never longer); returns the new length.  A name without the
- * hash is not Rust's and is left alone.  (v0 names, "_R...", are demangled
- * by llvm-symbolizer itself.) */
+ * hash is not Rust's and is left alone.  (v0 names, "_R...": rustv0.h.) */
 static size_t rust_tidy(char *s, size_t n)
 {
 	if (n < 20 || memcmp(s + n - 19, "::h", 3))
@@ -632,6 +632,12 @@ static size_t rust_tidy(char *s, size_t n)
 /* ---- demangling for names that do not come from llvm-symbolizer ---- */
 static const char *demangle(struct ctx *c, const char *name)
 {
+	if (!strncmp(name, "_R", 2)) { /* Rust v0 */
+		char buf[4096];
+		long l = rustv0_demangle(name, buf, sizeof buf);
+		char *r = l < 0 ? NULL : arena_strndup(&c->ar, buf, (size_t)l);
+		return r ? r : name;
+	}
 	if (strncmp(name, "_Z", 2) != 0)
 		return name;
 	if (!c->demangle) {
