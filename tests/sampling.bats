@@ -9,7 +9,7 @@
 setup_file() {
 	P="$BATS_FILE_TMPDIR/prog"
 	mkdir -p "$P"
-	for p in deep workers spin_fifo syscalls; do
+	for p in deep workers spin_fifo syscalls forks; do
 		cc -std=gnu11 -O1 -g -fno-omit-frame-pointer -pthread -o "$P/$p" \
 			"$BATS_TEST_DIRNAME/programs/sampling/$p.c" || return 1
 	done
@@ -109,6 +109,31 @@ all_threads_under() {
 				join thread t using(utid) where t.name = '$w' and s.name = 'spin_work'")" -gt 0 ]
 		done
 	done
+}
+
+@test "children forked while recording: each its own process, named (prctl name or its parent's), with its samples" {
+	"$MT" run --dir "$T/f" -- "$P/forks" > /dev/null 2> "$T/err" || { cat "$T/err"; return 1; }
+	q "$T/f/trace.fxt" "select p.pid, p.name, t.tid, t.name from thread t join process p using(upid)
+		where t.utid in (select distinct utid from thread_track tt join slice s on s.track_id = tt.id)
+		order by p.pid" | tee "$T/pt"
+	# three processes with slices: the parent, the renamed child, the plain one
+	[ "$(cut -f1 "$T/pt" | sort -u | wc -l)" -eq 3 ]
+	# every thread named as its process (none of them renames a thread alone)
+	! awk -F'\t' '$2 != $4 || $2 == "" || $2 == "NULL" || $1 != $3' "$T/pt" | grep -q .
+	n() { q "$T/f/trace.fxt" "select count(*) from slice s join thread_track tt on s.track_id = tt.id
+		join thread t using(utid) join process p using(upid) where p.name = '$1' and s.name = '$2'"; }
+	[ "$(n renamed-kid child_work)" -gt 0 ]
+	[ "$(n forks plain_child)" -gt 0 ]
+	[ "$(n forks child_work)" -eq 0 ]
+	# --kernel: the children's kernel frames are named too (their timer
+	# reads are system calls)
+	[ "$(id -u)" -eq 0 ] || return 0
+	"$MT" run --dir "$T/k" --kernel -- "$P/forks" > /dev/null 2> "$T/err" || { cat "$T/err"; return 1; }
+	k() { q "$T/k/trace.fxt" "select count(*) from slice s join thread_track tt on s.track_id = tt.id
+		join thread t using(utid) join process p using(upid) where p.name = '$1' and ($2)"; }
+	[ "$(k renamed-kid "s.name like 'entry_SYSCALL_64%'")" -gt 0 ]
+	[ "$(k renamed-kid "s.name like '[unknown @ 0xffff%'")" -eq 0 ]
+	[ "$(k forks "s.name like '[unknown @ 0xffff%'")" -eq 0 ]
 }
 
 @test "xz -T2: its worker threads are threads of the xz process, named, not separate processes" {
