@@ -73,18 +73,25 @@ samples() { perf script -i "$1" -F tid 2> /dev/null | grep -c .; }
 @test "no trigger, the ring wrapped: gzip, sort and python3 have >= 95 % of their frames named" {
 	# -s 64: a 256 KiB ring, still wrapped many times over (dwarf samples are
 	# 8 KiB each), yet enough slices that one frame is not 5 %
+	# and every thread with samples under its process, with its name
 	"$MT" run --dir "$T/g" -s 64 -- gzip -9 -c "$IN/big.txt" > /dev/null 2> "$T/err" || { cat "$T/err"; return 1; }
 	named_95 "$T/g/trace.fxt"
+	all_threads_under "$T/g/trace.fxt" "$(pid_of "$T/g")"
 	"$BIN/mt-dump" -k map "$T/g/decode.mt" | grep -q 'path="/usr/bin/gzip"'
 	"$MT" run --dir "$T/s" -s 64 -- sort -n "$IN/big.txt" > /dev/null 2> "$T/err" || { cat "$T/err"; return 1; }
 	named_95 "$T/s/trace.fxt"
+	all_threads_under "$T/s/trace.fxt" "$(pid_of "$T/s")"
 	printf 'import json\nfor i in range(2000):\n    json.dumps(list(range(2000)))\n' > "$T/load.py"
 	# the interpreter itself, not a wrapper script around it (pyenv's shims
 	# run a stripped bash first)
 	py=/usr/bin/python3; [ -x "$py" ] || py=$(command -v python3)
 	"$MT" run --dir "$T/p" -s 64 -- "$py" "$T/load.py" > /dev/null 2> "$T/err" || { cat "$T/err"; return 1; }
 	named_95 "$T/p/trace.fxt"
+	all_threads_under "$T/p/trace.fxt" "$(pid_of "$T/p")"
 }
+
+# pid_of DIR: the recorded program's pid
+pid_of() { "$BIN/mt-dump" -k process "$1/hits.mt" | sed -n 's/.*pid=\([0-9]*\).*/\1/p' | head -1; }
 
 # threads TRACE PID: every thread with slices is a thread of process PID
 # and has a name
@@ -142,6 +149,8 @@ all_threads_under() {
 	all_threads_under "$T/x/trace.fxt" "$pid"
 	# the compressing threads (not the main thread) have samples
 	[ "$(awk -F'\t' -v pid="$pid" '$1 != pid' "$T/thr" | wc -l)" -ge 1 ]
+	# >= 95 % of its frames named
+	named_95 "$T/x/trace.fxt"
 	# one process only
 	[ "$(q "$T/x/trace.fxt" "select count(*) from process where pid = $pid")" -eq 1 ]
 	[ "$(q "$T/x/trace.fxt" "select count(*) from process where pid is not null and pid != 0 and pid != $pid")" -eq 0 ]
