@@ -13,6 +13,7 @@
 #include "ptsim.h"
 #include "elfinfo.h"
 #include "mtev.h"
+#include "x86br.h"
 
 #include <capstone/capstone.h>
 #include <intel-pt.h>
@@ -242,65 +243,38 @@ static struct cls *classify(struct synth *s, uint64_t ip)
 		code = buf;
 		avail = 16;
 	}
+	/* capstone for the length (and whether it decodes at all), the
+	 * project's classifier for the branches */
 	cs_insn *in = NULL;
 	size_t n = cs_disasm(s->cs, code, avail < 16 ? avail : 16, ip, 1, &in);
 	if (n != 1)
 		return c;
 	c->len = (uint8_t)in->size;
 	c->kind = K_OTHER;
-	cs_detail *d = in->detail;
-	int grp_jump = 0, grp_call = 0, grp_ret = 0, grp_int = 0, grp_iret = 0;
-	for (int i = 0; d && i < d->groups_count; i++) {
-		switch (d->groups[i]) {
-		case CS_GRP_JUMP: grp_jump = 1; break;
-		case CS_GRP_CALL: grp_call = 1; break;
-		case CS_GRP_RET: grp_ret = 1; break;
-		case CS_GRP_INT: grp_int = 1; break;
-		case CS_GRP_IRET: grp_iret = 1; break;
-		default: break;
-		}
-	}
-	int direct = d && d->x86.op_count == 1 && d->x86.operands[0].type == X86_OP_IMM;
-	switch (in->id) {
-	case X86_INS_SYSCALL:
-	case X86_INS_SYSENTER:
-		c->kind = K_SYS;
+	struct x86br_insn xi;
+	x86br_decode(code, avail < 16 ? avail : 16, 64, ip, &xi);
+	switch (xi.cls) {
+	case X86BR_NONE:
 		break;
-	case X86_INS_INT:
-		c->kind = K_SYS;
+	case X86BR_JCC: /* jcc, loop*, jrcxz */
+		c->kind = K_JCC;
 		break;
-	case X86_INS_RET:
-		c->kind = K_RET;
+	case X86BR_JMP:
+		c->kind = xi.direct ? K_JMP : K_JMPI;
 		break;
-	case X86_INS_RETF:
-	case X86_INS_RETFQ:
-	case X86_INS_LJMP:
-	case X86_INS_LCALL:
-	case X86_INS_INT3:
-	case X86_INS_INTO:
-	case X86_INS_SYSRET:
-	case X86_INS_SYSEXIT:
-		c->kind = K_FAR;
-		break;
-	case X86_INS_JMP:
-		c->kind = direct ? K_JMP : K_JMPI;
-		break;
-	case X86_INS_CALL:
-		c->kind = direct ? K_CALL : K_CALLI;
-		if (direct && (uint64_t)d->x86.operands[0].imm == ip + in->size)
+	case X86BR_CALL:
+		c->kind = xi.direct ? K_CALL : K_CALLI;
+		if (xi.direct && xi.target == ip + in->size)
 			c->nopush = 1;
 		break;
-	default:
-		if (grp_iret)
-			c->kind = K_FAR;
-		else if (grp_ret)
-			c->kind = K_RET;
-		else if (grp_call)
-			c->kind = direct ? K_CALL : K_CALLI;
-		else if (grp_jump)
-			c->kind = K_JCC; /* jcc, loop*, jrcxz */
-		else if (grp_int)
-			c->kind = K_FAR;
+	case X86BR_RET:
+		c->kind = K_RET;
+		break;
+	case X86BR_SYSCALL: /* syscall, sysenter, int n; traps and far calls are far */
+		c->kind = xi.trap ? K_FAR : K_SYS;
+		break;
+	default: /* sysret, sysexit, iret, far ret, far jmp */
+		c->kind = K_FAR;
 		break;
 	}
 	cs_free(in, 1);
