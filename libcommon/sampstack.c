@@ -92,10 +92,17 @@ size_t sampstack_build(struct fnmap *fns, uint32_t tid, const uint64_t *ips, uin
 		       size_t max, unsigned flags)
 {
 	int repair = !(flags & SSTK_NO_REPAIR);
+	/* --kernel: the kernel's frames come first; the user frame below them
+	 * is where the thread entered the kernel (after its syscall, or where
+	 * an interrupt came), no return address */
+	uint32_t nk = 0;
+	while (nk < n && ips[nk] >> 63)
+		nk++;
+	uint32_t lf = nk < n ? nk : 0; /* the user leaf */
 	uint32_t m = n;
 	/* rule 1: the chain ends before the first entry that is no return address */
 	for (uint32_t k = 1; repair && k < n; k++)
-		if (after_call(fns, tid, ips[k]) == 0) {
+		if (k != lf && after_call(fns, tid, ips[k]) == 0) {
 			m = k;
 			break;
 		}
@@ -104,24 +111,26 @@ size_t sampstack_build(struct fnmap *fns, uint32_t tid, const uint64_t *ips, uin
 	/* root first: frame d runs at ips[m-1-d], linked by its parent's ip */
 	size_t w = 0;
 	for (uint32_t d = 0; d < m; d++) {
-		uint64_t ip = ips[m - 1 - d];
-		out[w++] = (struct sstk_frame){entry_of(fns, tid, d + 1 < m ? ip - 1 : ip),
+		uint32_t k = m - 1 - d;
+		uint64_t ip = ips[k];
+		out[w++] = (struct sstk_frame){entry_of(fns, tid, k && k != lf ? ip - 1 : ip),
 					       d ? ips[m - d] : 0, 0};
 	}
-	/* rule 2: the leaf's hidden caller */
-	if (repair && m >= 2) {
-		uint64_t ret = ips[1], leaf = out[w - 1].func;
+	/* rule 2: the user leaf's hidden caller (out[u]: the user leaf) */
+	if (repair && m >= lf + 2) {
+		size_t u = m - 1 - lf;
+		uint64_t ret = ips[lf + 1], leaf = out[u].func;
 		uint64_t tgt = call_target(fns, tid, ret);
 		struct fn_info fi;
 		/* the hidden caller keeps a frame pointer (else the walk would not
 		 * have skipped it, and a function without one that calls nothing
 		 * here jumped to the leaf: a tail call, no frame of its own) */
-		if (tgt && tgt != leaf && no_frame_at(fns, tid, leaf, ips[0]) &&
+		if (tgt && tgt != leaf && no_frame_at(fns, tid, leaf, ips[lf]) &&
 		    fnmap_lookup(fns, tid, tgt, &fi) && fi.entry == tgt && !fi.is_plt &&
 		    fp_prologue(fns, tid, tgt) > 0) {
-			out[w] = out[w - 1];
-			out[w].link = 0; /* called from somewhere in tgt */
-			out[w - 1] = (struct sstk_frame){tgt, ret, 1};
+			memmove(out + u + 1, out + u, (w - u) * sizeof *out);
+			out[u + 1].link = 0; /* called from somewhere in tgt */
+			out[u] = (struct sstk_frame){tgt, ret, 1};
 			w++;
 		}
 	}

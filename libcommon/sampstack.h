@@ -3,7 +3,11 @@
  *
  * A sample's callchain (mt-decode: the ip, then return addresses) becomes
  * frames, root first, each a function entry and the return address that
- * links it to its parent (0 at the root, or where unknown).  Three rules,
+ * links it to its parent (0 at the root, or where unknown).  With --kernel
+ * the chain begins with the kernel's frames (addresses with the top bit
+ * set); the user address after them is where the thread entered the kernel
+ * (after its syscall instruction), the user leaf, not a return address, and
+ * rules 1 and 2 treat it so.  Three rules,
  * none of which makes up a function that nothing shows:
  *
  * 1. A return address must follow a call instruction (E8 rel32, or FF /2

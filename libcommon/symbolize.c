@@ -19,6 +19,7 @@
 #include "io.h"
 #include "llvmsym.h"
 #include "mtev.h"
+#include "rustv0.h"
 
 #define NONE UINT32_MAX
 /* Window size: addresses are resolved once per window (one symbolizer
@@ -478,6 +479,8 @@ struct ctx {
 	size_t nframes, capframes;
 	struct perfmap *pmaps;
 	size_t npmaps, cappmaps;
+	uint32_t *pids; /* the processes of the thread records, each once */
+	size_t npids, cappids;
 	/* resolution progress: wants and results before these are done */
 	size_t wants_done, res_done, wants_written;
 	llvmsym *sym;
@@ -568,8 +571,7 @@ static const char *base_name(const char *p)
  * "$BP$" *, "$RF$" &, "$uXX$" the character XX (hex), ".." "::", and a
  * leading "_$" for "$".  Drops the hash and decodes the escapes in place
  * (the result is never longer); returns the new length.  A name without the
- * hash is not Rust's and is left alone.  (v0 names, "_R...", are demangled
- * by llvm-symbolizer itself.) */
+ * hash is not Rust's and is left alone.  (v0 names, "_R...": rustv0.h.) */
 static size_t rust_tidy(char *s, size_t n)
 {
 	if (n < 20 || memcmp(s + n - 19, "::h", 3))
@@ -632,6 +634,12 @@ static size_t rust_tidy(char *s, size_t n)
 /* ---- demangling for names that do not come from llvm-symbolizer ---- */
 static const char *demangle(struct ctx *c, const char *name)
 {
+	if (!strncmp(name, "_R", 2)) { /* Rust v0 */
+		char buf[4096];
+		long l = rustv0_demangle(name, buf, sizeof buf);
+		char *r = l < 0 ? NULL : arena_strndup(&c->ar, buf, (size_t)l);
+		return r ? r : name;
+	}
 	if (strncmp(name, "_Z", 2) != 0)
 		return name;
 	if (!c->demangle) {
@@ -1705,6 +1713,13 @@ static void resolve_want(struct ctx *c, struct want *w)
 	if (!m || m->bin == NONE) {
 		struct perfmap *pm = perfmap_get(c, pid);
 		const struct perfmap_ent *e = pm ? perfmap_lookup(pm, w->addr) : NULL;
+		/* the kernel is the same in every process: a kernel address of a
+		 * process without its own kernel symbols (mt-capture --kernel
+		 * writes them for the processes it records, not for the children
+		 * they fork) is named from another process's */
+		for (size_t i = 0; !e && w->addr >> 63 && i < c->npids; i++)
+			if (c->pids[i] != pid && (pm = perfmap_get(c, c->pids[i])))
+				e = perfmap_lookup(pm, w->addr);
 		if (e) {
 			char buf[1200];
 			/* the JIT function's name alone: an offset would make each
@@ -2824,6 +2839,7 @@ static void ctx_fini(struct ctx *c)
 	free(c->js);
 	hmap_fini(&c->sym_seen);
 	hmap_fini(&c->tid2pid);
+	free(c->pids);
 	free(c->want_idx.s);
 	free(c->wmemo);
 	hmap_fini(&c->res_idx);
@@ -3129,11 +3145,17 @@ static int symz_core(mtev_reader *rd, int out_fd, const struct symz_opts *o,
 			}
 			w = mtev_write(wr, &rec);
 			break;
-		case MTEV_THREAD:
+		case MTEV_THREAD: {
 			if (hmap_put(&c.tid2pid, rec.thread.tid, 0, rec.thread.pid) == NONE)
+				c.oom = 1;
+			size_t k = 0;
+			while (k < c.npids && c.pids[k] != rec.thread.pid)
+				k++;
+			if (k == c.npids && VEC_PUSH(c.pids, c.npids, c.cappids, rec.thread.pid) < 0)
 				c.oom = 1;
 			w = mtev_write(wr, &rec);
 			break;
+		}
 		case MTEV_MAP: {
 			struct map m = {rec.map.pid, rec.map.time, rec.map.start, rec.map.len,
 					rec.map.pgoff, NONE, NULL};

@@ -9,7 +9,7 @@
 setup_file() {
 	P="$BATS_FILE_TMPDIR/prog"
 	mkdir -p "$P"
-	for p in deep workers spin_fifo syscalls; do
+	for p in deep workers spin_fifo syscalls forks; do
 		cc -std=gnu11 -O1 -g -fno-omit-frame-pointer -pthread -o "$P/$p" \
 			"$BATS_TEST_DIRNAME/programs/sampling/$p.c" || return 1
 	done
@@ -73,18 +73,25 @@ samples() { perf script -i "$1" -F tid 2> /dev/null | grep -c .; }
 @test "no trigger, the ring wrapped: gzip, sort and python3 have >= 95 % of their frames named" {
 	# -s 64: a 256 KiB ring, still wrapped many times over (dwarf samples are
 	# 8 KiB each), yet enough slices that one frame is not 5 %
+	# and every thread with samples under its process, with its name
 	"$MT" run --dir "$T/g" -s 64 -- gzip -9 -c "$IN/big.txt" > /dev/null 2> "$T/err" || { cat "$T/err"; return 1; }
 	named_95 "$T/g/trace.fxt"
+	all_threads_under "$T/g/trace.fxt" "$(pid_of "$T/g")"
 	"$BIN/mt-dump" -k map "$T/g/decode.mt" | grep -q 'path="/usr/bin/gzip"'
 	"$MT" run --dir "$T/s" -s 64 -- sort -n "$IN/big.txt" > /dev/null 2> "$T/err" || { cat "$T/err"; return 1; }
 	named_95 "$T/s/trace.fxt"
+	all_threads_under "$T/s/trace.fxt" "$(pid_of "$T/s")"
 	printf 'import json\nfor i in range(2000):\n    json.dumps(list(range(2000)))\n' > "$T/load.py"
 	# the interpreter itself, not a wrapper script around it (pyenv's shims
 	# run a stripped bash first)
 	py=/usr/bin/python3; [ -x "$py" ] || py=$(command -v python3)
 	"$MT" run --dir "$T/p" -s 64 -- "$py" "$T/load.py" > /dev/null 2> "$T/err" || { cat "$T/err"; return 1; }
 	named_95 "$T/p/trace.fxt"
+	all_threads_under "$T/p/trace.fxt" "$(pid_of "$T/p")"
 }
+
+# pid_of DIR: the recorded program's pid
+pid_of() { "$BIN/mt-dump" -k process "$1/hits.mt" | sed -n 's/.*pid=\([0-9]*\).*/\1/p' | head -1; }
 
 # threads TRACE PID: every thread with slices is a thread of process PID
 # and has a name
@@ -111,12 +118,39 @@ all_threads_under() {
 	done
 }
 
+@test "children forked while recording: each its own process, named (prctl name or its parent's), with its samples" {
+	"$MT" run --dir "$T/f" -- "$P/forks" > /dev/null 2> "$T/err" || { cat "$T/err"; return 1; }
+	q "$T/f/trace.fxt" "select p.pid, p.name, t.tid, t.name from thread t join process p using(upid)
+		where t.utid in (select distinct utid from thread_track tt join slice s on s.track_id = tt.id)
+		order by p.pid" | tee "$T/pt"
+	# three processes with slices: the parent, the renamed child, the plain one
+	[ "$(cut -f1 "$T/pt" | sort -u | wc -l)" -eq 3 ]
+	# every thread named as its process (none of them renames a thread alone)
+	! awk -F'\t' '$2 != $4 || $2 == "" || $2 == "NULL" || $1 != $3' "$T/pt" | grep -q .
+	n() { q "$T/f/trace.fxt" "select count(*) from slice s join thread_track tt on s.track_id = tt.id
+		join thread t using(utid) join process p using(upid) where p.name = '$1' and s.name = '$2'"; }
+	[ "$(n renamed-kid child_work)" -gt 0 ]
+	[ "$(n forks plain_child)" -gt 0 ]
+	[ "$(n forks child_work)" -eq 0 ]
+	# --kernel: the children's kernel frames are named too (their timer
+	# reads are system calls)
+	[ "$(id -u)" -eq 0 ] || return 0
+	"$MT" run --dir "$T/k" --kernel -- "$P/forks" > /dev/null 2> "$T/err" || { cat "$T/err"; return 1; }
+	k() { q "$T/k/trace.fxt" "select count(*) from slice s join thread_track tt on s.track_id = tt.id
+		join thread t using(utid) join process p using(upid) where p.name = '$1' and ($2)"; }
+	[ "$(k renamed-kid "s.name like 'entry_SYSCALL_64%'")" -gt 0 ]
+	[ "$(k renamed-kid "s.name like '[unknown @ 0xffff%'")" -eq 0 ]
+	[ "$(k forks "s.name like '[unknown @ 0xffff%'")" -eq 0 ]
+}
+
 @test "xz -T2: its worker threads are threads of the xz process, named, not separate processes" {
 	"$MT" run --dir "$T/x" -- xz -T2 -6 -c "$IN/big.txt" > /dev/null 2> "$T/err" || { cat "$T/err"; return 1; }
 	pid=$("$BIN/mt-dump" -k process "$T/x/hits.mt" | sed -n 's/.*pid=\([0-9]*\).*/\1/p' | head -1)
 	all_threads_under "$T/x/trace.fxt" "$pid"
 	# the compressing threads (not the main thread) have samples
 	[ "$(awk -F'\t' -v pid="$pid" '$1 != pid' "$T/thr" | wc -l)" -ge 1 ]
+	# >= 95 % of its frames named
+	named_95 "$T/x/trace.fxt"
 	# one process only
 	[ "$(q "$T/x/trace.fxt" "select count(*) from process where pid = $pid")" -eq 1 ]
 	[ "$(q "$T/x/trace.fxt" "select count(*) from process where pid is not null and pid != 0 and pid != $pid")" -eq 0 ]
@@ -234,13 +268,19 @@ all_threads_under() {
 
 @test "--kernel: kernel call chains under the system call's user frame, named from /proc/kallsyms" {
 	[ "$(id -u)" -eq 0 ] || skip "the kernel's addresses need root"
-	"$MT" run --dir "$T/k" --kernel -g fp -- "$P/syscalls" 2> "$T/err" || { cat "$T/err"; return 1; }
-	# the kernel's entry under the user frame that made the system call
-	# (write(), or the vDSO's clock_gettime fallback)
-	[ "$(q "$T/k/trace.fxt" "select count(*) from slice s join slice p on s.parent_id = p.id
-		where s.name like 'entry_SYSCALL_64%' and p.name not like 'entry%'")" -gt 0 ]
-	# deeper kernel frames are named too
-	[ "$(q "$T/k/trace.fxt" "select count(*) from slice where name like 'do_syscall_64%'")" -gt 0 ]
+	for cg in fp dwarf; do
+		"$MT" run --dir "$T/k" --kernel -g $cg -- "$P/syscalls" 2> "$T/err" || { cat "$T/err"; return 1; }
+		# the kernel's entry under the user frames that made the system
+		# call: write() under do_writes() (most of the program's time)
+		[ "$(q "$T/k/trace.fxt" "select count(*) from slice s join slice p on s.parent_id = p.id
+			join slice pp on p.parent_id = pp.id where s.name like 'entry_SYSCALL_64%'
+			and p.name = 'write' and pp.name = 'do_writes'")" -gt 0 ]
+		# never a kernel frame without the user stack under it
+		[ "$(q "$T/k/trace.fxt" "select count(*) from slice where depth = 0 and (name like 'entry_%' or name like 'asm_%')")" -eq 0 ]
+		# deeper kernel frames are named too
+		[ "$(q "$T/k/trace.fxt" "select count(*) from slice where name like 'do_syscall_64%'")" -gt 0 ]
+		rm -rf "$T/k"
+	done
 	# where the kernel hides its addresses: one line, and the user frames
 	awk '{ print "0000000000000000", $2, $3 }' /proc/kallsyms > "$T/hidden"
 	MT_KALLSYMS="$T/hidden" "$BIN/mt-capture" run --kernel -o "$T/k2" -- "$P/syscalls" 2> "$T/err2"
