@@ -194,3 +194,36 @@ overflow_at() {
 		judge "$T/w" decode
 	done
 }
+
+@test "a stripped program's cold part (only an FDE names it, as in Debian's python3) entered mid-way, right after a call, by jcc and by jmp: the frame stays, one segment, exact" {
+	replay coldjcc "$T/c"
+	# the file's FDE ranges (file addresses), and its runtime mapping
+	readelf -wf "$P/coldjcc" | sed -n 's/.* FDE .*pc=\([0-9a-f]*\)\.\.\([0-9a-f]*\).*/\1 \2/p' |
+		while read -r lo hi; do echo $((0x$lo)) $((0x$hi)); done >"$T/fdes"
+	read -r start len pgoff < <("$BIN/mt-dump" -k map "$T/c/truth.mt" | grep -m1 '/exact/coldjcc"' |
+		sed 's/.*start=\(0x[0-9a-f]*\) len=\(0x[0-9a-f]*\) pgoff=\(0x[0-9a-f]*\).*/\1 \2 \3/')
+	fde_of() {
+		local lo hi
+		while read -r lo hi; do
+			[ "$1" -ge "$lo" ] && [ "$1" -lt "$hi" ] && { echo "$lo"; return; }
+		done <"$T/fdes"
+		echo none
+	}
+	# branches (jcc, jmp) from one FDE's code into another's body right
+	# after a call instruction (E8): what used to end the segment
+	jcc=0 jmp=0
+	while read -r _ _ _ type from to; do
+		f=$((${from#from=})) a=$((${to#to=}))
+		[ "$f" -ge $((start)) ] && [ "$a" -ge $((start)) ] && [ "$a" -lt $((start + len)) ] || continue
+		f=$((f - start + pgoff)) a=$((a - start + pgoff))
+		[ "$(fde_of $f)" != "$(fde_of $a)" ] || continue
+		[ "$(od -An -tx1 -j $((a - 5)) -N1 "$P/coldjcc" | tr -d ' ')" = e8 ] || continue
+		case $type in type=jcc) jcc=$((jcc + 1)) ;; type=jump) jmp=$((jmp + 1)) ;; esac
+	done < <("$BIN/mt-dump" -k branch "$T/c/truth.mt" | grep -E 'type=(jcc|jump)')
+	echo "into the cold part at a return site: $jcc by jcc, $jmp by jmp"
+	[ "$jcc" -gt 0 ] && [ "$jmp" -gt 0 ]
+	for src in truth decode; do
+		judge "$T/c" $src
+		[ "$("$BIN/mt-dump" -k segment "$T/seg.mt" | wc -l)" -eq 1 ]
+	done
+}
