@@ -227,3 +227,41 @@ overflow_at() {
 		[ "$("$BIN/mt-dump" -k segment "$T/seg.mt" | wc -l)" -eq 1 ]
 	done
 }
+
+# gap_at PROG K LEN: replay PROG with LEN instructions lost from instruction
+# K, decode it; prints "BEGIN END" of the gap (times)
+gap_at() {
+	replay $1 "$T/f" --inject overflow@$2:$3
+	"$BIN/mt-decode" --buildid-dir "$T/f/images" -o "$T/in.mt" "$T/f/perf.data" 2>/dev/null || true
+	"$BIN/mt-dump" -k gap "$T/in.mt" | sed -n '1s/.* begin=\([0-9]*\) end=\([0-9]*\) .*/\1 \2/p'
+}
+
+@test "a gap that swallows the return of the trace's root into a caller the trace never saw (retgap, from run(): main): the root returned there, no frame one level too deep" {
+	replay retgap "$T/f"
+	read -r start pgoff < <("$BIN/mt-dump" -k map "$T/f/truth.mt" | grep -m1 '/exact/retgap"' |
+		sed 's/.*start=\(0x[0-9a-f]*\).*pgoff=\(0x[0-9a-f]*\).*/\1 \2/')
+	read -r m size < <(nm -S "$P/retgap" | awk '$4 == "main" { print $1, $2 }')
+	main=$((start - pgoff + 0x$m))
+	# the time of run()'s return into main
+	ret=$("$BIN/mt-dump" -k branch "$T/f/truth.mt" | while read -r _ _ time type _ to; do
+		a=$((${to#to=}))
+		[ "$type" = type=return ] && [ "$a" -ge "$main" ] && [ "$a" -lt $((main + 0x$size)) ] &&
+			{ echo "${time#time=}"; break; }
+	done)
+	[ -n "$ret" ]
+	# an overflow of 200 instructions holding it: found by bisection
+	replay retgap "$T/f" --inject overflow@99%
+	lo=0 hi=$(awk '!/^#/ { print $3 }' "$T/f/faults.txt") k=
+	while [ $((hi - lo)) -gt 1 ]; do
+		mid=$(((lo + hi) / 2))
+		read -r b e < <(gap_at retgap $mid 200)
+		[ -n "$b" ] || { lo=$mid; continue; }
+		if [ "$e" -lt "$ret" ]; then lo=$mid; elif [ "$b" -gt "$ret" ]; then hi=$mid; else k=$mid; break; fi
+	done
+	echo "overflow@$k:200 (run returns to main at time $ret)"
+	[ -n "$k" ]
+	gap_at retgap $k 200 >/dev/null
+	CMP="--max-wrong 0 --min-coverage 0.95" judge "$T/f" decode
+	# one main frame, from the trace's start, across the gap
+	[ "$("$BIN/mt-dump" -k span "$T/out.mt" | grep -c "func=$(printf '0x%x' $main) .*flags=inferred-start,.*stitched")" -eq 1 ]
+}
