@@ -54,7 +54,6 @@ struct sthr {
 	uint64_t seg_begin, seg_end;
 	int32_t L;	    /* group level of the current segment's depth 0 */
 	size_t keep;	    /* frames of the group's end stack beneath it */
-	size_t below;	    /* the same for the previous segment */
 	uint32_t seq;
 
 	/* the current segment's start stack candidates */
@@ -626,7 +625,6 @@ static void group_start(struct sthr *t)
 	t->gn = 0;
 	t->L = 0;
 	t->keep = 0;
-	t->below = 0;
 }
 
 /* The current segment's start stack is complete: join it to the group. */
@@ -678,15 +676,7 @@ static int decide(stitcher *s, struct sthr *t)
 		int under_root = !best && nq && gn && n;
 		if (under_root)
 			best_s = returned_root(s, t, st, n);
-		/* No gap: the segment began where a longjmp or an exception
-		 * landed above the previous segment's root.  When frames of
-		 * the group lay beneath that segment (an earlier join put
-		 * them there) and the landing frame is none of them, it lies
-		 * between them and that root: right under them. */
-		int landing = !best && !nq && gn && n && t->below;
-		if (landing)
-			best_s = (long)t->below;
-		if (best || under_root || landing) {
+		if (best || under_root) {
 			size_t j0 = best_s < 0 ? (size_t)-best_s : 0;
 			s->st.aligned++;
 			t->L = t->gbot + (int32_t)best_s;
@@ -771,7 +761,6 @@ static int end_segment(stitcher *s, struct sthr *t)
 		t->g[keep + j] = t->en[j];
 	t->gn = keep + m;
 	t->nen = 0;
-	t->below = keep;
 	t->keep = 0;
 	t->inseg = 0;
 	return 0;
