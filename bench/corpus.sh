@@ -172,10 +172,17 @@ score() {
 		function v(k,  i, a) { for (i = 2; i <= NF; i++) { split($i, a, "="); if (a[1] == k) return a[2] } }
 		$1 == "gap" { n++; gt[n] = v("tid"); gb[n] = v("begin"); ge[n] = v("end"); next }
 		$1 == "span" { t = v("tid"); b = v("begin"); e = v("end"); tot += e - b
-			for (i = 1; i <= n; i++) if (gt[i] == t && !(b <= gb[i] && e >= ge[i])) {
-				lo = b > gb[i] ? b : gb[i]; hi = e < ge[i] ? e : ge[i]
-				if (hi > lo) in_gap += hi - lo } }
-		END { printf "%.4f\n", tot ? in_gap / tot : 0 }')
+			ns++; st[ns] = t; sb[ns] = b; se[ns] = e
+			if (!(t in last) || e > last[t]) last[t] = e }
+		END {
+			# a gap with no trace after it (no PSB followed the fault)
+			# runs to the end of the thread
+			for (i = 1; i <= n; i++) if (ge[i] <= gb[i] && gb[i] < last[gt[i]]) ge[i] = last[gt[i]]
+			for (j = 1; j <= ns; j++) for (i = 1; i <= n; i++)
+				if (gt[i] == st[j] && !(sb[j] <= gb[i] && se[j] >= ge[i])) {
+					lo = sb[j] > gb[i] ? sb[j] : gb[i]; hi = se[j] < ge[i] ? se[j] : ge[i]
+					if (hi > lo) in_gap += hi - lo }
+			printf "%.4f\n", tot ? in_gap / tot : 0 }')
 		;;
 	esac
 	$NICE "$B/mt-segment" -i "$T/dec.mt" -o "$T/seg.mt" 2>/dev/null
