@@ -163,21 +163,26 @@ score() {
 	kw=$(printf '%s' "$kept" | sed -n 's/.* wrong=\([0-9]*\).*/\1/p')
 	kk=$(printf '%s' "$kept" | sed -n 's/.* kept=\([0-9]*\).*/\1/p')
 	kt=$(printf '%s' "$kept" | sed -n 's/.* truth=\([0-9]*\).*/\1/p')
+	$NICE "$B/mt-segment" -i "$T/dec.mt" -o "$T/seg.mt" 2>/dev/null
 	gs=-
 	case $c in
 	*@*)
 		# the true frame-time inside the gaps, in frames that begin or
 		# end there (frames live across a gap are not counted)
-		gs=$({ "$B/mt-dump" -k gap "$T/dec.mt"; "$B/mt-dump" -k span "$d/truth-spans.mt"; } | awk '
+		gs=$({ "$B/mt-dump" -k gap,segment "$T/seg.mt"; "$B/mt-dump" -k span "$d/truth-spans.mt"; } | awk '
 		function v(k,  i, a) { for (i = 2; i <= NF; i++) { split($i, a, "="); if (a[1] == k) return a[2] } }
 		$1 == "gap" { n++; gt[n] = v("tid"); gb[n] = v("begin"); ge[n] = v("end"); next }
+		$1 == "segment" { m++; mt[m] = v("tid"); mb[m] = v("begin"); next }
 		$1 == "span" { t = v("tid"); b = v("begin"); e = v("end"); tot += e - b
 			ns++; st[ns] = t; sb[ns] = b; se[ns] = e
 			if (!(t in last) || e > last[t]) last[t] = e }
 		END {
 			# a gap with no trace after it (no PSB followed the fault)
 			# runs to the end of the thread
-			for (i = 1; i <= n; i++) if (ge[i] <= gb[i] && gb[i] < last[gt[i]]) ge[i] = last[gt[i]]
+			for (i = 1; i <= n; i++) if (ge[i] <= gb[i]) {
+				e = last[gt[i]]
+				for (k = 1; k <= m; k++) if (mt[k] == gt[i] && mb[k] >= gb[i] && mb[k] < e) e = mb[k]
+				if (e > gb[i]) ge[i] = e }
 			for (j = 1; j <= ns; j++) for (i = 1; i <= n; i++)
 				if (gt[i] == st[j] && !(sb[j] <= gb[i] && se[j] >= ge[i])) {
 					lo = sb[j] > gb[i] ? sb[j] : gb[i]; hi = se[j] < ge[i] ? se[j] : ge[i]
@@ -185,7 +190,6 @@ score() {
 			printf "%.4f\n", tot ? in_gap / tot : 0 }')
 		;;
 	esac
-	$NICE "$B/mt-segment" -i "$T/dec.mt" -o "$T/seg.mt" 2>/dev/null
 	$NICE "$B/mt-stitch" -i "$T/seg.mt" -o "$T/st.mt" 2>/dev/null
 	line=$("$B/mt-compare" "$d/truth-spans.mt" "$T/st.mt" 2>/dev/null | tail -1)
 	get() { printf '%s' "$line" | sed -n "s/.*[ :]$1=\\([^ ]*\\).*/\\1/p"; }
