@@ -178,13 +178,15 @@ score() {
 			if (!(t in last) || e > last[t]) last[t] = e }
 		END {
 			# a gap with no trace after it (no PSB followed the fault)
-			# runs to the end of the thread
+			# runs to the end of the thread, and no frame can be
+			# joined across it
 			for (i = 1; i <= n; i++) if (ge[i] <= gb[i]) {
 				e = last[gt[i]]
-				for (k = 1; k <= m; k++) if (mt[k] == gt[i] && mb[k] >= gb[i] && mb[k] < e) e = mb[k]
+				tail[i] = 1
+				for (k = 1; k <= m; k++) if (mt[k] == gt[i] && mb[k] >= gb[i] && mb[k] < e) { e = mb[k]; tail[i] = 0 }
 				if (e > gb[i]) ge[i] = e }
 			for (j = 1; j <= ns; j++) for (i = 1; i <= n; i++)
-				if (gt[i] == st[j] && !(sb[j] <= gb[i] && se[j] >= ge[i])) {
+				if (gt[i] == st[j] && (tail[i] || !(sb[j] <= gb[i] && se[j] >= ge[i]))) {
 					lo = sb[j] > gb[i] ? sb[j] : gb[i]; hi = se[j] < ge[i] ? se[j] : ge[i]
 					if (hi > lo) in_gap += hi - lo }
 			printf "%.4f\n", tot ? in_gap / tot : 0 }')
