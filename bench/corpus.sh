@@ -17,19 +17,23 @@
 #           --kept-branches), kept/truth: decoded / true branches; inline
 #           (whole run and windows): the truth's inline frames (mt-ptsim
 #           --inline-truth) found in mt-symbolize's output (mt-compare
-#           --inline), found/checked.  bench/out/corpus/table.txt
+#           --inline), found/checked; gap (faults): the share of the true
+#           frame-time that lies inside the decoder's gaps in frames that
+#           begin or end there (no trace shows it: coverage can reach at
+#           most about 1 - gap).  bench/out/corpus/table.txt
 #
 # Every stage skips what already exists (delete bench/out/corpus/ to redo).
 # CORPUS_ONLY="p1 p2" restricts to some programs (CORPUS_TABLE: the table file
 # then, to run parts in parallel); CORPUS_MAX overrides every
-# program's --max-insns.  Needs: g++, rustc (the Rust program is skipped
+# program's --max-insns; CORPUS_BIN the directory of the mt tools (default
+# bin/: a copy keeps a long table run off a rebuild).  Needs: g++, rustc (the Rust program is skipped
 # without it), and the Debian packages sqlite3, python3, perl, gzip, bzip2,
 # xz-utils, mawk, bc, jq, tar, findutils (`apt-get install sqlite3 bc jq`
 # for the ones a minimal system lacks; a program whose binary is missing is
 # skipped and listed as such).
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-B=$ROOT/bin
+B=${CORPUS_BIN:-$ROOT/bin}
 O=${CORPUS_OUT:-$ROOT/bench/out/corpus}
 IN=$O/in
 NICE="nice -n 10"
@@ -160,6 +164,34 @@ score() {
 	kk=$(printf '%s' "$kept" | sed -n 's/.* kept=\([0-9]*\).*/\1/p')
 	kt=$(printf '%s' "$kept" | sed -n 's/.* truth=\([0-9]*\).*/\1/p')
 	$NICE "$B/mt-segment" -i "$T/dec.mt" -o "$T/seg.mt" 2>/dev/null
+	gs=-
+	case $c in
+	*@*)
+		# the true frame-time inside the gaps, in frames that begin or
+		# end there (frames live across a gap are not counted)
+		gs=$({ "$B/mt-dump" -k gap,segment "$T/seg.mt"; "$B/mt-dump" -k span "$d/truth-spans.mt"; } | awk '
+		function v(k,  i, a) { for (i = 2; i <= NF; i++) { split($i, a, "="); if (a[1] == k) return a[2] } }
+		$1 == "gap" { n++; gt[n] = v("tid"); gb[n] = v("begin"); ge[n] = v("end"); next }
+		$1 == "segment" { m++; mt[m] = v("tid"); mb[m] = v("begin"); next }
+		$1 == "span" { t = v("tid"); b = v("begin"); e = v("end"); tot += e - b
+			ns++; st[ns] = t; sb[ns] = b; se[ns] = e
+			if (!(t in last) || e > last[t]) last[t] = e }
+		END {
+			# a gap with no trace after it (no PSB followed the fault)
+			# runs to the end of the thread, and no frame can be
+			# joined across it
+			for (i = 1; i <= n; i++) if (ge[i] <= gb[i]) {
+				e = last[gt[i]]
+				tail[i] = 1
+				for (k = 1; k <= m; k++) if (mt[k] == gt[i] && mb[k] >= gb[i] && mb[k] < e) { e = mb[k]; tail[i] = 0 }
+				if (e > gb[i]) ge[i] = e }
+			for (j = 1; j <= ns; j++) for (i = 1; i <= n; i++)
+				if (gt[i] == st[j] && (tail[i] || !(sb[j] <= gb[i] && se[j] >= ge[i]))) {
+					lo = sb[j] > gb[i] ? sb[j] : gb[i]; hi = se[j] < ge[i] ? se[j] : ge[i]
+					if (hi > lo) in_gap += hi - lo }
+			printf "%.4f\n", tot ? in_gap / tot : 0 }')
+		;;
+	esac
 	$NICE "$B/mt-stitch" -i "$T/seg.mt" -o "$T/st.mt" 2>/dev/null
 	line=$("$B/mt-compare" "$d/truth-spans.mt" "$T/st.mt" 2>/dev/null | tail -1)
 	get() { printf '%s' "$line" | sed -n "s/.*[ :]$1=\\([^ ]*\\).*/\\1/p"; }
@@ -184,15 +216,15 @@ score() {
 		fi
 		;;
 	esac
-	printf '%-15s %-12s %9s %7s %8s %8s %6s %6s %13s %11s\n' "$name" "$c" "$(get precision)" "$(get recall)" \
-		"$(get coverage)" "$(get exact_coverage)" "$(get wrong)" "${kw:--}" "${kk:--}/${kt:--}" "${inl:--}"
+	printf '%-15s %-12s %9s %7s %8s %8s %6s %6s %13s %11s %6s\n' "$name" "$c" "$(get precision)" "$(get recall)" \
+		"$(get coverage)" "$(get exact_coverage)" "$(get wrong)" "${kw:--}" "${kk:--}/${kt:--}" "${inl:--}" "$gs"
 }
 
 stage_table() {
 	T=$(mktemp -d)
 	trap 'rm -rf "$T"' EXIT
 	{
-		printf '%-15s %-12s %9s %7s %8s %8s %6s %6s %13s %11s\n' program config precision recall coverage exact-cov wrong kept-w kept/truth inline
+		printf '%-15s %-12s %9s %7s %8s %8s %6s %6s %13s %11s %6s\n' program config precision recall coverage exact-cov wrong kept-w kept/truth inline gap
 		for dir in "$O"/*/whole; do
 			[ -d "$dir" ] || continue
 			name=$(basename "$(dirname "$dir")")

@@ -266,6 +266,31 @@ int fnmap_is_return_site(struct fnmap *m, uint32_t tid, uint64_t addr)
 	return fnmap_lookup(m, tid, target, &fi) && fi.entry == target;
 }
 
+int fnmap_calls(struct fnmap *m, uint32_t tid, uint64_t caller, uint64_t callee)
+{
+	struct fn_info fi;
+	if (!fnmap_lookup(m, tid, caller, &fi) || fi.end <= fi.entry)
+		return 0;
+	uint64_t lo = fi.entry, hi = fi.end - lo > 65536 ? lo + 65536 : fi.end;
+	uint8_t b[4096 + 4];
+	/* chunks overlapping by 4 bytes, so that no rel32 straddles two */
+	for (uint64_t a = lo; a + 5 <= hi; a += 4096) {
+		size_t want = hi - a < sizeof b ? (size_t)(hi - a) : sizeof b;
+		size_t n = fnmap_read(m, tid, a, b, want);
+		for (size_t i = 0; i + 5 <= n; i++) {
+			if (b[i] != 0xe8)
+				continue;
+			int32_t rel = (int32_t)((uint32_t)b[i + 1] | (uint32_t)b[i + 2] << 8 |
+						(uint32_t)b[i + 3] << 16 | (uint32_t)b[i + 4] << 24);
+			if (a + i + 5 + (uint64_t)(int64_t)rel == callee)
+				return 1;
+		}
+		if (n < want)
+			break;
+	}
+	return 0;
+}
+
 int fnmap_is_indirect_jump(struct fnmap *m, uint32_t tid, uint64_t addr)
 {
 	uint8_t b[6];

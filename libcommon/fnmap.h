@@ -73,6 +73,11 @@ int fnmap_is_return_site(struct fnmap *m, uint32_t tid, uint64_t addr);
  * 1 yes, 0 no or unknown. */
 int fnmap_is_indirect_jump(struct fnmap *m, uint32_t tid, uint64_t addr);
 
+/* Does the function containing @caller call @callee directly (an E8 rel32
+ * anywhere in its code whose target is @callee; its first 64 KiB)?  1 yes,
+ * 0 no or unknown.  Calls through a PLT stub or a pointer are not seen. */
+int fnmap_calls(struct fnmap *m, uint32_t tid, uint64_t caller, uint64_t callee);
+
 /* Number of mapped files that could not be loaded (for a warning). */
 size_t fnmap_missing(const struct fnmap *m);
 /* Path of the @i-th file that could not be loaded, or NULL. */

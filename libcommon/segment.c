@@ -978,17 +978,19 @@ static int classify_jump(segmenter *s, struct thr *t, uint64_t from, uint64_t to
 			return pop_to(s, t, i + 1, time);
 		}
 		/* into another function's body that is on no frame of the stack.
-		 * At a return site (just after a direct call), or by an indirect
-		 * jmp: a longjmp or an exception landing pad in a caller above
-		 * the root (the trace began below it).  How many frames lay
-		 * between is unknowable, so the segment ends here and a new one
-		 * begins in that caller (no gap record: nothing was lost);
-		 * mt-stitch aligns the two by function.  Elsewhere (a direct jmp
-		 * into code shared between functions, the lazy-binding path into
-		 * .plt): the frame stays. */
-		if (fi.is_plt || t->fr[t->stk[0]].callsite || t->fr[t->stk[0]].kind != FK_FUNC ||
-		    (!fnmap_is_return_site(s->o.fns, t->tid, to) &&
-		     !(from && fnmap_is_indirect_jump(s->o.fns, t->tid, from))))
+		 * By an indirect jmp, or (the jump itself unseen: a trace start)
+		 * at a return site (just after a direct call): a longjmp or an
+		 * exception landing pad in a caller above the root (the trace
+		 * began below it).  How many frames lay between is unknowable,
+		 * so the segment ends here and a new one begins in that caller
+		 * (no gap record: nothing was lost); mt-stitch aligns the two by
+		 * function.  Elsewhere the frame stays: a conditional branch or
+		 * a direct jmp (into a .cold part that only an FDE names, whose
+		 * code may well follow a call to a noreturn function; into code
+		 * shared between functions), the lazy-binding path into .plt. */
+		if (jcc || fi.is_plt || t->fr[t->stk[0]].callsite || t->fr[t->stk[0]].kind != FK_FUNC ||
+		    (from ? !fnmap_is_indirect_jump(s->o.fns, t->tid, from)
+			  : !fnmap_is_return_site(s->o.fns, t->tid, to)))
 			return 0;
 		s->st.unwinds++;
 		/* an exception landing: in the thread's first segment nothing

@@ -1,4 +1,5 @@
 #include "stitch.h"
+#include "fnmap.h"
 #include "vec.h"
 
 #include "wplog.h"
@@ -93,6 +94,7 @@ struct stitcher {
 	uint32_t *rbuf;	    /* reading the spill back */
 	size_t caprbuf;
 	struct stitch_stats st;
+	struct fnmap *fns;
 	unsigned detail;
 	int err;
 };
@@ -138,6 +140,11 @@ stitcher *stitch_alloc(stitch_emit_fn emit, void *ctx)
 void stitch_set_mem_limit(stitcher *s, size_t bytes)
 {
 	s->limit_words = bytes / 4 < 64 ? 64 : bytes / 4;
+}
+
+void stitch_set_fnmap(stitcher *s, struct fnmap *fns)
+{
+	s->fns = fns;
 }
 
 static void meta_free(struct sthr *t, size_t from, size_t to)
@@ -585,6 +592,29 @@ static int gap_spans(stitcher *s, struct sthr *t, size_t from, size_t n, int32_t
 	return 0;
 }
 
+/* A join across a gap that found no common frame: where the later
+ * segment's start stack @st (@n frames) goes.  1: under the earlier
+ * segment's root, which survived the gap (the thread's root: ld.so's or a
+ * thread's entry, live as long as the thread).  But when a frame of the
+ * later stack calls the earlier root's function (its code has a direct call
+ * to it) and the root's function does not call the later root's, the root
+ * returned to that frame inside the gap (a trace that began below main:
+ * perl_run returned to main, which went on to perl_destruct): -(j + 1) for
+ * the deepest such frame j, the earlier root one level under it. */
+static long returned_root(stitcher *s, struct sthr *t, const long *st, size_t n)
+{
+	const struct hspan *a = &t->h[t->g[0]];
+	if (!s->fns || !a->func || (t->p[st[0]].func &&
+				     fnmap_calls(s->fns, t->tid, a->func, t->p[st[0]].func)))
+		return 1;
+	for (size_t j = n; j-- > 0;) {
+		const struct hspan *b = &t->p[st[j]];
+		if (b->func && fnmap_calls(s->fns, t->tid, b->func, a->func))
+			return -(long)(j + 1);
+	}
+	return 1;
+}
+
 /* The group has no segment yet: the current one starts it. */
 static void group_start(struct sthr *t)
 {
@@ -640,10 +670,12 @@ static int decide(stitcher *s, struct sthr *t)
 		 * the later segment's root and new calls.  The earlier
 		 * segment's outermost frame (the thread's root: ld.so's or a
 		 * thread's entry, live as long as the thread) survives it,
-		 * and the later segment goes under it (docs/exactness.md). */
+		 * and the later segment goes under it, unless the code says
+		 * that root returned into a frame of the later segment
+		 * (returned_root; docs/exactness.md). */
 		int under_root = !best && nq && gn && n;
 		if (under_root)
-			best_s = 1;
+			best_s = returned_root(s, t, st, n);
 		if (best || under_root) {
 			size_t j0 = best_s < 0 ? (size_t)-best_s : 0;
 			s->st.aligned++;

@@ -50,6 +50,11 @@ stitcher *stitch_alloc(stitch_emit_fn emit, void *ctx);
 /* Log memory per thread before spilling (bytes; at least 256). */
 void stitch_set_mem_limit(stitcher *s, size_t bytes);
 void stitch_free(stitcher *s);
+/* Function ranges and code of the traced processes (NULL: none), for a join
+ * that finds no common frame (docs/stitch.md); the caller feeds it the map
+ * and thread records and frees it after stitch_finish(). */
+struct fnmap;
+void stitch_set_fnmap(stitcher *s, struct fnmap *fns);
 /* Context records are emitted at once; a group of a thread's segments
  * when a later segment does not align with it, or at the end. */
 int stitch_feed(stitcher *s, const struct mtev_rec *rec);

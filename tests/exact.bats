@@ -194,3 +194,74 @@ overflow_at() {
 		judge "$T/w" decode
 	done
 }
+
+@test "a stripped program's cold part (only an FDE names it, as in Debian's python3) entered mid-way, right after a call, by jcc and by jmp: the frame stays, one segment, exact" {
+	replay coldjcc "$T/c"
+	# the file's FDE ranges (file addresses), and its runtime mapping
+	readelf -wf "$P/coldjcc" | sed -n 's/.* FDE .*pc=\([0-9a-f]*\)\.\.\([0-9a-f]*\).*/\1 \2/p' |
+		while read -r lo hi; do echo $((0x$lo)) $((0x$hi)); done >"$T/fdes"
+	read -r start len pgoff < <("$BIN/mt-dump" -k map "$T/c/truth.mt" | grep -m1 '/exact/coldjcc"' |
+		sed 's/.*start=\(0x[0-9a-f]*\) len=\(0x[0-9a-f]*\) pgoff=\(0x[0-9a-f]*\).*/\1 \2 \3/')
+	fde_of() {
+		local lo hi
+		while read -r lo hi; do
+			[ "$1" -ge "$lo" ] && [ "$1" -lt "$hi" ] && { echo "$lo"; return; }
+		done <"$T/fdes"
+		echo none
+	}
+	# branches (jcc, jmp) from one FDE's code into another's body right
+	# after a call instruction (E8): what used to end the segment
+	jcc=0 jmp=0
+	while read -r _ _ _ type from to; do
+		f=$((${from#from=})) a=$((${to#to=}))
+		[ "$f" -ge $((start)) ] && [ "$a" -ge $((start)) ] && [ "$a" -lt $((start + len)) ] || continue
+		f=$((f - start + pgoff)) a=$((a - start + pgoff))
+		[ "$(fde_of $f)" != "$(fde_of $a)" ] || continue
+		[ "$(od -An -tx1 -j $((a - 5)) -N1 "$P/coldjcc" | tr -d ' ')" = e8 ] || continue
+		case $type in type=jcc) jcc=$((jcc + 1)) ;; type=jump) jmp=$((jmp + 1)) ;; esac
+	done < <("$BIN/mt-dump" -k branch "$T/c/truth.mt" | grep -E 'type=(jcc|jump)')
+	echo "into the cold part at a return site: $jcc by jcc, $jmp by jmp"
+	[ "$jcc" -gt 0 ] && [ "$jmp" -gt 0 ]
+	for src in truth decode; do
+		judge "$T/c" $src
+		[ "$("$BIN/mt-dump" -k segment "$T/seg.mt" | wc -l)" -eq 1 ]
+	done
+}
+
+# gap_at PROG K LEN: replay PROG with LEN instructions lost from instruction
+# K, decode it; prints "BEGIN END" of the gap (times)
+gap_at() {
+	replay $1 "$T/f" --inject overflow@$2:$3
+	"$BIN/mt-decode" --buildid-dir "$T/f/images" -o "$T/in.mt" "$T/f/perf.data" 2>/dev/null || true
+	"$BIN/mt-dump" -k gap "$T/in.mt" | sed -n '1s/.* begin=\([0-9]*\) end=\([0-9]*\) .*/\1 \2/p'
+}
+
+@test "a gap that swallows the return of the trace's root into a caller the trace never saw (retgap, from run(): main): the root returned there, no frame one level too deep" {
+	replay retgap "$T/f"
+	read -r start pgoff < <("$BIN/mt-dump" -k map "$T/f/truth.mt" | grep -m1 '/exact/retgap"' |
+		sed 's/.*start=\(0x[0-9a-f]*\).*pgoff=\(0x[0-9a-f]*\).*/\1 \2/')
+	read -r m size < <(nm -S "$P/retgap" | awk '$4 == "main" { print $1, $2 }')
+	main=$((start - pgoff + 0x$m))
+	# the time of run()'s return into main
+	ret=$("$BIN/mt-dump" -k branch "$T/f/truth.mt" | while read -r _ _ time type _ to; do
+		a=$((${to#to=}))
+		[ "$type" = type=return ] && [ "$a" -ge "$main" ] && [ "$a" -lt $((main + 0x$size)) ] &&
+			{ echo "${time#time=}"; break; }
+	done)
+	[ -n "$ret" ]
+	# an overflow of 200 instructions holding it: found by bisection
+	replay retgap "$T/f" --inject overflow@99%
+	lo=0 hi=$(awk '!/^#/ { print $3 }' "$T/f/faults.txt") k=
+	while [ $((hi - lo)) -gt 1 ]; do
+		mid=$(((lo + hi) / 2))
+		read -r b e < <(gap_at retgap $mid 200)
+		[ -n "$b" ] || { lo=$mid; continue; }
+		if [ "$e" -lt "$ret" ]; then lo=$mid; elif [ "$b" -gt "$ret" ]; then hi=$mid; else k=$mid; break; fi
+	done
+	echo "overflow@$k:200 (run returns to main at time $ret)"
+	[ -n "$k" ]
+	gap_at retgap $k 200 >/dev/null
+	CMP="--max-wrong 0 --min-coverage 0.95" judge "$T/f" decode
+	# one main frame, from the trace's start, across the gap
+	[ "$("$BIN/mt-dump" -k span "$T/out.mt" | grep -c "func=$(printf '0x%x' $main) .*flags=inferred-start,.*stitched")" -eq 1 ]
+}

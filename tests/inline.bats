@@ -124,3 +124,44 @@ expected() {
 	[ "$status" -eq 0 ]
 	[[ "${lines[-1]}" == *" inline_missed=0 "* ]]
 }
+
+@test "mt-compare --inline: a begin later than the truth's, before the thread's next branch time, is within the truth's resolution (mt-segment spreads frames opened at one time); --strict: exact only" {
+	mkdir -p "$T/d"
+	{
+		echo 'mtev version=1 producer="golden" flags=0x1'
+		echo 'branch tid=1 time=100 type=trace-start from=0x0 to=0x401000'
+		echo 'branch tid=1 time=110 type=call from=0x401010 to=0x401100'
+		echo 'branch tid=1 time=110 type=call from=0x401110 to=0x401100'
+		echo 'branch tid=1 time=120 type=return from=0x401120 to=0x401115'
+		echo 'end'
+	} | "$BIN/mt-undump" > "$T/d/truth.mt"
+	# the truth: three frames of f (two at 110, raw), one of g at 110
+	{
+		echo 'mtev version=1 producer="golden" flags=0x2'
+		for b in 110 110; do
+			echo "span tid=1 depth=1 begin=$b end=120 func=0x0 callsite=0x0 flags=inline name=\"f\""
+		done
+		echo 'span tid=1 depth=1 begin=110 end=120 func=0x0 callsite=0x0 flags=inline name="g"'
+		echo 'end'
+	} | "$BIN/mt-undump" > "$T/d/truth-inline.mt"
+	# the actual: f at 110 and 115 (spread), g at 120 (the next branch time: not within)
+	{
+		echo 'mtev version=1 producer="golden" flags=0x2'
+		for b in 110 115; do
+			echo "span tid=1 depth=1 begin=$b end=120 func=0x0 callsite=0x0 flags=inline name=\"f\""
+		done
+		echo 'span tid=1 depth=1 begin=120 end=120 func=0x0 callsite=0x0 flags=inline name="g"'
+		echo 'end'
+	} | "$BIN/mt-undump" > "$T/sym.mt"
+	run "$BIN/mt-compare" --inline "$T/d/truth-inline.mt" "$T/sym.mt"
+	[ "${lines[-1]}" = "mt-compare: inline_checked=3 inline_matched=2 inline_missed=1 inline_extra=1" ]
+	[ "${lines[0]}" = "missed: tid=1 begin=110 name=g" ]
+	run "$BIN/mt-compare" --inline --strict "$T/d/truth-inline.mt" "$T/sym.mt"
+	[ "${lines[-1]}" = "mt-compare: inline_checked=3 inline_matched=1 inline_missed=2 inline_extra=2" ]
+	# the truth's branches named explicitly
+	mv "$T/d/truth.mt" "$T/b.mt"
+	run "$BIN/mt-compare" --inline "$T/d/truth-inline.mt" "$T/sym.mt"
+	[ "${lines[-1]}" = "mt-compare: inline_checked=3 inline_matched=1 inline_missed=2 inline_extra=2" ]
+	run "$BIN/mt-compare" --inline --truth-branches "$T/b.mt" "$T/d/truth-inline.mt" "$T/sym.mt"
+	[ "${lines[-1]}" = "mt-compare: inline_checked=3 inline_matched=2 inline_missed=1 inline_extra=1" ]
+}

@@ -64,8 +64,11 @@ static void usage(FILE *f)
 	      "                          mt-ptsim's truth-inline.mt, SYMBOLIZED mt-symbolize's\n"
 	      "                          output; each inline frame of the truth must be an\n"
 	      "                          inline span of the same thread, name and begin\n"
-	      "                          (frames live at the window's start, flagged\n"
-	      "                          inferred-start, are not checked); prints\n"
+	      "                          (within the truth's time resolution: before the\n"
+	      "                          thread's next branch time in DIR/truth.mt beside\n"
+	      "                          DIR/truth-inline.mt or --truth-branches; exactly\n"
+	      "                          with --strict) (frames live at the window's start,\n"
+	      "                          flagged inferred-start, are not checked); prints\n"
 	      "                          'mt-compare: inline_checked=N inline_matched=N\n"
 	      "                          inline_missed=N inline_extra=N'; --max-wrong\n"
 	      "                          applies to the missed\n"
@@ -240,14 +243,80 @@ static struct ikey *load_inline(const char *path, size_t *n, size_t *nskip, int 
 	return v;
 }
 
+struct tkey {
+	uint32_t tid;
+	uint64_t time;
+};
+
+static int tkey_cmp(const void *x, const void *y)
+{
+	const struct tkey *a = x, *b = y;
+	if (a->tid != b->tid)
+		return a->tid < b->tid ? -1 : 1;
+	return a->time < b->time ? -1 : a->time > b->time;
+}
+
+/* The distinct branch times of each thread in @path (sorted by thread, time). */
+static struct tkey *load_times(const char *path, size_t *n)
+{
+	int fd;
+	mtev_reader *r = open_stream(path, &fd);
+	struct mtev_rec rec;
+	struct tkey *v = NULL;
+	size_t cap = 0;
+	int e;
+	*n = 0;
+	while ((e = mtev_read(r, &rec)) > 0) {
+		if (rec.kind != MTEV_BRANCH)
+			continue;
+		if (mt_grow((void **)&v, &cap, *n + 1, sizeof *v))
+			mt_fatal(MT_EXIT_SYS, "out of memory");
+		v[(*n)++] = (struct tkey){rec.br.tid, rec.br.time};
+	}
+	if (e < 0)
+		read_failed(path, r, e);
+	mtev_reader_free(r);
+	close(fd);
+	qsort(v, *n, sizeof *v, tkey_cmp);
+	size_t m = 0;
+	for (size_t i = 0; i < *n; i++)
+		if (!m || tkey_cmp(&v[m - 1], &v[i]))
+			v[m++] = v[i];
+	*n = m;
+	return v;
+}
+
+/* The thread's first branch time after @t in @v (t + 1 if none). */
+static uint64_t next_time(const struct tkey *v, size_t n, uint32_t tid, uint64_t t)
+{
+	size_t lo = 0, hi = n;
+	const struct tkey k = {tid, t};
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (tkey_cmp(&v[mid], &k) <= 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && v[lo].tid == tid ? v[lo].time : t + 1;
+}
+
 /* --inline: the truth's inline frames that the actual has not (missed) and
- * the actual's inline spans the truth has not (extra). */
-static size_t inline_frames(const char *tpath, const char *apath, long list)
+ * the actual's inline spans the truth has not (extra).  With the truth's
+ * branch times (@times, @ntimes), an actual begin matches a true one when
+ * it lies in [true begin, the thread's next branch time): the truth's time
+ * resolution, within which mt-segment spreads the frames one timestamp
+ * opens (docs/segment.md, "Times"); else only the same begin does. */
+static size_t inline_frames(const char *tpath, const char *apath, long list,
+			    const struct tkey *times, size_t ntimes)
 {
 	size_t nt, na, st, sa, i = 0, j = 0, matched = 0, missed = 0, extra = 0;
 	struct ikey *t = load_inline(tpath, &nt, &st, 1), *a = load_inline(apath, &na, &sa, 0);
 	while (i < nt || j < na) {
 		int k = i >= nt ? 1 : j >= na ? -1 : ikey_cmp(&t[i], &a[j]);
+		if (k < 0 && j < na && t[i].tid == a[j].tid && t[i].name == a[j].name &&
+		    a[j].begin < next_time(times, ntimes, t[i].tid, t[i].begin))
+			k = 0; /* a[j] begins after t[i], within its resolution */
 		if (!k) {
 			matched++;
 			i++;
@@ -410,7 +479,20 @@ int main(int argc, char **argv)
 	spanset_init(&truth);
 	spanset_init(&actual);
 	if (inl) {
-		size_t w = inline_frames(argv[optind], argv[optind + 1], o.list);
+		/* the truth's time resolution: DIR/truth.mt beside
+		 * DIR/truth-inline.mt, or --truth-branches; none with --strict */
+		char isib[4096];
+		const char *ip = argv[optind], *tb = o.truth_branches, *ib = strrchr(ip, '/');
+		ib = ib ? ib + 1 : ip;
+		if (!tb && !strcmp(ib, "truth-inline.mt") &&
+		    (size_t)snprintf(isib, sizeof isib, "%.*struth.mt", (int)(ib - ip), ip) <
+			    sizeof isib &&
+		    access(isib, R_OK) == 0)
+			tb = isib;
+		size_t nts = 0;
+		struct tkey *ts = tb && !o.c.strict ? load_times(tb, &nts) : NULL;
+		size_t w = inline_frames(argv[optind], argv[optind + 1], o.list, ts, nts);
+		free(ts);
 		return o.max_wrong >= 0 && (long)w > o.max_wrong;
 	}
 	if (kept) {

@@ -224,6 +224,7 @@ int main(int argc, char **argv)
 		if (!(sti = stitch_alloc(emit_cb, w)))
 			mt_fatal(MT_EXIT_SYS, "out of memory");
 		stitch_set_mem_limit(sti, o.mem_limit);
+		stitch_set_fnmap(sti, fns); /* fed by the segmenter */
 	}
 	segmenter *s = sti ? seg_alloc(&so, stitch_cb, sti) : seg_alloc(&so, emit_cb, w);
 	if (!s)

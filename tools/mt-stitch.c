@@ -1,6 +1,7 @@
 /* mt-stitch: joins each thread's segments across gaps. */
 #include "driver.h"
 #include "err.h"
+#include "fnmap.h"
 #include "io.h"
 #include "mtev.h"
 #include "stitch.h"
@@ -32,6 +33,10 @@ static void usage(FILE *f)
 	      "\n"
 	      "  -i, --input FILE     read FILE (same as the IN operand; default: stdin)\n"
 	      "  -o, --output FILE    write FILE, atomically (default: stdout)\n"
+	      "  -s, --symfs DIR      look for mapped files under DIR first (as mt-segment):\n"
+	      "                       their code tells, at a join that finds no common\n"
+	      "                       frame, whether the earlier root returned in the gap\n"
+	      "      --no-symbols     do not read the mapped files\n"
 	      "      --mem-limit SIZE  log memory per thread before spilling to a temporary\n"
 	      "                       file in $TMPDIR (default /tmp); SIZE in bytes, or with\n"
 	      "                       a K, M or G suffix (default 4M, at least 256)\n"
@@ -78,14 +83,21 @@ int main(int argc, char **argv)
 		{"stats", no_argument, 0, 'T'},	      {"force", no_argument, 0, 'f'},
 		{"help", no_argument, 0, 'h'},	      {"partial", no_argument, 0, 'P'},
 		{"mem-limit", required_argument, 0, 'm'},
+		{"symfs", required_argument, 0, 's'},	      {"no-symbols", no_argument, 0, 'S'},
 		{0, 0, 0, 0},
 	};
-	const char *in = NULL, *outp = NULL;
-	int c, stats = 0, force = 0, partial = 0, err = 0, rc = MT_EXIT_OK;
+	const char *in = NULL, *outp = NULL, *symfs = NULL;
+	int c, stats = 0, force = 0, partial = 0, err = 0, rc = MT_EXIT_OK, no_symbols = 0;
 	size_t mem_limit = STITCH_MEM_DEFAULT;
 	drv_init(argc, argv);
-	while ((c = getopt_long(argc, argv, ":i:o:fh", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":i:o:s:fh", lo, NULL)) != -1) {
 		switch (c) {
+		case 's':
+			symfs = optarg;
+			break;
+		case 'S':
+			no_symbols = 1;
+			break;
 		case 'i':
 			in = optarg;
 			break;
@@ -128,11 +140,22 @@ int main(int argc, char **argv)
 	if (!s)
 		mt_fatal(MT_EXIT_SYS, "out of memory");
 	stitch_set_mem_limit(s, mem_limit);
+	struct fnmap *fns = NULL;
+	if (!no_symbols && !(fns = fnmap_alloc(symfs)))
+		mt_fatal(MT_EXIT_SYS, "out of memory");
+	stitch_set_fnmap(s, fns);
 	struct mtev_rec rec;
 	int r;
 	uint64_t n = 0;
 	while ((r = mtev_read(rd, &rec)) > 0) {
 		n++;
+		if (fns && ((rec.kind == MTEV_MAP &&
+			     fnmap_add_map(fns, rec.map.pid, rec.map.start, rec.map.len, rec.map.pgoff,
+					   rec.map.path.p, rec.map.path.len, rec.map.build_id,
+					   rec.map.build_id_len)) ||
+			    (rec.kind == MTEV_THREAD &&
+			     fnmap_add_thread(fns, rec.thread.pid, rec.thread.tid))))
+			mt_fatal(MT_EXIT_SYS, "out of memory");
 		int e = stitch_feed(s, &rec);
 		if (__builtin_expect(!e, 1))
 			continue;
@@ -173,6 +196,7 @@ int main(int argc, char **argv)
 			(unsigned long long)st->continued, (unsigned long long)st->revealed,
 			(unsigned long long)st->gap_spans);
 	stitch_free(s);
+	fnmap_free(fns);
 	mtev_writer_free(w);
 	mtev_reader_free(rd);
 	return rc;
