@@ -1,6 +1,6 @@
 /* mt-ptgen: big, valid Intel PT for a real binary, fast, with its truth.
- * Walks the binary's code (libcommon/ptgen.c) and feeds mt-ptsim's
- * synthesizer and writers (libcommon/ptsim_synth.c, ptsim_out.c). */
+ * Walks the binary's code (oracles/ptgen.c) and feeds mt-ptsim's
+ * synthesizer and writers (oracles/ptsim_synth.c, ptsim_out.c). */
 #include "err.h"
 #include "io.h"
 #include "ptgen.h"

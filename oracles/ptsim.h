@@ -233,7 +233,7 @@ int ptsim_write_truth(int fd, const struct ptsim_run *run, const struct ptsim_re
 int ptsim_write_spans(int fd, const struct ptsim_run *run, const struct ptsim_result *res,
 		      char *err, size_t errlen);
 /* truth-inline.mt: the inline frames of the window's executed instructions
- * (each thread's last @window, 0: all; libcommon/ptsim_inline.c), chains
+ * (each thread's last @window, 0: all; oracles/ptsim_inline.c), chains
  * from @symbolizer (NULL: llvm-symbolizer in PATH). */
 int ptsim_write_inline(int fd, const struct ptsim_run *run, const struct ptsim_result *res,
 		       uint64_t window, const char *symbolizer, char *err, size_t errlen);
