@@ -114,6 +114,14 @@ struct ptsim_run {
 	char start_symbol[128]; /* --start-at, or empty */
 };
 
+/* What stepping has done so far (ptsim_trace_opts.progress). */
+struct ptsim_progress {
+	uint64_t insns;	    /* instructions logged */
+	uint64_t max_insns; /* the limit */
+	double rate;	    /* instructions per second of wall time */
+	double left;	    /* seconds to max_insns at that rate (0: past it) */
+};
+
 struct ptsim_trace_opts {
 	char *const *argv;	 /* PROG ARGS..., NULL-terminated */
 	const char *path;	 /* the file to execute (no PATH search, no
@@ -121,7 +129,10 @@ struct ptsim_trace_opts {
 	const char *start_at;	 /* symbol or NULL */
 	const char *stop_at;	 /* symbol or NULL: magic_trace_stop_indicator if present */
 	uint64_t max_insns;
-	int progress;		 /* print progress on stderr (tool decides) */
+	/* Called about twice a second while stepping, and with NULL when
+	 * stepping ends (not on an error); NULL: never.  The tool prints. */
+	void (*progress)(void *ctx, const struct ptsim_progress *p);
+	void *progress_ctx;
 };
 
 enum {

@@ -166,6 +166,18 @@ static int check_prog(const char *prog, char *why, size_t n, char *out, size_t o
 	return -1;
 }
 
+/* The progress line on a terminal, rewritten in place; erased at the end. */
+static void show_progress(void *ctx, const struct ptsim_progress *p)
+{
+	(void)ctx;
+	if (!p) {
+		fprintf(stderr, "\r%60s\r", "");
+		return;
+	}
+	fprintf(stderr, "\rmt-ptsim: %llu instructions, %.0f/s; --max-insns %llu in <= %.0f s   ",
+		(unsigned long long)p->insns, p->rate, (unsigned long long)p->max_insns, p->left);
+}
+
 typedef int (*writer_fn)(int, const struct ptsim_run *, const struct ptsim_result *, char *, size_t);
 
 static void write_out(const char *dir, const char *name, writer_fn fn, const struct ptsim_run *run,
@@ -266,7 +278,7 @@ int main(int argc, char **argv)
 			mt_fatal(MT_EXIT_USAGE, "cannot execute %s: %s", argv[optind], why);
 		to.argv = argv + optind;
 		to.path = path;
-		to.progress = io_progress_enabled();
+		to.progress = io_progress_enabled() ? show_progress : NULL;
 		int rc = ptsim_trace(&run, &to, err, sizeof err);
 		if (rc < 0) {
 			ptsim_run_fini(&run);
