@@ -801,13 +801,13 @@ int ptgen_walk(struct ptsim_run *run, const struct ptgen_opts *o, struct ptgen_s
 	}
 	int e = elfinfo_load(&ei, o->path);
 	if (e < 0) {
-		snprintf(err, errlen, "%s: %s", o->path, e == -ENOEXEC ? "not an ELF file" : strerror(-e));
-		return PTSIM_E_USAGE;
+		snprintf(err, errlen, "%s", e == -ENOEXEC ? "not an ELF file" : strerror(-e));
+		return PTGEN_E_INPUT;
 	}
 	if (!ei.nsyms) {
-		snprintf(err, errlen, "%s: no function symbols", o->path);
+		snprintf(err, errlen, "no function symbols");
 		elfinfo_fini(&ei);
-		return PTSIM_E_USAGE;
+		return PTGEN_E_INPUT;
 	}
 	uint32_t root_node = NONE;
 	if ((rc = load_maps(&g, &ei, o->path, err, errlen)) < 0 ||

@@ -146,6 +146,8 @@ int ptsim_trace(struct ptsim_run *run, const struct ptsim_trace_opts *o, char *e
 		size_t errlen);
 void ptsim_run_fini(struct ptsim_run *run);
 int ptsim_run_save(const struct ptsim_run *run, const char *path, char *err, size_t errlen);
+/* 0, or PTSIM_E_USAGE (not a run file, or a damaged one) or PTSIM_E_SYS (it
+ * cannot be read) with the reason in @err. */
 int ptsim_run_load(struct ptsim_run *run, const char *path, char *err, size_t errlen);
 /* The map containing @ip, or NULL. */
 const struct ptsim_map *ptsim_find_map(const struct ptsim_run *run, uint64_t ip);

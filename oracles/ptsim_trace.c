@@ -995,14 +995,14 @@ int ptsim_run_load(struct ptsim_run *r, const char *path, char *err, size_t errl
 	size_t len;
 	memset(r, 0, sizeof(*r));
 	if (io_slurp(path, &buf, &len) < 0) {
-		snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
-		return -1;
+		snprintf(err, errlen, "%s", strerror(errno));
+		return PTSIM_E_SYS;
 	}
 	struct rbuf b = {buf + 8, buf + len, 0};
 	if (len < 8 || memcmp(buf, "MTPTSIM1", 8)) {
-		snprintf(err, errlen, "%s: not an mt-ptsim run file", path);
+		snprintf(err, errlen, "not an mt-ptsim run file");
 		free(buf);
-		return -1;
+		return PTSIM_E_USAGE;
 	}
 	size_t n;
 	r->pid = (uint32_t)r64(&b);
@@ -1097,9 +1097,9 @@ int ptsim_run_load(struct ptsim_run *r, const char *path, char *err, size_t errl
 	}
 	free(buf);
 	if (b.bad || !r->cmdline) {
-		snprintf(err, errlen, "%s: corrupt or truncated run file", path);
+		snprintf(err, errlen, "corrupt or truncated run file");
 		ptsim_run_fini(r);
-		return -1;
+		return PTSIM_E_USAGE;
 	}
 	return 0;
 }
