@@ -28,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "driver.h"
 #include "err.h"
 #include "io.h"
 #include "mtev.h"
@@ -1068,20 +1069,19 @@ int main(int argc, char **argv)
 	const char *pidlist = NULL;
 	int ch;
 
-	mt_set_progname(argv[0]);
+	drv_init(argc, argv);
 	if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
 		usage(stdout);
 		return 0;
 	}
-	if (argc < 2 || (strcmp(argv[1], "run") && strcmp(argv[1], "attach"))) {
-		usage(stderr);
-		return MT_EXIT_USAGE;
-	}
+	if (argc < 2 || (strcmp(argv[1], "run") && strcmp(argv[1], "attach")))
+		drv_usage(argc < 2 ? "missing the subcommand: run or attach"
+				   : "unknown subcommand '%s': run or attach", argv[1]);
 	o.attach = !strcmp(argv[1], "attach");
 	argv++;
 	argc--;
 	/* "+": options end at the first non-option (CMD) */
-	while ((ch = getopt_long(argc, argv, "+o:p:m:t:d:s:F:e:g:nvh", lo, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "+:o:p:m:t:d:s:F:e:g:nvh", lo, NULL)) != -1) {
 		switch (ch) {
 		case 'o':
 			o.dir = optarg;
@@ -1099,7 +1099,7 @@ int main(int argc, char **argv)
 			else if (!strcmp(optarg, "singlestep"))
 				o.mode = MODE_SINGLESTEP;
 			else
-				mt_fatal(MT_EXIT_USAGE, "unknown mode '%s' (auto, pt, sample, singlestep)",
+				drv_usage("unknown mode '%s' (auto, pt, sample, singlestep)",
 					 optarg);
 			break;
 		case 't':
@@ -1114,7 +1114,7 @@ int main(int argc, char **argv)
 			else if (!strcmp(optarg, "uprobe"))
 				o.via = VIA_UPROBE;
 			else
-				mt_fatal(MT_EXIT_USAGE, "unknown --trigger-via '%s' (auto, hw, uprobe)", optarg);
+				drv_usage("unknown --trigger-via '%s' (auto, hw, uprobe)", optarg);
 			break;
 		case O_MULTI:
 			o.multi = 1;
@@ -1123,31 +1123,31 @@ int main(int argc, char **argv)
 			char *end;
 			o.duration = strtod(optarg, &end);
 			if (*end || !(o.duration > 0) || o.duration > 1e6)
-				mt_fatal(MT_EXIT_USAGE, "bad --duration '%s' (seconds)", optarg);
+				drv_usage("bad --duration '%s' (seconds)", optarg);
 			break;
 		}
 		case 's':
 			o.snapshot_size = optarg;
 			if (!*optarg || strspn(optarg, "0123456789kKmMgGbB") != strlen(optarg))
-				mt_fatal(MT_EXIT_USAGE, "bad --snapshot-size '%s' (e.g. 4M)", optarg);
+				drv_usage("bad --snapshot-size '%s' (e.g. 4M)", optarg);
 			break;
 		case 'F': {
 			char *end;
 			unsigned long v = strtoul(optarg, &end, 10);
 			if (*end || !v || v > 1000000)
-				mt_fatal(MT_EXIT_USAGE, "bad --freq '%s'", optarg);
+				drv_usage("bad --freq '%s'", optarg);
 			o.freq = (unsigned)v;
 			break;
 		}
 		case 'e':
 			if (strcmp(optarg, "cpu-clock") && strcmp(optarg, "cycles"))
-				mt_fatal(MT_EXIT_USAGE, "bad --event '%s' (cpu-clock or cycles)", optarg);
+				drv_usage("bad --event '%s' (cpu-clock or cycles)", optarg);
 			o.event = optarg;
 			break;
 		case 'g':
 			if (strcmp(optarg, "fp") && strcmp(optarg, "dwarf") && strcmp(optarg, "lbr") &&
 			    strcmp(optarg, "auto"))
-				mt_fatal(MT_EXIT_USAGE, "bad --call-graph '%s' (auto, fp, dwarf or lbr)",
+				drv_usage("bad --call-graph '%s' (auto, fp, dwarf or lbr)",
 					 optarg);
 			o.call_graph = optarg;
 			break;
@@ -1159,7 +1159,7 @@ int main(int argc, char **argv)
 			else if (!strcmp(optarg, "high"))
 				o.timing = PERFCMD_TIMING_HIGH;
 			else
-				mt_fatal(MT_EXIT_USAGE, "bad --timing '%s' (low, normal, high)", optarg);
+				drv_usage("bad --timing '%s' (low, normal, high)", optarg);
 			break;
 		case O_KERNEL:
 			o.kernel = 1;
@@ -1186,24 +1186,23 @@ int main(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		default:
-			usage(stderr);
-			return MT_EXIT_USAGE;
+			drv_getopt_error(ch, argv);
 		}
 	}
 	if (!o.dir)
-		mt_fatal(MT_EXIT_USAGE, "-o DIR is required");
+		drv_usage("-o DIR is required");
 	if (o.attach) {
 		if (optind < argc)
-			mt_fatal(MT_EXIT_USAGE, "attach takes no command (got '%s')", argv[optind]);
+			drv_usage("attach takes no command (got '%s')", argv[optind]);
 		if (!pidlist)
-			mt_fatal(MT_EXIT_USAGE, "attach needs -p PID[,PID...]");
+			drv_usage("attach needs -p PID[,PID...]");
 		if (parse_pids(&o, pidlist) < 0)
-			mt_fatal(MT_EXIT_USAGE, "bad process list '%s' (want PID[,PID...])", pidlist);
+			drv_usage("bad process list '%s' (want PID[,PID...])", pidlist);
 	} else {
 		if (pidlist)
-			mt_fatal(MT_EXIT_USAGE, "-p is for attach; run starts CMD itself");
+			drv_usage("-p is for attach; run starts CMD itself");
 		if (optind >= argc || !*argv[optind])
-			mt_fatal(MT_EXIT_USAGE, "run needs a command: mt-capture run [options] -o DIR -- CMD [ARGS...]");
+			drv_usage("run needs a command: mt-capture run [options] -o DIR -- CMD [ARGS...]");
 		o.cmd = argv + optind;
 	}
 	c.o = &o;
