@@ -68,5 +68,9 @@ fuzz-smoke: fuzz fuzz-seeds
 fuzz-run: fuzz fuzz-seeds
 	$(Q)bash fuzz/smoke.sh -t $(FUZZ_SECONDS) -j 1 $(T)
 
+# One target alone, e.g. `make fuzz-write` (mt-write's, fuzz/fuzz_write.c).
+.PHONY: fuzz-write
+fuzz-write: $(FUZZ_BUILD)/fuzz_write
+
 
 -include $(FUZZ_LIBOBJ:.o=.d) $(FUZZ_SRC:fuzz/%.c=$(FUZZ_BUILD)/fuzz/%.d) $(FUZZ_BUILD)/fuzz/memfd.d

@@ -93,3 +93,7 @@ EXACT_RUNS := $(EXACT_NAMES:%=$(EXACT_CACHE)/runs/%.run)
 .PHONY: exact-cache
 exact-cache: $(EXACT_RUNS)
 TEST_PREREQS += $(EXACT_RUNS)
+
+# mt-ptgen (tools/mt-ptgen.c, oracles/ptgen.c): tests/ptgen.bats walks the
+# static test program fnptr (glibc included: ~1000 functions of real code).
+TEST_PREREQS += $(PROG_DIR)/fnptr
