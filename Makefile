@@ -24,6 +24,14 @@ LIBSRC := $(wildcard libcommon/*.c) $(wildcard formats/*.c)
 LIBOBJ := $(LIBSRC:%.c=$(BUILD)/%.o)
 LIB := $(BUILD)/libmt.a
 
+# The test oracles (oracles/: mt-ptsim's tracer, synthesizer and writers,
+# mt-ptgen's walk, mt-compare's scorer) are a library of their own, linked
+# only by the tools and tests that judge the product, never into libmt.
+ORACLE_SRC := $(wildcard oracles/*.c)
+ORACLE_OBJ := $(ORACLE_SRC:%.c=$(BUILD)/%.o)
+ORACLE_LIB := $(BUILD)/liboracles.a
+ORACLE_TOOLS := bin/mt-ptsim bin/mt-ptgen bin/mt-compare
+
 TOOLSRC := $(wildcard tools/*.c)
 TOOLS := $(TOOLSRC:tools/%.c=bin/%)
 SCRIPTS := $(wildcard pipelines/*)
@@ -59,10 +67,20 @@ $(LIB): $(LIBOBJ)
 	@mkdir -p $(dir $@)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
+$(ORACLE_LIB): $(ORACLE_OBJ)
+	@mkdir -p $(dir $@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
 bin/%: $(BUILD)/tools/%.o $(LIB)
 	@mkdir -p bin
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS)
+
+$(ORACLE_TOOLS:bin/%=$(BUILD)/tools/%.o): ALL_CFLAGS += -Ioracles
+$(ORACLE_TOOLS): bin/%: $(BUILD)/tools/%.o $(ORACLE_LIB) $(LIB)
+	@mkdir -p bin
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(ORACLE_LIB) $(LIB) $(LDLIBS)
 
 $(MTLIB_OBJ): libmagictrace/magic_trace.c libmagictrace/magic_trace.h
 	@mkdir -p $(dir $@)
@@ -75,9 +93,9 @@ $(MTLIB_A): $(MTLIB_OBJ)
 $(MTLIB_SO): $(MTLIB_PIC)
 	$(Q)$(CC) -shared -Wl,-soname,libmagictrace.so.1 -o $@ $^
 
-$(BUILD)/tests/%: tests/unit/%.c $(LIB)
+$(BUILD)/tests/%: tests/unit/%.c $(ORACLE_LIB) $(LIB)
 	@mkdir -p $(dir $@)
-	$(Q)$(CC) $(ALL_CFLAGS) -Itests/unit $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS)
+	$(Q)$(CC) $(ALL_CFLAGS) -Itests/unit -Ioracles $(LDFLAGS) -o $@ $< $(ORACLE_LIB) $(LIB) $(LDLIBS)
 
 # Test programs traced by the tests (tests/programs/Makefile.inc lists them).
 # Each part of the project adds its own rules in mk/<part>.mk; TEST_PREREQS
@@ -93,9 +111,12 @@ test: deps all $(UNITS) $(TEST_PREREQS)
 
 # The tests run bin/: the sanitized tools go there for the run, and the
 # plain ones (from build/) are put back after it, whatever its result.
+# ASAN_GOAL is what runs sanitized (tests/asan-bin.sh checks the put-back
+# with a short goal).
+ASAN_GOAL ?= test
 asan:
 	rm -rf bin
-	$(MAKE) test OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" LDFLAGS="-fsanitize=address,undefined" BUILD=build-asan; \
+	$(MAKE) $(ASAN_GOAL) OPT="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" LDFLAGS="-fsanitize=address,undefined" BUILD=build-asan; \
 	  st=$$?; rm -rf bin; $(MAKE) all && exit $$st
 
 install: all
@@ -111,4 +132,4 @@ install: all
 clean:
 	rm -rf build build-asan bin out
 
--include $(LIBOBJ:.o=.d) $(TOOLSRC:tools/%.c=$(BUILD)/tools/%.d) $(UNITS:%=%.d)
+-include $(LIBOBJ:.o=.d) $(ORACLE_OBJ:.o=.d) $(TOOLSRC:tools/%.c=$(BUILD)/tools/%.d) $(UNITS:%=%.d)

@@ -6,7 +6,6 @@
 #include <string.h>
 
 const char *mt_progname = "mt";
-static unsigned long warn_count;
 
 void mt_set_progname(const char *argv0)
 {
@@ -31,7 +30,6 @@ static void vsay(const char *level, const char *fmt, va_list ap)
 void mt_warn(const char *fmt, ...)
 {
 	va_list ap;
-	warn_count++;
 	va_start(ap, fmt);
 	vsay("warning: ", fmt, ap);
 	va_end(ap);
@@ -53,14 +51,4 @@ void mt_fatal(int code, const char *fmt, ...)
 	va_end(ap);
 	io_out_cleanup(); /* no temporary file outlives a fatal error */
 	exit(code);
-}
-
-unsigned long mt_warn_count(void)
-{
-	return warn_count;
-}
-
-int mt_warn_once_per(unsigned *counter, unsigned max)
-{
-	return (*counter)++ < max;
 }

@@ -17,9 +17,5 @@ void mt_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void mt_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Prints "prog: fatal: ..." and exits with @code. */
 void mt_fatal(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
-/* Number of mt_warn() calls so far (tools exit 1 when data was degraded). */
-unsigned long mt_warn_count(void);
-/* Limit repeated warnings: after @max identical-category warnings, stay quiet. */
-int mt_warn_once_per(unsigned *counter, unsigned max);
 
 #endif

@@ -583,11 +583,3 @@ int trigger_hw_works(void)
 	close(fd);
 	return r;
 }
-
-int trigger_enable(struct trigger *t, int on)
-{
-	for (size_t i = 0; i < t->nfds; i++)
-		if (ioctl(t->fds[i], on ? PERF_EVENT_IOC_ENABLE : PERF_EVENT_IOC_DISABLE, 0) < 0)
-			return -errno;
-	return 0;
-}

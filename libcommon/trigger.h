@@ -94,7 +94,4 @@ size_t trigger_poll_fds(const struct trigger *t, int *fds, size_t max);
  * dropped because a ring was full. */
 int trigger_read(struct trigger *t, struct trigger_hit *hits, size_t max, uint64_t *lost);
 
-/* Enables or disables every event (0 or -errno). */
-int trigger_enable(struct trigger *t, int on);
-
 #endif

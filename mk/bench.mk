@@ -2,7 +2,10 @@
 # bench/pipeline.sh (the issue-9 table: bare libipt loop, mt-decode, perf
 # script, the whole pipeline, peak RSS) walks build/programs/fnptr with
 # mt-ptgen; BENCH_INSNS (default 50M) and BENCH_REPS (default 3) size it.
-BENCH_BINS := $(BUILD)/bench/mtev_bench $(BUILD)/bench/ptdecode_bench
+# Every benchmark program, here only: bench/NAME.c -> $(BUILD)/bench/NAME
+# (seg_gen feeds bench/segment.sh, symbolize_gen bench/symbolize.sh).
+BENCH_BINS := $(BUILD)/bench/mtev_bench $(BUILD)/bench/ptdecode_bench $(BUILD)/bench/seg_gen \
+	$(BUILD)/bench/symbolize_gen
 
 $(BUILD)/bench/%: bench/%.c $(LIB)
 	@mkdir -p $(dir $@)

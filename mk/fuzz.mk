@@ -97,5 +97,10 @@ FUZZ_DIR ?= /work/fuzzlogs
 fuzz-campaign: fuzz fuzz-seeds
 	$(Q)bash fuzz/campaign.sh -n $(RUNS) -d $(FUZZ_DIR) $(T)
 
+# One target alone, e.g. `make fuzz-write` (mt-write's, fuzz/fuzz_write.c).
+.PHONY: fuzz-write
+fuzz-write: $(FUZZ_BUILD)/fuzz_write
+
+
 
 -include $(FUZZ_LIBOBJ:.o=.d) $(FUZZ_LSAN_TOOLS:$(FUZZ_BUILD)/lsan/%=$(FUZZ_BUILD)/tools/%.d) $(FUZZ_SRC:fuzz/%.c=$(FUZZ_BUILD)/fuzz/%.d) $(FUZZ_BUILD)/fuzz/memfd.d

@@ -23,7 +23,7 @@ PTSIM_RUNS := $(PROG_NAMES:%=$(PTSIM_CACHE)/runs/%.run)
 PTSIM_OUTS := $(foreach v,$(PTSIM_VARIANTS),$(PROG_NAMES:%=$(PTSIM_CACHE)/$(v)/%/perf.data))
 PTCHECK := $(BUILD)/tests/ptcheck
 
-$(PTSIM_CACHE)/runs/%.run: $(PROG_DIR)/% libcommon/ptsim_trace.c libcommon/ptsim.h | bin/mt-ptsim
+$(PTSIM_CACHE)/runs/%.run: $(PROG_DIR)/% oracles/ptsim_trace.c oracles/ptsim.h | bin/mt-ptsim
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  PTSIM   $@")
 	$(Q)bin/mt-ptsim $(PTSIM_RUN_$*) --save-run $@ -- $< >/dev/null
@@ -89,7 +89,7 @@ $(EXACT_DIR)/except_O0: tests/programs/exact/except.cc mk/ptsim.mk
 	@mkdir -p $(dir $@)
 	$(Q)$(CXX) -Wall $(EXACT_CXXFLAGS_except_O0) -o $@ $<
 
-$(EXACT_CACHE)/runs/%.run: $(EXACT_DIR)/% libcommon/ptsim_trace.c libcommon/ptsim.h | bin/mt-ptsim
+$(EXACT_CACHE)/runs/%.run: $(EXACT_DIR)/% oracles/ptsim_trace.c oracles/ptsim.h | bin/mt-ptsim
 	@mkdir -p $(dir $@)
 	$(Q)bin/mt-ptsim $(EXACT_RUN_$*) --save-run $@ -- $< >/dev/null
 
@@ -98,3 +98,7 @@ EXACT_RUNS := $(EXACT_NAMES:%=$(EXACT_CACHE)/runs/%.run)
 .PHONY: exact-cache
 exact-cache: $(EXACT_RUNS)
 TEST_PREREQS += $(EXACT_RUNS)
+
+# mt-ptgen (tools/mt-ptgen.c, oracles/ptgen.c): tests/ptgen.bats walks the
+# static test program fnptr (glibc included: ~1000 functions of real code).
+TEST_PREREQS += $(PROG_DIR)/fnptr

@@ -6,8 +6,6 @@ $(SEGFUNCS): tests/golden/segment/funcs.S
 	$(Q)$(CC) -nostdlib -static -no-pie -Wl,-Ttext=0x401000 -Wl,-e,start -Wl,--build-id=none -o $@ $<
 TEST_PREREQS += $(SEGFUNCS)
 
-BENCH_BINS += $(BUILD)/bench/seg_gen
-
 # The same code assembled with DWARF (-g): mt-segment keeps its waypoints.
 SEGFUNCS_DWARF := build/tests/segment-dwarf/segfuncs
 $(SEGFUNCS_DWARF): tests/golden/segment/funcs.S

@@ -17,6 +17,3 @@ $(SYM_PROGDIR)/sym_cxx: tests/programs/sym_cxx.cpp
 
 programs: $(SYM_PROGS)
 TEST_PREREQS += $(SYM_PROGS)
-
-# Benchmark stream generator (bench/symbolize.sh).
-BENCH_BINS += $(BUILD)/bench/symbolize_gen

@@ -212,3 +212,55 @@ expect() {
 	# every stats line is PROG: followed by key=value pairs only
 	! grep -E '^mt-[a-z]+: [a-z_]+=' "$T/err" | grep -vE '^mt-[a-z]+:( [a-z_]+=[0-9a-z.]+)+$'
 }
+
+# The oracles and the front tools take other inputs: mt-ptsim a run file
+# (--replay), mt-ptgen an ELF binary, mt-summary a span stream read twice
+# (a directory is DIR/symbolize.mt there, so that row does not apply).
+@test "mt-ptsim, mt-ptgen, mt-summary: the same bad input, the same exit code and message shape" {
+	fixtures
+	run_other() {
+		case $1 in
+		mt-ptsim) "$BIN/mt-ptsim" --replay "$2" -o "$T/out" ;;
+		mt-ptgen) "$BIN/mt-ptgen" -n 1000 -o "$T/out" "$2" ;;
+		mt-summary) "$BIN/mt-summary" "$2" > /dev/null ;;
+		esac
+	}
+	head -c 100000 "$BATS_TEST_DIRNAME/../build/programs/recursion" > "$T/cut.elf" 2> /dev/null ||
+		head -c 100000 "$BIN/mt-cat" > "$T/cut.elf"
+	printf 'MTPTSIM1\001\000' > "$T/cut.run"
+	for tool in mt-ptsim mt-ptgen mt-summary; do
+		case $tool in
+		mt-ptsim) cut=$T/cut.run ;;
+		mt-ptgen) cut=$T/cut.elf ;;
+		mt-summary) cut=$T/cut.mt ;;
+		esac
+		rows=("$T/no-such-file|2|unable to open $T/no-such-file: No such file or directory$"
+			"$cut|2|unable to read $cut: .+"
+			"$T/garbage|2|unable to read $T/garbage: .+")
+		[ $tool = mt-summary ] || rows+=("$T/a-directory|2|unable to open $T/a-directory: Is a directory$")
+		for row in "${rows[@]}"; do
+			IFS='|' read -r in want re <<< "$row"
+			rm -rf "$T/out"
+			run_other $tool "$in" 2> "$T/err" && st=0 || st=$?
+			[ "$st" -eq "$want" ] || { echo "$tool $in: exit $st, want $want"; cat "$T/err"; return 1; }
+			[ "$(wc -l < "$T/err")" -eq 1 ] || { echo "$tool $in: not one line:"; cat "$T/err"; return 1; }
+			grep -qE "^$tool: fatal: $re" "$T/err" || { echo "$tool $in: wrong shape:"; cat "$T/err"; return 1; }
+			[ ! -e "$T/out/perf.data" ] || { echo "$tool $in: wrote perf.data"; return 1; }
+		done
+	done
+}
+
+@test "mt-ptsim, mt-ptgen, mt-summary, mt-capture: usage errors are one line pointing to --help, exit 2" {
+	for cmd in "mt-ptsim --no-such-option" "mt-ptsim -Z" "mt-ptsim -o" "mt-ptsim --window x -o d -- true" \
+		"mt-ptsim --inject warp@1 -o d -- true" "mt-ptsim -o d" \
+		"mt-ptgen --no-such-option" "mt-ptgen -o" "mt-ptgen --threads 99 -o d x" "mt-ptgen -o d" \
+		"mt-summary --no-such-option" "mt-summary -n" "mt-summary -n x d" "mt-summary" \
+		"mt-capture" "mt-capture warp" "mt-capture run --no-such-option -o d -- true" "mt-capture run -o" \
+		"mt-capture run --mode warp -o d -- true"; do
+		# shellcheck disable=SC2086
+		"$BIN"/$cmd < /dev/null > "$T/out" 2> "$T/err" && st=0 || st=$?
+		tool=${cmd%% *}
+		[ "$st" -eq 2 ] && [ "$(wc -l < "$T/err")" -eq 1 ] &&
+			grep -q "^$tool: fatal: .*(see $tool --help)$" "$T/err" || { echo "$cmd: $st"; cat "$T/err"; return 1; }
+	done
+}

@@ -28,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "driver.h"
 #include "err.h"
 #include "io.h"
 #include "mtev.h"
@@ -1118,20 +1119,132 @@ static int run_singlestep(struct opts *o)
 	mt_fatal(MT_EXIT_SYS, "cannot run %s: %s", ptsim, strerror(errno));
 }
 
-int main(int argc, char **argv)
+/* The long options without a short form. */
+enum {
+	O_VIA = 256,
+	O_MULTI,
+	O_TIMING,
+	O_KERNEL,
+	O_PERTHREAD,
+	O_PERF,
+	O_PTSIM,
+	O_PTSIM_ARGS,
+};
+
+/* One option of the command line into @o. */
+static void parse_option(struct opts *o, int ch, const char **pidlist, char **argv)
 {
-	static struct opts o = {.mode = MODE_AUTO, .freq = 10000, .timing = PERFCMD_TIMING_NORMAL};
-	static struct capture c;
-	enum {
-		O_VIA = 256,
-		O_MULTI,
-		O_TIMING,
-		O_KERNEL,
-		O_PERTHREAD,
-		O_PERF,
-		O_PTSIM,
-		O_PTSIM_ARGS,
-	};
+	switch (ch) {
+	case 'o':
+		o->dir = optarg;
+		break;
+	case 'p':
+		*pidlist = optarg;
+		break;
+	case 'm':
+		if (!strcmp(optarg, "auto"))
+			o->mode = MODE_AUTO;
+		else if (!strcmp(optarg, "pt"))
+			o->mode = MODE_PT;
+		else if (!strcmp(optarg, "sample") || !strcmp(optarg, "sampling"))
+			o->mode = MODE_SAMPLE;
+		else if (!strcmp(optarg, "singlestep"))
+			o->mode = MODE_SINGLESTEP;
+		else
+			drv_usage("unknown mode '%s' (auto, pt, sample, singlestep)",
+				 optarg);
+		break;
+	case 't':
+		o->trigger = optarg;
+		o->trigger_explicit = 1;
+		break;
+	case O_VIA:
+		if (!strcmp(optarg, "auto"))
+			o->via = VIA_AUTO;
+		else if (!strcmp(optarg, "hw"))
+			o->via = VIA_HW;
+		else if (!strcmp(optarg, "uprobe"))
+			o->via = VIA_UPROBE;
+		else
+			drv_usage("unknown --trigger-via '%s' (auto, hw, uprobe)", optarg);
+		break;
+	case O_MULTI:
+		o->multi = 1;
+		break;
+	case 'd': {
+		char *end;
+		o->duration = strtod(optarg, &end);
+		if (*end || !(o->duration > 0) || o->duration > 1e6)
+			drv_usage("bad --duration '%s' (seconds)", optarg);
+		break;
+	}
+	case 's':
+		o->snapshot_size = optarg;
+		if (!*optarg || strspn(optarg, "0123456789kKmMgGbB") != strlen(optarg))
+			drv_usage("bad --snapshot-size '%s' (e.g. 4M)", optarg);
+		break;
+	case 'F': {
+		char *end;
+		unsigned long v = strtoul(optarg, &end, 10);
+		if (*end || !v || v > 1000000)
+			drv_usage("bad --freq '%s'", optarg);
+		o->freq = (unsigned)v;
+		break;
+	}
+	case 'e':
+		if (strcmp(optarg, "cpu-clock") && strcmp(optarg, "cycles"))
+			drv_usage("bad --event '%s' (cpu-clock or cycles)", optarg);
+		o->event = optarg;
+		break;
+	case 'g':
+		if (strcmp(optarg, "fp") && strcmp(optarg, "dwarf") && strcmp(optarg, "lbr") &&
+		    strcmp(optarg, "auto"))
+			drv_usage("bad --call-graph '%s' (auto, fp, dwarf or lbr)",
+				 optarg);
+		o->call_graph = optarg;
+		break;
+	case O_TIMING:
+		if (!strcmp(optarg, "low"))
+			o->timing = PERFCMD_TIMING_LOW;
+		else if (!strcmp(optarg, "normal"))
+			o->timing = PERFCMD_TIMING_NORMAL;
+		else if (!strcmp(optarg, "high"))
+			o->timing = PERFCMD_TIMING_HIGH;
+		else
+			drv_usage("bad --timing '%s' (low, normal, high)", optarg);
+		break;
+	case O_KERNEL:
+		o->kernel = 1;
+		break;
+	case O_PERTHREAD:
+		o->per_thread = 1;
+		break;
+	case O_PERF:
+		o->perf = optarg;
+		break;
+	case O_PTSIM:
+		o->ptsim = optarg;
+		break;
+	case O_PTSIM_ARGS:
+		o->ptsim_args = optarg;
+		break;
+	case 'n':
+		o->dry_run = 1;
+		break;
+	case 'v':
+		o->verbose = 1;
+		break;
+	case 'h':
+		usage(stdout);
+		exit(0);
+	default:
+		drv_getopt_error(ch, argv);
+	}
+}
+
+/* The command line into @o (exits on misuse); the -p list, or NULL. */
+static const char *parse_args(struct opts *o, int argc, char **argv)
+{
 	static const struct option lo[] = {
 		{"output", required_argument, 0, 'o'},
 		{"pid", required_argument, 0, 'p'},
@@ -1158,164 +1271,380 @@ int main(int argc, char **argv)
 	const char *pidlist = NULL;
 	int ch;
 
-	mt_set_progname(argv[0]);
 	if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
 		usage(stdout);
-		return 0;
+		exit(0);
 	}
-	if (argc < 2 || (strcmp(argv[1], "run") && strcmp(argv[1], "attach"))) {
-		usage(stderr);
-		return MT_EXIT_USAGE;
-	}
-	o.attach = !strcmp(argv[1], "attach");
+	if (argc < 2 || (strcmp(argv[1], "run") && strcmp(argv[1], "attach")))
+		drv_usage(argc < 2 ? "missing the subcommand: run or attach"
+				   : "unknown subcommand '%s': run or attach", argv[1]);
+	o->attach = !strcmp(argv[1], "attach");
 	argv++;
 	argc--;
 	/* "+": options end at the first non-option (CMD) */
-	while ((ch = getopt_long(argc, argv, "+o:p:m:t:d:s:F:e:g:nvh", lo, NULL)) != -1) {
-		switch (ch) {
-		case 'o':
-			o.dir = optarg;
-			break;
-		case 'p':
-			pidlist = optarg;
-			break;
-		case 'm':
-			if (!strcmp(optarg, "auto"))
-				o.mode = MODE_AUTO;
-			else if (!strcmp(optarg, "pt"))
-				o.mode = MODE_PT;
-			else if (!strcmp(optarg, "sample") || !strcmp(optarg, "sampling"))
-				o.mode = MODE_SAMPLE;
-			else if (!strcmp(optarg, "singlestep"))
-				o.mode = MODE_SINGLESTEP;
-			else
-				mt_fatal(MT_EXIT_USAGE, "unknown mode '%s' (auto, pt, sample, singlestep)",
-					 optarg);
-			break;
-		case 't':
-			o.trigger = optarg;
-			o.trigger_explicit = 1;
-			break;
-		case O_VIA:
-			if (!strcmp(optarg, "auto"))
-				o.via = VIA_AUTO;
-			else if (!strcmp(optarg, "hw"))
-				o.via = VIA_HW;
-			else if (!strcmp(optarg, "uprobe"))
-				o.via = VIA_UPROBE;
-			else
-				mt_fatal(MT_EXIT_USAGE, "unknown --trigger-via '%s' (auto, hw, uprobe)", optarg);
-			break;
-		case O_MULTI:
-			o.multi = 1;
-			break;
-		case 'd': {
-			char *end;
-			o.duration = strtod(optarg, &end);
-			if (*end || !(o.duration > 0) || o.duration > 1e6)
-				mt_fatal(MT_EXIT_USAGE, "bad --duration '%s' (seconds)", optarg);
-			break;
-		}
-		case 's':
-			o.snapshot_size = optarg;
-			if (!*optarg || strspn(optarg, "0123456789kKmMgGbB") != strlen(optarg))
-				mt_fatal(MT_EXIT_USAGE, "bad --snapshot-size '%s' (e.g. 4M)", optarg);
-			break;
-		case 'F': {
-			char *end;
-			unsigned long v = strtoul(optarg, &end, 10);
-			if (*end || !v || v > 1000000)
-				mt_fatal(MT_EXIT_USAGE, "bad --freq '%s'", optarg);
-			o.freq = (unsigned)v;
-			break;
-		}
-		case 'e':
-			if (strcmp(optarg, "cpu-clock") && strcmp(optarg, "cycles"))
-				mt_fatal(MT_EXIT_USAGE, "bad --event '%s' (cpu-clock or cycles)", optarg);
-			o.event = optarg;
-			break;
-		case 'g':
-			if (strcmp(optarg, "fp") && strcmp(optarg, "dwarf") && strcmp(optarg, "lbr") &&
-			    strcmp(optarg, "auto"))
-				mt_fatal(MT_EXIT_USAGE, "bad --call-graph '%s' (auto, fp, dwarf or lbr)",
-					 optarg);
-			o.call_graph = optarg;
-			break;
-		case O_TIMING:
-			if (!strcmp(optarg, "low"))
-				o.timing = PERFCMD_TIMING_LOW;
-			else if (!strcmp(optarg, "normal"))
-				o.timing = PERFCMD_TIMING_NORMAL;
-			else if (!strcmp(optarg, "high"))
-				o.timing = PERFCMD_TIMING_HIGH;
-			else
-				mt_fatal(MT_EXIT_USAGE, "bad --timing '%s' (low, normal, high)", optarg);
-			break;
-		case O_KERNEL:
-			o.kernel = 1;
-			break;
-		case O_PERTHREAD:
-			o.per_thread = 1;
-			break;
-		case O_PERF:
-			o.perf = optarg;
-			break;
-		case O_PTSIM:
-			o.ptsim = optarg;
-			break;
-		case O_PTSIM_ARGS:
-			o.ptsim_args = optarg;
-			break;
-		case 'n':
-			o.dry_run = 1;
-			break;
-		case 'v':
-			o.verbose = 1;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			usage(stderr);
-			return MT_EXIT_USAGE;
-		}
+	while ((ch = getopt_long(argc, argv, "+:o:p:m:t:d:s:F:e:g:nvh", lo, NULL)) != -1) {
+		parse_option(o, ch, &pidlist, argv);
 	}
-	if (!o.dir)
-		mt_fatal(MT_EXIT_USAGE, "-o DIR is required");
-	if (o.attach) {
+	if (!o->dir)
+		drv_usage("-o DIR is required");
+	if (o->attach) {
 		if (optind < argc)
-			mt_fatal(MT_EXIT_USAGE, "attach takes no command (got '%s')", argv[optind]);
+			drv_usage("attach takes no command (got '%s')", argv[optind]);
 		if (!pidlist)
-			mt_fatal(MT_EXIT_USAGE, "attach needs -p PID[,PID...]");
-		if (parse_pids(&o, pidlist) < 0)
-			mt_fatal(MT_EXIT_USAGE, "bad process list '%s' (want PID[,PID...])", pidlist);
+			drv_usage("attach needs -p PID[,PID...]");
+		if (parse_pids(o, pidlist) < 0)
+			drv_usage("bad process list '%s' (want PID[,PID...])", pidlist);
 	} else {
 		if (pidlist)
-			mt_fatal(MT_EXIT_USAGE, "-p is for attach; run starts CMD itself");
+			drv_usage("-p is for attach; run starts CMD itself");
 		if (optind >= argc || !*argv[optind])
-			mt_fatal(MT_EXIT_USAGE, "run needs a command: mt-capture run [options] -o DIR -- CMD [ARGS...]");
-		o.cmd = argv + optind;
+			drv_usage("run needs a command: mt-capture run [options] -o DIR -- CMD [ARGS...]");
+		o->cmd = argv + optind;
 	}
-	c.o = &o;
+	return pidlist;
+}
 
-	/* ---- the mode ---- */
-	enum mode mode = o.mode;
-	if (mode == MODE_SINGLESTEP)
-		return run_singlestep(&o);
-	int auto_notice = 0;
+/* The mode to record in (auto resolved), after checking it can work here;
+ * *@auto_notice: say that auto chose sampling. */
+static enum mode pick_mode(struct opts *o, int *auto_notice)
+{
+	enum mode mode = o->mode;
+	*auto_notice = 0;
 	if (mode == MODE_AUTO) {
 		mode = have_intel_pt() ? MODE_PT : MODE_SAMPLE;
-		auto_notice = mode == MODE_SAMPLE && !o.dry_run;
+		*auto_notice = mode == MODE_SAMPLE && !o->dry_run;
 	}
-	if (mode == MODE_PT && !o.dry_run && !have_intel_pt())
+	if (mode == MODE_PT && !o->dry_run && !have_intel_pt())
 		mt_fatal(MT_EXIT_USAGE,
 			 "--mode pt needs Intel PT, which this machine does not have "
 			 "(/sys/bus/event_source/devices/intel_pt is absent: not an Intel CPU, or a VM "
 			 "that hides it); use --mode sample, or --mode singlestep for a short program");
-	if (mode != MODE_PT && o.per_thread)
+	if (mode != MODE_PT && o->per_thread)
 		mt_fatal(MT_EXIT_USAGE, "--per-thread is for --mode pt");
-	if (mode == MODE_SAMPLE && !o.dry_run)
-		check_sampling(&o);
+	if (mode == MODE_SAMPLE && !o->dry_run)
+		check_sampling(o);
+	return mode;
+}
+
+/* Recording needs perf_event_paranoid <= 2 (<= 1 with --kernel) or root. */
+static void check_permission(const struct opts *o)
+{
+	long paranoid = 0;
+	if (geteuid() != 0 && read_int_file("/proc/sys/kernel/perf_event_paranoid", &paranoid) == 0 &&
+	    (paranoid > 2 || (o->kernel && paranoid > 1)))
+		mt_fatal(MT_EXIT_SYS,
+			 "not allowed: kernel.perf_event_paranoid is %ld; recording your own processes "
+			 "needs <= 2%s (sysctl kernel.perf_event_paranoid=2, or run as root)",
+			 paranoid, o->kernel ? ", and the kernel <= 1" : "");
+	if (o->kernel && geteuid() != 0 && paranoid > 1)
+		mt_fatal(MT_EXIT_SYS, "--kernel needs root");
+}
+
+/* Signals arrive through a signalfd (returned); children get a clean mask. */
+static int setup_signals(void)
+{
+	sigset_t sigs;
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGHUP);
+	sigaddset(&sigs, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &sigs, NULL);
+	signal(SIGPIPE, SIG_IGN); /* perf may be gone when we write to its control pipe */
+	int sfd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (sfd < 0)
+		mt_fatal(MT_EXIT_SYS, "signalfd: %s", strerror(errno));
+
+	/* Many threads x CPUs of breakpoint events need file descriptors. */
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	return sfd;
+}
+
+/* The processes: those to attach to checked, or CMD started (stopped
+ * before its first instruction); DIR made and cleaned. */
+static void start_processes(struct capture *c, struct opts *o)
+{
+	if (o->attach) {
+		for (int i = 0; i < o->npids; i++) {
+			if (kill(o->pids[i], 0) < 0) {
+				if (errno == ESRCH)
+					mt_fatal(MT_EXIT_USAGE, "no process %d", (int)o->pids[i]);
+				if (errno == EPERM)
+					mt_fatal(MT_EXIT_SYS,
+						 "no permission to attach to process %d (it belongs to "
+						 "another user: run as root or as its owner)",
+						 (int)o->pids[i]);
+			}
+			/* perf and the trigger need ptrace-read access: the maps
+			 * file tells (readable only with that access) */
+			struct symaddr_maps m;
+			int r = symaddr_maps_read(&m, o->pids[i]);
+			if (r == -ESRCH)
+				mt_fatal(MT_EXIT_USAGE, "no process %d", (int)o->pids[i]);
+			if (r < 0)
+				mt_fatal(MT_EXIT_SYS,
+					 "no permission to attach to process %d (%s: run as root or as "
+					 "its owner)",
+					 (int)o->pids[i], strerror(-r));
+			symaddr_maps_fini(&m);
+		}
+		make_dir(o->dir);
+		clean_dir(o->dir);
+	} else {
+		make_dir(o->dir);
+		clean_dir(o->dir);
+		c->child = tracee_spawn(o->cmd, child_setup, NULL);
+		if (c->child < 0) {
+			int e = -c->child;
+			if (e == ENOENT || e == EACCES || e == ENOEXEC || e == EISDIR || e == ENOTDIR)
+				mt_fatal(MT_EXIT_USAGE, "cannot run '%s': %s", o->cmd[0], strerror(e));
+			mt_fatal(MT_EXIT_SYS, "cannot start '%s': %s", o->cmd[0],
+				 e == ECHILD ? "it died before its first instruction" : strerror(e));
+		}
+		unreleased_child = c->child;
+		atexit(kill_unreleased);
+		o->pids[0] = c->child;
+		o->npids = 1;
+	}
+}
+
+/* Everything known, the recording starts: the unwinder picked (sampling),
+ * the trigger armed, perf started, then CMD released. */
+static void start_recording(struct capture *c, struct opts *o, enum mode mode, const char *perf,
+			    int auto_notice, const char *pidlist)
+{
+	for (int i = 0; i < o->npids; i++)
+		read_comm(o->pids[i], c->comm[i], sizeof c->comm[i]);
+	char cg_why[512] = "";
+	if (mode == MODE_SAMPLE && (!o->call_graph || !strcmp(o->call_graph, "auto"))) {
+		/* the program and its libraries are mapped now: pick the unwinder */
+		o->call_graph = cg_pick(o->pids[0], cg_why, sizeof cg_why);
+		/* 8 KiB of stack per sample: a ring of perf's default size would
+		 * hold a few milliseconds; as root (no mlock limit) a bigger one,
+		 * at most 256 MiB over all CPUs */
+		if (!strcmp(o->call_graph, "dwarf") && !o->snapshot_size && geteuid() == 0) {
+			long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+			o->snapshot_size = ncpu <= 8 ? "32M" : ncpu <= 16 ? "16M" : ncpu <= 32 ? "8M" : "4M";
+		}
+	}
+	int have_trigger = setup_trigger(c) == 0;
+	/* React to a hit before the program runs far past it: a real-time
+	 * priority when allowed (root), not passed on to perf or CMD. */
+	if (have_trigger) {
+		struct sched_param sp = {.sched_priority = 1};
+		if (sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &sp) < 0 && o->verbose)
+			mt_note("no real-time priority (%s): the snapshot may end a little after the "
+				"trigger", strerror(errno));
+	}
+	start_perf(c, mode, perf);
+	if (auto_notice) /* once everything is known to work: errors stay one line */
+		mt_note("no Intel PT on this machine (/sys/bus/event_source/devices/intel_pt is "
+			"absent): recording by stack sampling");
+	if (cg_why[0])
+		mt_note("%s", cg_why);
+	if (c->no_stop_symbol)
+		mt_note("no %s in the program: snapshot at exit%s or Ctrl-C", STOP_SYMBOL,
+			o->duration > 0 ? ", end of --duration" : "");
+	if (!o->attach) {
+		if (tracee_release(c->child) < 0)
+			mt_fatal(MT_EXIT_SYS, "cannot release '%s': %s", o->cmd[0], strerror(errno));
+		unreleased_child = 0;
+	}
+	if (o->verbose)
+		mt_note("%s %s; snapshot %s", o->attach ? "attached to" : "started",
+			o->attach ? pidlist : o->cmd[0],
+			have_trigger ? (o->multi ? "at every trigger hit" : "at the first trigger hit")
+				     : "at exit or Ctrl-C");
+}
+
+/* Waits for the snapshot's moment (a trigger hit, a signal, --duration, the
+ * processes' end, perf's end) and stops perf there.  *@interrupted: the
+ * signal that ended it, or 0.  Returns whether CMD was frozen (SIGSTOP) at
+ * the trigger. */
+static int wait_snapshot(struct capture *c, enum mode mode, int sfd, int *interrupted)
+{
+	struct opts *o = c->o;
+	int pidfds[MAX_PIDS], nalive = o->npids;
+	for (int i = 0; i < o->npids; i++) {
+		pidfds[i] = pidfd_open_(o->pids[i]);
+		if (pidfds[i] < 0)
+			nalive--;
+	}
+	int tfd = -1;
+	if (o->duration > 0) {
+		tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+		struct itimerspec its = {{0, 0}, {(time_t)o->duration,
+						   (long)((o->duration - (double)(time_t)o->duration) * 1e9)}};
+		if (tfd < 0 || timerfd_settime(tfd, 0, &its, NULL) < 0)
+			mt_fatal(MT_EXIT_SYS, "timerfd: %s", strerror(errno));
+	}
+	int tfds[64];
+	size_t ntfds = c->trig ? trigger_poll_fds(c->trig, tfds, 64) : 0;
+	int stopped = 0, frozen = 0;
+	size_t snapped = 0;
+
+	while (!stopped) {
+		struct pollfd pf[64 + MAX_PIDS + 2];
+		int np = 0;
+		pf[np++] = (struct pollfd){sfd, POLLIN, 0};
+		if (tfd >= 0)
+			pf[np++] = (struct pollfd){tfd, POLLIN, 0};
+		/* the rings: their wakeups can come late (see the poll timeout) */
+		for (size_t i = 0; i < ntfds; i++)
+			pf[np++] = (struct pollfd){tfds[i], POLLIN, 0};
+		int first_p = np;
+		for (int i = 0; i < o->npids; i++)
+			pf[np++] = (struct pollfd){pidfds[i], POLLIN, 0};
+		if (poll(pf, (nfds_t)np, ntfds ? 10 : -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			mt_fatal(MT_EXIT_SYS, "poll: %s", strerror(errno));
+		}
+		/* trigger hits first: they may come just before the exit */
+		int hit = ntfds > 0; /* look every time: see the poll timeout */
+		if (hit) {
+			size_t before = c->nhits;
+			drain_hits(c);
+			if (c->nhits > before) {
+				if (!o->multi) {
+					/* one snapshot: the earliest hit is its trigger */
+					qsort(c->hits, c->nhits, sizeof *c->hits, cmp_hit_time);
+					c->nhits = 1;
+					/* the trace ends at the trigger: hold the program still
+					 * while perf writes the snapshot */
+					if (!o->attach && !c->child_exited)
+						frozen = kill(c->child, SIGSTOP) == 0;
+					if (o->verbose)
+						mt_note("trigger hit in thread %u: snapshot",
+							c->hits[before].tid);
+					stop_perf(c);
+					stopped = 1;
+				} else {
+					for (size_t k = before; k < c->nhits; k++)
+						if (o->verbose)
+							mt_note("trigger hit in thread %u: snapshot %zu",
+								c->hits[k].tid, snapped + k - before + 1);
+					snapped += c->nhits - before;
+					snapshot_now(c, mode);
+				}
+			}
+		}
+		if (pf[0].revents) {
+			struct signalfd_siginfo si;
+			while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+				if (si.ssi_signo == SIGCHLD) {
+					reap_perf(c, 0);
+					continue;
+				}
+				*interrupted = (int)si.ssi_signo;
+			}
+			if (c->perf_exited && !stopped) {
+				char why[1024], log[PATH_MAX + 16];
+				snprintf(log, sizeof log, "%s/perf.log", o->dir);
+				if (!(WIFEXITED(c->perf_status) && WEXITSTATUS(c->perf_status) == 0)) {
+					perf_fail_reason(log, why, sizeof why);
+					mt_warn("perf exited early: %s", why);
+				}
+				stopped = 1;
+			}
+			if (*interrupted) {
+				if (o->verbose)
+					mt_note("%s: snapshot", strsignal(*interrupted));
+				stop_perf(c);
+				stopped = 1;
+			}
+		}
+		if (tfd >= 0 && pf[1].revents && !stopped) {
+			if (o->verbose)
+				mt_note("--duration is over: snapshot");
+			stop_perf(c);
+			stopped = 1;
+		}
+		for (int i = 0; i < o->npids; i++)
+			if (pf[first_p + i].revents) {
+				close(pidfds[i]);
+				pidfds[i] = -1;
+				nalive--;
+			}
+		if (nalive <= 0 && !stopped) {
+			drain_hits(c);
+			/* perf notices its targets are gone, writes and exits */
+			if (o->verbose)
+				mt_note("%s exited: snapshot", o->attach ? "every process" : o->cmd[0]);
+			stop_perf(c);
+			stopped = 1;
+		}
+	}
+	return frozen;
+}
+
+/* After the snapshot: hits.mt, the checks of perf's output, and the exit
+ * code (CMD's status, for run). */
+static int finish(struct capture *c, enum mode mode, int interrupted, int frozen)
+{
+	struct opts *o = c->o;
+	stop_perf(c);
+	if (o->multi || !c->nhits)
+		drain_hits(c);
+	if (frozen)
+		kill(c->child, SIGCONT);
+	qsort(c->hits, c->nhits, sizeof *c->hits, cmp_hit_time);
+	if (o->multi && mode != MODE_PT)
+		rename_dumps(c);
+	write_hits(c);
+	if (c->lost)
+		mt_warn("%" PRIu64 " trigger hits were lost (ring full)", c->lost);
+
+	int perf_ok = WIFEXITED(c->perf_status) && WEXITSTATUS(c->perf_status) == 0;
+	struct stat st;
+	if (stat(c->dir_perf, &st) < 0) {
+		char why[1024], log[PATH_MAX + 16];
+		snprintf(log, sizeof log, "%s/perf.log", o->dir);
+		perf_fail_reason(log, why, sizeof why);
+		if (!o->attach) { /* still pass CMD through, but say it */
+			int cst;
+			while (waitpid(c->child, &cst, 0) < 0 && errno == EINTR)
+				;
+		}
+		mt_fatal(MT_EXIT_SYS, "perf wrote no %s: %s", c->dir_perf, why);
+	}
+	if (!perf_ok && !interrupted)
+		mt_warn("perf exited with status %d (see %s/perf.log)", exit_code_of(c->perf_status), o->dir);
+	if (mode == MODE_SAMPLE)
+		say_few_samples(c);
+	if (mode == MODE_SAMPLE && o->kernel)
+		write_kernel_maps(c);
+	if (o->verbose)
+		mt_note("wrote %s (%lld bytes) and %s/hits.mt (%zu hits)", c->dir_perf,
+			(long long)st.st_size, o->dir, c->nhits);
+	if (o->attach)
+		return 0;
+	/* run: pass CMD's exit status through */
+	int cst = 0;
+	pid_t r;
+	/* let CMD's own Ctrl-C handling decide; we only wait */
+	while ((r = waitpid(c->child, &cst, 0)) < 0 && errno == EINTR)
+		;
+	return r == c->child ? exit_code_of(cst) : 0;
+}
+
+int main(int argc, char **argv)
+{
+	static struct opts o = {.mode = MODE_AUTO, .freq = 10000, .timing = PERFCMD_TIMING_NORMAL};
+	static struct capture c;
+	drv_init(argc, argv);
+	const char *pidlist = parse_args(&o, argc, argv);
+	c.o = &o;
+
+	/* ---- the mode ---- */
+	if (o.mode == MODE_SINGLESTEP)
+		return run_singlestep(&o);
+	int auto_notice;
+	enum mode mode = pick_mode(&o, &auto_notice);
 
 	/* ---- perf ---- */
 	const char *perfname = o.perf ? o.perf : getenv("MT_PERF") ? getenv("MT_PERF") : "perf";
@@ -1337,276 +1666,11 @@ int main(int argc, char **argv)
 		return 0;
 	}
 
-	long paranoid = 0;
-	if (geteuid() != 0 && read_int_file("/proc/sys/kernel/perf_event_paranoid", &paranoid) == 0 &&
-	    (paranoid > 2 || (o.kernel && paranoid > 1)))
-		mt_fatal(MT_EXIT_SYS,
-			 "not allowed: kernel.perf_event_paranoid is %ld; recording your own processes "
-			 "needs <= 2%s (sysctl kernel.perf_event_paranoid=2, or run as root)",
-			 paranoid, o.kernel ? ", and the kernel <= 1" : "");
-	if (o.kernel && geteuid() != 0 && paranoid > 1)
-		mt_fatal(MT_EXIT_SYS, "--kernel needs root");
-
-	/* Signals arrive through a signalfd; children get a clean mask. */
-	sigset_t sigs;
-	sigemptyset(&sigs);
-	sigaddset(&sigs, SIGINT);
-	sigaddset(&sigs, SIGTERM);
-	sigaddset(&sigs, SIGHUP);
-	sigaddset(&sigs, SIGCHLD);
-	sigprocmask(SIG_BLOCK, &sigs, NULL);
-	signal(SIGPIPE, SIG_IGN); /* perf may be gone when we write to its control pipe */
-	int sfd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
-	if (sfd < 0)
-		mt_fatal(MT_EXIT_SYS, "signalfd: %s", strerror(errno));
-
-	/* Many threads x CPUs of breakpoint events need file descriptors. */
-	struct rlimit rl;
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &rl);
-	}
-
-	/* ---- the processes ---- */
-	if (o.attach) {
-		for (int i = 0; i < o.npids; i++) {
-			if (kill(o.pids[i], 0) < 0) {
-				if (errno == ESRCH)
-					mt_fatal(MT_EXIT_USAGE, "no process %d", (int)o.pids[i]);
-				if (errno == EPERM)
-					mt_fatal(MT_EXIT_SYS,
-						 "no permission to attach to process %d (it belongs to "
-						 "another user: run as root or as its owner)",
-						 (int)o.pids[i]);
-			}
-			/* perf and the trigger need ptrace-read access: the maps
-			 * file tells (readable only with that access) */
-			struct symaddr_maps m;
-			int r = symaddr_maps_read(&m, o.pids[i]);
-			if (r == -ESRCH)
-				mt_fatal(MT_EXIT_USAGE, "no process %d", (int)o.pids[i]);
-			if (r < 0)
-				mt_fatal(MT_EXIT_SYS,
-					 "no permission to attach to process %d (%s: run as root or as "
-					 "its owner)",
-					 (int)o.pids[i], strerror(-r));
-			symaddr_maps_fini(&m);
-		}
-		make_dir(o.dir);
-		clean_dir(o.dir);
-	} else {
-		make_dir(o.dir);
-		clean_dir(o.dir);
-		c.child = tracee_spawn(o.cmd, child_setup, NULL);
-		if (c.child < 0) {
-			int e = -c.child;
-			if (e == ENOENT || e == EACCES || e == ENOEXEC || e == EISDIR || e == ENOTDIR)
-				mt_fatal(MT_EXIT_USAGE, "cannot run '%s': %s", o.cmd[0], strerror(e));
-			mt_fatal(MT_EXIT_SYS, "cannot start '%s': %s", o.cmd[0],
-				 e == ECHILD ? "it died before its first instruction" : strerror(e));
-		}
-		unreleased_child = c.child;
-		atexit(kill_unreleased);
-		o.pids[0] = c.child;
-		o.npids = 1;
-	}
-
-	for (int i = 0; i < o.npids; i++)
-		read_comm(o.pids[i], c.comm[i], sizeof c.comm[i]);
-	char cg_why[512] = "";
-	if (mode == MODE_SAMPLE && (!o.call_graph || !strcmp(o.call_graph, "auto"))) {
-		/* the program and its libraries are mapped now: pick the unwinder */
-		o.call_graph = cg_pick(o.pids[0], cg_why, sizeof cg_why);
-		/* 8 KiB of stack per sample: a ring of perf's default size would
-		 * hold a few milliseconds; as root (no mlock limit) a bigger one,
-		 * at most 256 MiB over all CPUs */
-		if (!strcmp(o.call_graph, "dwarf") && !o.snapshot_size && geteuid() == 0) {
-			long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-			o.snapshot_size = ncpu <= 8 ? "32M" : ncpu <= 16 ? "16M" : ncpu <= 32 ? "8M" : "4M";
-		}
-	}
-	int have_trigger = setup_trigger(&c) == 0;
-	/* React to a hit before the program runs far past it: a real-time
-	 * priority when allowed (root), not passed on to perf or CMD. */
-	if (have_trigger) {
-		struct sched_param sp = {.sched_priority = 1};
-		if (sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &sp) < 0 && o.verbose)
-			mt_note("no real-time priority (%s): the snapshot may end a little after the "
-				"trigger", strerror(errno));
-	}
-	start_perf(&c, mode, perf);
-	if (auto_notice) /* once everything is known to work: errors stay one line */
-		mt_note("no Intel PT on this machine (/sys/bus/event_source/devices/intel_pt is "
-			"absent): recording by stack sampling");
-	if (cg_why[0])
-		mt_note("%s", cg_why);
-	if (c.no_stop_symbol)
-		mt_note("no %s in the program: snapshot at exit%s or Ctrl-C", STOP_SYMBOL,
-			o.duration > 0 ? ", end of --duration" : "");
-	if (!o.attach) {
-		if (tracee_release(c.child) < 0)
-			mt_fatal(MT_EXIT_SYS, "cannot release '%s': %s", o.cmd[0], strerror(errno));
-		unreleased_child = 0;
-	}
-	if (o.verbose)
-		mt_note("%s %s; snapshot %s", o.attach ? "attached to" : "started",
-			o.attach ? pidlist : o.cmd[0],
-			have_trigger ? (o.multi ? "at every trigger hit" : "at the first trigger hit")
-				     : "at exit or Ctrl-C");
-
-	/* ---- wait ---- */
-	int pidfds[MAX_PIDS], nalive = o.npids;
-	for (int i = 0; i < o.npids; i++) {
-		pidfds[i] = pidfd_open_(o.pids[i]);
-		if (pidfds[i] < 0)
-			nalive--;
-	}
-	int tfd = -1;
-	if (o.duration > 0) {
-		tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
-		struct itimerspec its = {{0, 0}, {(time_t)o.duration,
-						   (long)((o.duration - (double)(time_t)o.duration) * 1e9)}};
-		if (tfd < 0 || timerfd_settime(tfd, 0, &its, NULL) < 0)
-			mt_fatal(MT_EXIT_SYS, "timerfd: %s", strerror(errno));
-	}
-	int tfds[64];
-	size_t ntfds = c.trig ? trigger_poll_fds(c.trig, tfds, 64) : 0;
-	int stopped = 0, interrupted = 0, frozen = 0;
-	size_t snapped = 0;
-
-	while (!stopped) {
-		struct pollfd pf[64 + MAX_PIDS + 2];
-		int np = 0;
-		pf[np++] = (struct pollfd){sfd, POLLIN, 0};
-		if (tfd >= 0)
-			pf[np++] = (struct pollfd){tfd, POLLIN, 0};
-		/* the rings: their wakeups can come late (see the poll timeout) */
-		for (size_t i = 0; i < ntfds; i++)
-			pf[np++] = (struct pollfd){tfds[i], POLLIN, 0};
-		int first_p = np;
-		for (int i = 0; i < o.npids; i++)
-			pf[np++] = (struct pollfd){pidfds[i], POLLIN, 0};
-		if (poll(pf, (nfds_t)np, ntfds ? 10 : -1) < 0) {
-			if (errno == EINTR)
-				continue;
-			mt_fatal(MT_EXIT_SYS, "poll: %s", strerror(errno));
-		}
-		/* trigger hits first: they may come just before the exit */
-		int hit = ntfds > 0; /* look every time: see the poll timeout */
-		if (hit) {
-			size_t before = c.nhits;
-			drain_hits(&c);
-			if (c.nhits > before) {
-				if (!o.multi) {
-					/* one snapshot: the earliest hit is its trigger */
-					qsort(c.hits, c.nhits, sizeof *c.hits, cmp_hit_time);
-					c.nhits = 1;
-					/* the trace ends at the trigger: hold the program still
-					 * while perf writes the snapshot */
-					if (!o.attach && !c.child_exited)
-						frozen = kill(c.child, SIGSTOP) == 0;
-					if (o.verbose)
-						mt_note("trigger hit in thread %u: snapshot",
-							c.hits[before].tid);
-					stop_perf(&c);
-					stopped = 1;
-				} else {
-					for (size_t k = before; k < c.nhits; k++)
-						if (o.verbose)
-							mt_note("trigger hit in thread %u: snapshot %zu",
-								c.hits[k].tid, snapped + k - before + 1);
-					snapped += c.nhits - before;
-					snapshot_now(&c, mode);
-				}
-			}
-		}
-		if (pf[0].revents) {
-			struct signalfd_siginfo si;
-			while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
-				if (si.ssi_signo == SIGCHLD) {
-					reap_perf(&c, 0);
-					continue;
-				}
-				interrupted = (int)si.ssi_signo;
-			}
-			if (c.perf_exited && !stopped) {
-				char why[1024], log[PATH_MAX + 16];
-				snprintf(log, sizeof log, "%s/perf.log", o.dir);
-				if (!(WIFEXITED(c.perf_status) && WEXITSTATUS(c.perf_status) == 0)) {
-					perf_fail_reason(log, why, sizeof why);
-					mt_warn("perf exited early: %s", why);
-				}
-				stopped = 1;
-			}
-			if (interrupted) {
-				if (o.verbose)
-					mt_note("%s: snapshot", strsignal(interrupted));
-				stop_perf(&c);
-				stopped = 1;
-			}
-		}
-		if (tfd >= 0 && pf[1].revents && !stopped) {
-			if (o.verbose)
-				mt_note("--duration is over: snapshot");
-			stop_perf(&c);
-			stopped = 1;
-		}
-		for (int i = 0; i < o.npids; i++)
-			if (pf[first_p + i].revents) {
-				close(pidfds[i]);
-				pidfds[i] = -1;
-				nalive--;
-			}
-		if (nalive <= 0 && !stopped) {
-			drain_hits(&c);
-			/* perf notices its targets are gone, writes and exits */
-			if (o.verbose)
-				mt_note("%s exited: snapshot", o.attach ? "every process" : o.cmd[0]);
-			stop_perf(&c);
-			stopped = 1;
-		}
-	}
-	stop_perf(&c);
-	if (o.multi || !c.nhits)
-		drain_hits(&c);
-	if (frozen)
-		kill(c.child, SIGCONT);
-	qsort(c.hits, c.nhits, sizeof *c.hits, cmp_hit_time);
-	if (o.multi && mode != MODE_PT)
-		rename_dumps(&c);
-	write_hits(&c);
-	if (c.lost)
-		mt_warn("%" PRIu64 " trigger hits were lost (ring full)", c.lost);
-
-	int perf_ok = WIFEXITED(c.perf_status) && WEXITSTATUS(c.perf_status) == 0;
-	struct stat st;
-	if (stat(c.dir_perf, &st) < 0) {
-		char why[1024], log[PATH_MAX + 16];
-		snprintf(log, sizeof log, "%s/perf.log", o.dir);
-		perf_fail_reason(log, why, sizeof why);
-		if (!o.attach) { /* still pass CMD through, but say it */
-			int cst;
-			while (waitpid(c.child, &cst, 0) < 0 && errno == EINTR)
-				;
-		}
-		mt_fatal(MT_EXIT_SYS, "perf wrote no %s: %s", c.dir_perf, why);
-	}
-	if (!perf_ok && !interrupted)
-		mt_warn("perf exited with status %d (see %s/perf.log)", exit_code_of(c.perf_status), o.dir);
-	if (mode == MODE_SAMPLE)
-		say_few_samples(&c);
-	if (mode == MODE_SAMPLE && o.kernel)
-		write_kernel_maps(&c);
-	if (o.verbose)
-		mt_note("wrote %s (%lld bytes) and %s/hits.mt (%zu hits)", c.dir_perf,
-			(long long)st.st_size, o.dir, c.nhits);
-	if (o.attach)
-		return 0;
-	/* run: pass CMD's exit status through */
-	int cst = 0;
-	pid_t r;
-	/* let CMD's own Ctrl-C handling decide; we only wait */
-	while ((r = waitpid(c.child, &cst, 0)) < 0 && errno == EINTR)
-		;
-	return r == c.child ? exit_code_of(cst) : 0;
+	check_permission(&o);
+	int sfd = setup_signals();
+	start_processes(&c, &o);
+	start_recording(&c, &o, mode, perf, auto_notice, pidlist);
+	int interrupted = 0;
+	int frozen = wait_snapshot(&c, mode, sfd, &interrupted);
+	return finish(&c, mode, interrupted, frozen);
 }

@@ -399,6 +399,72 @@ static long parse_long(const char *s, const char *opt)
 	return v;
 }
 
+/* The windows clipping the truth, into @actual: from --branches, from
+ * --truth-branches (by default DIR/truth.mt beside DIR/truth-spans.mt, its
+ * path into @sib), or the truth's own extent; none with --actual-window.
+ * Returns what they come from. */
+static const char *windows(struct opts *o, const char *tpath, const struct spanset *truth,
+			   struct spanset *actual, char *sib, size_t n)
+{
+	const char *wsrc = "ACTUAL";
+	if (!o->branches && !o->actual_window && !o->truth_branches) {
+		/* mt-ptsim's layout: DIR/truth-spans.mt beside DIR/truth.mt */
+		const char *b = strrchr(tpath, '/');
+		b = b ? b + 1 : tpath;
+		if (!strcmp(b, "truth-spans.mt") &&
+		    (size_t)snprintf(sib, n, "%.*struth.mt", (int)(b - tpath), tpath) <
+			    n &&
+		    access(sib, R_OK) == 0)
+			o->truth_branches = sib;
+	}
+	if (o->branches) {
+		load_windows(o->branches, actual);
+		wsrc = o->branches;
+	} else if (o->truth_branches) {
+		load_windows(o->truth_branches, actual);
+		wsrc = o->truth_branches;
+	} else if (!o->actual_window) {
+		for (size_t i = 0; i < truth->n; i++)
+			if (spanset_add_window(actual, truth->v[i].tid, truth->v[i].begin,
+					       truth->v[i].end))
+				mt_fatal(MT_EXIT_SYS, "out of memory");
+		wsrc = "the truth's spans";
+	}
+	return wsrc;
+}
+
+/* The summary, the wrong (and with -v the missed) spans; 1 when a
+ * threshold is not met. */
+static int report(const struct opts *o, const struct spancmp_res *r, const char *wsrc)
+{
+	double prec = ratio((double)r->matched, (double)r->judged);
+	double rec = ratio((double)r->truth_matched, (double)r->truth);
+	double cov = ratio(r->covered_time, r->truth_time);
+	double ecov = ratio(r->exact_time, r->truth_time);
+	double tprec = ratio(r->true_actual_time, r->actual_time);
+	printf("window: from %s\n", wsrc);
+	printf("truth spans: %zu (clipped to the traced windows; outer frames hidden: %u)\n", r->truth,
+	       r->max_hidden);
+	printf("actual spans: %zu (judged %zu, not judged %zu)\n", r->actual, r->judged, r->unjudged);
+	printf("exact matches: %zu  precision %.6f  recall %.6f\n", r->matched, prec, rec);
+	printf("frame-time: coverage %.6f  exact coverage %.6f  time precision %.6f\n", cov, ecov,
+	       tprec);
+	printf("wrong spans: %zu\n", r->wrong);
+	for (size_t i = 0; i < r->nwrong_list && (long)i < o->list; i++)
+		print_span("wrong:", &r->wrong_spans[i]);
+	if (o->verbose) {
+		for (size_t i = 0; i < r->nmissed_list && (long)i < o->list; i++)
+			print_span("missed:", &r->missed_spans[i]);
+	}
+	printf("mt-compare: precision=%.6f recall=%.6f coverage=%.6f exact_coverage=%.6f "
+	       "time_precision=%.6f wrong=%zu matched=%zu truth=%zu judged=%zu\n",
+	       prec, rec, cov, ecov, tprec, r->wrong, r->matched, r->truth, r->judged);
+	if (prec < o->min_prec || rec < o->min_rec || cov < o->min_cov ||
+	    (o->max_wrong >= 0 && (long)r->wrong > o->max_wrong))
+		return 1;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -501,63 +567,16 @@ int main(int argc, char **argv)
 	}
 	if ((o.branches != NULL) + (o.truth_branches != NULL) + o.actual_window > 1)
 		drv_usage("--branches, --truth-branches and --actual-window exclude each other");
-	const char *tpath = argv[optind], *wsrc = "ACTUAL";
+	const char *tpath = argv[optind], *wsrc;
 	load_spans(tpath, &truth, 0, 1);
-	char sib[4096];
-	if (!o.branches && !o.actual_window && !o.truth_branches) {
-		/* mt-ptsim's layout: DIR/truth-spans.mt beside DIR/truth.mt */
-		const char *b = strrchr(tpath, '/');
-		b = b ? b + 1 : tpath;
-		if (!strcmp(b, "truth-spans.mt") &&
-		    (size_t)snprintf(sib, sizeof sib, "%.*struth.mt", (int)(b - tpath), tpath) <
-			    sizeof sib &&
-		    access(sib, R_OK) == 0)
-			o.truth_branches = sib;
-	}
-	if (o.branches) {
-		load_windows(o.branches, &actual);
-		wsrc = o.branches;
-	} else if (o.truth_branches) {
-		load_windows(o.truth_branches, &actual);
-		wsrc = o.truth_branches;
-	} else if (!o.actual_window) {
-		for (size_t i = 0; i < truth.n; i++)
-			if (spanset_add_window(&actual, truth.v[i].tid, truth.v[i].begin,
-					       truth.v[i].end))
-				mt_fatal(MT_EXIT_SYS, "out of memory");
-		wsrc = "the truth's spans";
-	}
+	static char sib[4096];
+	wsrc = windows(&o, tpath, &truth, &actual, sib, sizeof sib);
 	load_spans(argv[optind + 1], &actual, o.actual_window, 0);
 
 	struct spancmp_res r;
 	if (spancmp_run(&truth, &actual, &o.c, &r))
 		mt_fatal(MT_EXIT_SYS, "out of memory");
-	double prec = ratio((double)r.matched, (double)r.judged);
-	double rec = ratio((double)r.truth_matched, (double)r.truth);
-	double cov = ratio(r.covered_time, r.truth_time);
-	double ecov = ratio(r.exact_time, r.truth_time);
-	double tprec = ratio(r.true_actual_time, r.actual_time);
-	printf("window: from %s\n", wsrc);
-	printf("truth spans: %zu (clipped to the traced windows; outer frames hidden: %u)\n", r.truth,
-	       r.max_hidden);
-	printf("actual spans: %zu (judged %zu, not judged %zu)\n", r.actual, r.judged, r.unjudged);
-	printf("exact matches: %zu  precision %.6f  recall %.6f\n", r.matched, prec, rec);
-	printf("frame-time: coverage %.6f  exact coverage %.6f  time precision %.6f\n", cov, ecov,
-	       tprec);
-	printf("wrong spans: %zu\n", r.wrong);
-	for (size_t i = 0; i < r.nwrong_list && (long)i < o.list; i++)
-		print_span("wrong:", &r.wrong_spans[i]);
-	if (o.verbose) {
-		for (size_t i = 0; i < r.nmissed_list && (long)i < o.list; i++)
-			print_span("missed:", &r.missed_spans[i]);
-	}
-	printf("mt-compare: precision=%.6f recall=%.6f coverage=%.6f exact_coverage=%.6f "
-	       "time_precision=%.6f wrong=%zu matched=%zu truth=%zu judged=%zu\n",
-	       prec, rec, cov, ecov, tprec, r.wrong, r.matched, r.truth, r.judged);
-	int rc = 0;
-	if (prec < o.min_prec || rec < o.min_rec || cov < o.min_cov ||
-	    (o.max_wrong >= 0 && (long)r.wrong > o.max_wrong))
-		rc = 1;
+	int rc = report(&o, &r, wsrc);
 	spancmp_res_fini(&r);
 	spanset_fini(&truth);
 	spanset_fini(&actual);

@@ -1,6 +1,7 @@
 /* mt-ptgen: big, valid Intel PT for a real binary, fast, with its truth.
- * Walks the binary's code (libcommon/ptgen.c) and feeds mt-ptsim's
- * synthesizer and writers (libcommon/ptsim_synth.c, ptsim_out.c). */
+ * Walks the binary's code (oracles/ptgen.c) and feeds mt-ptsim's
+ * synthesizer and writers (oracles/ptsim_synth.c, ptsim_out.c). */
+#include "driver.h"
 #include "err.h"
 #include "io.h"
 #include "ptgen.h"
@@ -92,14 +93,10 @@ static void write_out(const char *dir, const char *name, writer_fn fn, const str
 	char path[4096], err[512];
 	snprintf(path, sizeof path, "%s/%s", dir, name);
 	struct io_out o;
-	if (io_out_open(&o, path, 1, 1) < 0)
-		mt_fatal(MT_EXIT_SYS, "cannot create %s: %s", path, strerror(errno));
-	if (fn(o.fd, run, res, err, sizeof err) < 0) {
-		io_out_abort(&o);
-		mt_fatal(MT_EXIT_SYS, "%s: %s", path, err);
-	}
-	if (io_out_commit(&o) < 0)
-		mt_fatal(MT_EXIT_SYS, "cannot write %s: %s", path, strerror(errno));
+	drv_out_open(&o, path, 1, 1);
+	if (fn(o.fd, run, res, err, sizeof err) < 0)
+		drv_write_failed(&o, path, err);
+	drv_out_commit(&o, path);
 }
 
 static double now(void)
@@ -109,9 +106,15 @@ static double now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-int main(int argc, char **argv)
+struct opts {
+	const char *out;
+	struct ptgen_opts go;
+	struct ptsim_synth_opts so;
+	int stats, spans;
+};
+
+static void parse_args(struct opts *op, int argc, char **argv)
 {
-	mt_set_progname(argv[0]);
 	enum { O_SEED = 256, O_THREADS, O_ROOT, O_DEPTH, O_BUDGET, O_PSB, O_NORETCOMP, O_NOSPANS,
 	       O_STATS };
 	static const struct option lo[] = {
@@ -123,118 +126,130 @@ int main(int argc, char **argv)
 		{"stats", no_argument, 0, O_STATS},	    {"help", no_argument, 0, 'h'},
 		{0, 0, 0, 0},
 	};
-	const char *out = NULL;
-	struct ptgen_opts go = {.insns = 50000000, .seed = 1, .threads = 1};
-	struct ptsim_synth_opts so = {.psb_period = 16384};
-	int stats = 0, spans = 1, c;
+	struct ptgen_opts *go = &op->go;
+	int c;
 	uint64_t v;
-	while ((c = getopt_long(argc, argv, "o:n:h", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":o:n:h", lo, NULL)) != -1) {
 		switch (c) {
 		case 'o':
-			out = optarg;
+			op->out = optarg;
 			break;
 		case 'n':
-			if (parse_count(optarg, &go.insns) < 0 || !go.insns)
-				mt_fatal(MT_EXIT_USAGE, "--insns: expected a positive count, got '%s'", optarg);
+			if (parse_count(optarg, &go->insns) < 0 || !go->insns)
+				drv_usage("--insns: expected a positive count, got '%s'", optarg);
 			break;
 		case O_SEED:
-			if (parse_count(optarg, &go.seed) < 0)
-				mt_fatal(MT_EXIT_USAGE, "--seed: expected a number, got '%s'", optarg);
+			if (parse_count(optarg, &go->seed) < 0)
+				drv_usage("--seed: expected a number, got '%s'", optarg);
 			break;
 		case O_THREADS:
 			if (parse_count(optarg, &v) < 0 || v < 1 || v > 64)
-				mt_fatal(MT_EXIT_USAGE, "--threads: expected 1..64, got '%s'", optarg);
-			go.threads = (unsigned)v;
+				drv_usage("--threads: expected 1..64, got '%s'", optarg);
+			go->threads = (unsigned)v;
 			break;
 		case O_ROOT:
-			go.root = optarg;
+			go->root = optarg;
 			break;
 		case O_DEPTH:
 			if (parse_count(optarg, &v) < 0 || v < 1 || v > 100000)
-				mt_fatal(MT_EXIT_USAGE, "--max-depth: expected 1..100000, got '%s'", optarg);
-			go.max_depth = (unsigned)v;
+				drv_usage("--max-depth: expected 1..100000, got '%s'", optarg);
+			go->max_depth = (unsigned)v;
 			break;
 		case O_BUDGET:
 			if (parse_count(optarg, &v) < 0 || v < 1 || v > 1000000000)
-				mt_fatal(MT_EXIT_USAGE, "--budget: expected 1..1e9, got '%s'", optarg);
-			go.budget = (unsigned)v;
+				drv_usage("--budget: expected 1..1e9, got '%s'", optarg);
+			go->budget = (unsigned)v;
 			break;
 		case O_PSB:
-			if (parse_count(optarg, &so.psb_period) < 0 || so.psb_period < 256)
-				mt_fatal(MT_EXIT_USAGE, "--psb-period: expected at least 256, got '%s'", optarg);
+			if (parse_count(optarg, &op->so.psb_period) < 0 || op->so.psb_period < 256)
+				drv_usage("--psb-period: expected at least 256, got '%s'", optarg);
 			break;
 		case O_NORETCOMP:
-			so.noretcomp = 1;
+			op->so.noretcomp = 1;
 			break;
 		case O_NOSPANS:
-			spans = 0;
+			op->spans = 0;
 			break;
 		case O_STATS:
-			stats = 1;
+			op->stats = 1;
 			break;
 		case 'h':
 			usage(stdout);
-			return 0;
+			exit(0);
 		default:
-			usage(stderr);
-			return MT_EXIT_USAGE;
+			drv_getopt_error(c, argv);
 		}
 	}
-	if (!out || optind + 1 != argc) {
-		mt_warn("%s", !out ? "-o DIR is required" : "expected one BINARY");
-		usage(stderr);
-		return MT_EXIT_USAGE;
-	}
-	go.path = argv[optind];
-	so.seed = go.seed;
+	if (!op->out)
+		drv_usage("-o DIR is required");
+	if (optind + 1 != argc)
+		drv_usage("expected one BINARY");
+	go->path = argv[optind];
+	op->so.seed = go->seed;
+}
+
+static void print_stats(const struct ptgen_stats *st, const struct ptsim_run *run,
+			const struct ptsim_result *res, const double t[4])
+{
+	size_t pt = 0;
+	for (size_t i = 0; i < res->nts; i++)
+		pt += res->ts[i].len;
+	fprintf(stderr,
+		"mt-ptgen: %zu functions, %zu instructions decoded, %zu can return, %zu roots\n"
+		"mt-ptgen: %llu instructions, %llu calls, %llu returns, %llu syscalls, depth <= %llu\n"
+		"mt-ptgen: %zu branches, %zu spans, %zu bytes of PT in %zu threads\n"
+		"mt-ptgen: walk %.2f s, synthesis %.2f s, writing %.2f s, total %.2f s\n",
+		st->functions, st->nodes, st->returning, st->roots, (unsigned long long)run->insns,
+		(unsigned long long)st->calls, (unsigned long long)st->returns,
+		(unsigned long long)st->syscalls, (unsigned long long)st->max_depth, res->nbr,
+		res->nspans, pt, res->nts, t[1] - t[0], t[2] - t[1], t[3] - t[2], t[3] - t[0]);
+}
+
+int main(int argc, char **argv)
+{
+	drv_init(argc, argv);
+	struct opts op = {.go = {.insns = 50000000, .seed = 1, .threads = 1},
+			  .so = {.psb_period = 16384}, .spans = 1};
+	parse_args(&op, argc, argv);
+	const char *out = op.out;
+	close(drv_open_in(op.go.path)); /* "unable to open BINARY: ..." */
 
 	char err[512];
 	struct ptsim_run run;
 	struct ptgen_stats st;
-	double t0 = now();
-	int rc = ptgen_walk(&run, &go, &st, err, sizeof err);
+	double t[4];
+	t[0] = now();
+	int rc = ptgen_walk(&run, &op.go, &st, err, sizeof err);
+	if (rc == PTGEN_E_INPUT)
+		drv_input_error(MT_EXIT_USAGE, op.go.path, "%s", err);
 	if (rc < 0)
 		mt_fatal(rc == PTSIM_E_USAGE ? MT_EXIT_USAGE : MT_EXIT_SYS, "%s", err);
-	double t1 = now();
+	t[1] = now();
 	struct ptsim_result res;
-	if (ptsim_synth(&res, &run, &so, err, sizeof err) < 0)
+	if (ptsim_synth(&res, &run, &op.so, err, sizeof err) < 0)
 		mt_fatal(MT_EXIT_SYS, "synthesis: %s", err);
-	double t2 = now();
+	t[2] = now();
 	/* The log is no longer needed, except the MAP events at its head that
 	 * the perf.data writer reads (it stops after the last map). */
-	{
-		size_t keep = 0;
-		while (keep < run.nev && run.ev[keep].kind == PTSIM_EV_MAP)
-			keep++;
-		struct ptsim_ev *e = realloc(run.ev, (keep ? keep : 1) * sizeof(*e));
-		if (e) {
-			run.ev = e;
-			run.nev = run.cap = keep;
-		}
+	size_t keep = 0;
+	while (keep < run.nev && run.ev[keep].kind == PTSIM_EV_MAP)
+		keep++;
+	struct ptsim_ev *e = realloc(run.ev, (keep ? keep : 1) * sizeof(*e));
+	if (e) {
+		run.ev = e;
+		run.nev = run.cap = keep;
 	}
 	if (mkdir(out, 0755) < 0 && errno != EEXIST)
-		mt_fatal(MT_EXIT_SYS, "cannot create %s: %s", out, strerror(errno));
+		mt_fatal(MT_EXIT_SYS, "unable to create %s: %s", out, strerror(errno));
 	write_out(out, "perf.data", ptsim_write_perf, &run, &res);
 	write_out(out, "truth.mt", ptsim_write_truth, &run, &res);
-	if (spans)
+	if (op.spans)
 		write_out(out, "truth-spans.mt", ptsim_write_spans, &run, &res);
 	if (ptsim_write_images(out, &run, err, sizeof err) < 0)
 		mt_fatal(MT_EXIT_SYS, "%s", err);
-	double t3 = now();
-	if (stats) {
-		size_t pt = 0;
-		for (size_t i = 0; i < res.nts; i++)
-			pt += res.ts[i].len;
-		fprintf(stderr,
-			"mt-ptgen: %zu functions, %zu instructions decoded, %zu can return, %zu roots\n"
-			"mt-ptgen: %llu instructions, %llu calls, %llu returns, %llu syscalls, depth <= %llu\n"
-			"mt-ptgen: %zu branches, %zu spans, %zu bytes of PT in %zu threads\n"
-			"mt-ptgen: walk %.2f s, synthesis %.2f s, writing %.2f s, total %.2f s\n",
-			st.functions, st.nodes, st.returning, st.roots, (unsigned long long)run.insns,
-			(unsigned long long)st.calls, (unsigned long long)st.returns,
-			(unsigned long long)st.syscalls, (unsigned long long)st.max_depth, res.nbr,
-			res.nspans, pt, res.nts, t1 - t0, t2 - t1, t3 - t2, t3 - t0);
-	}
+	t[3] = now();
+	if (op.stats)
+		print_stats(&st, &run, &res, t);
 	ptsim_result_fini(&res);
 	ptsim_run_fini(&run);
 	return 0;

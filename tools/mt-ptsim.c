@@ -1,5 +1,6 @@
 /* mt-ptsim: run a program under ptrace single-step and write the Intel PT
  * perf.data a real recording would have produced, plus the exact truth. */
+#include "driver.h"
 #include "err.h"
 #include "io.h"
 #include "ptsim.h"
@@ -93,9 +94,6 @@ static int parse_u64(const char *s, uint64_t *v)
 	return 0;
 }
 
-/* Faults whose K was given as P% of the run's instructions. */
-static int fault_pct[PTSIM_MAX_FAULTS];
-
 static int parse_fault(const char *s, struct ptsim_fault *f, int *pct)
 {
 	const char *at = strchr(s, '@');
@@ -170,6 +168,18 @@ static int check_prog(const char *prog, char *why, size_t n, char *out, size_t o
 	return -1;
 }
 
+/* The progress line on a terminal, rewritten in place; erased at the end. */
+static void show_progress(void *ctx, const struct ptsim_progress *p)
+{
+	(void)ctx;
+	if (!p) {
+		fprintf(stderr, "\r%60s\r", "");
+		return;
+	}
+	fprintf(stderr, "\rmt-ptsim: %llu instructions, %.0f/s; --max-insns %llu in <= %.0f s   ",
+		(unsigned long long)p->insns, p->rate, (unsigned long long)p->max_insns, p->left);
+}
+
 typedef int (*writer_fn)(int, const struct ptsim_run *, const struct ptsim_result *, char *, size_t);
 
 static void write_out(const char *dir, const char *name, writer_fn fn, const struct ptsim_run *run,
@@ -178,19 +188,22 @@ static void write_out(const char *dir, const char *name, writer_fn fn, const str
 	char path[4096], err[512];
 	snprintf(path, sizeof path, "%s/%s", dir, name);
 	struct io_out o;
-	if (io_out_open(&o, path, 1, 1) < 0)
-		mt_fatal(MT_EXIT_SYS, "cannot create %s: %s", path, strerror(errno));
-	if (fn(o.fd, run, res, err, sizeof err) < 0) {
-		io_out_abort(&o);
-		mt_fatal(MT_EXIT_SYS, "%s: %s", path, err);
-	}
-	if (io_out_commit(&o) < 0)
-		mt_fatal(MT_EXIT_SYS, "cannot write %s: %s", path, strerror(errno));
+	drv_out_open(&o, path, 1, 1);
+	if (fn(o.fd, run, res, err, sizeof err) < 0)
+		drv_write_failed(&o, path, err);
+	drv_out_commit(&o, path);
 }
 
-int main(int argc, char **argv)
+struct opts {
+	const char *out, *save, *replay;
+	int inline_truth, stats;
+	struct ptsim_trace_opts to;
+	struct ptsim_synth_opts so;
+	int fault_pct[PTSIM_MAX_FAULTS]; /* K of fault i was given as P% */
+};
+
+static void parse_args(struct opts *op, int argc, char **argv)
 {
-	mt_set_progname(argv[0]);
 	enum { O_WINDOW = 256, O_START, O_STOP, O_PSB, O_NORETCOMP, O_SEED, O_MAX, O_INJECT, O_SAVE,
 	       O_REPLAY, O_STATS, O_INLINE };
 	static const struct option lo[] = {
@@ -203,161 +216,184 @@ int main(int argc, char **argv)
 		{"inline-truth", no_argument, 0, O_INLINE},
 		{"help", no_argument, 0, 'h'},		 {0, 0, 0, 0},
 	};
-	const char *out = NULL, *save = NULL, *replay = NULL;
-	int inline_truth = 0;
-	struct ptsim_trace_opts to = {.max_insns = 2000000};
-	struct ptsim_synth_opts so = {.psb_period = 16384};
-	int stats = 0, c;
-	while ((c = getopt_long(argc, argv, "+o:h", lo, NULL)) != -1) {
+	struct ptsim_trace_opts *to = &op->to;
+	struct ptsim_synth_opts *so = &op->so;
+	int c;
+	while ((c = getopt_long(argc, argv, "+:o:h", lo, NULL)) != -1) {
 		switch (c) {
-		case 'o': out = optarg; break;
-		case 'h': usage(stdout); return 0;
+		case 'o': op->out = optarg; break;
+		case 'h': usage(stdout); exit(0);
 		case O_WINDOW:
-			if (parse_u64(optarg, &so.window) < 0 || !so.window)
-				mt_fatal(MT_EXIT_USAGE, "--window: expected a positive count, got '%s'", optarg);
+			if (parse_u64(optarg, &so->window) < 0 || !so->window)
+				drv_usage("--window: expected a positive count, got '%s'", optarg);
 			break;
-		case O_START: to.start_at = optarg; break;
-		case O_STOP: to.stop_at = optarg; break;
+		case O_START: to->start_at = optarg; break;
+		case O_STOP: to->stop_at = optarg; break;
 		case O_PSB:
-			if (parse_u64(optarg, &so.psb_period) < 0 || so.psb_period < 64)
-				mt_fatal(MT_EXIT_USAGE, "--psb-period: expected bytes >= 64, got '%s'", optarg);
+			if (parse_u64(optarg, &so->psb_period) < 0 || so->psb_period < 64)
+				drv_usage("--psb-period: expected bytes >= 64, got '%s'", optarg);
 			break;
-		case O_NORETCOMP: so.noretcomp = 1; break;
+		case O_NORETCOMP: so->noretcomp = 1; break;
 		case O_SEED:
-			if (parse_u64(optarg, &so.seed) < 0)
-				mt_fatal(MT_EXIT_USAGE, "--seed: expected a number, got '%s'", optarg);
+			if (parse_u64(optarg, &so->seed) < 0)
+				drv_usage("--seed: expected a number, got '%s'", optarg);
 			break;
 		case O_MAX:
-			if (parse_u64(optarg, &to.max_insns) < 0 || !to.max_insns)
-				mt_fatal(MT_EXIT_USAGE, "--max-insns: expected a positive count, got '%s'", optarg);
+			if (parse_u64(optarg, &to->max_insns) < 0 || !to->max_insns)
+				drv_usage("--max-insns: expected a positive count, got '%s'", optarg);
 			break;
 		case O_INJECT:
-			if (so.nfaults == PTSIM_MAX_FAULTS)
-				mt_fatal(MT_EXIT_USAGE, "--inject: at most %d faults", PTSIM_MAX_FAULTS);
-			if (parse_fault(optarg, &so.faults[so.nfaults], &fault_pct[so.nfaults]) < 0)
-				mt_fatal(MT_EXIT_USAGE,
-					 "--inject: expected overflow@K[:N], drop@K:LEN, corrupt@K:LEN or "
-					 "truncate-aux@K, got '%s'", optarg);
-			so.nfaults++;
+			if (so->nfaults == PTSIM_MAX_FAULTS)
+				drv_usage("--inject: at most %d faults", PTSIM_MAX_FAULTS);
+			if (parse_fault(optarg, &so->faults[so->nfaults], &op->fault_pct[so->nfaults]) < 0)
+				drv_usage("--inject: expected overflow@K[:N], drop@K:LEN, corrupt@K:LEN or "
+					  "truncate-aux@K, got '%s'", optarg);
+			so->nfaults++;
 			break;
-		case O_SAVE: save = optarg; break;
-		case O_REPLAY: replay = optarg; break;
-		case O_STATS: stats = 1; break;
-		case O_INLINE: inline_truth = 1; break;
-		default:
-			fprintf(stderr, "Try 'mt-ptsim --help'.\n");
-			return MT_EXIT_USAGE;
+		case O_SAVE: op->save = optarg; break;
+		case O_REPLAY: op->replay = optarg; break;
+		case O_STATS: op->stats = 1; break;
+		case O_INLINE: op->inline_truth = 1; break;
+		default: drv_getopt_error(c, argv);
 		}
 	}
 	if (optind < argc && !strcmp(argv[optind], "--"))
 		optind++;
-	if (!out && !save)
-		mt_fatal(MT_EXIT_USAGE, "missing -o DIR (see --help)");
-	if (replay && optind < argc)
-		mt_fatal(MT_EXIT_USAGE, "--replay takes no PROG");
-	if (!replay && optind >= argc)
-		mt_fatal(MT_EXIT_USAGE, "missing PROG (see --help)");
+	if (!op->out && !op->save)
+		drv_usage("missing -o DIR");
+	if (op->replay && optind < argc)
+		drv_usage("--replay takes no PROG");
+	if (!op->replay && optind >= argc)
+		drv_usage("missing PROG");
+}
 
-	struct ptsim_run run;
+/* The run: loaded from --replay, or PROG stepped. */
+static void get_run(struct ptsim_run *run, struct opts *op, char **prog_argv)
+{
 	char err[1024];
-	if (replay) {
-		if (ptsim_run_load(&run, replay, err, sizeof err) < 0)
-			mt_fatal(MT_EXIT_USAGE, "%s", err);
-	} else {
-		char why[256];
-		static char path[4096];
-		if (check_prog(argv[optind], why, sizeof why, path, sizeof path) < 0)
-			mt_fatal(MT_EXIT_USAGE, "cannot execute %s: %s", argv[optind], why);
-		to.argv = argv + optind;
-		to.path = path;
-		to.progress = io_progress_enabled();
-		int rc = ptsim_trace(&run, &to, err, sizeof err);
-		if (rc < 0) {
-			ptsim_run_fini(&run);
-			mt_fatal(rc == PTSIM_E_USAGE ? MT_EXIT_USAGE : MT_EXIT_SYS, "%s", err);
-		}
+	if (op->replay) {
+		close(drv_open_in(op->replay)); /* "unable to open RUN: ..." */
+		int rc = ptsim_run_load(run, op->replay, err, sizeof err);
+		if (rc < 0)
+			drv_input_error(rc == PTSIM_E_SYS ? MT_EXIT_SYS : MT_EXIT_USAGE, op->replay, "%s", err);
+		return;
 	}
-	if (stats)
+	char why[256];
+	static char path[4096];
+	if (check_prog(prog_argv[0], why, sizeof why, path, sizeof path) < 0)
+		mt_fatal(MT_EXIT_USAGE, "cannot execute %s: %s", prog_argv[0], why);
+	op->to.argv = prog_argv;
+	op->to.path = path;
+	op->to.progress = io_progress_enabled() ? show_progress : NULL;
+	int rc = ptsim_trace(run, &op->to, err, sizeof err);
+	if (rc < 0) {
+		ptsim_run_fini(run);
+		mt_fatal(rc == PTSIM_E_USAGE ? MT_EXIT_USAGE : MT_EXIT_SYS, "%s", err);
+	}
+}
+
+static void save_run(const struct ptsim_run *run, const char *save)
+{
+	char tmp[4096], err[1024];
+	snprintf(tmp, sizeof tmp, "%s.tmp.%d", save, (int)getpid());
+	if (ptsim_run_save(run, tmp, err, sizeof err) < 0) {
+		unlink(tmp);
+		mt_fatal(MT_EXIT_SYS, "%s", err);
+	}
+	if (rename(tmp, save) < 0)
+		mt_fatal(MT_EXIT_SYS, "unable to write %s: %s", save, strerror(errno));
+}
+
+/* DIR/faults.txt: where each fault of @so landed in @pt (and on stderr). */
+static void write_faults(const char *out, const struct ptsim_synth_opts *so,
+			 const struct ptsim_result *pt)
+{
+	static const char *const kinds[] = {"", "overflow", "drop", "corrupt", "truncate-aux"};
+	char fp[4096];
+	snprintf(fp, sizeof fp, "%s/faults.txt", out);
+	FILE *ff = fopen(fp, "we");
+	if (!ff)
+		mt_fatal(MT_EXIT_SYS, "unable to open %s: %s", fp, strerror(errno));
+	fprintf(ff, "# fault kind instruction len tid pt-offset\n");
+	for (int i = 0; i < so->nfaults; i++) {
+		int landed = 0;
+		for (size_t k = 0; k < pt->nts; k++)
+			if (pt->ts[k].fault_offset[i] != UINT64_MAX) {
+				landed = 1;
+				fprintf(stderr, "mt-ptsim: fault %d: thread %u, PT offset %llu\n", i,
+					pt->ts[k].tid, (unsigned long long)pt->ts[k].fault_offset[i]);
+				fprintf(ff, "%d %s %llu %llu %u %llu\n", i, kinds[so->faults[i].kind],
+					(unsigned long long)so->faults[i].at,
+					(unsigned long long)so->faults[i].len, pt->ts[k].tid,
+					(unsigned long long)pt->ts[k].fault_offset[i]);
+			}
+		if (!landed)
+			mt_warn("fault %d: instruction %llu is not in the traced window", i,
+				(unsigned long long)so->faults[i].at);
+	}
+	if (fclose(ff) != 0)
+		mt_fatal(MT_EXIT_SYS, "unable to write %s: %s", fp, strerror(errno));
+}
+
+/* Synthesizes @run (the truth, and the faulted PT if faults are asked) and
+ * writes DIR. */
+static void write_outputs(const char *out, const struct ptsim_run *run, struct opts *op)
+{
+	char err[1024];
+	struct ptsim_synth_opts *so = &op->so;
+	if (mkdir(out, 0755) < 0 && errno != EEXIST)
+		mt_fatal(MT_EXIT_SYS, "unable to create %s: %s", out, strerror(errno));
+	for (int i = 0; i < so->nfaults; i++)
+		if (op->fault_pct[i])
+			so->faults[i].at = run->insns * so->faults[i].at / 100;
+	struct ptsim_result truth, pt;
+	struct ptsim_synth_opts clean = *so;
+	clean.nfaults = 0;
+	if (ptsim_synth(&truth, run, &clean, err, sizeof err) < 0)
+		mt_fatal(MT_EXIT_SYS, "%s", err);
+	if (so->nfaults && ptsim_synth(&pt, run, so, err, sizeof err) < 0)
+		mt_fatal(MT_EXIT_SYS, "%s", err);
+	if (ptsim_write_images(out, run, err, sizeof err) < 0)
+		mt_fatal(MT_EXIT_SYS, "%s", err);
+	write_out(out, "truth.mt", ptsim_write_truth, run, &truth);
+	write_out(out, "truth-spans.mt", ptsim_write_spans, run, &truth);
+	write_out(out, "hits.mt", ptsim_write_hits, run, &truth);
+	if (op->inline_truth) {
+		char path[4096], e2[512];
+		snprintf(path, sizeof path, "%s/truth-inline.mt", out);
+		struct io_out o;
+		drv_out_open(&o, path, 1, 1);
+		if (ptsim_write_inline(o.fd, run, &truth, so->window, NULL, e2, sizeof e2) < 0)
+			drv_write_failed(&o, path, e2);
+		drv_out_commit(&o, path);
+	}
+	write_out(out, "perf.data", ptsim_write_perf, run, so->nfaults ? &pt : &truth);
+	if (!so->nfaults) {
+		char fp[4096];
+		snprintf(fp, sizeof fp, "%s/faults.txt", out);
+		unlink(fp); /* from an earlier run into the same DIR */
+	} else {
+		write_faults(out, so, &pt);
+		ptsim_result_fini(&pt);
+	}
+	ptsim_result_fini(&truth);
+}
+
+int main(int argc, char **argv)
+{
+	drv_init(argc, argv);
+	struct opts op = {.to = {.max_insns = 2000000}, .so = {.psb_period = 16384}};
+	parse_args(&op, argc, argv);
+	struct ptsim_run run;
+	get_run(&run, &op, argv + optind);
+	if (op.stats)
 		fprintf(stderr, "mt-ptsim: %llu steps, %llu instructions, %zu threads, %.2f s, %.0f steps/s\n",
 			(unsigned long long)run.steps, (unsigned long long)run.insns, run.nthreads,
 			run.seconds, run.seconds > 0 ? (double)run.steps / run.seconds : 0.0);
-	if (save && !replay) {
-		char tmp[4096];
-		snprintf(tmp, sizeof tmp, "%s.tmp.%d", save, (int)getpid());
-		if (ptsim_run_save(&run, tmp, err, sizeof err) < 0) {
-			unlink(tmp);
-			mt_fatal(MT_EXIT_SYS, "%s", err);
-		}
-		if (rename(tmp, save) < 0)
-			mt_fatal(MT_EXIT_SYS, "cannot write %s: %s", save, strerror(errno));
-	}
-	if (out) {
-		if (mkdir(out, 0755) < 0 && errno != EEXIST)
-			mt_fatal(MT_EXIT_SYS, "cannot create %s: %s", out, strerror(errno));
-		for (int i = 0; i < so.nfaults; i++)
-			if (fault_pct[i])
-				so.faults[i].at = run.insns * so.faults[i].at / 100;
-		struct ptsim_result truth, pt;
-		struct ptsim_synth_opts clean = so;
-		clean.nfaults = 0;
-		if (ptsim_synth(&truth, &run, &clean, err, sizeof err) < 0)
-			mt_fatal(MT_EXIT_SYS, "%s", err);
-		if (so.nfaults && ptsim_synth(&pt, &run, &so, err, sizeof err) < 0)
-			mt_fatal(MT_EXIT_SYS, "%s", err);
-		if (ptsim_write_images(out, &run, err, sizeof err) < 0)
-			mt_fatal(MT_EXIT_SYS, "%s", err);
-		write_out(out, "truth.mt", ptsim_write_truth, &run, &truth);
-		write_out(out, "truth-spans.mt", ptsim_write_spans, &run, &truth);
-		write_out(out, "hits.mt", ptsim_write_hits, &run, &truth);
-		if (inline_truth) {
-			char path[4096], e2[512];
-			snprintf(path, sizeof path, "%s/truth-inline.mt", out);
-			struct io_out o;
-			if (io_out_open(&o, path, 1, 1) < 0)
-				mt_fatal(MT_EXIT_SYS, "cannot create %s: %s", path, strerror(errno));
-			if (ptsim_write_inline(o.fd, &run, &truth, so.window, NULL, e2, sizeof e2) < 0) {
-				io_out_abort(&o);
-				mt_fatal(MT_EXIT_SYS, "%s: %s", path, e2);
-			}
-			if (io_out_commit(&o) < 0)
-				mt_fatal(MT_EXIT_SYS, "cannot write %s: %s", path, strerror(errno));
-		}
-		write_out(out, "perf.data", ptsim_write_perf, &run, so.nfaults ? &pt : &truth);
-		if (!so.nfaults) {
-			char fp[4096];
-			snprintf(fp, sizeof fp, "%s/faults.txt", out);
-			unlink(fp); /* from an earlier run into the same DIR */
-		}
-		if (so.nfaults) {
-			static const char *const kinds[] = {"", "overflow", "drop", "corrupt", "truncate-aux"};
-			char fp[4096];
-			snprintf(fp, sizeof fp, "%s/faults.txt", out);
-			FILE *ff = fopen(fp, "we");
-			if (!ff)
-				mt_fatal(MT_EXIT_SYS, "cannot create %s: %s", fp, strerror(errno));
-			fprintf(ff, "# fault kind instruction len tid pt-offset\n");
-			for (int i = 0; i < so.nfaults; i++) {
-				int landed = 0;
-				for (size_t k = 0; k < pt.nts; k++)
-					if (pt.ts[k].fault_offset[i] != UINT64_MAX) {
-						landed = 1;
-						fprintf(stderr, "mt-ptsim: fault %d: thread %u, PT offset %llu\n", i,
-							pt.ts[k].tid, (unsigned long long)pt.ts[k].fault_offset[i]);
-						fprintf(ff, "%d %s %llu %llu %u %llu\n", i, kinds[so.faults[i].kind],
-							(unsigned long long)so.faults[i].at,
-							(unsigned long long)so.faults[i].len, pt.ts[k].tid,
-							(unsigned long long)pt.ts[k].fault_offset[i]);
-					}
-				if (!landed)
-					mt_warn("fault %d: instruction %llu is not in the traced window", i,
-						(unsigned long long)so.faults[i].at);
-			}
-			if (fclose(ff) != 0)
-				mt_fatal(MT_EXIT_SYS, "cannot write %s: %s", fp, strerror(errno));
-			ptsim_result_fini(&pt);
-		}
-		ptsim_result_fini(&truth);
-	}
+	if (op.save && !op.replay)
+		save_run(&run, op.save);
+	if (op.out)
+		write_outputs(op.out, &run, &op);
 	int code = MT_EXIT_OK;
 	if (run.end == PTSIM_END_SIGNALED) {
 		fprintf(stderr, "%s: error: %s was killed by signal %d (%s) at 0x%llx after %llu instructions\n",

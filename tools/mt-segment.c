@@ -121,6 +121,84 @@ static void fail(struct io_out *out, const char *path, int e)
 	mt_fatal(MT_EXIT_SYS, "%s", seg_strerror(e));
 }
 
+/* The segmenter writing to @w, through a stitcher (*@sti) with --stitch. */
+static segmenter *make_segmenter(const struct opts *o, struct fnmap *fns, mtev_writer *w,
+				 stitcher **sti)
+{
+	struct seg_opts so = {fns, o->no_waypoints, o->no_smear, o->no_call_targets, NULL, 0, 0};
+	so.all_waypoints = o->all_waypoints;
+	so.no_sample_repair = o->no_sample_repair;
+	if (o->stitch) /* waypoints as runs of words, not records */
+		so.wprun = stitch_wprun_cb;
+	if (o->stitch) {
+		if (!(*sti = stitch_alloc(emit_cb, w)))
+			mt_fatal(MT_EXIT_SYS, "out of memory");
+		stitch_set_mem_limit(*sti, o->mem_limit);
+		stitch_set_fnmap(*sti, fns); /* fed by the segmenter */
+	}
+	segmenter *s = *sti ? seg_alloc(&so, stitch_cb, *sti) : seg_alloc(&so, emit_cb, w);
+	if (!s)
+		mt_fatal(MT_EXIT_SYS, "out of memory");
+	return s;
+}
+
+/* The input's reader; exits when it already carries spans. */
+static mtev_reader *open_input(const char *in)
+{
+	mtev_reader *rd = drv_reader(in, drv_open_in(in));
+	const struct mtev_header *h = mtev_reader_header(rd);
+	if (h->flags & MTEV_F_SPANS)
+		mt_fatal(MT_EXIT_USAGE,
+			 "%s: the stream already carries spans (producer %s); mt-segment reads "
+			 "branch records or samples (mt-decode or mt-ptsim truth.mt)",
+			 in ? in : "stdin", h->producer);
+	return rd;
+}
+
+/* Feeds every record of @rd to @s; MT_EXIT_DEGRADED when --partial let a
+ * damaged input end early, else MT_EXIT_OK (it exits on other errors). */
+static int feed_all(segmenter *s, mtev_reader *rd, struct io_out *out, const struct opts *o)
+{
+	struct mtev_rec rec;
+	int r, progress = io_progress_enabled();
+	uint64_t n = 0;
+	while ((r = mtev_read(rd, &rec)) > 0) {
+		n++;
+		int e = seg_feed(s, &rec);
+		if (__builtin_expect(e != 0, 0)) {
+			if (e == -SEG_EKIND) {
+				io_out_abort(out);
+				mt_fatal(MT_EXIT_USAGE,
+					 "%s: record %llu at offset %llu is a %s record: the input is "
+					 "already segmented; mt-segment reads branch records or samples",
+					 o->in ? o->in : "stdin", (unsigned long long)n,
+					 (unsigned long long)mtev_reader_offset(rd),
+					 mtev_kind_name(seg_error_detail(s)) ? mtev_kind_name(seg_error_detail(s)) : "?");
+			}
+			if (e == -SEG_EBRANCH)
+				mt_fatal(MT_EXIT_USAGE, "%s: record %llu at offset %llu: %s with to=0: %s",
+					 o->in ? o->in : "stdin", (unsigned long long)n,
+					 (unsigned long long)mtev_reader_offset(rd),
+					 mtev_branch_name(seg_error_detail(s)), seg_strerror(e));
+			fail(out, o->out, e);
+		}
+		if (progress && !(n & 0xfffff))
+			fprintf(stderr, "\rmt-segment: %llu records", (unsigned long long)n);
+	}
+	if (progress && n > 0xfffff)
+		fputc('\n', stderr);
+	if (r < 0) {
+		if (r == -MTEV_EIO || !o->partial) /* an upstream stage died: no complete-looking stream */
+			drv_read_failed(o->in, rd, r,
+					o->out ? "; no output written (--partial writes what was read)" : "");
+		mt_warn("%s: %s at offset %llu; the output covers the records before it",
+			o->in ? o->in : "stdin", mtev_strerror(r),
+			(unsigned long long)mtev_reader_offset(rd));
+		return MT_EXIT_DEGRADED;
+	}
+	return MT_EXIT_OK;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -196,13 +274,8 @@ int main(int argc, char **argv)
 	if (optind < argc)
 		drv_usage("unexpected argument '%s'", argv[optind]);
 
-	mtev_reader *rd = drv_reader(o.in, drv_open_in(o.in));
+	mtev_reader *rd = open_input(o.in);
 	const struct mtev_header *h = mtev_reader_header(rd);
-	if (h->flags & MTEV_F_SPANS)
-		mt_fatal(MT_EXIT_USAGE,
-			 "%s: the stream already carries spans (producer %s); mt-segment reads "
-			 "branch records or samples (mt-decode or mt-ptsim truth.mt)",
-			 o.in ? o.in : "stdin", h->producer);
 
 	struct io_out out;
 	drv_out_open(&out, o.out, 1, o.force);
@@ -214,59 +287,11 @@ int main(int argc, char **argv)
 	struct fnmap *fns = NULL;
 	if (!o.no_symbols && !(fns = fnmap_alloc(o.symfs)))
 		mt_fatal(MT_EXIT_SYS, "out of memory");
-	struct seg_opts so = {fns, o.no_waypoints, o.no_smear, o.no_call_targets, NULL, 0, 0};
-	so.all_waypoints = o.all_waypoints;
-	so.no_sample_repair = o.no_sample_repair;
-	if (o.stitch) /* waypoints as runs of words, not records */
-		so.wprun = stitch_wprun_cb;
 	stitcher *sti = NULL;
-	if (o.stitch) {
-		if (!(sti = stitch_alloc(emit_cb, w)))
-			mt_fatal(MT_EXIT_SYS, "out of memory");
-		stitch_set_mem_limit(sti, o.mem_limit);
-		stitch_set_fnmap(sti, fns); /* fed by the segmenter */
-	}
-	segmenter *s = sti ? seg_alloc(&so, stitch_cb, sti) : seg_alloc(&so, emit_cb, w);
-	if (!s)
-		mt_fatal(MT_EXIT_SYS, "out of memory");
+	segmenter *s = make_segmenter(&o, fns, w, &sti);
 
-	struct mtev_rec rec;
-	int r, progress = io_progress_enabled();
-	uint64_t n = 0;
-	while ((r = mtev_read(rd, &rec)) > 0) {
-		n++;
-		int e = seg_feed(s, &rec);
-		if (__builtin_expect(e != 0, 0)) {
-			if (e == -SEG_EKIND) {
-				io_out_abort(&out);
-				mt_fatal(MT_EXIT_USAGE,
-					 "%s: record %llu at offset %llu is a %s record: the input is "
-					 "already segmented; mt-segment reads branch records or samples",
-					 o.in ? o.in : "stdin", (unsigned long long)n,
-					 (unsigned long long)mtev_reader_offset(rd),
-					 mtev_kind_name(seg_error_detail(s)) ? mtev_kind_name(seg_error_detail(s)) : "?");
-			}
-			if (e == -SEG_EBRANCH)
-				mt_fatal(MT_EXIT_USAGE, "%s: record %llu at offset %llu: %s with to=0: %s",
-					 o.in ? o.in : "stdin", (unsigned long long)n,
-					 (unsigned long long)mtev_reader_offset(rd),
-					 mtev_branch_name(seg_error_detail(s)), seg_strerror(e));
-			fail(&out, o.out, e);
-		}
-		if (progress && !(n & 0xfffff))
-			fprintf(stderr, "\rmt-segment: %llu records", (unsigned long long)n);
-	}
-	if (progress && n > 0xfffff)
-		fputc('\n', stderr);
-	if (r < 0) {
-		if (r == -MTEV_EIO || !o.partial) /* an upstream stage died: no complete-looking stream */
-			drv_read_failed(o.in, rd, r,
-					o.out ? "; no output written (--partial writes what was read)" : "");
-		mt_warn("%s: %s at offset %llu; the output covers the records before it",
-			o.in ? o.in : "stdin", mtev_strerror(r),
-			(unsigned long long)mtev_reader_offset(rd));
+	if (feed_all(s, rd, &out, &o) == MT_EXIT_DEGRADED)
 		rc = MT_EXIT_DEGRADED;
-	}
 	int e = seg_finish(s);
 	if (e)
 		fail(&out, o.out, e);

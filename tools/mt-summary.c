@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "driver.h"
 #include "err.h"
 #include "mtev.h"
 
@@ -182,20 +183,18 @@ static void top_offer(struct thr *t, const struct mtev_rec *r)
 
 static void die_read(const char *path, mtev_reader *r, int e)
 {
-	mt_fatal(e == -MTEV_EIO ? MT_EXIT_SYS : MT_EXIT_USAGE, "%s: %s at byte %" PRIu64, path,
-		 mtev_strerror(-e), r ? mtev_reader_offset(r) : 0);
+	drv_read_failed(path, r, e, NULL);
 }
 
 /* Pass 1: threads, processes, the last trigger, each thread's extent. */
 static int pass1(int fd, const char *path, struct mtev_rec *trig, char **trig_sym)
 {
 	int e;
-	mtev_reader *r = mtev_reader_alloc(fd, &e);
-	if (!r)
-		die_read(path, NULL, -e);
+	mtev_reader *r = drv_reader(path, fd);
 	if (!(mtev_reader_header(r)->flags & MTEV_F_SPANS))
-		mt_fatal(MT_EXIT_USAGE, "%s: no spans in this stream (producer %s): give symbolize.mt or stitch.mt",
-			 path, mtev_reader_header(r)->producer);
+		drv_input_error(MT_EXIT_USAGE, path,
+				"no spans in this stream (producer %s): give symbolize.mt or stitch.mt",
+				mtev_reader_header(r)->producer);
 	int have = 0;
 	struct mtev_rec rec;
 	while ((e = mtev_read(r, &rec)) > 0) {
@@ -258,9 +257,7 @@ static int pass1(int fd, const char *path, struct mtev_rec *trig, char **trig_sy
 static void pass2(int fd, const char *path)
 {
 	int e;
-	mtev_reader *r = mtev_reader_alloc(fd, &e);
-	if (!r)
-		die_read(path, NULL, -e);
+	mtev_reader *r = drv_reader(path, fd);
 	struct mtev_rec rec;
 	while ((e = mtev_read(r, &rec)) > 0) {
 		if (rec.kind != MTEV_SPAN)
@@ -347,9 +344,28 @@ static int top_cmp(const void *a, const void *b)
 	return p < q ? -1 : p > q;
 }
 
+/* The stream to summarize: FILE, or DIR/symbolize.mt (into @path); an open
+ * descriptor of a regular file (it is read twice). */
+static int open_input(const char *arg, char *path, size_t n)
+{
+	struct stat st;
+	if (stat(arg, &st) < 0)
+		mt_fatal(drv_exit_errno(errno), "unable to open %s: %s", arg, strerror(errno));
+	if (S_ISDIR(st.st_mode)) {
+		if ((size_t)snprintf(path, n, "%s/symbolize.mt", arg) >= n)
+			mt_fatal(MT_EXIT_USAGE, "unable to open %s: path too long", arg);
+	} else {
+		snprintf(path, n, "%s", arg);
+	}
+	int fd = drv_open_in(path);
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		drv_input_error(MT_EXIT_USAGE, path, "not a regular file (the summary reads it twice)");
+	return fd;
+}
+
 int main(int argc, char **argv)
 {
-	mt_set_progname(argv[0]);
+	drv_init(argc, argv);
 	static const struct option opts[] = {
 		{"top", required_argument, 0, 'n'},
 		{"tsv", no_argument, 0, 't'},
@@ -357,43 +373,26 @@ int main(int argc, char **argv)
 		{0, 0, 0, 0},
 	};
 	int tsv = 0, c;
-	while ((c = getopt_long(argc, argv, "n:th", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":n:th", opts, NULL)) != -1) {
 		char *end;
 		switch (c) {
 		case 'n': {
 			errno = 0;
 			unsigned long v = strtoul(optarg, &end, 10);
 			if (errno || *end || end == optarg || v > 100000)
-				mt_fatal(MT_EXIT_USAGE, "--top: '%s' is not a count (0..100000)", optarg);
+				drv_usage("--top: '%s' is not a count (0..100000)", optarg);
 			topn = (unsigned)v;
 			break;
 		}
 		case 't': tsv = 1; break;
 		case 'h': fputs(usage_text, stdout); return 0;
-		default: fputs(usage_text, stderr); return MT_EXIT_USAGE;
+		default: drv_getopt_error(c, argv);
 		}
 	}
-	if (optind != argc - 1) {
-		fputs(usage_text, stderr);
-		return MT_EXIT_USAGE;
-	}
-	const char *arg = argv[optind];
+	if (optind != argc - 1)
+		drv_usage(optind < argc ? "expected one FILE or DIR" : "missing FILE or DIR");
 	char path[4096];
-	struct stat st;
-	if (stat(arg, &st) < 0)
-		mt_fatal(MT_EXIT_USAGE, "unable to open %s: %s", arg, strerror(errno));
-	if (S_ISDIR(st.st_mode)) {
-		if ((size_t)snprintf(path, sizeof path, "%s/symbolize.mt", arg) >= sizeof path)
-			mt_fatal(MT_EXIT_USAGE, "%s: path too long", arg);
-	} else {
-		snprintf(path, sizeof path, "%s", arg);
-	}
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		mt_fatal(errno == ENOENT || errno == EACCES ? MT_EXIT_USAGE : MT_EXIT_SYS, "unable to open %s: %s",
-			 path, strerror(errno));
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
-		mt_fatal(MT_EXIT_USAGE, "%s: not a regular file (the summary reads it twice)", path);
+	int fd = open_input(argv[optind], path, sizeof path);
 
 	struct mtev_rec trig;
 	char *trig_sym = NULL;
@@ -402,7 +401,7 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < nthr; i++)
 		thr[i].at = have_trig && trig.trigger.time < thr[i].last ? trig.trigger.time : thr[i].last;
 	if (lseek(fd, 0, SEEK_SET) < 0)
-		mt_fatal(MT_EXIT_SYS, "%s: lseek: %s", path, strerror(errno));
+		drv_input_error(MT_EXIT_SYS, path, "lseek: %s", strerror(errno));
 	pass2(fd, path);
 	close(fd);
 
@@ -476,6 +475,6 @@ int main(int argc, char **argv)
 		}
 	}
 	if (fflush(stdout) == EOF || ferror(stdout))
-		mt_fatal(MT_EXIT_SYS, "writing the summary: %s", strerror(errno));
+		drv_write_failed(NULL, NULL, NULL);
 	return 0;
 }

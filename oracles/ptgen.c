@@ -573,6 +573,193 @@ static int cmp_u32_dret(const void *a, const void *b, void *ctx)
 	return x < y ? -1 : x > y;
 }
 
+static int oom(char *err, size_t errlen)
+{
+	snprintf(err, errlen, "out of memory");
+	return PTSIM_E_SYS;
+}
+
+/* The static analysis of @ei's code: its nodes from every function entry,
+ * which can return and how far, which can be a root.  *@root_node: the node
+ * of --root, or NONE.  0 or PTSIM_E_* with @err set. */
+static int analyse(struct gen *g, const struct elfinfo *ei, uint32_t *root_node,
+		   struct ptgen_stats *st, char *err, size_t errlen)
+{
+	const struct ptgen_opts *o = g->o;
+	if (cs_open(CS_ARCH_X86, CS_MODE_64, &g->cs) != CS_ERR_OK) {
+		snprintf(err, errlen, "capstone: cannot open the x86-64 disassembler");
+		return PTSIM_E_SYS;
+	}
+	cs_option(g->cs, CS_OPT_DETAIL, CS_OPT_ON);
+	g->ci = cs_malloc(g->cs);
+	g->idx = calloc(g->hi - g->lo, sizeof(*g->idx));
+	g->is_entry = calloc(g->hi - g->lo, 1);
+	g->entries = calloc(ei->nsyms, sizeof(*g->entries));
+	if (!g->ci || !g->idx || !g->is_entry || !g->entries)
+		return oom(err, errlen);
+	uint64_t base = ei->is_pie ? PIE_BASE : 0;
+	for (size_t i = 0; i < ei->nsyms; i++)
+		if (base + ei->syms[i].addr >= g->lo && base + ei->syms[i].addr < g->hi)
+			g->is_entry[base + ei->syms[i].addr - g->lo] = 1;
+	const struct elf_sym *root_sym = o->root ? elfinfo_find(ei, o->root) : NULL;
+	*root_node = NONE;
+	if (o->root && !root_sym) {
+		snprintf(err, errlen, "%s: no function named %s", o->path, o->root);
+		return PTSIM_E_USAGE;
+	}
+	for (size_t i = 0; i < ei->nsyms; i++) {
+		uint32_t k = node_at(g, base + ei->syms[i].addr);
+		if (k == NONE)
+			continue;
+		/* keep one entry per node */
+		if (g->idx[base + ei->syms[i].addr - g->lo] == (int32_t)k + 1 &&
+		    (!g->nentries || g->entries[g->nentries - 1] != k))
+			g->entries[g->nentries++] = k;
+		if (root_sym == &ei->syms[i])
+			*root_node = k;
+		resolve(g);
+	}
+	if (g->oom)
+		return oom(err, errlen);
+	st->functions = g->nentries;
+	st->nodes = g->nn;
+	analyse_dret(g);
+	analyse_sys(g);
+	g->ret_fns = calloc(g->nentries + 1, sizeof(*g->ret_fns));
+	g->roots = calloc(g->nentries + 1, sizeof(*g->roots));
+	if (!g->ret_fns || !g->roots)
+		return oom(err, errlen);
+	for (size_t i = 0; i < g->nentries; i++)
+		if (g->n[g->entries[i]].dret < INF)
+			g->ret_fns[g->nret_fns++] = g->entries[i];
+	if (!g->nret_fns) {
+		snprintf(err, errlen, "%s: no function can return", o->path);
+		return PTSIM_E_USAGE;
+	}
+	qsort_r(g->ret_fns, g->nret_fns, sizeof(*g->ret_fns), cmp_u32_dret, g);
+	g->cheapest = g->ret_fns[0];
+	st->returning = g->nret_fns;
+	analyse_roots(g);
+	for (size_t i = 0; i < g->nentries; i++)
+		if (g->n[g->entries[i]].in_g)
+			g->roots[g->nroots++] = g->entries[i];
+	st->roots = g->nroots;
+	if (*root_node != NONE && !g->n[*root_node].in_g) {
+		snprintf(err, errlen, "%s cannot be a root: no loop with a call in it", o->root);
+		return PTSIM_E_USAGE;
+	}
+	if (!g->nroots) {
+		snprintf(err, errlen, "%s: no function has a loop with a call in it (a root)", o->path);
+		return PTSIM_E_USAGE;
+	}
+	return 0;
+}
+
+/* The run's process, threads and log (its maps are loaded), and one walker
+ * per thread, the first at @root_node (NONE: a root the seed picks).
+ * -1: out of memory. */
+static int run_init(struct gen *g, struct walker *w, unsigned nthreads, uint32_t root_node)
+{
+	const struct ptgen_opts *o = g->o;
+	struct ptsim_run *run = g->run;
+	const char *bn = strrchr(o->path, '/') ? strrchr(o->path, '/') + 1 : o->path;
+	run->pid = 4242;
+	snprintf(run->comm, sizeof run->comm, "%s", bn);
+	run->cmdline = strdup(o->path);
+	run->threads = calloc(nthreads, sizeof(*run->threads));
+	if (!run->cmdline || !run->threads)
+		return -1;
+	run->nthreads = nthreads;
+	/* The log is written once, in order: ask for transparent huge pages,
+	 * page faults are most of the cost of filling it otherwise. */
+	run->cap = o->insns + o->insns / 8 + 1024;
+	size_t bytes = run->cap * sizeof(*run->ev), huge = 2u << 20;
+	void *p = NULL;
+	if (posix_memalign(&p, huge, bytes))
+		return -1;
+	if (bytes >= huge)
+		madvise(p, bytes & ~(huge - 1), MADV_HUGEPAGE);
+	run->ev = p;
+	for (size_t i = 0; i < run->nmaps; i++) {
+		struct ptsim_ev me = {.kind = PTSIM_EV_MAP, .tid = run->pid, .arg = i};
+		if (push_ev(g, &me) < 0)
+			return -1;
+	}
+	for (unsigned t = 0; t < nthreads; t++) {
+		struct walker *x = &w[t];
+		x->tid = run->pid + t;
+		x->rng = o->seed ^ (0x5851F42D4C957F2Dull * (t + 1));
+		rng_next(&x->rng);
+		x->cur = t == 0 && root_node != NONE ? root_node : g->roots[rng_next(&x->rng) % g->nroots];
+		x->sp = STACK_TOP - (uint64_t)t * 0x1000000;
+		x->stcap = 64;
+		x->st = malloc(x->stcap * sizeof(*x->st));
+		if (!x->st)
+			return -1;
+		run->threads[t].tid = x->tid;
+		snprintf(run->threads[t].comm, sizeof run->threads[t].comm, "%s", bn);
+	}
+	return 0;
+}
+
+/* The walk: the threads take turns in seeded slices until --insns are
+ * logged, then each started thread ends.  0 or PTSIM_E_SYS with @err set. */
+static int generate(struct gen *g, struct walker *w, unsigned nthreads, struct ptgen_stats *st,
+		    char *err, size_t errlen)
+{
+	uint64_t left = g->o->insns, srng = g->o->seed ^ 0xA0761D6478BD642Full;
+	unsigned t = 0;
+	while (left) {
+		struct walker *x = &w[t];
+		if (!x->started) {
+			struct ptsim_ev te = {.kind = PTSIM_EV_THREAD, .tid = x->tid, .ip = g->n[x->cur].ip};
+			if (push_ev(g, &te) < 0)
+				return oom(err, errlen);
+			x->started = 1;
+		}
+		uint64_t n = nthreads == 1 ? left : 1000 + rng_next(&srng) % 20000;
+		if (n > left)
+			n = left;
+		int r = walk(g, x, n, st);
+		if (r == -1)
+			return oom(err, errlen);
+		if (r < 0) {
+			snprintf(err, errlen, "internal error: the walk left the valid set at %#llx",
+				 (unsigned long long)g->n[x->cur].ip);
+			return PTSIM_E_SYS;
+		}
+		left -= n;
+		t = (t + 1) % nthreads;
+	}
+	for (unsigned k = 0; k < nthreads; k++) {
+		if (!w[k].started)
+			continue;
+		struct ptsim_ev ee = {.kind = PTSIM_EV_END, .tid = w[k].tid, .ip = g->n[w[k].cur].ip};
+		if (push_ev(g, &ee) < 0)
+			return oom(err, errlen);
+	}
+	return 0;
+}
+
+static void gen_fini(struct gen *g, struct walker *w, unsigned nthreads)
+{
+	if (w)
+		for (unsigned k = 0; k < nthreads; k++)
+			free(w[k].st);
+	free(w);
+	free(g->idx);
+	free(g->is_entry);
+	free(g->n);
+	free(g->work);
+	free(g->entries);
+	free(g->ret_fns);
+	free(g->roots);
+	if (g->ci)
+		cs_free(g->ci, 1);
+	if (g->cs)
+		cs_close(&g->cs);
+}
+
 int ptgen_walk(struct ptsim_run *run, const struct ptgen_opts *o, struct ptgen_stats *stp,
 	       char *err, size_t errlen)
 {
@@ -596,192 +783,35 @@ int ptgen_walk(struct ptsim_run *run, const struct ptgen_opts *o, struct ptgen_s
 	}
 	int e = elfinfo_load(&ei, o->path);
 	if (e < 0) {
-		snprintf(err, errlen, "%s: %s", o->path, e == -ENOEXEC ? "not an ELF file" : strerror(-e));
-		return PTSIM_E_USAGE;
+		snprintf(err, errlen, "%s", e == -ENOEXEC ? "not an ELF file" : strerror(-e));
+		return PTGEN_E_INPUT;
 	}
 	if (!ei.nsyms) {
-		snprintf(err, errlen, "%s: no function symbols", o->path);
+		snprintf(err, errlen, "no function symbols");
 		elfinfo_fini(&ei);
-		return PTSIM_E_USAGE;
+		return PTGEN_E_INPUT;
 	}
-	rc = load_maps(&g, &ei, o->path, err, errlen);
-	if (rc < 0)
-		goto out;
-	rc = PTSIM_E_SYS;
-	if (cs_open(CS_ARCH_X86, CS_MODE_64, &g.cs) != CS_ERR_OK) {
-		snprintf(err, errlen, "capstone: cannot open the x86-64 disassembler");
-		goto out;
-	}
-	cs_option(g.cs, CS_OPT_DETAIL, CS_OPT_ON);
-	g.ci = cs_malloc(g.cs);
-	g.idx = calloc(g.hi - g.lo, sizeof(*g.idx));
-	g.is_entry = calloc(g.hi - g.lo, 1);
-	g.entries = calloc(ei.nsyms, sizeof(*g.entries));
-	if (!g.ci || !g.idx || !g.is_entry || !g.entries)
-		goto oom;
-	uint64_t base = ei.is_pie ? PIE_BASE : 0;
-	for (size_t i = 0; i < ei.nsyms; i++)
-		if (base + ei.syms[i].addr >= g.lo && base + ei.syms[i].addr < g.hi)
-			g.is_entry[base + ei.syms[i].addr - g.lo] = 1;
-	const struct elf_sym *root_sym = o->root ? elfinfo_find(&ei, o->root) : NULL;
 	uint32_t root_node = NONE;
-	if (o->root && !root_sym) {
-		snprintf(err, errlen, "%s: no function named %s", o->path, o->root);
-		rc = PTSIM_E_USAGE;
+	if ((rc = load_maps(&g, &ei, o->path, err, errlen)) < 0 ||
+	    (rc = analyse(&g, &ei, &root_node, &st, err, errlen)) < 0)
 		goto out;
-	}
-	for (size_t i = 0; i < ei.nsyms; i++) {
-		uint32_t k = node_at(&g, base + ei.syms[i].addr);
-		if (k == NONE)
-			continue;
-		/* keep one entry per node */
-		if (g.idx[base + ei.syms[i].addr - g.lo] == (int32_t)k + 1 &&
-		    (!g.nentries || g.entries[g.nentries - 1] != k))
-			g.entries[g.nentries++] = k;
-		if (root_sym == &ei.syms[i])
-			root_node = k;
-		resolve(&g);
-	}
-	if (g.oom)
-		goto oom;
-	st.functions = g.nentries;
-	st.nodes = g.nn;
-	analyse_dret(&g);
-	analyse_sys(&g);
-	g.ret_fns = calloc(g.nentries + 1, sizeof(*g.ret_fns));
-	g.roots = calloc(g.nentries + 1, sizeof(*g.roots));
-	if (!g.ret_fns || !g.roots)
-		goto oom;
-	for (size_t i = 0; i < g.nentries; i++)
-		if (g.n[g.entries[i]].dret < INF)
-			g.ret_fns[g.nret_fns++] = g.entries[i];
-	if (!g.nret_fns) {
-		snprintf(err, errlen, "%s: no function can return", o->path);
-		rc = PTSIM_E_USAGE;
-		goto out;
-	}
-	qsort_r(g.ret_fns, g.nret_fns, sizeof(*g.ret_fns), cmp_u32_dret, &g);
-	g.cheapest = g.ret_fns[0];
-	st.returning = g.nret_fns;
-	analyse_roots(&g);
-	for (size_t i = 0; i < g.nentries; i++)
-		if (g.n[g.entries[i]].in_g)
-			g.roots[g.nroots++] = g.entries[i];
-	st.roots = g.nroots;
-	if (root_node != NONE && !g.n[root_node].in_g) {
-		snprintf(err, errlen, "%s cannot be a root: no loop with a call in it", o->root);
-		rc = PTSIM_E_USAGE;
-		goto out;
-	}
-	if (!g.nroots) {
-		snprintf(err, errlen, "%s: no function has a loop with a call in it (a root)", o->path);
-		rc = PTSIM_E_USAGE;
-		goto out;
-	}
-
-	/* the run */
-	const char *bn = strrchr(o->path, '/') ? strrchr(o->path, '/') + 1 : o->path;
-	run->pid = 4242;
-	snprintf(run->comm, sizeof run->comm, "%s", bn);
-	run->cmdline = strdup(o->path);
-	run->threads = calloc(nthreads, sizeof(*run->threads));
 	w = calloc(nthreads, sizeof(*w));
-	if (!run->cmdline || !run->threads || !w)
-		goto oom;
-	run->nthreads = nthreads;
-	/* The log is written once, in order: ask for transparent huge pages,
-	 * page faults are most of the cost of filling it otherwise. */
-	run->cap = o->insns + o->insns / 8 + 1024;
-	{
-		size_t bytes = run->cap * sizeof(*run->ev), huge = 2u << 20;
-		void *p = NULL;
-		if (posix_memalign(&p, huge, bytes))
-			goto oom;
-		if (bytes >= huge)
-			madvise(p, bytes & ~(huge - 1), MADV_HUGEPAGE);
-		run->ev = p;
+	if (!w || run_init(&g, w, nthreads, root_node) < 0) {
+		rc = oom(err, errlen);
+		goto out;
 	}
-	for (size_t i = 0; i < run->nmaps; i++) {
-		struct ptsim_ev me = {.kind = PTSIM_EV_MAP, .tid = run->pid, .arg = i};
-		if (push_ev(&g, &me) < 0)
-			goto oom;
-	}
-	uint64_t seed = o->seed;
-	for (unsigned t = 0; t < nthreads; t++) {
-		struct walker *x = &w[t];
-		x->tid = run->pid + t;
-		x->rng = seed ^ (0x5851F42D4C957F2Dull * (t + 1));
-		rng_next(&x->rng);
-		x->cur = t == 0 && root_node != NONE ? root_node : g.roots[rng_next(&x->rng) % g.nroots];
-		x->sp = STACK_TOP - (uint64_t)t * 0x1000000;
-		x->stcap = 64;
-		x->st = malloc(x->stcap * sizeof(*x->st));
-		if (!x->st)
-			goto oom;
-		run->threads[t].tid = x->tid;
-		snprintf(run->threads[t].comm, sizeof run->threads[t].comm, "%s", bn);
-	}
-	uint64_t left = o->insns, srng = seed ^ 0xA0761D6478BD642Full;
-	unsigned t = 0;
-	while (left) {
-		struct walker *x = &w[t];
-		if (!x->started) {
-			struct ptsim_ev te = {.kind = PTSIM_EV_THREAD, .tid = x->tid, .ip = g.n[x->cur].ip};
-			if (push_ev(&g, &te) < 0)
-				goto oom;
-			x->started = 1;
-		}
-		uint64_t n = nthreads == 1 ? left : 1000 + rng_next(&srng) % 20000;
-		if (n > left)
-			n = left;
-		int r = walk(&g, x, n, &st);
-		if (r == -1)
-			goto oom;
-		if (r < 0) {
-			snprintf(err, errlen, "internal error: the walk left the valid set at %#llx",
-				 (unsigned long long)g.n[x->cur].ip);
-			rc = PTSIM_E_SYS;
-			goto out;
-		}
-		left -= n;
-		t = (t + 1) % nthreads;
-	}
-	for (unsigned k = 0; k < nthreads; k++) {
-		if (!w[k].started)
-			continue;
-		struct ptsim_ev ee = {.kind = PTSIM_EV_END, .tid = w[k].tid, .ip = g.n[w[k].cur].ip};
-		if (push_ev(&g, &ee) < 0)
-			goto oom;
-	}
+	if ((rc = generate(&g, w, nthreads, &st, err, errlen)) < 0)
+		goto out;
 	run->steps = run->insns;
 	run->end = PTSIM_END_RUNAWAY;
 	run->status = 0;
-	rc = 0;
-	goto out;
-oom:
-	snprintf(err, errlen, "out of memory");
-	rc = PTSIM_E_SYS;
 out:
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	st.seconds = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
 	run->seconds = st.seconds;
 	if (stp)
 		*stp = st;
-	if (w)
-		for (unsigned k = 0; k < nthreads; k++)
-			free(w[k].st);
-	free(w);
-	free(g.idx);
-	free(g.is_entry);
-	free(g.n);
-	free(g.work);
-	free(g.entries);
-	free(g.ret_fns);
-	free(g.roots);
-	if (g.ci)
-		cs_free(g.ci, 1);
-	if (g.cs)
-		cs_close(&g.cs);
+	gen_fini(&g, w, nthreads);
 	elfinfo_fini(&ei);
 	if (rc < 0)
 		ptsim_run_fini(run);

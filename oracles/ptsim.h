@@ -114,6 +114,14 @@ struct ptsim_run {
 	char start_symbol[128]; /* --start-at, or empty */
 };
 
+/* What stepping has done so far (ptsim_trace_opts.progress). */
+struct ptsim_progress {
+	uint64_t insns;	    /* instructions logged */
+	uint64_t max_insns; /* the limit */
+	double rate;	    /* instructions per second of wall time */
+	double left;	    /* seconds to max_insns at that rate (0: past it) */
+};
+
 struct ptsim_trace_opts {
 	char *const *argv;	 /* PROG ARGS..., NULL-terminated */
 	const char *path;	 /* the file to execute (no PATH search, no
@@ -121,7 +129,10 @@ struct ptsim_trace_opts {
 	const char *start_at;	 /* symbol or NULL */
 	const char *stop_at;	 /* symbol or NULL: magic_trace_stop_indicator if present */
 	uint64_t max_insns;
-	int progress;		 /* print progress on stderr (tool decides) */
+	/* Called about twice a second while stepping, and with NULL when
+	 * stepping ends (not on an error); NULL: never.  The tool prints. */
+	void (*progress)(void *ctx, const struct ptsim_progress *p);
+	void *progress_ctx;
 };
 
 enum {
@@ -135,6 +146,8 @@ int ptsim_trace(struct ptsim_run *run, const struct ptsim_trace_opts *o, char *e
 		size_t errlen);
 void ptsim_run_fini(struct ptsim_run *run);
 int ptsim_run_save(const struct ptsim_run *run, const char *path, char *err, size_t errlen);
+/* 0, or PTSIM_E_USAGE (not a run file, or a damaged one) or PTSIM_E_SYS (it
+ * cannot be read) with the reason in @err. */
 int ptsim_run_load(struct ptsim_run *run, const char *path, char *err, size_t errlen);
 /* The map containing @ip, or NULL. */
 const struct ptsim_map *ptsim_find_map(const struct ptsim_run *run, uint64_t ip);
@@ -242,7 +255,7 @@ int ptsim_write_hits(int fd, const struct ptsim_run *run, const struct ptsim_res
 int ptsim_write_spans(int fd, const struct ptsim_run *run, const struct ptsim_result *res,
 		      char *err, size_t errlen);
 /* truth-inline.mt: the inline frames of the window's executed instructions
- * (each thread's last @window, 0: all; libcommon/ptsim_inline.c), chains
+ * (each thread's last @window, 0: all; oracles/ptsim_inline.c), chains
  * from @symbolizer (NULL: llvm-symbolizer in PATH). */
 int ptsim_write_inline(int fd, const struct ptsim_run *run, const struct ptsim_result *res,
 		       uint64_t window, const char *symbolizer, char *err, size_t errlen);

@@ -51,8 +51,10 @@ struct ptgen_stats {
 	double seconds;	    /* analysis + walk */
 };
 
-/* 0 on success; PTSIM_E_USAGE (bad binary, no usable root) or PTSIM_E_SYS
- * with @err set.  @run is filled like ptsim_trace() fills it (release it
+enum { PTGEN_E_INPUT = -3 }; /* the binary cannot be read as an ELF file */
+
+/* 0 on success; PTGEN_E_INPUT (@err: why the binary is unusable),
+ * PTSIM_E_USAGE (a binary with no usable root) or PTSIM_E_SYS with @err set.  @run is filled like ptsim_trace() fills it (release it
  * with ptsim_run_fini()); @st may be NULL. */
 int ptgen_walk(struct ptsim_run *run, const struct ptgen_opts *o, struct ptgen_stats *st, char *err,
 	       size_t errlen);

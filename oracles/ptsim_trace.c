@@ -50,6 +50,8 @@ struct tracer {
 	char *err;
 	size_t errlen;
 	int exclusive; /* a thread issued exit_group: wait for it alone */
+	struct tth *inflight; /* the one ordinary step in flight */
+	double t0, last_progress; /* when stepping began, the last progress report */
 };
 
 static int fail(struct tracer *t, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -466,12 +468,242 @@ static int step(struct tracer *t, struct tth *h, int sig)
 	return 0;
 }
 
+/* Issues steps until an ordinary one is in flight (a system call may block,
+ * so the others go on meanwhile).  1: the run stops here (the stop symbol,
+ * --max-insns), 0: go on, < 0: error. */
+static int issue_steps(struct tracer *t)
+{
+	struct ptsim_run *r = t->run;
+	int rc;
+	while (!t->inflight && !t->exclusive) {
+		struct tth *pick = NULL;
+		for (size_t k = 0; k < t->nth; k++) {
+			size_t i = (t->rr + 1 + k) % t->nth;
+			if (t->th[i].state == T_STOPPED) {
+				pick = &t->th[i];
+				t->rr = i;
+				break;
+			}
+		}
+		if (!pick)
+			return 0;
+		if (t->stop_addr && pick->rip == t->stop_addr) {
+			struct ptsim_ev ev = {.kind = PTSIM_EV_STOP, .tid = pick->tid, .ip = pick->rip,
+					      .next = pick->rdi, .sp = pick->rsi};
+			if (log_ev(r, &ev) < 0)
+				return fail(t, PTSIM_E_SYS, "out of memory");
+			r->end = PTSIM_END_STOPPED;
+			return 1;
+		}
+		if (t->o->max_insns && r->insns >= t->o->max_insns) {
+			r->end = PTSIM_END_RUNAWAY;
+			return 1;
+		}
+		int sig = pick->pending_sig;
+		pick->pending_sig = 0;
+		if (is_syscall_at(t, pick->rip)) {
+			struct ptsim_ev ev = {.kind = PTSIM_EV_INSN, .flags = PTSIM_F_SYSCALL,
+					      .tid = pick->tid, .ip = pick->rip, .sp = pick->rsp,
+					      .arg = pick->rax};
+			if (log_ev(r, &ev) < 0)
+				return fail(t, PTSIM_E_SYS, "out of memory");
+			r->insns++;
+			pick->state = T_INSYSCALL;
+			if (pick->rax == SYS_exit_group)
+				t->exclusive = 1;
+		} else {
+			pick->state = T_INFLIGHT;
+			t->inflight = pick;
+		}
+		if ((rc = step(t, pick, sig)) < 0)
+			return rc;
+		r->steps++;
+	}
+	return 0;
+}
+
+/* About twice a second: instructions, their rate, and how long --max-insns
+ * would still take at that rate (the run may end before). */
+static void report_progress(struct tracer *t)
+{
+	const struct ptsim_run *r = t->run;
+	if (!t->o->progress || (r->steps & 0x3fff) != 0)
+		return;
+	double n = now_s();
+	if (n - t->last_progress <= 0.5)
+		return;
+	t->last_progress = n;
+	struct ptsim_progress p = {.insns = r->insns, .max_insns = t->o->max_insns};
+	p.rate = (double)r->insns / (n - t->t0);
+	p.left = t->o->max_insns > r->insns && p.rate > 0
+			 ? (double)(t->o->max_insns - r->insns) / p.rate
+			 : 0;
+	t->o->progress(t->o->progress_ctx, &p);
+}
+
+/* Thread @h (NULL: one not traced) exited or was killed (status @st). */
+static int on_exit_status(struct tracer *t, struct tth *h, int st)
+{
+	struct ptsim_run *r = t->run;
+	int rc;
+	if (!h)
+		return 0;
+	if (h == t->inflight)
+		t->inflight = NULL;
+	if (h->state == T_INSYSCALL && t->exclusive)
+		t->exclusive = 0;
+	if ((rc = end_thread(t, h)) < 0)
+		return rc;
+	if ((pid_t)h->tid == t->pid) {
+		if (WIFEXITED(st)) {
+			r->end = PTSIM_END_EXITED;
+			r->status = WEXITSTATUS(st);
+		} else if (r->end != PTSIM_END_SIGNALED) {
+			r->end = PTSIM_END_SIGNALED;
+			r->status = WTERMSIG(st);
+		}
+	}
+	return 0;
+}
+
+/* A SIGTRAP stop of @h, which was at @old_rip: the step asked for ended. */
+static int on_trap(struct tracer *t, struct tth *h, uint64_t old_rip)
+{
+	struct ptsim_run *r = t->run;
+	struct ptsim_ev ev = {.tid = h->tid};
+	switch (h->state) {
+	case T_INFLIGHT:
+		t->inflight = NULL;
+		h->state = T_STOPPED;
+		if (h->rip == old_rip && is_rep_at(t, old_rip)) {
+			r->steps++; /* a string instruction iterates */
+			h->state = T_INFLIGHT;
+			t->inflight = h;
+			return step(t, h, 0);
+		}
+		ev.kind = PTSIM_EV_INSN;
+		ev.ip = old_rip;
+		ev.next = h->rip;
+		ev.sp = h->rsp;
+		r->insns++;
+		break;
+	case T_INSYSCALL:
+		h->state = T_STOPPED;
+		ev.kind = PTSIM_EV_SYSRET;
+		ev.ip = h->rip;
+		ev.sp = h->rsp;
+		break;
+	case T_SIGDELIVER:
+		h->state = T_STOPPED;
+		ev.kind = PTSIM_EV_SIGNAL;
+		ev.flags = h->sig_insyscall ? PTSIM_F_INSYSCALL : 0;
+		ev.sig = (uint16_t)h->sig_no;
+		ev.ip = h->sig_at;
+		ev.next = h->rip;
+		ev.sp = h->rsp;
+		if (t->inflight == h)
+			t->inflight = NULL;
+		break;
+	default:
+		/* A trap we did not ask for (int3 in the program). */
+		h->pending_sig = SIGTRAP;
+		return 0;
+	}
+	if (log_ev(r, &ev) < 0)
+		return fail(t, PTSIM_E_SYS, "out of memory");
+	map_of(t, h->rip);
+	return 0;
+}
+
+/* Signal @sig is about to be delivered to @h, which was at @old_rip. */
+static int on_signal(struct tracer *t, struct tth *h, int sig, uint64_t old_rip)
+{
+	struct ptsim_run *r = t->run;
+	int insys = h->state == T_INSYSCALL, rc;
+	if (h == t->inflight)
+		t->inflight = NULL;
+	if (sig == SIGSTOP) {
+		h->state = insys ? T_INSYSCALL : T_STOPPED;
+		if (insys && (rc = step(t, h, 0)) < 0)
+			return rc;
+		if (!insys)
+			h->rip = old_rip;
+		return 0;
+	}
+	if (!insys)
+		h->rip = old_rip; /* not executed */
+	if (sig_caught(t->pid, sig)) {
+		h->state = T_SIGDELIVER;
+		h->sig_at = insys ? h->rip : old_rip;
+		if (insys) {
+			struct user_regs_struct regs;
+			ptrace(PTRACE_GETREGS, h->tid, 0, &regs);
+			h->sig_at = regs.rip;
+		}
+		h->sig_insyscall = insys;
+		h->sig_no = sig;
+		return step(t, h, sig);
+	}
+	/* Not caught: ignored (the step goes on) or fatal. */
+	if (insys) {
+		struct ptsim_ev ev = {.kind = PTSIM_EV_SYSRET, .tid = h->tid, .ip = h->rip, .sp = h->rsp};
+		if (log_ev(r, &ev) < 0)
+			return fail(t, PTSIM_E_SYS, "out of memory");
+	}
+	h->state = T_STOPPED;
+	h->pending_sig = sig;
+	if (sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE || sig == SIGABRT ||
+	    sig == SIGKILL || sig == SIGTERM || sig == SIGINT || sig == SIGQUIT || sig == SIGTRAP ||
+	    sig == SIGSYS) {
+		r->end = PTSIM_END_SIGNALED;
+		r->status = sig;
+		r->end_ip = h->rip;
+	}
+	return 0;
+}
+
+/* Thread @w (@h: its entry, NULL if not known yet) stopped (status @st). */
+static int on_stop(struct tracer *t, pid_t w, struct tth *h, int st)
+{
+	int sig = WSTOPSIG(st), rc;
+	if (!h) {
+		/* A new thread's first stop (may come before the clone event). */
+		h = add_th(t, (uint32_t)w, T_NEW);
+		if (!h)
+			return fail(t, PTSIM_E_SYS, "out of memory");
+	}
+	if (h->state == T_NEW) {
+		if ((rc = start_thread(t, h, (uint32_t)t->pid)) < 0)
+			return rc;
+		if (sig != SIGSTOP && sig != SIGTRAP)
+			h->pending_sig = sig;
+		return 0;
+	}
+	if ((st >> 16) == PTRACE_EVENT_CLONE) {
+		unsigned long ntid = 0;
+		ptrace(PTRACE_GETEVENTMSG, w, 0, &ntid);
+		if (!find_th(t, (uint32_t)ntid) && !add_th(t, (uint32_t)ntid, T_NEW))
+			return fail(t, PTSIM_E_SYS, "out of memory");
+		return step(t, h, 0);
+	}
+	if ((st >> 16) != 0)
+		return step(t, h, 0);
+	uint64_t old_rip = h->rip;
+	if (getregs(h) < 0) {
+		if (errno == ESRCH)
+			return 0;
+		return fail(t, PTSIM_E_SYS, "ptrace(GETREGS): %s", strerror(errno));
+	}
+	if (sig == SIGTRAP)
+		return on_trap(t, h, old_rip);
+	return on_signal(t, h, sig, old_rip);
+}
+
 static int trace_loop(struct tracer *t)
 {
 	struct ptsim_run *r = t->run;
-	struct tth *inflight = NULL; /* the one ordinary step in flight */
-	double t0 = now_s(), last_progress = t0;
 	int rc;
+	t->t0 = t->last_progress = now_s();
 	for (;;) {
 		size_t live = 0;
 		for (size_t i = 0; i < t->nth; i++)
@@ -479,76 +711,11 @@ static int trace_loop(struct tracer *t)
 				live++;
 		if (!live)
 			break;
-		/* Issue steps until an ordinary one is in flight (a system call
-		 * may block, so the others go on meanwhile). */
-		int stopping = 0;
-		while (!inflight && !t->exclusive && !stopping) {
-			struct tth *pick = NULL;
-			for (size_t k = 0; k < t->nth; k++) {
-				size_t i = (t->rr + 1 + k) % t->nth;
-				if (t->th[i].state == T_STOPPED) {
-					pick = &t->th[i];
-					t->rr = i;
-					break;
-				}
-			}
-			if (!pick)
-				break;
-			{
-				if (t->stop_addr && pick->rip == t->stop_addr) {
-					struct ptsim_ev ev = {.kind = PTSIM_EV_STOP, .tid = pick->tid,
-							      .ip = pick->rip, .next = pick->rdi,
-							      .sp = pick->rsi};
-					if (log_ev(r, &ev) < 0)
-						return fail(t, PTSIM_E_SYS, "out of memory");
-					r->end = PTSIM_END_STOPPED;
-					stopping = 1;
-					break;
-				}
-				if (t->o->max_insns && r->insns >= t->o->max_insns) {
-					r->end = PTSIM_END_RUNAWAY;
-					stopping = 1;
-					break;
-				}
-				int sig = pick->pending_sig;
-				pick->pending_sig = 0;
-				if (is_syscall_at(t, pick->rip)) {
-					struct ptsim_ev ev = {.kind = PTSIM_EV_INSN, .flags = PTSIM_F_SYSCALL,
-							      .tid = pick->tid, .ip = pick->rip,
-							      .sp = pick->rsp, .arg = pick->rax};
-					if (log_ev(r, &ev) < 0)
-						return fail(t, PTSIM_E_SYS, "out of memory");
-					r->insns++;
-					pick->state = T_INSYSCALL;
-					if (pick->rax == SYS_exit_group)
-						t->exclusive = 1;
-				} else {
-					pick->state = T_INFLIGHT;
-					inflight = pick;
-				}
-				if ((rc = step(t, pick, sig)) < 0)
-					return rc;
-				r->steps++;
-			}
-		}
-		if (stopping)
+		if ((rc = issue_steps(t)) < 0)
+			return rc;
+		if (rc == 1)
 			break;
-		if (t->o->progress && (r->steps & 0x3fff) == 0) {
-			double n = now_s();
-			if (n - last_progress > 0.5) {
-				last_progress = n;
-				/* instructions, their rate, and how long --max-insns
-				 * would still take at that rate (the run may end before) */
-				double rate = (double)r->insns / (n - t0);
-				double left = t->o->max_insns > r->insns && rate > 0
-						      ? (double)(t->o->max_insns - r->insns) / rate
-						      : 0;
-				fprintf(stderr,
-					"\rmt-ptsim: %llu instructions, %.0f/s; --max-insns %llu in <= %.0f s   ",
-					(unsigned long long)r->insns, rate,
-					(unsigned long long)t->o->max_insns, left);
-			}
-		}
+		report_progress(t);
 		int st;
 		pid_t w = waitpid(-1, &st, __WALL);
 		if (w < 0) {
@@ -559,161 +726,16 @@ static int trace_loop(struct tracer *t)
 			return fail(t, PTSIM_E_SYS, "waitpid: %s", strerror(errno));
 		}
 		struct tth *h = find_th(t, (uint32_t)w);
-		if (getenv("MT_PTSIM_DEBUG"))
-			fprintf(stderr, "wait %d st %#x state %d inflight %d rip %llx\n", (int)w, st, h ? h->state : -1,
-				inflight ? (int)inflight->tid : 0, h ? (unsigned long long)h->rip : 0ull);
-		if (WIFEXITED(st) || WIFSIGNALED(st)) {
-			if (!h)
-				continue;
-			if (h == inflight)
-				inflight = NULL;
-			if (h->state == T_INSYSCALL && t->exclusive)
-				t->exclusive = 0;
-			if ((rc = end_thread(t, h)) < 0)
-				return rc;
-			if ((pid_t)h->tid == t->pid) {
-				if (WIFEXITED(st)) {
-					r->end = PTSIM_END_EXITED;
-					r->status = WEXITSTATUS(st);
-				} else if (r->end != PTSIM_END_SIGNALED) {
-					r->end = PTSIM_END_SIGNALED;
-					r->status = WTERMSIG(st);
-				}
-			}
-			continue;
-		}
-		if (!WIFSTOPPED(st))
-			continue;
-		int sig = WSTOPSIG(st);
-		if (!h) {
-			/* A new thread's first stop (may come before the clone event). */
-			h = add_th(t, (uint32_t)w, T_NEW);
-			if (!h)
-				return fail(t, PTSIM_E_SYS, "out of memory");
-		}
-		if (h->state == T_NEW) {
-			if ((rc = start_thread(t, h, (uint32_t)t->pid)) < 0)
-				return rc;
-			if (sig != SIGSTOP && sig != SIGTRAP)
-				h->pending_sig = sig;
-			continue;
-		}
-		if ((st >> 16) == PTRACE_EVENT_CLONE) {
-			unsigned long ntid = 0;
-			ptrace(PTRACE_GETEVENTMSG, w, 0, &ntid);
-			if (!find_th(t, (uint32_t)ntid) && !add_th(t, (uint32_t)ntid, T_NEW))
-				return fail(t, PTSIM_E_SYS, "out of memory");
-			if ((rc = step(t, h, 0)) < 0)
-				return rc;
-			continue;
-		}
-		if ((st >> 16) != 0) {
-			if ((rc = step(t, h, 0)) < 0)
-				return rc;
-			continue;
-		}
-		uint64_t old_rip = h->rip;
-		if (getregs(h) < 0) {
-			if (errno == ESRCH)
-				continue;
-			return fail(t, PTSIM_E_SYS, "ptrace(GETREGS): %s", strerror(errno));
-		}
-		if (sig == SIGTRAP) {
-			struct ptsim_ev ev = {.tid = h->tid};
-			switch (h->state) {
-			case T_INFLIGHT:
-				inflight = NULL;
-				h->state = T_STOPPED;
-				if (h->rip == old_rip && is_rep_at(t, old_rip)) {
-					r->steps++; /* a string instruction iterates */
-					h->state = T_INFLIGHT;
-					inflight = h;
-					if ((rc = step(t, h, 0)) < 0)
-						return rc;
-					r->steps--;
-					r->steps++;
-					continue;
-				}
-				ev.kind = PTSIM_EV_INSN;
-				ev.ip = old_rip;
-				ev.next = h->rip;
-				ev.sp = h->rsp;
-				r->insns++;
-				break;
-			case T_INSYSCALL:
-				h->state = T_STOPPED;
-				ev.kind = PTSIM_EV_SYSRET;
-				ev.ip = h->rip;
-				ev.sp = h->rsp;
-				break;
-			case T_SIGDELIVER:
-				h->state = T_STOPPED;
-				ev.kind = PTSIM_EV_SIGNAL;
-				ev.flags = h->sig_insyscall ? PTSIM_F_INSYSCALL : 0;
-				ev.sig = (uint16_t)h->sig_no;
-				ev.ip = h->sig_at;
-				ev.next = h->rip;
-				ev.sp = h->rsp;
-				if (inflight == h)
-					inflight = NULL;
-				break;
-			default:
-				/* A trap we did not ask for (int3 in the program). */
-				h->pending_sig = SIGTRAP;
-				continue;
-			}
-			if (log_ev(r, &ev) < 0)
-				return fail(t, PTSIM_E_SYS, "out of memory");
-			map_of(t, h->rip);
-			continue;
-		}
-		/* A signal is about to be delivered to h. */
-		int insys = h->state == T_INSYSCALL;
-		if (h == inflight)
-			inflight = NULL;
-		if (sig == SIGSTOP) {
-			h->state = insys ? T_INSYSCALL : T_STOPPED;
-			if (insys && (rc = step(t, h, 0)) < 0)
-				return rc;
-			if (!insys)
-				h->rip = old_rip;
-			continue;
-		}
-		if (!insys)
-			h->rip = old_rip; /* not executed */
-		if (sig_caught(t->pid, sig)) {
-			h->state = T_SIGDELIVER;
-			h->sig_at = insys ? h->rip : old_rip;
-			if (insys) {
-				struct user_regs_struct regs;
-				ptrace(PTRACE_GETREGS, h->tid, 0, &regs);
-				h->sig_at = regs.rip;
-			}
-			h->sig_insyscall = insys;
-			h->sig_no = sig;
-			if ((rc = step(t, h, sig)) < 0)
-				return rc;
-			continue;
-		}
-		/* Not caught: ignored (the step goes on) or fatal. */
-		if (insys) {
-			struct ptsim_ev ev = {.kind = PTSIM_EV_SYSRET, .tid = h->tid, .ip = h->rip, .sp = h->rsp};
-			if (log_ev(r, &ev) < 0)
-				return fail(t, PTSIM_E_SYS, "out of memory");
-		}
-		h->state = T_STOPPED;
-		h->pending_sig = sig;
-		if (sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE || sig == SIGABRT ||
-		    sig == SIGKILL || sig == SIGTERM || sig == SIGINT || sig == SIGQUIT || sig == SIGTRAP ||
-		    sig == SIGSYS) {
-			r->end = PTSIM_END_SIGNALED;
-			r->status = sig;
-			r->end_ip = h->rip;
-		}
+		if (WIFEXITED(st) || WIFSIGNALED(st))
+			rc = on_exit_status(t, h, st);
+		else if (WIFSTOPPED(st))
+			rc = on_stop(t, w, h, st);
+		if (rc < 0)
+			return rc;
 	}
-	r->seconds = now_s() - t0;
+	r->seconds = now_s() - t->t0;
 	if (t->o->progress)
-		fprintf(stderr, "\r%60s\r", "");
+		t->o->progress(t->o->progress_ctx, NULL);
 	return 0;
 }
 
@@ -973,14 +995,14 @@ int ptsim_run_load(struct ptsim_run *r, const char *path, char *err, size_t errl
 	size_t len;
 	memset(r, 0, sizeof(*r));
 	if (io_slurp(path, &buf, &len) < 0) {
-		snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
-		return -1;
+		snprintf(err, errlen, "%s", strerror(errno));
+		return PTSIM_E_SYS;
 	}
 	struct rbuf b = {buf + 8, buf + len, 0};
 	if (len < 8 || memcmp(buf, "MTPTSIM1", 8)) {
-		snprintf(err, errlen, "%s: not an mt-ptsim run file", path);
+		snprintf(err, errlen, "not an mt-ptsim run file");
 		free(buf);
-		return -1;
+		return PTSIM_E_USAGE;
 	}
 	size_t n;
 	r->pid = (uint32_t)r64(&b);
@@ -1075,9 +1097,9 @@ int ptsim_run_load(struct ptsim_run *r, const char *path, char *err, size_t errl
 	}
 	free(buf);
 	if (b.bad || !r->cmdline) {
-		snprintf(err, errlen, "%s: corrupt or truncated run file", path);
+		snprintf(err, errlen, "corrupt or truncated run file");
 		ptsim_run_fini(r);
-		return -1;
+		return PTSIM_E_USAGE;
 	}
 	return 0;
 }

@@ -269,29 +269,36 @@ static int push_span(struct sc_span **v, size_t *n, size_t *cap, const struct sc
 	return 0;
 }
 
-int spancmp_run(struct spanset *truth, struct spanset *actual, const struct spancmp_opts *o,
-		struct spancmp_res *res)
-{
-	int ret = -ENOMEM;
-	struct sc_span *T = NULL, *A = NULL;
-	size_t nT = 0, nA = 0, capT = 0, capA = 0, capw = 0, capm = 0;
-	struct iv *ut = NULL, *ua = NULL;
-	struct ctx c = {o, NULL, 0};
-	struct { uint32_t tid, depth; } *cov = NULL;
-	size_t ncov = 0, capcov = 0;
-	uint8_t *tnames = NULL;
-	memset(res, 0, sizeof *res);
+/* A comparison's working state: the clipped truth T, the judged actual A,
+ * their merged intervals per group, the truth's boundaries. */
+struct work {
+	struct ctx c;
+	struct sc_span *T, *A;
+	size_t nT, nA, capT, capA, capw, capm;
+	struct iv *ut, *ua;
+	struct { uint32_t tid, depth; } *cov; /* truth frames live across a window */
+	size_t ncov, capcov;
+	uint8_t *tnames; /* names of synthetic truth spans */
+};
 
-	/* windows: segments, else the actual spans' extent */
+/* A thread with no window from its segments gets its actual spans' extent. */
+static int default_windows(struct spanset *actual)
+{
 	size_t nwin0 = actual->nwin;
 	for (size_t i = 0; i < actual->n; i++) {
 		const struct sc_span *a = &actual->v[i];
 		const struct sc_win *w = find_win(actual, a->tid);
 		if ((!w || (size_t)(w - actual->win) >= nwin0) &&
 		    spanset_add_window(actual, a->tid, a->begin, a->end))
-			goto out;
+			return -ENOMEM;
 	}
-	/* clipped truth */
+	return 0;
+}
+
+/* The truth clipped to the actual windows, into W->T; the frames live across
+ * a whole window into W->cov. */
+static int clip_truth(struct work *W, const struct spanset *truth, const struct spanset *actual)
+{
 	for (size_t i = 0; i < truth->n; i++) {
 		struct sc_span x = truth->v[i];
 		const struct sc_win *w = find_win(actual, x.tid);
@@ -316,65 +323,75 @@ int spancmp_run(struct spanset *truth, struct spanset *actual, const struct span
 				x.cflags |= SC_AFTER;
 			}
 		}
-		if (push_span(&T, &nT, &capT, &x))
-			goto out;
+		if (push_span(&W->T, &W->nT, &W->capT, &x))
+			return -ENOMEM;
 		if ((x.cflags & (SC_BEFORE | SC_AFTER)) == (SC_BEFORE | SC_AFTER)) {
-			if (mt_grow((void **)&cov, &capcov, ncov + 1, sizeof *cov))
-				goto out;
-			cov[ncov].tid = x.tid;
-			cov[ncov++].depth = x.depth;
+			if (mt_grow((void **)&W->cov, &W->capcov, W->ncov + 1, sizeof *W->cov))
+				return -ENOMEM;
+			W->cov[W->ncov].tid = x.tid;
+			W->cov[W->ncov++].depth = x.depth;
 		}
 	}
-	/* frames no trace can see: a covering frame whose child covers too */
-	if (!o->absolute_depth) {
-		for (size_t i = 0; i < actual->nwin; i++) {
-			uint32_t tid = actual->win[i].tid, k = 0;
-			for (;;) {
-				int h0 = 0, h1 = 0;
-				for (size_t j = 0; j < ncov; j++)
-					if (cov[j].tid == tid) {
-						h0 |= cov[j].depth == k;
-						h1 |= cov[j].depth == k + 1;
-					}
-				if (!(h0 && h1))
-					break;
-				k++;
-			}
-			if (k > res->max_hidden)
-				res->max_hidden = k;
-			if (!k)
-				continue;
-			for (size_t j = 0; j < nT; j++)
-				if (T[j].tid == tid) {
-					if (T[j].depth < k)
-						T[j].cflags |= SC_HIDDEN;
-					else
-						T[j].depth -= k;
+	return 0;
+}
+
+/* Frames no trace can see (a covering frame whose child covers too) are
+ * dropped and the depths below them renumbered. */
+static void hide_outer(struct work *W, const struct spanset *actual, struct spancmp_res *res)
+{
+	struct sc_span *T = W->T;
+	for (size_t i = 0; i < actual->nwin; i++) {
+		uint32_t tid = actual->win[i].tid, k = 0;
+		for (;;) {
+			int h0 = 0, h1 = 0;
+			for (size_t j = 0; j < W->ncov; j++)
+				if (W->cov[j].tid == tid) {
+					h0 |= W->cov[j].depth == k;
+					h1 |= W->cov[j].depth == k + 1;
 				}
+			if (!(h0 && h1))
+				break;
+			k++;
 		}
-		size_t w = 0;
-		for (size_t j = 0; j < nT; j++)
-			if (!(T[j].cflags & SC_HIDDEN))
-				T[w++] = T[j];
-		nT = w;
+		if (k > res->max_hidden)
+			res->max_hidden = k;
+		if (!k)
+			continue;
+		for (size_t j = 0; j < W->nT; j++)
+			if (T[j].tid == tid) {
+				if (T[j].depth < k)
+					T[j].cflags |= SC_HIDDEN;
+				else
+					T[j].depth -= k;
+			}
 	}
-	/* judged actual spans */
-	tnames = calloc(nnames + 2, 1);
-	if (!tnames)
-		goto out;
-	for (size_t j = 0; j < nT; j++)
-		if (!T[j].func && T[j].name <= nnames)
-			tnames[T[j].name] = 1;
+	size_t w = 0;
+	for (size_t j = 0; j < W->nT; j++)
+		if (!(T[j].cflags & SC_HIDDEN))
+			T[w++] = T[j];
+	W->nT = w;
+}
+
+/* The actual spans judged, into W->A: functions, and synthetic spans whose
+ * name the truth has; no gap markers. */
+static int judged_actual(struct work *W, const struct spanset *actual, struct spancmp_res *res)
+{
+	W->tnames = calloc(nnames + 2, 1);
+	if (!W->tnames)
+		return -ENOMEM;
+	for (size_t j = 0; j < W->nT; j++)
+		if (!W->T[j].func && W->T[j].name <= nnames)
+			W->tnames[W->T[j].name] = 1;
 	/* the outer frames a call chain added (flag callchain) are the ones
 	 * hidden above: set aside with them, the depths under them renumbered
 	 * (judged only with absolute depths) */
 	size_t *cc = NULL, ncc = 0;
-	if (!o->absolute_depth) {
+	if (!W->c.o->absolute_depth) {
 		for (size_t i = 0; i < actual->n; i++)
 			if (actual->v[i].flags & MTEV_SPAN_CALLCHAIN)
 				ncc++;
 		if (ncc && !(cc = malloc(ncc * sizeof *cc)))
-			goto out;
+			return -ENOMEM;
 		ncc = 0;
 		for (size_t i = 0; i < actual->n && cc; i++)
 			if (actual->v[i].flags & MTEV_SPAN_CALLCHAIN)
@@ -397,40 +414,150 @@ int spancmp_run(struct spanset *truth, struct spanset *actual, const struct span
 		x.depth -= under;
 		int judged = !(x.flags & MTEV_SPAN_ERROR) && x.func;
 		if (!judged && !(x.flags & MTEV_SPAN_ERROR) && x.name && x.name <= nnames)
-			judged = tnames[x.name];
+			judged = W->tnames[x.name];
 		res->actual++;
 		if (!judged) {
 			res->unjudged++;
 			continue;
 		}
-		if (push_span(&A, &nA, &capA, &x)) {
+		if (push_span(&W->A, &W->nA, &W->capA, &x)) {
 			free(cc);
-			goto out;
+			return -ENOMEM;
 		}
 	}
 	free(cc);
-	res->truth = nT;
-	res->judged = nA;
-	qsort(T, nT, sizeof *T, span_cmp);
-	qsort(A, nA, sizeof *A, span_cmp);
-	/* truth boundaries per thread */
-	c.tb = malloc((2 * nT + 2 * actual->nwin + 1) * sizeof *c.tb);
-	ut = malloc((nT + 1) * sizeof *ut);
-	ua = malloc((nA + 1) * sizeof *ua);
-	if (!c.tb || !ut || !ua)
-		goto out;
-	for (size_t i = 0; i < nT; i++) {
-		c.tb[c.ntb++] = (struct tb){T[i].tid, T[i].begin};
-		c.tb[c.ntb++] = (struct tb){T[i].tid, T[i].end};
+	return 0;
+}
+
+/* The truth's span boundaries and the windows' edges, per thread, sorted. */
+static int boundaries(struct work *W, const struct spanset *actual)
+{
+	struct ctx *c = &W->c;
+	c->tb = malloc((2 * W->nT + 2 * actual->nwin + 1) * sizeof *c->tb);
+	W->ut = malloc((W->nT + 1) * sizeof *W->ut);
+	W->ua = malloc((W->nA + 1) * sizeof *W->ua);
+	if (!c->tb || !W->ut || !W->ua)
+		return -ENOMEM;
+	for (size_t i = 0; i < W->nT; i++) {
+		c->tb[c->ntb++] = (struct tb){W->T[i].tid, W->T[i].begin};
+		c->tb[c->ntb++] = (struct tb){W->T[i].tid, W->T[i].end};
 	}
 	for (size_t i = 0; i < actual->nwin; i++) {
-		c.tb[c.ntb++] = (struct tb){actual->win[i].tid, actual->win[i].begin};
-		c.tb[c.ntb++] = (struct tb){actual->win[i].tid, actual->win[i].end};
+		c->tb[c->ntb++] = (struct tb){actual->win[i].tid, actual->win[i].begin};
+		c->tb[c->ntb++] = (struct tb){actual->win[i].tid, actual->win[i].end};
 	}
-	qsort(c.tb, c.ntb, sizeof *c.tb, tb_cmp);
+	qsort(c->tb, c->ntb, sizeof *c->tb, tb_cmp);
+	return 0;
+}
+
+/* The latest-beginning unmatched truth span of the group @t[0..nt) whose
+ * times match actual span @s's, or NULL. */
+static struct sc_span *best_match(const struct ctx *c, struct sc_span *t, size_t nt,
+				  const struct sc_span *s)
+{
+	const struct spancmp_opts *o = c->o;
+	uint32_t tid = s->tid; /* the group's: same thread, depth, function */
+	/* candidates: truth spans beginning at most tol after it, back to the
+	 * truth boundary at or before it */
+	uint64_t lowb = tb_prev(c, tid, s->begin);
+	if (s->begin - (s->begin > o->tol ? o->tol : s->begin) < lowb)
+		lowb = s->begin - (s->begin > o->tol ? o->tol : s->begin);
+	size_t lo = 0, hi = nt;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (t[mid].begin <= s->begin + o->tol)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	struct sc_span *best = NULL;
+	for (size_t z = lo; z-- > 0 && t[z].begin >= lowb;) {
+		struct sc_span *u = &t[z];
+		if (u->cflags & SC_MATCHED)
+			continue;
+		if (!tmatch(c, tid, u->begin, s->begin) || !tmatch(c, tid, u->end, s->end))
+			continue;
+		/* a span clipped at a window's edge begins (ends) exactly there:
+		 * trace lost at the edge is not within resolution */
+		if ((u->cflags & SC_BEFORE) && !tclose(o, u->begin, s->begin))
+			continue;
+		if ((u->cflags & SC_AFTER) && !tclose(o, u->end, s->end))
+			continue;
+		if ((u->cflags & SC_BEFORE) && !(s->flags & MTEV_SPAN_INFERRED_START))
+			continue;
+		if ((u->cflags & SC_AFTER) && !(s->flags & MTEV_SPAN_OPEN_AT_END))
+			continue;
+		best = u;
+	}
+	return best;
+}
+
+/* One group (same thread, depth, function): truth @t[0..nt), actual
+ * @a[0..na), both sorted by begin. */
+static int judge_group(struct work *W, struct sc_span *t, size_t nt, struct sc_span *a, size_t na,
+		       struct spancmp_res *res)
+{
+	size_t mt = merge_ivs(t, nt, W->ut), ma = merge_ivs(a, na, W->ua);
+	for (size_t y = 0; y < na; y++) {
+		struct sc_span *s = &a[y];
+		struct sc_span *best = best_match(&W->c, t, nt, s);
+		if (best) {
+			best->cflags |= SC_MATCHED;
+			s->cflags |= SC_MATCHED;
+			res->matched++;
+			res->exact_time += (double)(best->end - best->begin);
+		} else if (!intersects(W->ut, mt, s->begin, s->end) && !near(&W->c, t, nt, s)) {
+			res->wrong++;
+			if (push_span(&res->wrong_spans, &res->nwrong_list, &W->capw, s))
+				return -ENOMEM;
+		}
+	}
+	/* time: a matched span counts whole (its times are right within the
+	 * truth's resolution), others by their overlap */
+	for (size_t x = 0; x < nt; x++) {
+		res->truth_time += (double)(t[x].end - t[x].begin);
+		res->covered_time += t[x].cflags & SC_MATCHED
+					     ? (double)(t[x].end - t[x].begin)
+					     : (double)overlap_with(W->ua, ma, t[x].begin, t[x].end);
+	}
+	for (size_t y = 0; y < na; y++) {
+		res->actual_time += (double)(a[y].end - a[y].begin);
+		res->true_actual_time += a[y].cflags & SC_MATCHED
+						 ? (double)(a[y].end - a[y].begin)
+						 : (double)overlap_with(W->ut, mt, a[y].begin, a[y].end);
+	}
+	for (size_t x = 0; x < nt; x++)
+		if (!(t[x].cflags & SC_MATCHED)) {
+			if (push_span(&res->missed_spans, &res->nmissed_list, &W->capm, &t[x]))
+				return -ENOMEM;
+		} else
+			res->truth_matched++;
+	return 0;
+}
+
+int spancmp_run(struct spanset *truth, struct spanset *actual, const struct spancmp_opts *o,
+		struct spancmp_res *res)
+{
+	int ret = -ENOMEM;
+	struct work W = {.c = {o, NULL, 0}};
+	memset(res, 0, sizeof *res);
+
+	if (default_windows(actual) || clip_truth(&W, truth, actual))
+		goto out;
+	if (!o->absolute_depth)
+		hide_outer(&W, actual, res);
+	if (judged_actual(&W, actual, res))
+		goto out;
+	res->truth = W.nT;
+	res->judged = W.nA;
+	qsort(W.T, W.nT, sizeof *W.T, span_cmp);
+	qsort(W.A, W.nA, sizeof *W.A, span_cmp);
+	if (boundaries(&W, actual))
+		goto out;
 
 	/* walk the groups (same thread, depth, function) */
-	size_t i = 0, j = 0;
+	struct sc_span *T = W.T, *A = W.A;
+	size_t nT = W.nT, nA = W.nA, i = 0, j = 0;
 	while (i < nT || j < nA) {
 		int k = i >= nT ? 1 : j >= nA ? -1 : key_cmp(&T[i], &A[j]);
 		size_t i1 = i, j1 = j;
@@ -440,87 +567,21 @@ int spancmp_run(struct spanset *truth, struct spanset *actual, const struct span
 		if (k >= 0)
 			while (j1 < nA && !key_cmp(&A[j1], &A[j]))
 				j1++;
-		struct sc_span *t = T + i, *a = A + j;
 		size_t nt = k <= 0 ? i1 - i : 0, na = k >= 0 ? j1 - j : 0;
-		size_t mt = merge_ivs(t, nt, ut), ma = merge_ivs(a, na, ua);
-		uint32_t tid = nt ? t[0].tid : a[0].tid;
-		for (size_t y = 0; y < na; y++) {
-			struct sc_span *s = &a[y];
-			/* candidates: truth spans beginning at most tol after it, back
-			 * to the truth boundary at or before it */
-			uint64_t lowb = tb_prev(&c, tid, s->begin);
-			if (s->begin - (s->begin > o->tol ? o->tol : s->begin) < lowb)
-				lowb = s->begin - (s->begin > o->tol ? o->tol : s->begin);
-			size_t lo = 0, hi = nt;
-			while (lo < hi) {
-				size_t mid = (lo + hi) / 2;
-				if (t[mid].begin <= s->begin + o->tol)
-					lo = mid + 1;
-				else
-					hi = mid;
-			}
-			struct sc_span *best = NULL;
-			for (size_t z = lo; z-- > 0 && t[z].begin >= lowb;) {
-				struct sc_span *u = &t[z];
-				if (u->cflags & SC_MATCHED)
-					continue;
-				if (!tmatch(&c, tid, u->begin, s->begin) || !tmatch(&c, tid, u->end, s->end))
-					continue;
-				/* a span clipped at a window's edge begins (ends) exactly
-				 * there: trace lost at the edge is not within resolution */
-				if ((u->cflags & SC_BEFORE) && !tclose(o, u->begin, s->begin))
-					continue;
-				if ((u->cflags & SC_AFTER) && !tclose(o, u->end, s->end))
-					continue;
-				if ((u->cflags & SC_BEFORE) && !(s->flags & MTEV_SPAN_INFERRED_START))
-					continue;
-				if ((u->cflags & SC_AFTER) && !(s->flags & MTEV_SPAN_OPEN_AT_END))
-					continue;
-				best = u;
-			}
-			if (best) {
-				best->cflags |= SC_MATCHED;
-				s->cflags |= SC_MATCHED;
-				res->matched++;
-				res->exact_time += (double)(best->end - best->begin);
-			} else if (!intersects(ut, mt, s->begin, s->end) && !near(&c, t, nt, s)) {
-				res->wrong++;
-				if (push_span(&res->wrong_spans, &res->nwrong_list, &capw, s))
-					goto out;
-			}
-		}
-		/* time: a matched span counts whole (its times are right within
-		 * the truth's resolution), others by their overlap */
-		for (size_t x = 0; x < nt; x++) {
-			res->truth_time += (double)(t[x].end - t[x].begin);
-			res->covered_time += t[x].cflags & SC_MATCHED
-						     ? (double)(t[x].end - t[x].begin)
-						     : (double)overlap_with(ua, ma, t[x].begin, t[x].end);
-		}
-		for (size_t y = 0; y < na; y++) {
-			res->actual_time += (double)(a[y].end - a[y].begin);
-			res->true_actual_time += a[y].cflags & SC_MATCHED
-							 ? (double)(a[y].end - a[y].begin)
-							 : (double)overlap_with(ut, mt, a[y].begin, a[y].end);
-		}
-		for (size_t x = 0; x < nt; x++)
-			if (!(t[x].cflags & SC_MATCHED)) {
-				if (push_span(&res->missed_spans, &res->nmissed_list, &capm, &t[x]))
-					goto out;
-			} else
-				res->truth_matched++;
+		if (judge_group(&W, T + i, nt, A + j, na, res))
+			goto out;
 		i = k <= 0 ? i1 : i;
 		j = k >= 0 ? j1 : j;
 	}
 	ret = 0;
 out:
-	free(T);
-	free(A);
-	free(ut);
-	free(ua);
-	free(c.tb);
-	free(cov);
-	free(tnames);
+	free(W.T);
+	free(W.A);
+	free(W.ut);
+	free(W.ua);
+	free(W.c.tb);
+	free(W.cov);
+	free(W.tnames);
 	return ret;
 }
 

@@ -199,49 +199,57 @@ static int sb_cmp(const void *x, const void *y)
 	return p->order < q->order ? -1 : p->order > q->order;
 }
 
-int ptsim_write_perf(int fd, const struct ptsim_run *run, const struct ptsim_result *res,
-		     char *err, size_t errlen)
+/* Where the header's fields point, filled in as the file is laid out. */
+struct perf_layout {
+	size_t h_attrs;			/* the header's attrs, data, features fields */
+	size_t attrs_off, attrs_size;
+	size_t data_off, data_size;
+	size_t *idx_off, *idx_sz, nidx; /* the AUXTRACE records (feature 18) */
+};
+
+/* The header (its offsets left zero), the two attrs and their ids. */
+static void put_header(struct buf *b, struct perf_layout *l, const struct ptsim_result *res)
 {
-	struct buf b = {0};
 	size_t nthr = res->nts;
-	uint32_t pid = run->pid;
-	/* header, patched at the end */
-	b_put(&b, "PERFILE2", 8);
-	b_u64(&b, 104);
-	b_u64(&b, ATTR_SIZE + 16);
-	size_t h_attrs = b.len;
-	b_zero(&b, 16 * 3 + 32);
-	/* attrs and their ids */
-	size_t attrs_off = b.len;
+	b_put(b, "PERFILE2", 8);
+	b_u64(b, 104);
+	b_u64(b, ATTR_SIZE + 16);
+	l->h_attrs = b->len;
+	b_zero(b, 16 * 3 + 32);
+	l->attrs_off = b->len;
 	size_t ids_field[2];
 	for (int i = 0; i < 2; i++) {
-		put_attr(&b, i == 0, res->config);
-		ids_field[i] = b.len;
-		b_zero(&b, 16);
+		put_attr(b, i == 0, res->config);
+		ids_field[i] = b->len;
+		b_zero(b, 16);
 	}
-	size_t attrs_size = b.len - attrs_off;
+	l->attrs_size = b->len - l->attrs_off;
 	for (int i = 0; i < 2; i++) {
-		b_set_u64(&b, ids_field[i], b.len);
-		b_set_u64(&b, ids_field[i] + 8, nthr * 8);
+		b_set_u64(b, ids_field[i], b->len);
+		b_set_u64(b, ids_field[i] + 8, nthr * 8);
 		for (size_t k = 0; k < nthr; k++)
-			b_u64(&b, i == 0 ? ID_PT(k) : ID_DUMMY(k));
+			b_u64(b, i == 0 ? ID_PT(k) : ID_DUMMY(k));
 	}
-	/* data */
-	size_t data_off = b.len;
-	size_t at = rec_begin(&b, REC_ID_INDEX, 0);
-	b_u64(&b, nthr * 2);
+}
+
+/* The data section's first records: ID_INDEX, AUXTRACE_INFO, TIME_CONV. */
+static void put_setup(struct buf *b, const struct ptsim_result *res)
+{
+	size_t nthr = res->nts;
+	size_t at = rec_begin(b, REC_ID_INDEX, 0);
+	b_u64(b, nthr * 2);
 	for (size_t k = 0; k < nthr; k++)
 		for (int i = 0; i < 2; i++) {
-			b_u64(&b, i == 0 ? ID_PT(k) : ID_DUMMY(k));
-			b_u64(&b, k);
-			b_u64(&b, UINT64_MAX); /* cpu -1 */
-			b_u64(&b, res->ts[k].tid);
+			b_u64(b, i == 0 ? ID_PT(k) : ID_DUMMY(k));
+			b_u64(b, k);
+			b_u64(b, UINT64_MAX); /* cpu -1 */
+			b_u64(b, res->ts[k].tid);
 		}
-	rec_end(&b, at);
+	rec_end(b, at);
 
-	at = rec_begin(&b, REC_AUXTRACE_INFO, 0);
-	b_u32(&b, 1); /* PERF_AUXTRACE_INTEL_PT */
-	b_u32(&b, 0);
+	at = rec_begin(b, REC_AUXTRACE_INFO, 0);
+	b_u32(b, 1); /* PERF_AUXTRACE_INTEL_PT */
+	b_u32(b, 0);
 	uint64_t priv[17] = {
 		PTSIM_PMU_TYPE, PTSIM_TIME_SHIFT, PTSIM_TIME_MULT, PTSIM_TIME_ZERO, 1 /* cap_user_time_zero */,
 		0x400 /* tsc */, 0x800 /* noretcomp */, 0 /* sched switch */, 0 /* snapshot */,
@@ -249,46 +257,115 @@ int ptsim_write_perf(int fd, const struct ptsim_run *run, const struct ptsim_res
 		PTSIM_CTC_D, 0x2 /* cyc */, PTSIM_NOM_RATIO, 0 /* filter string length */,
 	};
 	for (int i = 0; i < 17; i++)
-		b_u64(&b, priv[i]);
-	rec_end(&b, at);
+		b_u64(b, priv[i]);
+	rec_end(b, at);
 
-	at = rec_begin(&b, REC_TIME_CONV, 0);
-	b_u64(&b, PTSIM_TIME_SHIFT);
-	b_u64(&b, PTSIM_TIME_MULT);
-	b_u64(&b, PTSIM_TIME_ZERO);
-	b_u64(&b, 0); /* time_cycles */
-	b_u64(&b, 0); /* time_mask */
-	b_u8(&b, 1);  /* cap_user_time_zero */
-	b_u8(&b, 0);  /* cap_user_time_short */
-	b_zero(&b, 6);
-	rec_end(&b, at);
+	at = rec_begin(b, REC_TIME_CONV, 0);
+	b_u64(b, PTSIM_TIME_SHIFT);
+	b_u64(b, PTSIM_TIME_MULT);
+	b_u64(b, PTSIM_TIME_ZERO);
+	b_u64(b, 0); /* time_cycles */
+	b_u64(b, 0); /* time_mask */
+	b_u8(b, 1);  /* cap_user_time_zero */
+	b_u8(b, 0);  /* cap_user_time_short */
+	b_zero(b, 6);
+	rec_end(b, at);
+}
 
-	/* Sideband, in time order. */
+/* One sideband record. */
+static void put_sb(struct buf *b, const struct sb *e, const struct ptsim_run *run,
+		   const struct ptsim_result *res)
+{
+	uint32_t pid = run->pid;
+	size_t at;
+	switch (e->kind) {
+	case 0:
+		at = rec_begin(b, REC_COMM, MISC_USER | MISC_COMM_EXEC);
+		b_u32(b, pid);
+		b_u32(b, pid);
+		b_padstr(b, run->comm, 8);
+		trailer(b, pid, pid, e->time, ID_DUMMY(0));
+		rec_end(b, at);
+		break;
+	case 1: {
+		const struct ptsim_map *m = &run->maps[e->a];
+		at = rec_begin(b, REC_MMAP2, MISC_USER | MISC_MMAP_BUILD_ID);
+		b_u32(b, pid);
+		b_u32(b, pid);
+		b_u64(b, m->start);
+		b_u64(b, m->len);
+		b_u64(b, m->pgoff);
+		b_u8(b, m->build_id_len);
+		b_u8(b, 0);
+		b_u16(b, 0);
+		b_put(b, m->build_id, 20);
+		b_u32(b, m->prot);
+		b_u32(b, 2); /* MAP_PRIVATE */
+		b_padstr(b, m->path, 8);
+		trailer(b, pid, pid, e->time, ID_DUMMY(0));
+		rec_end(b, at);
+		break;
+	}
+	case 2:
+		at = rec_begin(b, REC_ITRACE_START, 0);
+		b_u32(b, pid);
+		b_u32(b, res->ts[e->a].tid);
+		trailer(b, pid, res->ts[e->a].tid, e->time, ID_PT(e->a));
+		rec_end(b, at);
+		break;
+	case 3: {
+		uint32_t tid = res->ts[e->a].tid;
+		at = rec_begin(b, REC_FORK, 0);
+		b_u32(b, pid);
+		b_u32(b, pid);
+		b_u32(b, tid);
+		b_u32(b, pid);
+		b_u64(b, e->time);
+		trailer(b, pid, tid, e->time, ID_DUMMY(e->a));
+		rec_end(b, at);
+		at = rec_begin(b, REC_COMM, MISC_USER);
+		b_u32(b, pid);
+		b_u32(b, tid);
+		b_padstr(b, run->threads[e->a].comm[0] ? run->threads[e->a].comm : run->comm, 8);
+		trailer(b, pid, tid, e->time, ID_DUMMY(e->a));
+		rec_end(b, at);
+		break;
+	}
+	case 4: {
+		const struct ptsim_aux *a = &res->ts[e->a].aux[e->b];
+		at = rec_begin(b, REC_AUX, 0);
+		b_u64(b, a->offset);
+		b_u64(b, a->size);
+		b_u64(b, a->flags);
+		trailer(b, pid, res->ts[e->a].tid, e->time, ID_PT(e->a));
+		rec_end(b, at);
+		break;
+	}
+	}
+}
+
+/* The sideband (COMM, MMAP2, ITRACE_START, FORK+COMM, AUX), in time order.
+ * -1: out of memory. */
+static int put_sideband(struct buf *b, const struct ptsim_run *run, const struct ptsim_result *res)
+{
+	size_t nthr = res->nts;
 	size_t nsb = 1 + run->nmaps + 3 * nthr + 8;
 	for (size_t k = 0; k < nthr; k++)
 		nsb += res->ts[k].naux;
 	struct sb *sb = calloc(nsb, sizeof(*sb));
-	if (!sb) {
-		free(b.p);
-		snprintf(err, errlen, "out of memory");
+	if (!sb)
 		return -1;
-	}
 	size_t n = 0;
 	uint64_t t0 = ptsim_tsc_to_perf(PTSIM_TSC0);
 	sb_push(sb, &n, t0, 0, 0, 0);
-	{
-		/* Map times: the clock when each MAP event was logged. */
-		size_t mi = 0;
-		uint64_t clock = 0;
-		(void)clock;
-		for (size_t i = 0; i < run->nev && mi < run->nmaps; i++)
-			if (run->ev[i].kind == PTSIM_EV_MAP) {
-				/* A map appears before any code in it runs; its time is
-				 * that of the first thread event after it, at most. */
-				sb_push(sb, &n, t0, 1, run->ev[i].arg, 0);
-				mi++;
-			}
-	}
+	/* A map appears before any code in it runs; its time is that of the
+	 * first thread event after it, at most. */
+	size_t mi = 0;
+	for (size_t i = 0; i < run->nev && mi < run->nmaps; i++)
+		if (run->ev[i].kind == PTSIM_EV_MAP) {
+			sb_push(sb, &n, t0, 1, run->ev[i].arg, 0);
+			mi++;
+		}
 	for (size_t k = 0; k < nthr; k++) {
 		const struct ptsim_tstream *ts = &res->ts[k];
 		uint64_t st = ts->start_time ? ts->start_time : t0;
@@ -299,203 +376,178 @@ int ptsim_write_perf(int fd, const struct ptsim_run *run, const struct ptsim_res
 			sb_push(sb, &n, ts->end_time, 4, k, j);
 	}
 	qsort(sb, n, sizeof(*sb), sb_cmp);
-	for (size_t i = 0; i < n; i++) {
-		const struct sb *e = &sb[i];
-		switch (e->kind) {
-		case 0:
-			at = rec_begin(&b, REC_COMM, MISC_USER | MISC_COMM_EXEC);
-			b_u32(&b, pid);
-			b_u32(&b, pid);
-			b_padstr(&b, run->comm, 8);
-			trailer(&b, pid, pid, e->time, ID_DUMMY(0));
-			rec_end(&b, at);
-			break;
-		case 1: {
-			const struct ptsim_map *m = &run->maps[e->a];
-			at = rec_begin(&b, REC_MMAP2, MISC_USER | MISC_MMAP_BUILD_ID);
-			b_u32(&b, pid);
-			b_u32(&b, pid);
-			b_u64(&b, m->start);
-			b_u64(&b, m->len);
-			b_u64(&b, m->pgoff);
-			b_u8(&b, m->build_id_len);
-			b_u8(&b, 0);
-			b_u16(&b, 0);
-			b_put(&b, m->build_id, 20);
-			b_u32(&b, m->prot);
-			b_u32(&b, 2); /* MAP_PRIVATE */
-			b_padstr(&b, m->path, 8);
-			trailer(&b, pid, pid, e->time, ID_DUMMY(0));
-			rec_end(&b, at);
-			break;
-		}
-		case 2:
-			at = rec_begin(&b, REC_ITRACE_START, 0);
-			b_u32(&b, pid);
-			b_u32(&b, res->ts[e->a].tid);
-			trailer(&b, pid, res->ts[e->a].tid, e->time, ID_PT(e->a));
-			rec_end(&b, at);
-			break;
-		case 3: {
-			uint32_t tid = res->ts[e->a].tid;
-			at = rec_begin(&b, REC_FORK, 0);
-			b_u32(&b, pid);
-			b_u32(&b, pid);
-			b_u32(&b, tid);
-			b_u32(&b, pid);
-			b_u64(&b, e->time);
-			trailer(&b, pid, tid, e->time, ID_DUMMY(e->a));
-			rec_end(&b, at);
-			at = rec_begin(&b, REC_COMM, MISC_USER);
-			b_u32(&b, pid);
-			b_u32(&b, tid);
-			b_padstr(&b, run->threads[e->a].comm[0] ? run->threads[e->a].comm : run->comm, 8);
-			trailer(&b, pid, tid, e->time, ID_DUMMY(e->a));
-			rec_end(&b, at);
-			break;
-		}
-		case 4: {
-			const struct ptsim_aux *a = &res->ts[e->a].aux[e->b];
-			at = rec_begin(&b, REC_AUX, 0);
-			b_u64(&b, a->offset);
-			b_u64(&b, a->size);
-			b_u64(&b, a->flags);
-			trailer(&b, pid, res->ts[e->a].tid, e->time, ID_PT(e->a));
-			rec_end(&b, at);
-			break;
-		}
-		}
-	}
+	for (size_t i = 0; i < n; i++)
+		put_sb(b, &sb[i], run, res);
 	free(sb);
-	/* The trace: one AUXTRACE record per AUX record, queue = thread. */
-	size_t nidx = 0, *idx_off = NULL, *idx_sz = NULL;
+	return 0;
+}
+
+/* The trace: one AUXTRACE record per AUX record, queue = thread; their
+ * offsets go to @l for the AUXTRACE feature. */
+static void put_auxtrace(struct buf *b, struct perf_layout *l, const struct ptsim_result *res)
+{
+	size_t nthr = res->nts, nidx = 0;
 	for (size_t k = 0; k < nthr; k++)
 		nidx += res->ts[k].naux;
-	idx_off = calloc(nidx + 1, sizeof(*idx_off));
-	idx_sz = calloc(nidx + 1, sizeof(*idx_sz));
-	if (!idx_off || !idx_sz)
-		b.bad = 1;
-	nidx = 0;
+	l->idx_off = calloc(nidx + 1, sizeof(*l->idx_off));
+	l->idx_sz = calloc(nidx + 1, sizeof(*l->idx_sz));
+	if (!l->idx_off || !l->idx_sz)
+		b->bad = 1;
+	l->nidx = 0;
 	for (size_t k = 0; k < nthr; k++) {
 		const struct ptsim_tstream *ts = &res->ts[k];
 		for (size_t j = 0; j < ts->naux; j++) {
 			const struct ptsim_aux *a = &ts->aux[j];
 			uint64_t padded = (a->size + 7) & ~7ull;
-			at = rec_begin(&b, REC_AUXTRACE, 0);
-			if (idx_off) {
-				idx_off[nidx] = at;
-				idx_sz[nidx++] = 48; /* perf checks sz == header.size */
+			size_t at = rec_begin(b, REC_AUXTRACE, 0);
+			if (l->idx_off) {
+				l->idx_off[l->nidx] = at;
+				l->idx_sz[l->nidx++] = 48; /* perf checks sz == header.size */
 			}
-			b_u64(&b, padded);
-			b_u64(&b, a->offset);
-			b_u64(&b, ts->end_time); /* reference */
-			b_u32(&b, (uint32_t)k);
-			b_u32(&b, ts->tid);
-			b_u32(&b, UINT32_MAX); /* cpu -1 */
-			b_u32(&b, 0);
-			rec_end(&b, at);
-			b_put(&b, ts->pt + a->offset, a->size);
-			b_zero(&b, padded - a->size);
+			b_u64(b, padded);
+			b_u64(b, a->offset);
+			b_u64(b, ts->end_time); /* reference */
+			b_u32(b, (uint32_t)k);
+			b_u32(b, ts->tid);
+			b_u32(b, UINT32_MAX); /* cpu -1 */
+			b_u32(b, 0);
+			rec_end(b, at);
+			b_put(b, ts->pt + a->offset, a->size);
+			b_zero(b, padded - a->size);
 		}
 	}
-	at = rec_begin(&b, REC_FINISHED_ROUND, 0);
-	rec_end(&b, at);
-	size_t data_size = b.len - data_off;
+}
 
-	/* Feature sections. */
+/* Feature BUILD_ID: one record per distinct (path, build-id). */
+static void put_build_ids(struct buf *b, const struct ptsim_run *run)
+{
+	for (size_t i = 0; i < run->nmaps; i++) {
+		const struct ptsim_map *m = &run->maps[i];
+		if (!m->build_id_len)
+			continue;
+		int dup = 0;
+		for (size_t j = 0; j < i; j++)
+			if (!strcmp(run->maps[j].path, m->path) &&
+			    run->maps[j].build_id_len == m->build_id_len &&
+			    !memcmp(run->maps[j].build_id, m->build_id, m->build_id_len))
+				dup = 1;
+		if (dup)
+			continue;
+		size_t at = rec_begin(b, 0, MISC_USER | MISC_BUILD_ID_SIZE);
+		b_u32(b, UINT32_MAX); /* pid -1: host */
+		b_put(b, m->build_id, 20);
+		b_u8(b, m->build_id_len);
+		b_zero(b, 3);
+		b_padstr(b, m->path, 64);
+		rec_end(b, at);
+	}
+}
+
+/* The body of feature section @feat. */
+static void put_feature(struct buf *b, int feat, const struct perf_layout *l,
+			const struct ptsim_run *run, const struct ptsim_result *res)
+{
+	size_t nthr = res->nts;
+	switch (feat) {
+	case 2:
+		put_build_ids(b, run);
+		break;
+	case 6:
+		b_hstr(b, "x86_64");
+		break;
+	case 7:
+		b_u32(b, 2);
+		b_u32(b, 2);
+		break;
+	case 9: {
+		char s[64];
+		snprintf(s, sizeof s, "GenuineIntel,%d,%d,%d", PTSIM_CPU_FAMILY, PTSIM_CPU_MODEL,
+			 PTSIM_CPU_STEPPING);
+		b_hstr(b, s);
+		break;
+	}
+	case 11: {
+		b_u32(b, 8);
+		const char *args[] = {"perf", "record", "-e", "intel_pt/cyc=1,mtc=0/u",
+				      "--per-thread", "--", run->comm, "(mt-ptsim)"};
+		for (int i = 0; i < 8; i++)
+			b_hstr(b, args[i]);
+		break;
+	}
+	case 12:
+		b_u32(b, 2);
+		b_u32(b, ATTR_SIZE);
+		for (int i = 0; i < 2; i++) {
+			put_attr(b, i == 0, res->config);
+			b_u32(b, (uint32_t)nthr);
+			b_hstr(b, i == 0 ? "intel_pt/cyc=1,mtc=0/u" : "dummy:u");
+			for (size_t k = 0; k < nthr; k++)
+				b_u64(b, i == 0 ? ID_PT(k) : ID_DUMMY(k));
+		}
+		break;
+	case 18:
+		b_u64(b, l->nidx);
+		for (size_t i = 0; i < l->nidx && l->idx_off; i++) {
+			b_u64(b, l->idx_off[i]);
+			b_u64(b, l->idx_sz[i]);
+		}
+		break;
+	case 16:
+		b_u32(b, 2);
+		b_u32(b, PTSIM_PMU_TYPE);
+		b_hstr(b, "intel_pt");
+		b_u32(b, 1);
+		b_hstr(b, "software");
+		break;
+	}
+}
+
+/* The feature sections (their table, then each) and the header's fields. */
+static void put_features(struct buf *b, const struct perf_layout *l, const struct ptsim_run *run,
+			 const struct ptsim_result *res)
+{
 	static const int feats[] = {2 /* BUILD_ID */, 6 /* ARCH */, 7 /* NRCPUS */, 9 /* CPUID */,
 				    11 /* CMDLINE */, 12 /* EVENT_DESC */, 16 /* PMU_MAPPINGS */,
 				    18 /* AUXTRACE */};
 	enum { NFEAT = sizeof feats / sizeof feats[0] };
-	size_t table = b.len;
-	b_zero(&b, NFEAT * 16);
+	size_t table = b->len;
+	b_zero(b, NFEAT * 16);
 	for (int f = 0; f < NFEAT; f++) {
-		size_t start = b.len;
-		switch (feats[f]) {
-		case 2:
-			for (size_t i = 0; i < run->nmaps; i++) {
-				const struct ptsim_map *m = &run->maps[i];
-				if (!m->build_id_len)
-					continue;
-				int dup = 0;
-				for (size_t j = 0; j < i; j++)
-					if (!strcmp(run->maps[j].path, m->path) &&
-					    run->maps[j].build_id_len == m->build_id_len &&
-					    !memcmp(run->maps[j].build_id, m->build_id, m->build_id_len))
-						dup = 1;
-				if (dup)
-					continue;
-				at = rec_begin(&b, 0, MISC_USER | MISC_BUILD_ID_SIZE);
-				b_u32(&b, UINT32_MAX); /* pid -1: host */
-				b_put(&b, m->build_id, 20);
-				b_u8(&b, m->build_id_len);
-				b_zero(&b, 3);
-				b_padstr(&b, m->path, 64);
-				rec_end(&b, at);
-			}
-			break;
-		case 6:
-			b_hstr(&b, "x86_64");
-			break;
-		case 7:
-			b_u32(&b, 2);
-			b_u32(&b, 2);
-			break;
-		case 9: {
-			char s[64];
-			snprintf(s, sizeof s, "GenuineIntel,%d,%d,%d", PTSIM_CPU_FAMILY, PTSIM_CPU_MODEL,
-				 PTSIM_CPU_STEPPING);
-			b_hstr(&b, s);
-			break;
-		}
-		case 11: {
-			b_u32(&b, 8);
-			const char *args[] = {"perf", "record", "-e", "intel_pt/cyc=1,mtc=0/u",
-					      "--per-thread", "--", run->comm, "(mt-ptsim)"};
-			for (int i = 0; i < 8; i++)
-				b_hstr(&b, args[i]);
-			break;
-		}
-		case 12:
-			b_u32(&b, 2);
-			b_u32(&b, ATTR_SIZE);
-			for (int i = 0; i < 2; i++) {
-				put_attr(&b, i == 0, res->config);
-				b_u32(&b, (uint32_t)nthr);
-				b_hstr(&b, i == 0 ? "intel_pt/cyc=1,mtc=0/u" : "dummy:u");
-				for (size_t k = 0; k < nthr; k++)
-					b_u64(&b, i == 0 ? ID_PT(k) : ID_DUMMY(k));
-			}
-			break;
-		case 18:
-			b_u64(&b, nidx);
-			for (size_t i = 0; i < nidx && idx_off; i++) {
-				b_u64(&b, idx_off[i]);
-				b_u64(&b, idx_sz[i]);
-			}
-			break;
-		case 16:
-			b_u32(&b, 2);
-			b_u32(&b, PTSIM_PMU_TYPE);
-			b_hstr(&b, "intel_pt");
-			b_u32(&b, 1);
-			b_hstr(&b, "software");
-			break;
-		}
-		b_set_u64(&b, table + (size_t)f * 16, start);
-		b_set_u64(&b, table + (size_t)f * 16 + 8, b.len - start);
+		size_t start = b->len;
+		put_feature(b, feats[f], l, run, res);
+		b_set_u64(b, table + (size_t)f * 16, start);
+		b_set_u64(b, table + (size_t)f * 16 + 8, b->len - start);
 	}
-	free(idx_off);
-	free(idx_sz);
-	/* header fields */
-	b_set_u64(&b, h_attrs, attrs_off);
-	b_set_u64(&b, h_attrs + 8, attrs_size);
-	b_set_u64(&b, h_attrs + 16, data_off);
-	b_set_u64(&b, h_attrs + 24, data_size);
+	b_set_u64(b, l->h_attrs, l->attrs_off);
+	b_set_u64(b, l->h_attrs + 8, l->attrs_size);
+	b_set_u64(b, l->h_attrs + 16, l->data_off);
+	b_set_u64(b, l->h_attrs + 24, l->data_size);
 	uint64_t bits = 0;
 	for (int f = 0; f < NFEAT; f++)
 		bits |= 1ull << feats[f];
-	b_set_u64(&b, h_attrs + 48, bits);
+	b_set_u64(b, l->h_attrs + 48, bits);
+}
+
+int ptsim_write_perf(int fd, const struct ptsim_run *run, const struct ptsim_result *res,
+		     char *err, size_t errlen)
+{
+	struct buf b = {0};
+	struct perf_layout l = {0};
+	put_header(&b, &l, res);
+	l.data_off = b.len;
+	put_setup(&b, res);
+	if (put_sideband(&b, run, res) < 0) {
+		free(b.p);
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	put_auxtrace(&b, &l, res);
+	size_t at = rec_begin(&b, REC_FINISHED_ROUND, 0);
+	rec_end(&b, at);
+	l.data_size = b.len - l.data_off;
+	put_features(&b, &l, run, res);
+	free(l.idx_off);
+	free(l.idx_sz);
 	if (b.bad) {
 		free(b.p);
 		snprintf(err, errlen, "out of memory");

@@ -312,23 +312,20 @@ static struct ith *ith_of(struct ith *v, size_t n, uint32_t tid)
 	return NULL;
 }
 
-int ptsim_write_inline(int fd, const struct ptsim_run *run, const struct ptsim_result *res,
-		       uint64_t window, const char *symbolizer, char *err, size_t errlen)
+/* One thread per stream of @res, with its window (its last @window
+ * instructions) and its branch records.  -1: out of memory. */
+static int threads_init(struct ith **thp, size_t *nthp, const struct ptsim_run *run,
+			const struct ptsim_result *res, uint64_t window)
 {
-	struct ictx c;
-	memset(&c, 0, sizeof c);
-	struct ith *th = NULL;
+	struct ith *th = calloc(res->nts ? res->nts : 1, sizeof *th);
 	size_t nth = 0;
-	int rc = -1, e = 0;
-	mtev_writer *w = NULL;
-	if (resolve(&c, run, symbolizer ? symbolizer : "llvm-symbolizer", err, errlen) < 0)
-		goto out;
-	th = calloc(res->nts ? res->nts : 1, sizeof *th);
+	*thp = th;
+	*nthp = 0;
 	if (!th)
-		goto nomem;
+		return -1;
 	for (size_t k = 0; k < res->nts; k++)
 		th[nth++].tid = res->ts[k].tid;
-	/* the window: each thread's last @window instructions */
+	*nthp = nth;
 	for (size_t i = 0; i < run->nev; i++) {
 		struct ith *t = ith_of(th, nth, run->ev[i].tid);
 		if (t && run->ev[i].kind == PTSIM_EV_INSN)
@@ -341,102 +338,114 @@ int ptsim_write_inline(int fd, const struct ptsim_run *run, const struct ptsim_r
 		if (!t)
 			continue;
 		if (mt_grow((void **)&t->br, &t->capbr, t->nbr + 1, sizeof *t->br))
-			goto nomem;
+			return -1;
 		t->br[t->nbr++] = i;
 	}
-	w = mtev_writer_alloc(fd, "mt-ptsim", MTEV_F_TRUTH | MTEV_F_SPANS, &e);
-	if (!w) {
-		snprintf(err, errlen, "truth-inline.mt: %s", mtev_strerror(e));
-		goto out;
-	}
-	rc = 0;
-	for (size_t i = 0; i < run->nev && !rc; i++) {
-		const struct ptsim_ev *ev = &run->ev[i];
-		if (ev->kind != PTSIM_EV_INSN)
-			continue;
-		struct ith *t = ith_of(th, nth, ev->tid);
-		if (!t)
-			continue;
-		if (t->idx++ < t->wstart) { /* before the window: the chain only */
-			uint32_t ch = chain_of(&c, ev->ip);
-			if (ch != t->cur && (rc = change(&c, w, t, ch, 0, 0)))
-				break;
-			continue;
-		}
-		/* records that land here: trace-start, sysret, iret; and an
-		 * interrupt reported at this (unexecuted) ip */
-		while (t->k < t->nbr) {
-			const struct ptsim_branch *b = &res->br[t->br[t->k]];
-			if (b->from == 0 && b->to == ev->ip) {
-				if (b->type == MTEV_BR_TRACE_START && !t->in_window) {
-					t->in_window = 1;
-					t->t_start = ptsim_tsc_to_perf(PTSIM_TSC0 + res->times[b->slot]);
-					/* what is open at the window's start: its
-					 * start, inferred */
-					for (size_t k = 0; k < t->nopen; k++) {
-						t->open[k].begin = t->t_start;
-						t->open[k].flags = MTEV_SPAN_INFERRED_START;
-					}
+	return 0;
+}
+
+static uint64_t slot_time(const struct ptsim_result *res, uint32_t slot)
+{
+	return ptsim_tsc_to_perf(PTSIM_TSC0 + res->times[slot]);
+}
+
+/* The branch records that land at @ip before it executes: trace-start,
+ * sysret, iret; and an interrupt reported at this (unexecuted) ip. */
+static void take_landings(struct ith *t, const struct ptsim_result *res, uint64_t ip)
+{
+	while (t->k < t->nbr) {
+		const struct ptsim_branch *b = &res->br[t->br[t->k]];
+		if (b->from == 0 && b->to == ip) {
+			if (b->type == MTEV_BR_TRACE_START && !t->in_window) {
+				t->in_window = 1;
+				t->t_start = slot_time(res, b->slot);
+				/* what is open at the window's start: its start, inferred */
+				for (size_t k = 0; k < t->nopen; k++) {
+					t->open[k].begin = t->t_start;
+					t->open[k].flags = MTEV_SPAN_INFERRED_START;
 				}
-				t->run_start = 1;
-				t->last_time = ptsim_tsc_to_perf(PTSIM_TSC0 + res->times[b->slot]);
-				t->k++;
-			} else if (b->type == MTEV_BR_INTERRUPT && b->from == ev->ip) {
-				t->k++;
-			} else {
-				break;
 			}
-		}
-		/* this instruction's time */
-		const struct ptsim_branch *nb = t->k < t->nbr ? &res->br[t->br[t->k]] : NULL;
-		int taken = nb && nb->from == ev->ip && nb->type != MTEV_BR_TRACE_START &&
-			    nb->type != MTEV_BR_INTERRUPT;
-		uint64_t time = t->last_time;
-		if (!t->run_start && nb && nb->from)
-			time = ptsim_tsc_to_perf(PTSIM_TSC0 + res->times[nb->slot]);
-		uint32_t ch = chain_of(&c, ev->ip);
-		if (ch != t->cur && (rc = change(&c, w, t, ch, time, 0)))
-			break;
-		t->run_start = 0;
-		if (taken) {
-			t->last_time = ptsim_tsc_to_perf(PTSIM_TSC0 + res->times[nb->slot]);
-			t->run_start = nb->to != 0;
+			t->run_start = 1;
+			t->last_time = slot_time(res, b->slot);
 			t->k++;
-			if (nb->type == MTEV_BR_CALL) {
-				/* the caller's chain waits under the callee */
-				if (mt_grow((void **)&t->stk, &t->capstk, t->nstk + 1, sizeof *t->stk) ||
-				    mt_grow((void **)&t->savedn, &t->capsavedn, t->nstk + 1,
-					    sizeof *t->savedn) ||
-				    mt_grow((void **)&t->saved, &t->capsaved, t->nsaved + t->nopen,
-					    sizeof *t->saved))
-					goto nomem;
-				t->stk[t->nstk] = (struct iframe){ev->sp, t->cur};
-				t->savedn[t->nstk++] = t->nopen;
-				memcpy(t->saved + t->nsaved, t->open, t->nopen * sizeof *t->open);
-				t->nsaved += t->nopen;
-				t->nopen = 0;
-				t->cur = 0;
-			}
-		}
-		/* frames whose return-address slot is below rsp have ended */
-		while (t->nstk && ev->sp > t->stk[t->nstk - 1].slot) {
-			if ((rc = change(&c, w, t, 0, time, 0)))
-				break;
-			size_t n = t->savedn[--t->nstk];
-			if (mt_grow((void **)&t->open, &t->capopen, n + 1, sizeof *t->open))
-				goto nomem;
-			t->nsaved -= n;
-			memcpy(t->open, t->saved + t->nsaved, n * sizeof *t->open);
-			t->nopen = n;
-			t->cur = t->stk[t->nstk].chain;
+		} else if (b->type == MTEV_BR_INTERRUPT && b->from == ip) {
+			t->k++;
+		} else {
+			break;
 		}
 	}
-	/* still open at the end */
+}
+
+/* A call from a frame whose return-address slot is @sp: the caller's chain
+ * waits under the callee.  -1: out of memory. */
+static int push_frame(struct ith *t, uint64_t sp)
+{
+	if (mt_grow((void **)&t->stk, &t->capstk, t->nstk + 1, sizeof *t->stk) ||
+	    mt_grow((void **)&t->savedn, &t->capsavedn, t->nstk + 1, sizeof *t->savedn) ||
+	    mt_grow((void **)&t->saved, &t->capsaved, t->nsaved + t->nopen, sizeof *t->saved))
+		return -1;
+	t->stk[t->nstk] = (struct iframe){sp, t->cur};
+	t->savedn[t->nstk++] = t->nopen;
+	memcpy(t->saved + t->nsaved, t->open, t->nopen * sizeof *t->open);
+	t->nsaved += t->nopen;
+	t->nopen = 0;
+	t->cur = 0;
+	return 0;
+}
+
+/* One executed instruction of thread @t.  0, a negative MTEV or errno code
+ * (the writer's, or -ENOMEM from change()), or 1: out of memory. */
+static int on_insn(const struct ictx *c, mtev_writer *w, struct ith *t,
+		   const struct ptsim_result *res, const struct ptsim_ev *ev)
+{
+	int rc;
+	if (t->idx++ < t->wstart) { /* before the window: the chain only */
+		uint32_t ch = chain_of(c, ev->ip);
+		return ch != t->cur ? change(c, w, t, ch, 0, 0) : 0;
+	}
+	take_landings(t, res, ev->ip);
+	/* this instruction's time */
+	const struct ptsim_branch *nb = t->k < t->nbr ? &res->br[t->br[t->k]] : NULL;
+	int taken = nb && nb->from == ev->ip && nb->type != MTEV_BR_TRACE_START &&
+		    nb->type != MTEV_BR_INTERRUPT;
+	uint64_t time = t->last_time;
+	if (!t->run_start && nb && nb->from)
+		time = slot_time(res, nb->slot);
+	uint32_t ch = chain_of(c, ev->ip);
+	if (ch != t->cur && (rc = change(c, w, t, ch, time, 0)))
+		return rc;
+	t->run_start = 0;
+	if (taken) {
+		t->last_time = slot_time(res, nb->slot);
+		t->run_start = nb->to != 0;
+		t->k++;
+		if (nb->type == MTEV_BR_CALL && push_frame(t, ev->sp) < 0)
+			return 1;
+	}
+	/* frames whose return-address slot is below rsp have ended */
+	while (t->nstk && ev->sp > t->stk[t->nstk - 1].slot) {
+		if ((rc = change(c, w, t, 0, time, 0)))
+			return rc;
+		size_t n = t->savedn[--t->nstk];
+		if (mt_grow((void **)&t->open, &t->capopen, n + 1, sizeof *t->open))
+			return 1;
+		t->nsaved -= n;
+		memcpy(t->open, t->saved + t->nsaved, n * sizeof *t->open);
+		t->nopen = n;
+		t->cur = t->stk[t->nstk].chain;
+	}
+	return 0;
+}
+
+/* The spans still open at the end end at the thread's last branch. */
+static int close_all(mtev_writer *w, struct ith *th, size_t nth, const struct ptsim_result *res)
+{
+	int rc = 0;
 	for (size_t k = 0; k < nth && !rc; k++) {
 		struct ith *t = &th[k];
 		uint64_t end = t->last_time;
 		for (size_t j = 0; j < t->nbr; j++) {
-			uint64_t x = ptsim_tsc_to_perf(PTSIM_TSC0 + res->times[res->br[t->br[j]].slot]);
+			uint64_t x = slot_time(res, res->br[t->br[j]].slot);
 			if (x > end)
 				end = x;
 		}
@@ -453,6 +462,72 @@ int ptsim_write_inline(int fd, const struct ptsim_run *run, const struct ptsim_r
 			free(o->name);
 		}
 	}
+	return rc;
+}
+
+static void threads_fini(struct ith *th, size_t nth)
+{
+	for (size_t k = 0; k < nth; k++) {
+		for (size_t j = 0; j < th[k].nopen; j++)
+			free(th[k].open[j].name);
+		for (size_t j = 0; j < th[k].nsaved; j++)
+			free(th[k].saved[j].name);
+		free(th[k].br);
+		free(th[k].stk);
+		free(th[k].open);
+		free(th[k].saved);
+		free(th[k].savedn);
+	}
+	free(th);
+}
+
+static void ictx_fini(struct ictx *c)
+{
+	for (size_t i = 0; i < c->nimg; i++) {
+		if (c->img[i].ok) {
+			elfinfo_fini(&c->img[i].ei);
+			dwcov_fini(&c->img[i].dc);
+		}
+	}
+	free(c->img);
+	for (size_t i = 1; i < c->nchains; i++)
+		free(c->chains[i]);
+	free(c->chains);
+	free(c->ac);
+	free(c->paths);
+	free(c->vaddrs);
+	free(c->which);
+}
+
+int ptsim_write_inline(int fd, const struct ptsim_run *run, const struct ptsim_result *res,
+		       uint64_t window, const char *symbolizer, char *err, size_t errlen)
+{
+	struct ictx c;
+	memset(&c, 0, sizeof c);
+	struct ith *th = NULL;
+	size_t nth = 0;
+	int rc = -1, e = 0;
+	mtev_writer *w = NULL;
+	if (resolve(&c, run, symbolizer ? symbolizer : "llvm-symbolizer", err, errlen) < 0)
+		goto out;
+	if (threads_init(&th, &nth, run, res, window) < 0)
+		goto nomem;
+	w = mtev_writer_alloc(fd, "mt-ptsim", MTEV_F_TRUTH | MTEV_F_SPANS, &e);
+	if (!w) {
+		snprintf(err, errlen, "truth-inline.mt: %s", mtev_strerror(e));
+		goto out;
+	}
+	rc = 0;
+	for (size_t i = 0; i < run->nev && !rc; i++) {
+		const struct ptsim_ev *ev = &run->ev[i];
+		struct ith *t = ev->kind == PTSIM_EV_INSN ? ith_of(th, nth, ev->tid) : NULL;
+		if (t)
+			rc = on_insn(&c, w, t, res, ev);
+	}
+	if (rc == 1)
+		goto nomem;
+	if (!rc)
+		rc = close_all(w, th, nth, res);
 	if (!rc)
 		rc = mtev_writer_finish(w);
 	if (rc) {
@@ -467,31 +542,7 @@ nomem:
 out:
 	if (w)
 		mtev_writer_free(w);
-	for (size_t k = 0; k < nth; k++) {
-		for (size_t j = 0; j < th[k].nopen; j++)
-			free(th[k].open[j].name);
-		for (size_t j = 0; j < th[k].nsaved; j++)
-			free(th[k].saved[j].name);
-		free(th[k].br);
-		free(th[k].stk);
-		free(th[k].open);
-		free(th[k].saved);
-		free(th[k].savedn);
-	}
-	free(th);
-	for (size_t i = 0; i < c.nimg; i++) {
-		if (c.img[i].ok) {
-			elfinfo_fini(&c.img[i].ei);
-			dwcov_fini(&c.img[i].dc);
-		}
-	}
-	free(c.img);
-	for (size_t i = 1; i < c.nchains; i++)
-		free(c.chains[i]);
-	free(c.chains);
-	free(c.ac);
-	free(c.paths);
-	free(c.vaddrs);
-	free(c.which);
+	threads_fini(th, nth);
+	ictx_fini(&c);
 	return rc;
 }
