@@ -1,6 +1,8 @@
 #include "stitch.h"
 #include "vec.h"
 
+#include "compiler.h"
+#include "sysenv.h"
 #include "wplog.h"
 
 #include <errno.h>
@@ -10,14 +12,6 @@
 #include <unistd.h>
 
 #define MAXD 4096 /* deepest stack level joined */
-
-/* gcc's SLP vectorizer pairs a waypoint's time and address in a vector
- * register in the output loop: more instructions, not fewer. */
-#if defined(__GNUC__) && !defined(__clang__)
-#define NO_SLP __attribute__((optimize("no-tree-slp-vectorize")))
-#else
-#define NO_SLP
-#endif
 
 /* A span held in memory: one whose record can still change (on a group's
  * end stack: its end and flags wait for the next join), or whose place in
@@ -217,9 +211,8 @@ static int pool_add(char **pool, size_t *n, size_t *cap, const char *p, size_t l
 static int spill(stitcher *s, struct sthr *t)
 {
 	if (t->fd < 0) {
-		const char *dir = getenv("TMPDIR");
 		char path[4096];
-		snprintf(path, sizeof path, "%s/mt-stitch.XXXXXX", dir && *dir ? dir : "/tmp");
+		snprintf(path, sizeof path, "%s/mt-stitch.XXXXXX", mt_tmp_dir());
 		t->fd = mkstemp(path);
 		if (t->fd < 0)
 			return s->err = -STITCH_ESPILL;

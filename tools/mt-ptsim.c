@@ -3,6 +3,7 @@
 #include "err.h"
 #include "io.h"
 #include "ptsim.h"
+#include "sysenv.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -129,43 +130,6 @@ static int parse_fault(const char *s, struct ptsim_fault *f, int *pct)
 	return 0;
 }
 
-/* Is @prog runnable (a path, or found in PATH)? */
-static int check_prog(const char *prog, char *why, size_t n, char *out, size_t outn)
-{
-	snprintf(out, outn, "%s", prog);
-	if (strchr(prog, '/')) {
-		struct stat st;
-		if (stat(prog, &st) < 0) {
-			snprintf(why, n, "%s", strerror(errno));
-			return -1;
-		}
-		if (!S_ISREG(st.st_mode) || access(prog, X_OK) < 0) {
-			snprintf(why, n, "not an executable file");
-			return -1;
-		}
-		return 0;
-	}
-	const char *path = getenv("PATH");
-	if (!path)
-		path = "/usr/bin:/bin";
-	char buf[4096];
-	while (*path) {
-		const char *e = strchr(path, ':');
-		size_t len = e ? (size_t)(e - path) : strlen(path);
-		snprintf(buf, sizeof buf, "%.*s/%s", (int)len, len ? path : ".", prog);
-		struct stat st;
-		if (stat(buf, &st) == 0 && S_ISREG(st.st_mode) && access(buf, X_OK) == 0) {
-			snprintf(out, outn, "%s", buf);
-			return 0;
-		}
-		path += len + (e ? 1 : 0);
-		if (!e)
-			break;
-	}
-	snprintf(why, n, "not found in PATH");
-	return -1;
-}
-
 typedef int (*writer_fn)(int, const struct ptsim_run *, const struct ptsim_result *, char *, size_t);
 
 static void write_out(const char *dir, const char *name, writer_fn fn, const struct ptsim_run *run,
@@ -260,10 +224,11 @@ int main(int argc, char **argv)
 		if (ptsim_run_load(&run, replay, err, sizeof err) < 0)
 			mt_fatal(MT_EXIT_USAGE, "%s", err);
 	} else {
-		char why[256];
 		static char path[4096];
-		if (check_prog(argv[optind], why, sizeof why, path, sizeof path) < 0)
-			mt_fatal(MT_EXIT_USAGE, "cannot execute %s: %s", argv[optind], why);
+		if (mt_find_in_path(argv[optind], path, sizeof path) < 0)
+			mt_fatal(MT_EXIT_USAGE, "cannot execute %s: %s", argv[optind],
+				 errno == ENOENT && !strchr(argv[optind], '/') ? "not found in PATH"
+				 : errno == EACCES ? "not an executable file" : strerror(errno));
 		to.argv = argv + optind;
 		to.path = path;
 		to.progress = io_progress_enabled();

@@ -6,6 +6,7 @@
 #include "mtev.h"
 #include "segment.h"
 #include "stitch.h"
+#include "sysenv.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -14,13 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-/* Where the stitcher spills (libcommon/stitch.c uses the same rule). */
-static const char *spill_dir(void)
-{
-	const char *d = getenv("TMPDIR");
-	return d && *d ? d : "/tmp";
-}
 
 static void usage(FILE *f)
 {
@@ -110,7 +104,7 @@ static void fail(struct io_out *out, const char *path, int e)
 {
 	int en = errno;
 	if (e == -SEG_EEMIT && stitch_err == -STITCH_ESPILL)
-		mt_fatal(MT_EXIT_SYS, "%s in %s: %s", stitch_strerror(stitch_err), spill_dir(),
+		mt_fatal(MT_EXIT_SYS, "%s in %s: %s", stitch_strerror(stitch_err), mt_tmp_dir(),
 			 strerror(en));
 	if (e == -SEG_EEMIT && (!stitch_err || stitch_err == -STITCH_EEMIT)) {
 		errno = en; /* the writer failed */

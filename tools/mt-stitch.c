@@ -4,6 +4,7 @@
 #include "io.h"
 #include "mtev.h"
 #include "stitch.h"
+#include "sysenv.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -11,13 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Where the stitcher spills (libcommon/stitch.c uses the same rule). */
-static const char *spill_dir(void)
-{
-	const char *d = getenv("TMPDIR");
-	return d && *d ? d : "/tmp";
-}
 
 static void usage(FILE *f)
 {
@@ -58,7 +52,7 @@ static void fail(struct io_out *out, const char *path, int e)
 {
 	int en = errno;
 	if (e == -STITCH_ESPILL)
-		mt_fatal(MT_EXIT_SYS, "%s in %s: %s", stitch_strerror(e), spill_dir(), strerror(en));
+		mt_fatal(MT_EXIT_SYS, "%s in %s: %s", stitch_strerror(e), mt_tmp_dir(), strerror(en));
 	if (e == -STITCH_EEMIT) {
 		errno = en; /* the writer failed */
 		drv_write_failed(out, path, NULL);
