@@ -1,6 +1,7 @@
 #include "dwcov.h"
 
 #include "elfinfo.h"
+#include "imgfind.h"
 #include "vec.h"
 
 #include <fcntl.h>
@@ -906,7 +907,7 @@ static void separate(struct dwcov *dc, const char *path, const uint8_t *id, size
 		}
 		/* by build-id: where elfinfo looks for a stripped file's symbols */
 		int k;
-		for (unsigned i = 0; (k = elf_debug_candidate(path, id, idlen, i, buf, sizeof buf)); i++)
+		for (unsigned i = 0; (k = img_debug_candidate(path, id, idlen, i, buf, sizeof buf)); i++)
 			if (k > 0 && file_exists(buf))
 				goto found;
 	}

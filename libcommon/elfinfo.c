@@ -1,4 +1,5 @@
 #include "elfinfo.h"
+#include "imgfind.h"
 
 #include <capstone/capstone.h>
 #include <errno.h>
@@ -309,41 +310,8 @@ static int read_plt(Elf *e, size_t shstrndx, struct symvec *sv, struct pool *pl)
 	return 0;
 }
 
-int elf_debug_candidate(const char *path, const uint8_t *id, size_t idlen, unsigned i, char *buf,
-			size_t len)
-{
-	size_t plen = strlen(path);
-	if (plen >= 4 && !strcmp(path + plen - 4, "/elf")) {
-		if (i == 0) {
-			if (plen + 3 > len)
-				return -1;
-			memcpy(buf, path, plen - 3);
-			memcpy(buf + plen - 3, "debug", 6);
-			return 1;
-		}
-		i--;
-	}
-	const char *dirs = getenv("MT_DEBUGINFO_DIR");
-	if (!dirs)
-		dirs = "/usr/lib/debug";
-	char hex[41];
-	buildid_hex(hex, id, idlen);
-	for (const char *d = dirs; *d;) {
-		const char *e = strchr(d, ':');
-		size_t n = e ? (size_t)(e - d) : strlen(d);
-		if (i-- == 0) {
-			int w = n ? snprintf(buf, len, "%.*s/.build-id/%.2s/%s.debug", (int)n, d, hex,
-					     hex + 2)
-				  : -1;
-			return w < 0 || (size_t)w >= len ? -1 : 1;
-		}
-		d = e ? e + 1 : d + n;
-	}
-	return 0;
-}
-
 /* Separate debug file (objcopy --only-keep-debug, Debian's *-dbg packages)
- * of a stripped file with build-id @id, at elf_debug_candidate's places.
+ * of a stripped file with build-id @id, at img_debug_candidate's places (imgfind.h).
  * The debug file must carry the same build-id and a .symtab.  Returns an
  * open Elf (and *fdp) or NULL. */
 static Elf *open_debug_file(const char *path, const uint8_t *id, size_t idlen, int *fdp,
@@ -351,7 +319,7 @@ static Elf *open_debug_file(const char *path, const uint8_t *id, size_t idlen, i
 {
 	char buf[4096];
 	int k;
-	for (unsigned i = 0; (k = elf_debug_candidate(path, id, idlen, i, buf, sizeof buf)); i++) {
+	for (unsigned i = 0; (k = img_debug_candidate(path, id, idlen, i, buf, sizeof buf)); i++) {
 		if (k < 0)
 			continue;
 		int fd = open_regular(buf);

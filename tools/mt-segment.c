@@ -2,6 +2,7 @@
 #include "driver.h"
 #include "err.h"
 #include "fnmap.h"
+#include "imgfind.h"
 #include "io.h"
 #include "mtev.h"
 #include "segment.h"
@@ -27,9 +28,11 @@ static void usage(FILE *f)
 	      "\n"
 	      "  -i, --input FILE     read FILE (same as the IN operand; default: stdin)\n"
 	      "  -o, --output FILE    write FILE, atomically (default: stdout)\n"
-	      "  -s, --symfs DIR      look for mapped files under DIR first (DIR/PATH,\n"
-	      "                       DIR/BASENAME, DIR/BUILD-ID), then at their PATH;\n"
-	      "                       ELF symbols tell intra-function jumps from tail calls\n"
+	      "      --images DIR     look for mapped files in DIR first (repeatable; a build-\n"
+	      "                       id cache, a root file system or a flat directory; also\n"
+	      "                       spelled -s, --symfs, --buildid-dir), then at their PATH\n"
+	      "                       (docs/images.md); ELF symbols tell intra-function\n"
+	      "                       jumps from tail calls\n"
 	      "      --no-symbols     use no ELF file: only call targets seen tell functions\n"
 	      "      --no-call-targets  where no symbol covers a jump's target, never take\n"
 	      "                       it for a tail call (default: a jump to an address an\n"
@@ -70,7 +73,7 @@ static void usage(FILE *f)
 }
 
 struct opts {
-	const char *in, *out, *symfs;
+	const char *in, *out;
 	int no_symbols, no_waypoints, no_smear, no_call_targets, stats, force, partial, stitch;
 	int all_waypoints, no_sample_repair;
 	size_t mem_limit;
@@ -119,7 +122,8 @@ int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{"input", required_argument, 0, 'i'},	{"output", required_argument, 0, 'o'},
-		{"symfs", required_argument, 0, 's'},	{"no-symbols", no_argument, 0, 'S'},
+		{"images", required_argument, 0, 's'},	{"symfs", required_argument, 0, 's'},
+		{"buildid-dir", required_argument, 0, 's'},	{"no-symbols", no_argument, 0, 'S'},
 		{"no-waypoints", no_argument, 0, 'W'},	{"no-smear", no_argument, 0, 'M'},
 		{"stats", no_argument, 0, 'T'},		{"force", no_argument, 0, 'f'},
 		{"no-call-targets", no_argument, 0, 'C'},
@@ -142,7 +146,8 @@ int main(int argc, char **argv)
 			o.out = optarg;
 			break;
 		case 's':
-			o.symfs = optarg;
+			if (img_dirs_add(optarg) < 0)
+				mt_fatal(MT_EXIT_SYS, "out of memory");
 			break;
 		case 'S':
 			o.no_symbols = 1;
@@ -206,7 +211,7 @@ int main(int argc, char **argv)
 	if (!w)
 		drv_write_failed(&out, o.out, err == -MTEV_EIO ? NULL : mtev_strerror(-err));
 	struct fnmap *fns = NULL;
-	if (!o.no_symbols && !(fns = fnmap_alloc(o.symfs)))
+	if (!o.no_symbols && !(fns = fnmap_alloc()))
 		mt_fatal(MT_EXIT_SYS, "out of memory");
 	struct seg_opts so = {fns, o.no_waypoints, o.no_smear, o.no_call_targets, NULL, 0, 0};
 	so.all_waypoints = o.all_waypoints;
@@ -273,7 +278,7 @@ int main(int argc, char **argv)
 	const struct seg_stats *st = seg_stats(s);
 	if (fns && fnmap_missing(fns)) {
 		mt_warn("%zu mapped file(s) not found, e.g. %s: jumps there are classified by "
-			"call targets only (use --symfs)",
+			"call targets only (use --images)",
 			fnmap_missing(fns), fnmap_missing_path(fns, 0));
 	}
 	if (st->anomalies)
