@@ -21,7 +21,11 @@
  * of "inline": a unit it cannot parse (an unknown form, dwz's references
  * into another file, split DWARF whose DIEs are in a .dwo, an imported
  * unit) counts as inline over the unit's own ranges, and the whole file
- * does when those cannot be known either. */
+ * does when those cannot be known either.
+ *
+ * Read by hand rather than through libdw: bench/dwcov_libdw.c compares the
+ * two (docs/segment.md has the figures: libdw gives the same inline ranges
+ * but drops the aranges sets that list a unit without code, and costs more). */
 #ifndef MT_DWCOV_H
 #define MT_DWCOV_H
 

@@ -2,7 +2,7 @@
 # bench/pipeline.sh (the issue-9 table: bare libipt loop, mt-decode, perf
 # script, the whole pipeline, peak RSS) walks build/programs/fnptr with
 # mt-ptgen; BENCH_INSNS (default 50M) and BENCH_REPS (default 3) size it.
-BENCH_BINS := $(BUILD)/bench/mtev_bench $(BUILD)/bench/ptdecode_bench
+BENCH_BINS := $(BUILD)/bench/mtev_bench $(BUILD)/bench/ptdecode_bench $(BUILD)/bench/dwcov_libdw
 
 $(BUILD)/bench/%: bench/%.c $(LIB)
 	@mkdir -p $(dir $@)
