@@ -47,27 +47,9 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static int cmp_pair(const void *a, const void *b)
-{
-	return cmp_u64(a, b);
-}
-
 static size_t merge(struct vec *v)
 {
-	size_t np = v->n / 2, w = 0;
-	if (np)
-		qsort(v->v, np, 2 * sizeof *v->v, cmp_pair);
-	for (size_t i = 0; i < np; i++) {
-		uint64_t lo = v->v[2 * i], hi = v->v[2 * i + 1];
-		if (w && lo <= v->v[2 * w - 1]) {
-			if (hi > v->v[2 * w - 1])
-				v->v[2 * w - 1] = hi;
-			continue;
-		}
-		v->v[2 * w] = lo;
-		v->v[2 * w + 1] = hi;
-		w++;
-	}
+	size_t w = dwcov_merge(v->v, v->n / 2);
 	v->n = 2 * w;
 	return w;
 }

@@ -790,24 +790,28 @@ bad:
 	return out->n > mark ? 0 : -1;
 }
 
-/* Sorts the [lo, hi) pairs of @v and merges those that overlap or touch;
- * returns how many are left. */
-static size_t merge_pairs(struct u64v *v)
+size_t dwcov_merge(uint64_t *v, size_t np)
 {
-	size_t np = v->n / 2, w = 0;
+	size_t w = 0;
 	if (np)
-		qsort(v->v, np, 2 * sizeof *v->v, cmp_pair);
+		qsort(v, np, 2 * sizeof *v, cmp_pair);
 	for (size_t i = 0; i < np; i++) {
-		uint64_t lo = v->v[2 * i], hi = v->v[2 * i + 1];
-		if (w && lo <= v->v[2 * w - 1]) {
-			if (hi > v->v[2 * w - 1])
-				v->v[2 * w - 1] = hi;
+		uint64_t lo = v[2 * i], hi = v[2 * i + 1];
+		if (w && lo <= v[2 * w - 1]) {
+			if (hi > v[2 * w - 1])
+				v[2 * w - 1] = hi;
 			continue;
 		}
-		v->v[2 * w] = lo;
-		v->v[2 * w + 1] = hi;
+		v[2 * w] = lo;
+		v[2 * w + 1] = hi;
 		w++;
 	}
+	return w;
+}
+
+static size_t merge_pairs(struct u64v *v)
+{
+	size_t w = dwcov_merge(v->v, v->n / 2);
 	v->n = 2 * w;
 	return w;
 }

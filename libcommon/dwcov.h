@@ -91,6 +91,10 @@ const uint8_t *dwcov_inline_bits(const struct dwcov *dc, uint64_t lo, uint64_t h
  * them; returns how many (0 when they are not known). */
 size_t dwcov_inline_bounds(const struct dwcov *dc, uint64_t lo, uint64_t hi, const uint64_t **b);
 
+/* Sorts the @np [lo, hi) pairs of @v (v[2i], v[2i+1]) and merges those that
+ * overlap or touch, in place; returns how many pairs are left. */
+size_t dwcov_merge(uint64_t *v, size_t np);
+
 /* For tests: the state and ranges as text ("none", "all", "ranges N") */
 const char *dwcov_state_name(int state);
 

@@ -48,6 +48,22 @@ void buildid_hex(char *out, const uint8_t *id, size_t len)
 	out[2 * i] = 0;
 }
 
+/* The GNU build-id note among the notes of @d: its length, or -1. */
+static int gnu_build_id(Elf_Data *d, uint8_t out[20])
+{
+	size_t off = 0, noff, doff;
+	GElf_Nhdr nh;
+	while ((off = gelf_getnote(d, off, &nh, &noff, &doff)) > 0) {
+		if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
+		    !memcmp((char *)d->d_buf + noff, "GNU", 4)) {
+			size_t n = nh.n_descsz > 20 ? 20 : nh.n_descsz;
+			memcpy(out, (char *)d->d_buf + doff, n);
+			return (int)n;
+		}
+	}
+	return -1;
+}
+
 static int note_build_id(Elf *e, uint8_t out[20])
 {
 	Elf_Scn *scn = NULL;
@@ -58,16 +74,9 @@ static int note_build_id(Elf *e, uint8_t out[20])
 		Elf_Data *d = elf_getdata(scn, NULL);
 		if (!d)
 			continue;
-		size_t off = 0, noff, doff;
-		GElf_Nhdr nh;
-		while ((off = gelf_getnote(d, off, &nh, &noff, &doff)) > 0) {
-			if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
-			    !memcmp((char *)d->d_buf + noff, "GNU", 4)) {
-				size_t n = nh.n_descsz > 20 ? 20 : nh.n_descsz;
-				memcpy(out, (char *)d->d_buf + doff, n);
-				return (int)n;
-			}
-		}
+		int n = gnu_build_id(d, out);
+		if (n >= 0)
+			return n;
 	}
 	/* No section headers (e.g. a memory dump): try program headers. */
 	size_t phnum;
@@ -84,16 +93,9 @@ static int note_build_id(Elf *e, uint8_t out[20])
 		Elf_Data *d = elf_getdata_rawchunk(e, (int64_t)ph.p_offset, ph.p_filesz, ELF_T_NHDR);
 		if (!d)
 			continue;
-		size_t off = 0, noff, doff;
-		GElf_Nhdr nh;
-		while ((off = gelf_getnote(d, off, &nh, &noff, &doff)) > 0) {
-			if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
-			    !memcmp((char *)d->d_buf + noff, "GNU", 4)) {
-				size_t n = nh.n_descsz > 20 ? 20 : nh.n_descsz;
-				memcpy(out, (char *)d->d_buf + doff, n);
-				return (int)n;
-			}
-		}
+		int n = gnu_build_id(d, out);
+		if (n >= 0)
+			return n;
 	}
 	return 0;
 }

@@ -91,6 +91,29 @@ struct stitcher {
 	int err;
 };
 
+void stitch_stats_text(const struct stitch_stats *st, const char *prefix, char *buf, size_t len)
+{
+	const char *p = prefix;
+	snprintf(buf, len,
+		 "%ssegments=%llu %sjoins=%llu %saligned=%llu %sunaligned=%llu %scontinued=%llu "
+		 "%srevealed=%llu %sgap_spans=%llu",
+		 p, (unsigned long long)st->segments, p, (unsigned long long)st->joins, p,
+		 (unsigned long long)st->aligned, p, (unsigned long long)st->unaligned, p,
+		 (unsigned long long)st->continued, p, (unsigned long long)st->revealed, p,
+		 (unsigned long long)st->gap_spans);
+}
+
+int stitch_unaligned_text(const struct stitch_stats *st, char *buf, size_t len)
+{
+	if (!st->unaligned)
+		return 0;
+	snprintf(buf, len,
+		 "%llu of %llu join(s) found no common frame: the later segment keeps its own "
+		 "depths",
+		 (unsigned long long)st->unaligned, (unsigned long long)st->joins);
+	return 1;
+}
+
 const char *stitch_strerror(int err)
 {
 	switch (err < 0 ? -err : err) {

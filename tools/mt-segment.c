@@ -299,20 +299,13 @@ int main(int argc, char **argv)
 			(unsigned long long)st->signals, (unsigned long long)st->anomalies,
 			(unsigned long long)st->peak_frames);
 	if (sti) {
-		const struct stitch_stats *ss = stitch_stats(sti);
-		if (ss->unaligned)
-			mt_warn("%llu of %llu join(s) found no common frame: the later segment keeps "
-				"its own depths", (unsigned long long)ss->unaligned,
-				(unsigned long long)ss->joins);
-		if (o.stats)
-			fprintf(stderr,
-				"mt-segment: stitch_segments=%llu stitch_joins=%llu stitch_aligned=%llu "
-				"stitch_unaligned=%llu stitch_continued=%llu stitch_revealed=%llu "
-				"stitch_gap_spans=%llu\n",
-				(unsigned long long)ss->segments, (unsigned long long)ss->joins,
-				(unsigned long long)ss->aligned, (unsigned long long)ss->unaligned,
-				(unsigned long long)ss->continued, (unsigned long long)ss->revealed,
-				(unsigned long long)ss->gap_spans);
+		char line[512];
+		if (stitch_unaligned_text(stitch_stats(sti), line, sizeof line))
+			mt_warn("%s", line);
+		if (o.stats) {
+			stitch_stats_text(stitch_stats(sti), "stitch_", line, sizeof line);
+			fprintf(stderr, "mt-segment: %s\n", line);
+		}
 	}
 	stitch_free(sti);
 	seg_free(s);

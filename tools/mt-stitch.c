@@ -154,18 +154,13 @@ int main(int argc, char **argv)
 	if ((e = mtev_writer_finish(w)) < 0)
 		drv_write_failed(&out, outp, e == -MTEV_EIO ? NULL : mtev_strerror(-e));
 	drv_out_commit(&out, outp);
-	const struct stitch_stats *st = stitch_stats(s);
-	if (st->unaligned)
-		mt_warn("%llu of %llu join(s) found no common frame: the later segment keeps its own "
-			"depths", (unsigned long long)st->unaligned, (unsigned long long)st->joins);
-	if (stats)
-		fprintf(stderr,
-			"mt-stitch: segments=%llu joins=%llu aligned=%llu unaligned=%llu continued=%llu "
-			"revealed=%llu gap_spans=%llu\n",
-			(unsigned long long)st->segments, (unsigned long long)st->joins,
-			(unsigned long long)st->aligned, (unsigned long long)st->unaligned,
-			(unsigned long long)st->continued, (unsigned long long)st->revealed,
-			(unsigned long long)st->gap_spans);
+	char line[512];
+	if (stitch_unaligned_text(stitch_stats(s), line, sizeof line))
+		mt_warn("%s", line);
+	if (stats) {
+		stitch_stats_text(stitch_stats(s), "", line, sizeof line);
+		fprintf(stderr, "mt-stitch: %s\n", line);
+	}
 	stitch_free(s);
 	mtev_writer_free(w);
 	mtev_reader_free(rd);
