@@ -909,30 +909,15 @@ static void separate(struct dwcov *dc, const char *path, const uint8_t *id, size
 			dc->state = DWCOV_ALL;
 			return;
 		}
-		/* by build-id: where elfinfo looks for a stripped file's symbols */
-		int k;
-		for (unsigned i = 0; (k = img_debug_candidate(path, id, idlen, i, buf, sizeof buf)); i++)
-			if (k > 0 && file_exists(buf))
-				goto found;
 	}
-	if (link && strchr(link, '/')) { /* a file name, not a path: not looked for */
+	/* by build-id, then by link: where elfinfo looks for a stripped
+	 * file's symbols (imgfind.h) */
+	int k;
+	for (unsigned i = 0; (k = img_debug_candidate(path, id, idlen, link, i, buf, sizeof buf)); i++)
+		if (k > 0 && file_exists(buf))
+			goto found;
+	if (link && strchr(link, '/')) /* a file name, not a path: not looked for */
 		dc->state = DWCOV_ALL;
-		return;
-	}
-	if (link && *link) {
-		const char *sl = strrchr(path, '/');
-		int dl = sl ? (int)(sl - path) : 1;
-		const char *dir = sl ? path : ".";
-		int w = snprintf(buf, sizeof buf, "%.*s/%s", dl, dir, link);
-		if (w > 0 && (size_t)w < sizeof buf && strcmp(buf, path) && file_exists(buf))
-			goto found;
-		w = snprintf(buf, sizeof buf, "%.*s/.debug/%s", dl, dir, link);
-		if (w > 0 && (size_t)w < sizeof buf && file_exists(buf))
-			goto found;
-		w = snprintf(buf, sizeof buf, "/usr/lib/debug/%.*s/%s", dl, dir, link);
-		if (w > 0 && (size_t)w < sizeof buf && file_exists(buf))
-			goto found;
-	}
 	return; /* none: no DWARF */
 found:
 	load(dc, buf, id, idlen, depth + 1);

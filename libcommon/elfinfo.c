@@ -312,16 +312,57 @@ static int read_plt(Elf *e, size_t shstrndx, struct symvec *sv, struct pool *pl)
 	return 0;
 }
 
+/* The name in @e's .gnu_debuglink into @out ("" when none or too long). */
+static void debuglink(Elf *e, size_t shstrndx, char *out, size_t len)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	out[0] = 0;
+	while ((scn = elf_nextscn(e, scn))) {
+		const char *nm;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS ||
+		    !(nm = elf_strptr(e, shstrndx, sh.sh_name)) || strcmp(nm, ".gnu_debuglink"))
+			continue;
+		Elf_Data *d = elf_getdata(scn, NULL);
+		size_t k = d && d->d_buf ? strnlen(d->d_buf, d->d_size) : len;
+		if (k < len && k < d->d_size)
+			memcpy(out, d->d_buf, k + 1);
+		return;
+	}
+}
+
+int elf_read_debuglink(const char *path, char *out, size_t len)
+{
+	if (!len || !elf_ready())
+		return -EINVAL;
+	out[0] = 0;
+	int fd = open_regular(path);
+	if (fd < 0)
+		return fd;
+	Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	size_t shstrndx;
+	int r = -ENOEXEC;
+	if (e && elf_kind(e) == ELF_K_ELF && !elf_getshdrstrndx(e, &shstrndx)) {
+		debuglink(e, shstrndx, out, len);
+		r = (int)strlen(out);
+	}
+	if (e)
+		elf_end(e);
+	close(fd);
+	return r;
+}
+
 /* Separate debug file (objcopy --only-keep-debug, Debian's *-dbg packages)
  * of a stripped file with build-id @id, at img_debug_candidate's places (imgfind.h).
  * The debug file must carry the same build-id and a .symtab.  Returns an
  * open Elf (and *fdp) or NULL. */
-static Elf *open_debug_file(const char *path, const uint8_t *id, size_t idlen, int *fdp,
-			    char **dpath)
+static Elf *open_debug_file(const char *path, const uint8_t *id, size_t idlen, const char *link,
+			    int *fdp, char **dpath)
 {
 	char buf[4096];
 	int k;
-	for (unsigned i = 0; (k = img_debug_candidate(path, id, idlen, i, buf, sizeof buf)); i++) {
+	for (unsigned i = 0; (k = img_debug_candidate(path, id, idlen, link, i, buf, sizeof buf));
+	     i++) {
 		if (k < 0)
 			continue;
 		int fd = open_regular(buf);
@@ -659,8 +700,12 @@ static int load(struct elfinfo *ei, const char *path, int want_syms)
 	}
 	ei->has_symtab = symtab != NULL;
 	/* stripped: function symbols from its debug file, as perf and gdb do */
-	if (!symtab && ei->build_id_len)
-		de = open_debug_file(path, ei->build_id, ei->build_id_len, &dfd, &ei->debug_path);
+	if (!symtab && ei->build_id_len) {
+		char link[256];
+		debuglink(e, shstrndx, link, sizeof link);
+		de = open_debug_file(path, ei->build_id, ei->build_id_len, link, &dfd,
+				     &ei->debug_path);
+	}
 	if (de)
 		ei->has_symtab = 1;
 	if (!want_syms)

@@ -97,6 +97,11 @@ int64_t elfinfo_vaddr_to_offset(const struct elfinfo *ei, uint64_t vaddr);
 /* Virtual address of file offset @off; -1 if not in a segment's file image. */
 int64_t elfinfo_offset_to_vaddr(const struct elfinfo *ei, uint64_t off);
 
+/* The file name in the .gnu_debuglink section of the ELF file at @path
+ * into @out (@len bytes): its length (0: none, or too long), or negative
+ * errno. */
+int elf_read_debuglink(const char *path, char *out, size_t len);
+
 /* Hex string of a build-id into @out (>= 41 bytes). */
 void buildid_hex(char *out, const uint8_t *id, size_t len);
 

@@ -120,62 +120,94 @@ int img_find(const char *path, const uint8_t *bid, size_t bidlen, char *out, siz
 	return 0;
 }
 
-int img_debug_candidate(const char *file, const uint8_t *id, size_t idlen, unsigned i, char *buf,
-			size_t len)
+/* printf into @buf: 1, or -1 when it does not fit. */
+static int put(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int put(char *buf, size_t len, const char *fmt, ...)
 {
-	char hex[41];
-	int w;
-	if (idlen > 20)
-		idlen = 20;
-	buildid_hex(hex, id, idlen);
-	size_t flen = strlen(file);
-	if (i == 0) {
-		if (flen < 4 || strcmp(file + flen - 4, "/elf"))
-			return -1;
-		w = snprintf(buf, len, "%.*sdebug", (int)(flen - 3), file);
-		return w < 0 || (size_t)w >= len ? -1 : 1;
-	}
-	i--;
-	if (i < 2 * ndirs) {
-		if (!idlen)
-			return -1;
-		w = snprintf(buf, len, "%s%s/.build-id/%.2s/%s.debug", dirs[i / 2],
-			     i % 2 ? "/usr/lib/debug" : "", hex, hex + 2);
-		return w < 0 || (size_t)w >= len ? -1 : 1;
-	}
-	i -= (unsigned)(2 * ndirs);
-	const char *dd = getenv("MT_DEBUGINFO_DIR");
-	if (!dd)
-		dd = "/usr/lib/debug";
-	for (const char *d = dd; *d;) {
-		const char *e = strchr(d, ':');
-		size_t n = e ? (size_t)(e - d) : strlen(d);
+	va_list ap;
+	va_start(ap, fmt);
+	int w = vsnprintf(buf, len, fmt, ap);
+	va_end(ap);
+	return w < 0 || (size_t)w >= len ? -1 : 1;
+}
+
+/* The @i-th element of the ':'-separated @list into *@d, *@n: 1, or 0 when
+ * there is none. */
+static int nth(const char *list, unsigned i, const char **d, size_t *n)
+{
+	for (const char *p = list; *p;) {
+		const char *e = strchr(p, ':');
+		size_t l = e ? (size_t)(e - p) : strlen(p);
 		if (i-- == 0) {
-			if (!n || !idlen)
-				return -1;
-			w = snprintf(buf, len, "%.*s/.build-id/%.2s/%s.debug", (int)n, d, hex, hex + 2);
-			return w < 0 || (size_t)w >= len ? -1 : 1;
+			*d = p, *n = l;
+			return 1;
 		}
-		d = e ? e + 1 : d + n;
-	}
-	if (i == 0) {
-		char home[4096];
-		const char *h = home_debug(home, sizeof home);
-		if (!h || !idlen)
-			return -1;
-		w = snprintf(buf, len, "%s/.build-id/%.2s/%s/debug", h, hex, hex + 2);
-		return w < 0 || (size_t)w >= len ? -1 : 1;
+		p = e ? e + 1 : p + l;
 	}
 	return 0;
 }
 
+int img_debug_candidate(const char *file, const uint8_t *id, size_t idlen, const char *link,
+			unsigned i, char *buf, size_t len)
+{
+	char hex[41];
+	const char *dd = getenv("MT_DEBUGINFO_DIR"), *d;
+	size_t n;
+	if (!dd)
+		dd = "/usr/lib/debug";
+	if (idlen > 20)
+		idlen = 20;
+	buildid_hex(hex, id, idlen);
+	size_t flen = strlen(file);
+	if (i == 0) /* perf's cache: "debug" next to "elf" */
+		return flen < 4 || strcmp(file + flen - 4, "/elf")
+			       ? -1
+			       : put(buf, len, "%.*sdebug", (int)(flen - 3), file);
+	i--;
+	if (i < 2 * ndirs) /* the image directories */
+		return !idlen ? -1
+			      : put(buf, len, "%s%s/.build-id/%.2s/%s.debug", dirs[i / 2],
+				    i % 2 ? "/usr/lib/debug" : "", hex, hex + 2);
+	i -= (unsigned)(2 * ndirs);
+	unsigned nd = 0;
+	while (nth(dd, nd, &d, &n))
+		nd++;
+	if (i < nd) { /* the debug directories, by build-id */
+		nth(dd, i, &d, &n);
+		return !idlen || !n ? -1
+				    : put(buf, len, "%.*s/.build-id/%.2s/%s.debug", (int)n, d, hex,
+					  hex + 2);
+	}
+	i -= nd;
+	/* by .gnu_debuglink: next to the file, in its .debug/, under each
+	 * debug directory */
+	const char *sl = strrchr(file, '/');
+	int dl = sl ? (int)(sl - file) : 1;
+	const char *dir = sl ? file : ".";
+	int r;
+	if (i == 0)
+		r = put(buf, len, "%.*s/%s", dl, dir, link ? link : "");
+	else if (i == 1)
+		r = put(buf, len, "%.*s/.debug/%s", dl, dir, link ? link : "");
+	else if (nth(dd, i - 2, &d, &n))
+		r = n ? put(buf, len, "%.*s/%.*s/%s", (int)n, d, dl, dir, link ? link : "") : -1;
+	else
+		return 0;
+	if (!link || !*link || strchr(link, '/') || !strcmp(buf, file))
+		return -1;
+	return r;
+}
+
 int img_find_debug(const char *file, const uint8_t *id, size_t idlen, char *out, size_t cap)
 {
-	char buf[4096];
+	char buf[4096], link[256];
 	int k;
 	if (!idlen)
 		return 0;
-	for (unsigned i = 0; (k = img_debug_candidate(file, id, idlen, i, buf, sizeof buf)); i++) {
+	if (elf_read_debuglink(file, link, sizeof link) <= 0)
+		link[0] = 0;
+	for (unsigned i = 0; (k = img_debug_candidate(file, id, idlen, link, i, buf, sizeof buf));
+	     i++) {
 		uint8_t got[20];
 		struct stat st;
 		if (k < 0 || stat(buf, &st) < 0 || !S_ISREG(st.st_mode))

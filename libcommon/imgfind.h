@@ -43,17 +43,20 @@ int img_find(const char *path, const uint8_t *bid, size_t bidlen, char *out, siz
 	     char *why, size_t whylen);
 
 /* The @i-th place (from 0) a separate debug file of @file (the code file
- * img_find found) with build-id @id is looked for:
+ * img_find found) with build-id @id and .gnu_debuglink name @link (NULL or
+ * "": none) is looked for:
  *   the file "debug" next to @file when @file is a perf cache "elf";
  *   DIR/.build-id/XX/REST.debug and DIR/usr/lib/debug/.build-id/XX/REST.debug
  *     for each image directory DIR;
  *   D/.build-id/XX/REST.debug for each D of $MT_DEBUGINFO_DIR
  *     (':'-separated; unset: /usr/lib/debug; empty: none);
- *   $HOME/.debug/.build-id/XX/REST/debug (perf's cache).
+ *   then by @link, as gdb and llvm-symbolizer do: FILEDIR/LINK (not @file
+ *     itself), FILEDIR/.debug/LINK, D/FILEDIR/LINK for each D of
+ *     $MT_DEBUGINFO_DIR (a link holding a '/' is not looked for).
  * Writes it to @buf: 1; -1 when that one does not fit or does not apply:
  * skip it; 0 when there is no @i-th. */
-int img_debug_candidate(const char *file, const uint8_t *id, size_t idlen, unsigned i, char *buf,
-			size_t len);
+int img_debug_candidate(const char *file, const uint8_t *id, size_t idlen, const char *link,
+			unsigned i, char *buf, size_t len);
 
 /* The first of img_debug_candidate's places that is a regular ELF file with
  * build-id @id, into @out (@cap bytes): 1; 0 when there is none (or @idlen

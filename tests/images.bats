@@ -147,3 +147,19 @@ agree() {
 	rm "$D/prog"
 	agree
 }
+
+@test "images: a stripped file with a .gnu_debuglink: every stage reads the linked file" {
+	# before: mt-segment's and mt-symbolize's ELF symbols (libcommon/elfinfo.c)
+	# did not follow .gnu_debuglink (llvm-symbolizer and dwcov did): the
+	# names were .eh_frame ranges (prog+0x...) where llvm-symbolizer had the
+	# debug file's
+	mkdir -p "$T/l$D"
+	objcopy --only-keep-debug --redefine-sym work=dbg_work --redefine-sym main=dbg_main \
+		"$D/prog.orig" "$T/l$D/prog.dbg"
+	strip -o "$T/l$D/prog" "$D/prog.orig"
+	(cd "$T/l$D" && objcopy --add-gnu-debuglink=prog.dbg prog)
+	# the link changes no code, and the build-id note is kept
+	readelf -n "$T/l$D/prog" | grep -q "$HEX"
+	stages --images "$T/l"
+	agree dbg_
+}
