@@ -163,3 +163,14 @@ agree() {
 	stages --images "$T/l"
 	agree dbg_
 }
+
+@test "images: a debug file is never taken for the code" {
+	# before: mt-decode took perf's cache .../BUILD-ID/debug as the image
+	# (a debug file's .text has no bytes) and decoded garbage from it
+	mkdir -p "$T/d$D/prog/$HEX" "$T/d/.build-id/${HEX:0:2}"
+	objcopy --only-keep-debug "$D/prog.orig" "$T/d$D/prog/$HEX/debug"
+	ln -s "../..$D/prog/$HEX" "$T/d/.build-id/${HEX:0:2}/${HEX:2}"
+	stages --images "$T/d"
+	grep -q "image $D/prog (build-id $HEX): not found" "$T/dec.err"
+	grep -q "^exit 1" "$T/dec.err"
+}
