@@ -678,6 +678,8 @@ static int parse_payload(mtev_reader *r, unsigned kind, struct cur *c, struct mt
 		}
 		rec->sample.nips = (uint32_t)n;
 		rec->sample.ips = r->ips;
+		/* appended within version 1: absent means 0 */
+		rec->sample.flags = c->p < c->end ? get_u32(c) : 0;
 		break;
 	}
 	case MTEV_GAP: {
@@ -1328,6 +1330,8 @@ int mtev_write(mtev_writer *w, const struct mtev_rec *rec)
 			p = put_sv(p, (int64_t)(rec->sample.ips[i] - prev));
 			prev = rec->sample.ips[i];
 		}
+		if (rec->sample.flags)
+			p = put_uv(p, rec->sample.flags);
 		break;
 	}
 	case MTEV_GAP:
