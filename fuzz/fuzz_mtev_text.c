@@ -15,31 +15,10 @@
 #include "memfd.h"
 #include "mtev.h"
 #include "mtev_text.h"
+#include "textbuf.h"
 
 static struct mtev_line line, line2;
 static struct mtev_text_parser tp, tp2;
-
-struct text {
-	char *p;
-	size_t len, cap;
-};
-
-static void text_add(struct text *t, const char *s, size_t n)
-{
-	if (t->len + n + 1 > t->cap) {
-		size_t nc = t->cap ? t->cap : 4096;
-		while (nc < t->len + n + 1)
-			nc *= 2;
-		char *np = realloc(t->p, nc);
-		if (!np)
-			abort();
-		t->p = np;
-		t->cap = nc;
-	}
-	memcpy(t->p + t->len, s, n);
-	t->len += n;
-	t->p[t->len++] = '\n';
-}
 
 static struct text t_in, t_back;
 

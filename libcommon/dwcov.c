@@ -1,6 +1,7 @@
 #include "dwcov.h"
 
 #include "elfinfo.h"
+#include "imgfind.h"
 #include "vec.h"
 
 #include <fcntl.h>
@@ -789,24 +790,28 @@ bad:
 	return out->n > mark ? 0 : -1;
 }
 
-/* Sorts the [lo, hi) pairs of @v and merges those that overlap or touch;
- * returns how many are left. */
-static size_t merge_pairs(struct u64v *v)
+size_t dwcov_merge(uint64_t *v, size_t np)
 {
-	size_t np = v->n / 2, w = 0;
+	size_t w = 0;
 	if (np)
-		qsort(v->v, np, 2 * sizeof *v->v, cmp_pair);
+		qsort(v, np, 2 * sizeof *v, cmp_pair);
 	for (size_t i = 0; i < np; i++) {
-		uint64_t lo = v->v[2 * i], hi = v->v[2 * i + 1];
-		if (w && lo <= v->v[2 * w - 1]) {
-			if (hi > v->v[2 * w - 1])
-				v->v[2 * w - 1] = hi;
+		uint64_t lo = v[2 * i], hi = v[2 * i + 1];
+		if (w && lo <= v[2 * w - 1]) {
+			if (hi > v[2 * w - 1])
+				v[2 * w - 1] = hi;
 			continue;
 		}
-		v->v[2 * w] = lo;
-		v->v[2 * w + 1] = hi;
+		v[2 * w] = lo;
+		v[2 * w + 1] = hi;
 		w++;
 	}
+	return w;
+}
+
+static size_t merge_pairs(struct u64v *v)
+{
+	size_t w = dwcov_merge(v->v, v->n / 2);
 	v->n = 2 * w;
 	return w;
 }
@@ -904,30 +909,15 @@ static void separate(struct dwcov *dc, const char *path, const uint8_t *id, size
 			dc->state = DWCOV_ALL;
 			return;
 		}
-		/* by build-id: where elfinfo looks for a stripped file's symbols */
-		int k;
-		for (unsigned i = 0; (k = elf_debug_candidate(path, id, idlen, i, buf, sizeof buf)); i++)
-			if (k > 0 && file_exists(buf))
-				goto found;
 	}
-	if (link && strchr(link, '/')) { /* a file name, not a path: not looked for */
+	/* by build-id, then by link: where elfinfo looks for a stripped
+	 * file's symbols (imgfind.h) */
+	int k;
+	for (unsigned i = 0; (k = img_debug_candidate(path, id, idlen, link, i, buf, sizeof buf)); i++)
+		if (k > 0 && file_exists(buf))
+			goto found;
+	if (link && strchr(link, '/')) /* a file name, not a path: not looked for */
 		dc->state = DWCOV_ALL;
-		return;
-	}
-	if (link && *link) {
-		const char *sl = strrchr(path, '/');
-		int dl = sl ? (int)(sl - path) : 1;
-		const char *dir = sl ? path : ".";
-		int w = snprintf(buf, sizeof buf, "%.*s/%s", dl, dir, link);
-		if (w > 0 && (size_t)w < sizeof buf && strcmp(buf, path) && file_exists(buf))
-			goto found;
-		w = snprintf(buf, sizeof buf, "%.*s/.debug/%s", dl, dir, link);
-		if (w > 0 && (size_t)w < sizeof buf && file_exists(buf))
-			goto found;
-		w = snprintf(buf, sizeof buf, "/usr/lib/debug/%.*s/%s", dl, dir, link);
-		if (w > 0 && (size_t)w < sizeof buf && file_exists(buf))
-			goto found;
-	}
 	return; /* none: no DWARF */
 found:
 	load(dc, buf, id, idlen, depth + 1);

@@ -21,7 +21,11 @@
  * of "inline": a unit it cannot parse (an unknown form, dwz's references
  * into another file, split DWARF whose DIEs are in a .dwo, an imported
  * unit) counts as inline over the unit's own ranges, and the whole file
- * does when those cannot be known either. */
+ * does when those cannot be known either.
+ *
+ * Read by hand rather than through libdw: bench/dwcov_libdw.c compares the
+ * two (docs/segment.md has the figures: libdw gives the same inline ranges
+ * but drops the aranges sets that list a unit without code, and costs more). */
 #ifndef MT_DWCOV_H
 #define MT_DWCOV_H
 
@@ -86,6 +90,10 @@ const uint8_t *dwcov_inline_bits(const struct dwcov *dc, uint64_t lo, uint64_t h
  * DW_TAG_inlined_subroutine begins or ends there): *b gets the first of
  * them; returns how many (0 when they are not known). */
 size_t dwcov_inline_bounds(const struct dwcov *dc, uint64_t lo, uint64_t hi, const uint64_t **b);
+
+/* Sorts the @np [lo, hi) pairs of @v (v[2i], v[2i+1]) and merges those that
+ * overlap or touch, in place; returns how many pairs are left. */
+size_t dwcov_merge(uint64_t *v, size_t np);
 
 /* For tests: the state and ranges as text ("none", "all", "ranges N") */
 const char *dwcov_state_name(int state);

@@ -1,4 +1,5 @@
 #include "elfinfo.h"
+#include "imgfind.h"
 
 #include <capstone/capstone.h>
 #include <errno.h>
@@ -47,6 +48,22 @@ void buildid_hex(char *out, const uint8_t *id, size_t len)
 	out[2 * i] = 0;
 }
 
+/* The GNU build-id note among the notes of @d: its length, or -1. */
+static int gnu_build_id(Elf_Data *d, uint8_t out[20])
+{
+	size_t off = 0, noff, doff;
+	GElf_Nhdr nh;
+	while ((off = gelf_getnote(d, off, &nh, &noff, &doff)) > 0) {
+		if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
+		    !memcmp((char *)d->d_buf + noff, "GNU", 4)) {
+			size_t n = nh.n_descsz > 20 ? 20 : nh.n_descsz;
+			memcpy(out, (char *)d->d_buf + doff, n);
+			return (int)n;
+		}
+	}
+	return -1;
+}
+
 static int note_build_id(Elf *e, uint8_t out[20])
 {
 	Elf_Scn *scn = NULL;
@@ -57,16 +74,9 @@ static int note_build_id(Elf *e, uint8_t out[20])
 		Elf_Data *d = elf_getdata(scn, NULL);
 		if (!d)
 			continue;
-		size_t off = 0, noff, doff;
-		GElf_Nhdr nh;
-		while ((off = gelf_getnote(d, off, &nh, &noff, &doff)) > 0) {
-			if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
-			    !memcmp((char *)d->d_buf + noff, "GNU", 4)) {
-				size_t n = nh.n_descsz > 20 ? 20 : nh.n_descsz;
-				memcpy(out, (char *)d->d_buf + doff, n);
-				return (int)n;
-			}
-		}
+		int n = gnu_build_id(d, out);
+		if (n >= 0)
+			return n;
 	}
 	/* No section headers (e.g. a memory dump): try program headers. */
 	size_t phnum;
@@ -83,16 +93,9 @@ static int note_build_id(Elf *e, uint8_t out[20])
 		Elf_Data *d = elf_getdata_rawchunk(e, (int64_t)ph.p_offset, ph.p_filesz, ELF_T_NHDR);
 		if (!d)
 			continue;
-		size_t off = 0, noff, doff;
-		GElf_Nhdr nh;
-		while ((off = gelf_getnote(d, off, &nh, &noff, &doff)) > 0) {
-			if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
-			    !memcmp((char *)d->d_buf + noff, "GNU", 4)) {
-				size_t n = nh.n_descsz > 20 ? 20 : nh.n_descsz;
-				memcpy(out, (char *)d->d_buf + doff, n);
-				return (int)n;
-			}
-		}
+		int n = gnu_build_id(d, out);
+		if (n >= 0)
+			return n;
 	}
 	return 0;
 }
@@ -309,49 +312,57 @@ static int read_plt(Elf *e, size_t shstrndx, struct symvec *sv, struct pool *pl)
 	return 0;
 }
 
-int elf_debug_candidate(const char *path, const uint8_t *id, size_t idlen, unsigned i, char *buf,
-			size_t len)
+/* The name in @e's .gnu_debuglink into @out ("" when none or too long). */
+static void debuglink(Elf *e, size_t shstrndx, char *out, size_t len)
 {
-	size_t plen = strlen(path);
-	if (plen >= 4 && !strcmp(path + plen - 4, "/elf")) {
-		if (i == 0) {
-			if (plen + 3 > len)
-				return -1;
-			memcpy(buf, path, plen - 3);
-			memcpy(buf + plen - 3, "debug", 6);
-			return 1;
-		}
-		i--;
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	out[0] = 0;
+	while ((scn = elf_nextscn(e, scn))) {
+		const char *nm;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS ||
+		    !(nm = elf_strptr(e, shstrndx, sh.sh_name)) || strcmp(nm, ".gnu_debuglink"))
+			continue;
+		Elf_Data *d = elf_getdata(scn, NULL);
+		size_t k = d && d->d_buf ? strnlen(d->d_buf, d->d_size) : len;
+		if (k < len && k < d->d_size)
+			memcpy(out, d->d_buf, k + 1);
+		return;
 	}
-	const char *dirs = getenv("MT_DEBUGINFO_DIR");
-	if (!dirs)
-		dirs = "/usr/lib/debug";
-	char hex[41];
-	buildid_hex(hex, id, idlen);
-	for (const char *d = dirs; *d;) {
-		const char *e = strchr(d, ':');
-		size_t n = e ? (size_t)(e - d) : strlen(d);
-		if (i-- == 0) {
-			int w = n ? snprintf(buf, len, "%.*s/.build-id/%.2s/%s.debug", (int)n, d, hex,
-					     hex + 2)
-				  : -1;
-			return w < 0 || (size_t)w >= len ? -1 : 1;
-		}
-		d = e ? e + 1 : d + n;
+}
+
+int elf_read_debuglink(const char *path, char *out, size_t len)
+{
+	if (!len || !elf_ready())
+		return -EINVAL;
+	out[0] = 0;
+	int fd = open_regular(path);
+	if (fd < 0)
+		return fd;
+	Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	size_t shstrndx;
+	int r = -ENOEXEC;
+	if (e && elf_kind(e) == ELF_K_ELF && !elf_getshdrstrndx(e, &shstrndx)) {
+		debuglink(e, shstrndx, out, len);
+		r = (int)strlen(out);
 	}
-	return 0;
+	if (e)
+		elf_end(e);
+	close(fd);
+	return r;
 }
 
 /* Separate debug file (objcopy --only-keep-debug, Debian's *-dbg packages)
- * of a stripped file with build-id @id, at elf_debug_candidate's places.
+ * of a stripped file with build-id @id, at img_debug_candidate's places (imgfind.h).
  * The debug file must carry the same build-id and a .symtab.  Returns an
  * open Elf (and *fdp) or NULL. */
-static Elf *open_debug_file(const char *path, const uint8_t *id, size_t idlen, int *fdp,
-			    char **dpath)
+static Elf *open_debug_file(const char *path, const uint8_t *id, size_t idlen, const char *link,
+			    int *fdp, char **dpath)
 {
 	char buf[4096];
 	int k;
-	for (unsigned i = 0; (k = elf_debug_candidate(path, id, idlen, i, buf, sizeof buf)); i++) {
+	for (unsigned i = 0; (k = img_debug_candidate(path, id, idlen, link, i, buf, sizeof buf));
+	     i++) {
 		if (k < 0)
 			continue;
 		int fd = open_regular(buf);
@@ -689,8 +700,12 @@ static int load(struct elfinfo *ei, const char *path, int want_syms)
 	}
 	ei->has_symtab = symtab != NULL;
 	/* stripped: function symbols from its debug file, as perf and gdb do */
-	if (!symtab && ei->build_id_len)
-		de = open_debug_file(path, ei->build_id, ei->build_id_len, &dfd, &ei->debug_path);
+	if (!symtab && ei->build_id_len) {
+		char link[256];
+		debuglink(e, shstrndx, link, sizeof link);
+		de = open_debug_file(path, ei->build_id, ei->build_id_len, link, &dfd,
+				     &ei->debug_path);
+	}
 	if (de)
 		ei->has_symtab = 1;
 	if (!want_syms)

@@ -4,11 +4,9 @@
  * (file-relative for PIE and shared objects).
  *
  * A file without .symtab (stripped) that has a build-id gets its function
- * symbols from its separate debug file, as perf and gdb do: the file "debug"
- * next to it when PATH is a perf build-id cache "elf", then
- * DIR/.build-id/xx/yyyy.debug for each DIR of $MT_DEBUGINFO_DIR
- * (':'-separated; unset: /usr/lib/debug, Debian's *-dbg packages; empty: no
- * debug files).  It must carry the same build-id.  Without one, the stripped
+ * symbols from its separate debug file, as perf and gdb do, found at
+ * img_debug_candidate's places (imgfind.h, docs/images.md).  It must carry
+ * the same build-id.  Without one, the stripped
  * file's symbols are .dynsym and the PLT stubs, plus one "[FILE+0xADDR]"
  * symbol per FDE of its .eh_frame search table (PT_GNU_EH_FRAME) whose start
  * has no symbol: compilers emit one FDE per function (and one per .cold
@@ -99,14 +97,10 @@ int64_t elfinfo_vaddr_to_offset(const struct elfinfo *ei, uint64_t vaddr);
 /* Virtual address of file offset @off; -1 if not in a segment's file image. */
 int64_t elfinfo_offset_to_vaddr(const struct elfinfo *ei, uint64_t off);
 
-/* The @i-th place (from 0) a separate debug file of the file at @path with
- * build-id @id is looked for: the file "debug" next to a perf build-id cache
- * "elf", then DIR/.build-id/xx/yyyy.debug for each DIR of $MT_DEBUGINFO_DIR
- * (':'-separated; unset: /usr/lib/debug; empty: none).  Writes it to @buf:
- * 1; -1 when that one does not fit (or is an empty DIR): skip it; 0 when
- * there is no @i-th. */
-int elf_debug_candidate(const char *path, const uint8_t *id, size_t idlen, unsigned i, char *buf,
-			size_t len);
+/* The file name in the .gnu_debuglink section of the ELF file at @path
+ * into @out (@len bytes): its length (0: none, or too long), or negative
+ * errno. */
+int elf_read_debuglink(const char *path, char *out, size_t len);
 
 /* Hex string of a build-id into @out (>= 41 bytes). */
 void buildid_hex(char *out, const uint8_t *id, size_t len);

@@ -3,6 +3,7 @@
 
 #include "dwcov.h"
 #include "elfinfo.h"
+#include "imgfind.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -37,7 +38,6 @@ struct fnthread {
 };
 
 struct fnmap {
-	char *symfs;
 	struct fnfile *files;
 	size_t nfiles, capfiles;
 	struct fnmapping *maps;
@@ -48,16 +48,9 @@ struct fnmap {
 	size_t nmissing;
 };
 
-struct fnmap *fnmap_alloc(const char *symfs)
+struct fnmap *fnmap_alloc(void)
 {
-	struct fnmap *m = calloc(1, sizeof *m);
-	if (!m)
-		return NULL;
-	if (symfs && !(m->symfs = strdup(symfs))) {
-		free(m);
-		return NULL;
-	}
-	return m;
+	return calloc(1, sizeof(struct fnmap));
 }
 
 void fnmap_free(struct fnmap *m)
@@ -77,7 +70,6 @@ void fnmap_free(struct fnmap *m)
 	free(m->files);
 	free(m->maps);
 	free(m->thr);
-	free(m->symfs);
 	free(m);
 }
 
@@ -124,52 +116,17 @@ int fnmap_add_map(struct fnmap *m, uint32_t pid, uint64_t start, uint64_t len, u
 	return 0;
 }
 
-static int try_load(struct fnfile *ff, const char *path)
-{
-	if (access(path, R_OK))
-		return -1;
-	if (elfinfo_load(&ff->ei, path))
-		return -1;
-	/* a file of the same name but another build: not ours */
-	if (ff->build_id_len && ff->ei.build_id_len &&
-	    (ff->ei.build_id_len != ff->build_id_len ||
-	     memcmp(ff->ei.build_id, ff->build_id, ff->build_id_len))) {
-		elfinfo_fini(&ff->ei);
-		return -1;
-	}
-	return 0;
-}
-
+/* The file of @ff's path and build-id (imgfind.h), loaded once. */
 static void load_file(struct fnmap *m, struct fnfile *ff)
 {
-	char buf[4096];
+	char buf[4096], why[4400];
 	ff->state = -1;
-	if (m->symfs) {
-		const char *base = strrchr(ff->path, '/');
-		base = base ? base + 1 : ff->path;
-		snprintf(buf, sizeof buf, "%s/%s", m->symfs, ff->path);
-		if (!try_load(ff, buf))
-			goto ok;
-		snprintf(buf, sizeof buf, "%s/%s", m->symfs, base);
-		if (!try_load(ff, buf))
-			goto ok;
-		if (ff->build_id_len) {
-			char hex[41];
-			buildid_hex(hex, ff->build_id, ff->build_id_len);
-			snprintf(buf, sizeof buf, "%s/%s", m->symfs, hex);
-			if (!try_load(ff, buf))
-				goto ok;
-			snprintf(buf, sizeof buf, "%s/.build-id/%.2s/%s", m->symfs, hex, hex + 2);
-			if (!try_load(ff, buf))
-				goto ok;
-		}
+	if (img_find(ff->path, ff->build_id, ff->build_id_len, buf, sizeof buf, why, sizeof why) &&
+	    !elfinfo_load(&ff->ei, buf)) {
+		ff->state = 1;
+		return;
 	}
-	if (!try_load(ff, ff->path))
-		goto ok;
 	m->nmissing++;
-	return;
-ok:
-	ff->state = 1;
 }
 
 size_t fnmap_missing(const struct fnmap *m)

@@ -3,9 +3,9 @@
  * to tell an intra-function jump from a tail call and to name the function
  * that contains an address (the caller revealed by a return).
  *
- * Files are found under @symfs first (SYMFS/PATH, SYMFS/BASENAME,
- * SYMFS/BUILD-ID-HEX), then at PATH itself; each is loaded once, lazily, on
- * the first lookup that needs it.  A file that cannot be loaded makes its
+ * Files are found by img_find (imgfind.h: the --images directories, then
+ * PATH itself); each is loaded once, lazily, on the first lookup that needs
+ * it.  A file that cannot be loaded makes its
  * addresses unknown (lookups return 0), never an error. */
 #ifndef MT_FNMAP_H
 #define MT_FNMAP_H
@@ -37,8 +37,8 @@ struct fn_info {
 	size_t ninlb;
 };
 
-/* @symfs may be NULL.  NULL on allocation failure. */
-struct fnmap *fnmap_alloc(const char *symfs);
+/* NULL on allocation failure. */
+struct fnmap *fnmap_alloc(void);
 void fnmap_free(struct fnmap *m);
 
 /* Records a mapping of @path (not NUL-terminated, @pathlen bytes) at

@@ -11,78 +11,26 @@
 #include <unistd.h>
 
 #include "elfinfo.h"
+#include "imgfind.h"
 #include "vec.h"
 
 /* ---- images ---- */
 
-static int file_exists(const char *path)
-{
-	struct stat st;
-	return stat(path, &st) == 0 && S_ISREG(st.st_mode);
-}
-
-static int bid_matches(const char *path, const uint8_t *bid, uint8_t bidlen)
-{
-	uint8_t got[20];
-	int n;
-	if (!file_exists(path))
-		return 0;
-	if (!bidlen)
-		return 1;
-	n = elf_read_build_id(path, got);
-	return n > 0 && (size_t)n >= bidlen && !memcmp(got, bid, bidlen);
-}
-
-/* Finds the file for @path with build-id @bid: *out = interned path or NULL.
- * *why says what was wrong when nothing matched. */
+/* Finds the file for @path with build-id @bid (imgfind.h): its interned
+ * path, or NULL with *why saying what was wrong. */
 const char *find_image(struct ptd *d, const char *path, const uint8_t *bid,
 			      uint8_t bidlen, const char **why)
 {
-	char buf[4096], hex[41];
-	const char *bdir = d->opts->buildid_dir;
-	char home[2048];
-	int mismatch = 0;
+	char buf[4096], whybuf[4400];
 
 	*why = "not found";
 	if (d->opts->no_images)
 		return NULL;
-	if (!bdir) {
-		const char *h = getenv("HOME");
-		snprintf(home, sizeof home, "%s/.debug", h ? h : "/root");
-		bdir = home;
-	}
-	buildid_hex(hex, bid, bidlen);
-	if (d->opts->symfs && path[0] == '/') {
-		snprintf(buf, sizeof buf, "%s%s", d->opts->symfs, path);
-		if (bid_matches(buf, bid, bidlen))
-			return strpool_intern(&d->strs, buf);
-		mismatch |= file_exists(buf);
-	}
-	if (path[0] == '/' && !d->opts->symfs) {
-		if (bid_matches(path, bid, bidlen))
-			return strpool_intern(&d->strs, path);
-		mismatch |= file_exists(path);
-	}
-	if (bidlen) {
-		static const char *const leaf[] = {"elf", "vdso", "debug"};
-		size_t k;
-		snprintf(buf, sizeof buf, "%s/.build-id/%.2s/%s", bdir, hex, hex + 2);
-		if (bid_matches(buf, bid, bidlen))
-			return strpool_intern(&d->strs, buf);
-		for (k = 0; k < 3; k++) { /* newer perf: a link to the directory */
-			snprintf(buf, sizeof buf, "%s/.build-id/%.2s/%s/%s", bdir, hex, hex + 2, leaf[k]);
-			if (bid_matches(buf, bid, bidlen))
-				return strpool_intern(&d->strs, buf);
-		}
-		for (k = 0; k < 3; k++) {
-			snprintf(buf, sizeof buf, "%s/%s%s/%s/%s", bdir, path[0] == '/' ? "" : "",
-				 path, hex, leaf[k]);
-			if (bid_matches(buf, bid, bidlen))
-				return strpool_intern(&d->strs, buf);
-		}
-	}
-	if (mismatch)
-		*why = "build-id mismatch";
+	if (img_find(path, bid, bidlen, buf, sizeof buf, whybuf, sizeof whybuf))
+		return strpool_intern(&d->strs, buf);
+	*why = strpool_intern(&d->strs, whybuf);
+	if (!*why)
+		*why = "not found";
 	return NULL;
 }
 

@@ -33,8 +33,7 @@ struct ptd_image_spec { /* raw mode: FILE[:OFFSET[:SIZE]]@VADDR */
 };
 
 struct ptd_options {
-	const char *buildid_dir; /* NULL: $HOME/.debug */
-	const char *symfs;	 /* NULL: none */
+	/* images are looked up with img_find (imgfind.h: --images DIR) */
 	int no_images;		 /* do not look for images at all (-> gaps) */
 	int partial;		 /* a truncated perf.data: decode what is there (else -PTD_EINPUT) */
 	const char *input_name;	 /* the input in messages ("stdin", a path); NULL: "perf.data" */

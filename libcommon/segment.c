@@ -2,6 +2,7 @@
 #include "chainjoin.h"
 #include "vec.h"
 
+#include "compiler.h"
 #include "fnmap.h"
 #include "sampstack.h"
 #include "wplog.h"
@@ -9,14 +10,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* gcc's SLP vectorizer pairs a waypoint's time and address in a vector
- * register in the output loop: twice the instructions. */
-#if defined(__GNUC__) && !defined(__clang__)
-#define NO_SLP __attribute__((optimize("no-tree-slp-vectorize")))
-#else
-#define NO_SLP
-#endif
 
 /* Frame kinds.  FK_FUNC and FK_SIGNAL are functions (a signal handler is a
  * function entered by the kernel, not by a call); the others are synthetic. */

@@ -2,6 +2,8 @@
 #include "fnmap.h"
 #include "vec.h"
 
+#include "compiler.h"
+#include "sysenv.h"
 #include "wplog.h"
 
 #include <errno.h>
@@ -11,14 +13,6 @@
 #include <unistd.h>
 
 #define MAXD 4096 /* deepest stack level joined */
-
-/* gcc's SLP vectorizer pairs a waypoint's time and address in a vector
- * register in the output loop: more instructions, not fewer. */
-#if defined(__GNUC__) && !defined(__clang__)
-#define NO_SLP __attribute__((optimize("no-tree-slp-vectorize")))
-#else
-#define NO_SLP
-#endif
 
 /* A span held in memory: one whose record can still change (on a group's
  * end stack: its end and flags wait for the next join), or whose place in
@@ -98,6 +92,29 @@ struct stitcher {
 	unsigned detail;
 	int err;
 };
+
+void stitch_stats_text(const struct stitch_stats *st, const char *prefix, char *buf, size_t len)
+{
+	const char *p = prefix;
+	snprintf(buf, len,
+		 "%ssegments=%llu %sjoins=%llu %saligned=%llu %sunaligned=%llu %scontinued=%llu "
+		 "%srevealed=%llu %sgap_spans=%llu",
+		 p, (unsigned long long)st->segments, p, (unsigned long long)st->joins, p,
+		 (unsigned long long)st->aligned, p, (unsigned long long)st->unaligned, p,
+		 (unsigned long long)st->continued, p, (unsigned long long)st->revealed, p,
+		 (unsigned long long)st->gap_spans);
+}
+
+int stitch_unaligned_text(const struct stitch_stats *st, char *buf, size_t len)
+{
+	if (!st->unaligned)
+		return 0;
+	snprintf(buf, len,
+		 "%llu of %llu join(s) found no common frame: the later segment keeps its own "
+		 "depths",
+		 (unsigned long long)st->unaligned, (unsigned long long)st->joins);
+	return 1;
+}
 
 const char *stitch_strerror(int err)
 {
@@ -224,9 +241,8 @@ static int pool_add(char **pool, size_t *n, size_t *cap, const char *p, size_t l
 static int spill(stitcher *s, struct sthr *t)
 {
 	if (t->fd < 0) {
-		const char *dir = getenv("TMPDIR");
 		char path[4096];
-		snprintf(path, sizeof path, "%s/mt-stitch.XXXXXX", dir && *dir ? dir : "/tmp");
+		snprintf(path, sizeof path, "%s/mt-stitch.XXXXXX", mt_tmp_dir());
 		t->fd = mkstemp(path);
 		if (t->fd < 0)
 			return s->err = -STITCH_ESPILL;

@@ -66,6 +66,12 @@ struct wprun;
 int stitch_feed_wprun(stitcher *s, uint32_t tid, struct wprun *run);
 const struct stitch_stats *stitch_stats(const stitcher *s);
 const char *stitch_strerror(int err);
+/* The counters as one `--stats` line's key=value pairs, each key preceded by
+ * @prefix ("" for mt-stitch, "stitch_" inside mt-segment), into @buf. */
+void stitch_stats_text(const struct stitch_stats *st, const char *prefix, char *buf, size_t len);
+/* The warning for joins that found no common frame into @buf: 1, or 0 when
+ * there were none. */
+int stitch_unaligned_text(const struct stitch_stats *st, char *buf, size_t len);
 unsigned stitch_error_detail(const stitcher *s);
 
 #endif

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "elfinfo.h"
+#include "imgfind.h"
 #include "io.h"
 #include "llvmsym.h"
 #include "mtev.h"
@@ -316,7 +317,8 @@ struct bin {
 	uint8_t bidlen;
 	char bidhex[41];
 	int state; /* 0 not looked for, 1 found, -1 missing */
-	char *file;
+	char *file; /* the code */
+	char *sym;  /* what llvm-symbolizer reads: the debug file, else file */
 	struct elfinfo ei;
 	int no_debug_noted, stripped_warned;
 	int syms_loaded; /* ei has the symbol table (loaded on first need) */
@@ -698,54 +700,16 @@ static int is_file_backed(const char *p)
 	return !(d && !d[10]);
 }
 
-/* Is @file the binary @b wants (build-id check)?  1 yes, 0 no (*found_bid set). */
-static int bin_candidate(struct bin *b, const char *file, uint8_t found[20], int *found_len)
-{
-	struct stat sb;
-	if (stat(file, &sb) < 0 || !S_ISREG(sb.st_mode))
-		return 0;
-	int n = elf_read_build_id(file, found);
-	*found_len = n;
-	if (n < 0)
-		return 0;
-	if (!b->bidlen)
-		return 1;
-	return n == b->bidlen && !memcmp(found, b->bid, (size_t)n);
-}
-
+/* The binary's file (imgfind.h), and its separate debug file when it has one:
+ * llvm-symbolizer reads the one elfinfo and dwcov read. */
 static void bin_find(struct ctx *c, struct bin *b)
 {
-	char cand[8][4200];
-	int nc = 0;
-	const struct symz_opts *o = c->o;
-	if (o->images) {
-		if (b->bidlen) {
-			/* perf's build-id cache layout (mt-ptsim's images/) */
-			sfmt(cand[nc++], sizeof cand[0], "%s/.build-id/%.2s/%s/elf", o->images,
-			     b->bidhex, b->bidhex + 2);
-			sfmt(cand[nc++], sizeof cand[0], "%s%s%s/%s/elf", o->images,
-			     b->path[0] == '/' ? "" : "/", b->path, b->bidhex);
-			sfmt(cand[nc++], sizeof cand[0], "%s/%s", o->images, b->bidhex);
-		}
-		sfmt(cand[nc++], sizeof cand[0], "%s%s%s", o->images, b->path[0] == '/' ? "" : "/",
-		     b->path);
-		sfmt(cand[nc++], sizeof cand[0], "%s/%s", o->images, base_name(b->path));
-	}
-	if (o->symfs)
-		sfmt(cand[nc++], sizeof cand[0], "%s%s", o->symfs, b->path);
-	sfmt(cand[nc++], sizeof cand[0], "%s", b->path);
-	char why[600] = "";
-	for (int i = 0; i < nc; i++) {
-		uint8_t found[20];
-		int flen = -1;
-		if (bin_candidate(b, cand[i], found, &flen)) {
-			int r = elfinfo_load_nosyms(&b->ei, cand[i]);
-			if (r < 0) {
-				sfmt(why, sizeof why, "%s: %s", cand[i],
-					 r == -ENOEXEC ? "not an ELF file" : strerror(-r));
-				continue;
-			}
-			b->file = arena_strndup(&c->ar, cand[i], strlen(cand[i]));
+	char file[4096], dbg[4096], why[4400];
+	if (img_find(b->path, b->bid, b->bidlen, file, sizeof file, why, sizeof why)) {
+		int r = elfinfo_load_nosyms(&b->ei, file);
+		if (r == 0) {
+			b->file = arena_strndup(&c->ar, file, strlen(file));
+			b->sym = b->file;
 			b->state = b->file ? 1 : -1;
 			if (b->state > 0 && !b->bidlen && b->ei.build_id_len) {
 				/* the cache is keyed by build-id: take the file's own */
@@ -753,17 +717,17 @@ static void bin_find(struct ctx *c, struct bin *b)
 				b->bidlen = b->ei.build_id_len;
 				buildid_hex(b->bidhex, b->bid, b->bidlen);
 			}
+			if (b->state > 0 && img_find_debug(file, b->bid, b->bidlen, dbg, sizeof dbg) &&
+			    !(b->sym = arena_strndup(&c->ar, dbg, strlen(dbg))))
+				b->sym = b->file;
 			return;
 		}
-		if (flen >= 0 && !why[0]) {
-			char fh[41];
-			buildid_hex(fh, found, (size_t)flen);
-			sfmt(why, sizeof why, "%s has build-id %s", cand[i], flen ? fh : "(none)");
-		}
+		sfmt(why, sizeof why, "%s: %s", file, r == -ENOEXEC ? "not an ELF file" : strerror(-r));
 	}
 	b->state = -1;
+	int nf = !strcmp(why, "not found");
 	warnf(c, 1, "binary %s (build-id %s) not found%s%s; its addresses are named [unknown @ ...]",
-	      b->path, b->bidlen ? b->bidhex : "none", why[0] ? ": " : "", why);
+	      b->path, b->bidlen ? b->bidhex : "none", nf ? "" : ": ", nf ? "" : why);
 }
 
 /* ---- results ---- */
@@ -1844,9 +1808,9 @@ static void resolve_pending(struct ctx *c)
 				continue;
 			}
 		}
-		if (strchr(b->file, '"') || strchr(b->file, '\n'))
+		if (strchr(b->sym, '"') || strchr(b->sym, '\n'))
 			continue; /* cannot be quoted for llvm-symbolizer: ELF fallback */
-		paths[nreq] = b->file;
+		paths[nreq] = b->sym;
 		vaddrs[nreq] = r->vaddr;
 		ris[nreq] = (uint32_t)i;
 		nreq++;

@@ -50,8 +50,7 @@
 
 struct symz_opts {
 	const char *symbolizer;	  /* program to run; NULL: "llvm-symbolizer"; "": none */
-	const char *symfs;	  /* NULL, or a root under which map paths are looked up */
-	const char *images;	  /* NULL, or a directory of binaries (by build-id or name) */
+	/* binaries are looked up with img_find (imgfind.h: --images DIR) */
 	const char *cache_dir;	  /* NULL: no cache; else the mt cache directory */
 	const char *perf_map_dir; /* NULL: "/tmp" (perf-PID.map files) */
 	int timeout_ms;		  /* no answer for this long: the symbolizer is killed */

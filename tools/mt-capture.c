@@ -35,6 +35,7 @@
 #include "perfdata.h"
 #include "perfcmd.h"
 #include "symaddr.h"
+#include "sysenv.h"
 #include "cgpick.h"
 #include "tracee.h"
 #include "trigger.h"
@@ -145,26 +146,6 @@ static int parse_pids(struct opts *o, const char *s)
 		p = *end ? end + 1 : end;
 	}
 	return o->npids ? 0 : -1;
-}
-
-static int find_in_path(const char *name, char *out, size_t len)
-{
-	if (strchr(name, '/')) {
-		snprintf(out, len, "%s", name);
-		return access(name, X_OK);
-	}
-	const char *path = getenv("PATH");
-	if (!path)
-		path = "/usr/local/bin:/usr/bin:/bin";
-	while (*path) {
-		const char *c = strchr(path, ':');
-		size_t l = c ? (size_t)(c - path) : strlen(path);
-		snprintf(out, len, "%.*s/%s", (int)l, l ? path : ".", name);
-		if (access(out, X_OK) == 0)
-			return 0;
-		path += l + (c ? 1 : 0);
-	}
-	return -1;
 }
 
 static int read_int_file(const char *path, long *v)
@@ -1085,7 +1066,7 @@ static int run_singlestep(struct opts *o)
 		if (slash)
 			*slash = 0;
 		snprintf(ptsim, sizeof ptsim, "%s/mt-ptsim", self);
-		if (access(ptsim, X_OK) < 0 && find_in_path("mt-ptsim", ptsim, sizeof ptsim) < 0)
+		if (access(ptsim, X_OK) < 0 && mt_find_in_path("mt-ptsim", ptsim, sizeof ptsim) < 0)
 			mt_fatal(MT_EXIT_SYS, "--mode singlestep needs mt-ptsim, which is not built "
 					      "(expected beside mt-capture or in PATH)");
 	}
@@ -1649,7 +1630,7 @@ int main(int argc, char **argv)
 	/* ---- perf ---- */
 	const char *perfname = o.perf ? o.perf : getenv("MT_PERF") ? getenv("MT_PERF") : "perf";
 	static char perf[PATH_MAX];
-	if (find_in_path(perfname, perf, sizeof perf) < 0 && !o.dry_run)
+	if (mt_find_in_path(perfname, perf, sizeof perf) < 0 && !o.dry_run)
 		mt_fatal(MT_EXIT_SYS, "perf not found ('%s'): install linux-perf, or set MT_PERF or --perf",
 			 perfname);
 	if (o.dry_run) /* as given: it is what would run on another host */

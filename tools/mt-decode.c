@@ -9,6 +9,7 @@
 
 #include "driver.h"
 #include "err.h"
+#include "imgfind.h"
 #include "io.h"
 #include "mtev.h"
 #include "perfdata.h"
@@ -29,15 +30,17 @@ static void usage(FILE *f)
 	      "fp or lbr; dwarf: the user stack copies are unwound with libdw); hardware-\n"
 	      "breakpoint samples give trigger records.\n"
 	      "\n"
-	      "Code images come from the MMAP/MMAP2 records: the file at its path (or under\n"
-	      "--symfs), else in the build-id directory, checked by build-id.  A missing image\n"
-	      "is one warning and a gap wherever the trace needed it.\n"
+	      "Code images come from the MMAP/MMAP2 records: the file of that path and\n"
+	      "build-id in the --images directories, else at its path, else in ~/.debug\n"
+	      "(docs/images.md).  A missing image is one warning and a gap wherever the trace\n"
+	      "needed it.\n"
 	      "\n"
 	      "  -i, --input FILE      read FILE (same as the PERF.DATA operand); default stdin\n"
 	      "  -o, --output FILE     write MTEV to FILE (atomically) instead of stdout\n"
 	      "  -f, --force           write binary output even to a terminal\n"
-	      "      --buildid-dir DIR build-id cache (default ~/.debug, as perf)\n"
-	      "      --symfs DIR       look for images under DIR first\n"
+	      "      --images DIR      look for mapped files in DIR first (repeatable; a build-id\n"
+	      "                        cache, a root file system or a flat directory; also\n"
+	      "                        spelled --symfs, --buildid-dir): docs/images.md\n"
 	      "      --no-images       use no images at all (every traced ip becomes a gap)\n"
 	      "      --pt FILE         decode raw Intel PT from FILE (ptxed style)\n"
 	      "      --image SPEC      raw mode: load FILE[:OFFSET[:SIZE]]@VADDR (repeatable)\n"
@@ -121,14 +124,15 @@ static void input_failed(int ret, const char *in, const char *msg)
 
 int main(int argc, char **argv)
 {
-	enum { O_BUILDID = 256, O_SYMFS, O_NOIMG, O_PT, O_IMAGE, O_CPU, O_PID, O_TID, O_RECORDS,
+	enum { O_IMAGES = 256, O_NOIMG, O_PT, O_IMAGE, O_CPU, O_PID, O_TID, O_RECORDS,
 	       O_PARTIAL };
 	static const struct option lo[] = {
 		{"output", required_argument, NULL, 'o'},
 		{"input", required_argument, NULL, 'i'},
 		{"force", no_argument, NULL, 'f'},
-		{"buildid-dir", required_argument, NULL, O_BUILDID},
-		{"symfs", required_argument, NULL, O_SYMFS},
+		{"images", required_argument, NULL, O_IMAGES},
+		{"symfs", required_argument, NULL, O_IMAGES},
+		{"buildid-dir", required_argument, NULL, O_IMAGES},
 		{"no-images", no_argument, NULL, O_NOIMG},
 		{"partial", no_argument, NULL, O_PARTIAL},
 		{"pt", required_argument, NULL, O_PT},
@@ -163,11 +167,9 @@ int main(int argc, char **argv)
 		case 'f':
 			oc.force = 1;
 			break;
-		case O_BUILDID:
-			opts.buildid_dir = optarg;
-			break;
-		case O_SYMFS:
-			opts.symfs = optarg;
+		case O_IMAGES:
+			if (img_dirs_add(optarg) < 0)
+				mt_fatal(MT_EXIT_SYS, "out of memory");
 			break;
 		case O_PARTIAL:
 			opts.partial = 1;

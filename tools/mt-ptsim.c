@@ -1,6 +1,7 @@
 /* mt-ptsim: run a program under ptrace single-step and write the Intel PT
  * perf.data a real recording would have produced, plus the exact truth. */
 #include "driver.h"
+#include "sysenv.h"
 #include "err.h"
 #include "io.h"
 #include "ptsim.h"
@@ -131,43 +132,6 @@ static int parse_fault(const char *s, struct ptsim_fault *f, int *pct)
 	return 0;
 }
 
-/* Is @prog runnable (a path, or found in PATH)? */
-static int check_prog(const char *prog, char *why, size_t n, char *out, size_t outn)
-{
-	snprintf(out, outn, "%s", prog);
-	if (strchr(prog, '/')) {
-		struct stat st;
-		if (stat(prog, &st) < 0) {
-			snprintf(why, n, "%s", strerror(errno));
-			return -1;
-		}
-		if (!S_ISREG(st.st_mode) || access(prog, X_OK) < 0) {
-			snprintf(why, n, "not an executable file");
-			return -1;
-		}
-		return 0;
-	}
-	const char *path = getenv("PATH");
-	if (!path)
-		path = "/usr/bin:/bin";
-	char buf[4096];
-	while (*path) {
-		const char *e = strchr(path, ':');
-		size_t len = e ? (size_t)(e - path) : strlen(path);
-		snprintf(buf, sizeof buf, "%.*s/%s", (int)len, len ? path : ".", prog);
-		struct stat st;
-		if (stat(buf, &st) == 0 && S_ISREG(st.st_mode) && access(buf, X_OK) == 0) {
-			snprintf(out, outn, "%s", buf);
-			return 0;
-		}
-		path += len + (e ? 1 : 0);
-		if (!e)
-			break;
-	}
-	snprintf(why, n, "not found in PATH");
-	return -1;
-}
-
 /* The progress line on a terminal, rewritten in place; erased at the end. */
 static void show_progress(void *ctx, const struct ptsim_progress *p)
 {
@@ -278,10 +242,11 @@ static void get_run(struct ptsim_run *run, struct opts *op, char **prog_argv)
 			drv_input_error(rc == PTSIM_E_SYS ? MT_EXIT_SYS : MT_EXIT_USAGE, op->replay, "%s", err);
 		return;
 	}
-	char why[256];
 	static char path[4096];
-	if (check_prog(prog_argv[0], why, sizeof why, path, sizeof path) < 0)
-		mt_fatal(MT_EXIT_USAGE, "cannot execute %s: %s", prog_argv[0], why);
+	if (mt_find_in_path(prog_argv[0], path, sizeof path) < 0)
+		mt_fatal(MT_EXIT_USAGE, "cannot execute %s: %s", prog_argv[0],
+			 errno == ENOENT && !strchr(prog_argv[0], '/') ? "not found in PATH"
+			 : errno == EACCES ? "not an executable file" : strerror(errno));
 	op->to.argv = prog_argv;
 	op->to.path = path;
 	op->to.progress = io_progress_enabled() ? show_progress : NULL;

@@ -2,10 +2,12 @@
 #include "driver.h"
 #include "err.h"
 #include "fnmap.h"
+#include "imgfind.h"
 #include "io.h"
 #include "mtev.h"
 #include "segment.h"
 #include "stitch.h"
+#include "sysenv.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -14,13 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-/* Where the stitcher spills (libcommon/stitch.c uses the same rule). */
-static const char *spill_dir(void)
-{
-	const char *d = getenv("TMPDIR");
-	return d && *d ? d : "/tmp";
-}
 
 static void usage(FILE *f)
 {
@@ -33,9 +28,11 @@ static void usage(FILE *f)
 	      "\n"
 	      "  -i, --input FILE     read FILE (same as the IN operand; default: stdin)\n"
 	      "  -o, --output FILE    write FILE, atomically (default: stdout)\n"
-	      "  -s, --symfs DIR      look for mapped files under DIR first (DIR/PATH,\n"
-	      "                       DIR/BASENAME, DIR/BUILD-ID), then at their PATH;\n"
-	      "                       ELF symbols tell intra-function jumps from tail calls\n"
+	      "      --images DIR     look for mapped files in DIR first (repeatable; a build-\n"
+	      "                       id cache, a root file system or a flat directory; also\n"
+	      "                       spelled -s, --symfs, --buildid-dir), then at their PATH\n"
+	      "                       (docs/images.md); ELF symbols tell intra-function\n"
+	      "                       jumps from tail calls\n"
 	      "      --no-symbols     use no ELF file: only call targets seen tell functions\n"
 	      "      --no-call-targets  where no symbol covers a jump's target, never take\n"
 	      "                       it for a tail call (default: a jump to an address an\n"
@@ -76,7 +73,7 @@ static void usage(FILE *f)
 }
 
 struct opts {
-	const char *in, *out, *symfs;
+	const char *in, *out;
 	int no_symbols, no_waypoints, no_smear, no_call_targets, stats, force, partial, stitch;
 	int all_waypoints, no_sample_repair;
 	size_t mem_limit;
@@ -110,7 +107,7 @@ static void fail(struct io_out *out, const char *path, int e)
 {
 	int en = errno;
 	if (e == -SEG_EEMIT && stitch_err == -STITCH_ESPILL)
-		mt_fatal(MT_EXIT_SYS, "%s in %s: %s", stitch_strerror(stitch_err), spill_dir(),
+		mt_fatal(MT_EXIT_SYS, "%s in %s: %s", stitch_strerror(stitch_err), mt_tmp_dir(),
 			 strerror(en));
 	if (e == -SEG_EEMIT && (!stitch_err || stitch_err == -STITCH_EEMIT)) {
 		errno = en; /* the writer failed */
@@ -203,7 +200,8 @@ int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{"input", required_argument, 0, 'i'},	{"output", required_argument, 0, 'o'},
-		{"symfs", required_argument, 0, 's'},	{"no-symbols", no_argument, 0, 'S'},
+		{"images", required_argument, 0, 's'},	{"symfs", required_argument, 0, 's'},
+		{"buildid-dir", required_argument, 0, 's'},	{"no-symbols", no_argument, 0, 'S'},
 		{"no-waypoints", no_argument, 0, 'W'},	{"no-smear", no_argument, 0, 'M'},
 		{"stats", no_argument, 0, 'T'},		{"force", no_argument, 0, 'f'},
 		{"no-call-targets", no_argument, 0, 'C'},
@@ -226,7 +224,8 @@ int main(int argc, char **argv)
 			o.out = optarg;
 			break;
 		case 's':
-			o.symfs = optarg;
+			if (img_dirs_add(optarg) < 0)
+				mt_fatal(MT_EXIT_SYS, "out of memory");
 			break;
 		case 'S':
 			o.no_symbols = 1;
@@ -285,7 +284,7 @@ int main(int argc, char **argv)
 	if (!w)
 		drv_write_failed(&out, o.out, err == -MTEV_EIO ? NULL : mtev_strerror(-err));
 	struct fnmap *fns = NULL;
-	if (!o.no_symbols && !(fns = fnmap_alloc(o.symfs)))
+	if (!o.no_symbols && !(fns = fnmap_alloc()))
 		mt_fatal(MT_EXIT_SYS, "out of memory");
 	stitcher *sti = NULL;
 	segmenter *s = make_segmenter(&o, fns, w, &sti);
@@ -305,7 +304,7 @@ int main(int argc, char **argv)
 	const struct seg_stats *st = seg_stats(s);
 	if (fns && fnmap_missing(fns)) {
 		mt_warn("%zu mapped file(s) not found, e.g. %s: jumps there are classified by "
-			"call targets only (use --symfs)",
+			"call targets only (use --images)",
 			fnmap_missing(fns), fnmap_missing_path(fns, 0));
 	}
 	if (st->anomalies)
@@ -334,20 +333,13 @@ int main(int argc, char **argv)
 			(unsigned long long)st->chain_frames,
 			(unsigned long long)st->peak_frames);
 	if (sti) {
-		const struct stitch_stats *ss = stitch_stats(sti);
-		if (ss->unaligned)
-			mt_warn("%llu of %llu join(s) found no common frame: the later segment keeps "
-				"its own depths", (unsigned long long)ss->unaligned,
-				(unsigned long long)ss->joins);
-		if (o.stats)
-			fprintf(stderr,
-				"mt-segment: stitch_segments=%llu stitch_joins=%llu stitch_aligned=%llu "
-				"stitch_unaligned=%llu stitch_continued=%llu stitch_revealed=%llu "
-				"stitch_gap_spans=%llu\n",
-				(unsigned long long)ss->segments, (unsigned long long)ss->joins,
-				(unsigned long long)ss->aligned, (unsigned long long)ss->unaligned,
-				(unsigned long long)ss->continued, (unsigned long long)ss->revealed,
-				(unsigned long long)ss->gap_spans);
+		char line[512];
+		if (stitch_unaligned_text(stitch_stats(sti), line, sizeof line))
+			mt_warn("%s", line);
+		if (o.stats) {
+			stitch_stats_text(stitch_stats(sti), "stitch_", line, sizeof line);
+			fprintf(stderr, "mt-segment: %s\n", line);
+		}
 	}
 	stitch_free(sti);
 	seg_free(s);

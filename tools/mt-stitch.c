@@ -5,6 +5,7 @@
 #include "io.h"
 #include "mtev.h"
 #include "stitch.h"
+#include "sysenv.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -12,13 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Where the stitcher spills (libcommon/stitch.c uses the same rule). */
-static const char *spill_dir(void)
-{
-	const char *d = getenv("TMPDIR");
-	return d && *d ? d : "/tmp";
-}
 
 static void usage(FILE *f)
 {
@@ -63,7 +57,7 @@ static void fail(struct io_out *out, const char *path, int e)
 {
 	int en = errno;
 	if (e == -STITCH_ESPILL)
-		mt_fatal(MT_EXIT_SYS, "%s in %s: %s", stitch_strerror(e), spill_dir(), strerror(en));
+		mt_fatal(MT_EXIT_SYS, "%s in %s: %s", stitch_strerror(e), mt_tmp_dir(), strerror(en));
 	if (e == -STITCH_EEMIT) {
 		errno = en; /* the writer failed */
 		drv_write_failed(out, path, NULL);
@@ -183,18 +177,13 @@ int main(int argc, char **argv)
 	if ((e = mtev_writer_finish(w)) < 0)
 		drv_write_failed(&out, outp, e == -MTEV_EIO ? NULL : mtev_strerror(-e));
 	drv_out_commit(&out, outp);
-	const struct stitch_stats *st = stitch_stats(s);
-	if (st->unaligned)
-		mt_warn("%llu of %llu join(s) found no common frame: the later segment keeps its own "
-			"depths", (unsigned long long)st->unaligned, (unsigned long long)st->joins);
-	if (stats)
-		fprintf(stderr,
-			"mt-stitch: segments=%llu joins=%llu aligned=%llu unaligned=%llu continued=%llu "
-			"revealed=%llu gap_spans=%llu\n",
-			(unsigned long long)st->segments, (unsigned long long)st->joins,
-			(unsigned long long)st->aligned, (unsigned long long)st->unaligned,
-			(unsigned long long)st->continued, (unsigned long long)st->revealed,
-			(unsigned long long)st->gap_spans);
+	char line[512];
+	if (stitch_unaligned_text(stitch_stats(s), line, sizeof line))
+		mt_warn("%s", line);
+	if (stats) {
+		stitch_stats_text(stitch_stats(s), "", line, sizeof line);
+		fprintf(stderr, "mt-stitch: %s\n", line);
+	}
 	stitch_free(s);
 	fnmap_free(fns);
 	mtev_writer_free(w);

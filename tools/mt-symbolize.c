@@ -12,6 +12,7 @@
 
 #include "driver.h"
 #include "err.h"
+#include "imgfind.h"
 #include "io.h"
 #include "mtev.h"
 #include "symbolize.h"
@@ -45,10 +46,9 @@ static void usage(FILE *f)
 	      "      --no-symbolizer   ELF symbol tables only\n"
 	      "      --timeout SECS    no answer for this long: kill the symbolizer\n"
 	      "                        and use fallback names (default 30)\n"
-	      "      --symfs DIR       look binaries up as DIR/PATH before PATH\n"
-	      "      --images DIR      look binaries up in DIR first: perf build-id cache layout\n"
-	      "                        (DIR/.build-id/xx/.../elf, DIR/PATH/BUILD-ID/elf), then\n"
-	      "                        DIR/BUILD-ID, DIR/PATH, DIR/BASENAME (mt-ptsim's images/)\n"
+	      "      --images DIR      look for mapped files in DIR first (repeatable; a build-id\n"
+	      "                        cache, a root file system or a flat directory; also\n"
+	      "                        spelled --symfs, --buildid-dir): docs/images.md\n"
 	      "      --perf-map-dir DIR  where perf-PID.map files are (default /tmp)\n"
 	      "      --cache-dir DIR   cache directory (default $XDG_CACHE_HOME/mt, else\n"
 	      "                        ~/.cache/mt); entries are keyed by build-id and address\n"
@@ -89,15 +89,16 @@ static void on_warn(void *ctx, int degraded, const char *msg)
 
 int main(int argc, char **argv)
 {
-	enum { O_SYMBOLIZER = 256, O_NOSYM, O_TIMEOUT, O_SYMFS, O_IMAGES, O_PERFMAP, O_CACHEDIR,
+	enum { O_SYMBOLIZER = 256, O_NOSYM, O_TIMEOUT, O_IMAGES, O_PERFMAP, O_CACHEDIR,
 	       O_NOCACHE, O_WINDOW, O_PARTIAL };
 	static const struct option lo[] = {{"output", required_argument, 0, 'o'},
 					   {"force", no_argument, 0, 'f'},
 					   {"symbolizer", required_argument, 0, O_SYMBOLIZER},
 					   {"no-symbolizer", no_argument, 0, O_NOSYM},
 					   {"timeout", required_argument, 0, O_TIMEOUT},
-					   {"symfs", required_argument, 0, O_SYMFS},
 					   {"images", required_argument, 0, O_IMAGES},
+					   {"symfs", required_argument, 0, O_IMAGES},
+					   {"buildid-dir", required_argument, 0, O_IMAGES},
 					   {"perf-map-dir", required_argument, 0, O_PERFMAP},
 					   {"cache-dir", required_argument, 0, O_CACHEDIR},
 					   {"no-cache", no_argument, 0, O_NOCACHE},
@@ -130,8 +131,10 @@ int main(int argc, char **argv)
 				o.timeout_ms = 1;
 			break;
 		}
-		case O_SYMFS: o.symfs = optarg; break;
-		case O_IMAGES: o.images = optarg; break;
+		case O_IMAGES:
+			if (img_dirs_add(optarg) < 0)
+				mt_fatal(MT_EXIT_SYS, "out of memory");
+			break;
 		case O_PERFMAP: o.perf_map_dir = optarg; break;
 		case O_CACHEDIR: cache_dir = optarg; break;
 		case O_NOCACHE: no_cache = 1; break;
