@@ -2,6 +2,7 @@
 #include "driver.h"
 #include "err.h"
 #include "fnmap.h"
+#include "imgfind.h"
 #include "io.h"
 #include "mtev.h"
 #include "stitch.h"
@@ -27,7 +28,8 @@ static void usage(FILE *f)
 	      "\n"
 	      "  -i, --input FILE     read FILE (same as the IN operand; default: stdin)\n"
 	      "  -o, --output FILE    write FILE, atomically (default: stdout)\n"
-	      "  -s, --symfs DIR      look for mapped files under DIR first (as mt-segment):\n"
+	      "      --images DIR     look for mapped files in DIR first (repeatable; also\n"
+	      "                       spelled -s, --symfs, --buildid-dir; docs/images.md):\n"
 	      "                       their code tells, at a join that finds no common\n"
 	      "                       frame, whether the earlier root returned in the gap\n"
 	      "      --no-symbols     do not read the mapped files\n"
@@ -77,17 +79,19 @@ int main(int argc, char **argv)
 		{"stats", no_argument, 0, 'T'},	      {"force", no_argument, 0, 'f'},
 		{"help", no_argument, 0, 'h'},	      {"partial", no_argument, 0, 'P'},
 		{"mem-limit", required_argument, 0, 'm'},
-		{"symfs", required_argument, 0, 's'},	      {"no-symbols", no_argument, 0, 'S'},
+		{"images", required_argument, 0, 's'},	      {"symfs", required_argument, 0, 's'},
+		{"buildid-dir", required_argument, 0, 's'},   {"no-symbols", no_argument, 0, 'S'},
 		{0, 0, 0, 0},
 	};
-	const char *in = NULL, *outp = NULL, *symfs = NULL;
+	const char *in = NULL, *outp = NULL;
 	int c, stats = 0, force = 0, partial = 0, err = 0, rc = MT_EXIT_OK, no_symbols = 0;
 	size_t mem_limit = STITCH_MEM_DEFAULT;
 	drv_init(argc, argv);
 	while ((c = getopt_long(argc, argv, ":i:o:s:fh", lo, NULL)) != -1) {
 		switch (c) {
 		case 's':
-			symfs = optarg;
+			if (img_dirs_add(optarg) < 0)
+				mt_fatal(MT_EXIT_SYS, "out of memory");
 			break;
 		case 'S':
 			no_symbols = 1;
@@ -135,7 +139,7 @@ int main(int argc, char **argv)
 		mt_fatal(MT_EXIT_SYS, "out of memory");
 	stitch_set_mem_limit(s, mem_limit);
 	struct fnmap *fns = NULL;
-	if (!no_symbols && !(fns = fnmap_alloc(symfs)))
+	if (!no_symbols && !(fns = fnmap_alloc()))
 		mt_fatal(MT_EXIT_SYS, "out of memory");
 	stitch_set_fnmap(s, fns);
 	struct mtev_rec rec;
