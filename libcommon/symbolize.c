@@ -270,6 +270,75 @@ static int out_fail(struct ctx *c, int w)
 		    w == -MTEV_EIO ? ": " : "", w == -MTEV_EIO ? strerror(errno) : "");
 }
 
+/* A record of @rec's kind other than a waypoint: into the unit, or through
+ * to @wr.  0, -MTEV_E* (writing), or NO_SPANS (branch records where spans
+ * were expected). */
+#define NO_SPANS 1
+static int pass_record(struct ctx *c, mtev_writer *wr, const struct mtev_rec *rec, uint32_t flags)
+{
+	int w = 0;
+	switch (rec->kind) {
+	case MTEV_SPAN:
+		/* a new root of the same thread after everything before it
+		 * ended: what came before is complete */
+		if (rec->span.depth == 0 && c->span_seq && c->unit_tid == rec->span.tid &&
+		    rec->span.begin > c->unit_end)
+			w = unit_flush(c, wr);
+		c->any_span = 1;
+		if (w == 0 && add_span(c, rec) < 0)
+			c->oom = 1;
+		break;
+	case MTEV_WAYPOINT:
+		c->any_span = 1;
+		if (add_waypoint(c, rec) < 0)
+			c->oom = 1;
+		break;
+	case MTEV_SYMBOL: /* replaced by ours */
+		break;
+	case MTEV_STRING:
+		if (rec->string.id < SID_BASE) /* else a name of ours (a previous run's) */
+			w = mtev_write(wr, rec);
+		break;
+	case MTEV_SEGMENT:
+	case MTEV_GAP:
+		/* producers write a segment's (or thread's) spans and
+		 * waypoints together: what came before is complete */
+		w = unit_flush(c, wr);
+		if (w == 0)
+			w = mtev_write(wr, rec);
+		break;
+	case MTEV_BRANCH:
+		if (!c->any_span && !(flags & MTEV_F_SPANS))
+			return NO_SPANS;
+		w = mtev_write(wr, rec);
+		break;
+	case MTEV_THREAD:
+		if (hmap_put(&c->tid2pid, rec->thread.tid, 0, rec->thread.pid) == NONE)
+			c->oom = 1;
+		w = mtev_write(wr, rec);
+		break;
+	case MTEV_MAP: {
+		struct map m = {rec->map.pid, rec->map.time, rec->map.start, rec->map.len,
+				rec->map.pgoff, NONE, NULL};
+		m.path = arena_strndup(&c->ar, rec->map.path.p, rec->map.path.len);
+		if (!m.path) {
+			c->oom = 1;
+			break;
+		}
+		if (is_file_backed(m.path))
+			m.bin = bin_get(c, rec->map.path.p, rec->map.path.len, rec->map.build_id,
+					rec->map.build_id_len);
+		if (VEC_PUSH(c->maps, c->nmaps, c->capmaps, m) < 0)
+			c->oom = 1;
+		w = mtev_write(wr, rec);
+		break;
+	}
+	default:
+		w = mtev_write(wr, rec);
+	}
+	return w;
+}
+
 static int symz_core(mtev_reader *rd, int out_fd, const struct symz_opts *o,
 		     struct symz_stats *st)
 {
@@ -315,67 +384,11 @@ static int symz_core(mtev_reader *rd, int out_fd, const struct symz_opts *o,
 		st->records_in++;
 		if (nwp)
 			c.any_span = 1;
-		switch (rec.kind) {
-		case MTEV_SPAN:
-			/* a new root of the same thread after everything before it
-			 * ended: what came before is complete */
-			if (rec.span.depth == 0 && c.span_seq && c.unit_tid == rec.span.tid &&
-			    rec.span.begin > c.unit_end)
-				w = unit_flush(&c, wr);
-			c.any_span = 1;
-			if (w == 0 && add_span(&c, &rec) < 0)
-				c.oom = 1;
-			break;
-		case MTEV_WAYPOINT:
-			c.any_span = 1;
-			if (add_waypoint(&c, &rec) < 0)
-				c.oom = 1;
-			break;
-		case MTEV_SYMBOL: /* replaced by ours */
-			break;
-		case MTEV_STRING:
-			if (rec.string.id < SID_BASE) /* else a name of ours (a previous run's) */
-				w = mtev_write(wr, &rec);
-			break;
-		case MTEV_SEGMENT:
-		case MTEV_GAP:
-			/* producers write a segment's (or thread's) spans and
-			 * waypoints together: what came before is complete */
-			w = unit_flush(&c, wr);
-			if (w == 0)
-				w = mtev_write(wr, &rec);
-			break;
-		case MTEV_BRANCH:
-			if (!c.any_span && !(flags & MTEV_F_SPANS)) {
-				ret = fail(st, SYMZ_EINPUT,
-					   "input has no spans (branch records, flag 'spans' unset): run mt-segment before mt-symbolize");
-				goto out;
-			}
-			w = mtev_write(wr, &rec);
-			break;
-		case MTEV_THREAD:
-			if (hmap_put(&c.tid2pid, rec.thread.tid, 0, rec.thread.pid) == NONE)
-				c.oom = 1;
-			w = mtev_write(wr, &rec);
-			break;
-		case MTEV_MAP: {
-			struct map m = {rec.map.pid, rec.map.time, rec.map.start, rec.map.len,
-					rec.map.pgoff, NONE, NULL};
-			m.path = arena_strndup(&c.ar, rec.map.path.p, rec.map.path.len);
-			if (!m.path) {
-				c.oom = 1;
-				break;
-			}
-			if (is_file_backed(m.path))
-				m.bin = bin_get(&c, rec.map.path.p, rec.map.path.len, rec.map.build_id,
-						rec.map.build_id_len);
-			if (VEC_PUSH(c.maps, c.nmaps, c.capmaps, m) < 0)
-				c.oom = 1;
-			w = mtev_write(wr, &rec);
-			break;
-		}
-		default:
-			w = mtev_write(wr, &rec);
+		w = pass_record(&c, wr, &rec, flags);
+		if (w == NO_SPANS) {
+			ret = fail(st, SYMZ_EINPUT,
+				   "input has no spans (branch records, flag 'spans' unset): run mt-segment before mt-symbolize");
+			goto out;
 		}
 		if (c.oom) {
 			ret = fail(st, SYMZ_ESYS, "out of memory");
