@@ -1112,6 +1112,107 @@ static int drop(tw *t, struct thr *th, const struct mtev_rec *r, unsigned why, c
  * time beyond it: fuchsia_timestamp_overflow). */
 #define TW_TIME_MAX ((uint64_t)INT64_MAX)
 
+/* FXT: span @f (just pushed at depth @d of @th) is held back until the next
+ * span of its thread says whether it has children (see close_to); a held
+ * parent that gets a child is written now as a begin event. */
+static int fxt_span_hold(tw *t, struct thr *th, struct frame *f, const struct mtev_rec *r,
+			 const struct rname *rn, uint32_t d)
+{
+	int rc;
+	/* the parent, if held back, has a child: it is written as a begin */
+	if (d > 0 && th->st[d - 1].pending && (rc = fxt_span(t, th, &th->st[d - 1], FXT_EV_BEGIN)) < 0)
+		return rc;
+	if (rn) {
+		f->named = 2;
+	} else if (r->span.name.len) {
+		const char *name = r->span.name.p;
+		size_t nlen = clip(name, r->span.name.len, MAX_NAME);
+		if (nlen > th->pname_cap) {
+			size_t nc = nlen < 64 ? 64 : nlen;
+			char *n = realloc(th->pname, nc);
+			if (!n)
+				return fail(t, TW_ENOMEM);
+			th->pname = n;
+			th->pname_cap = nc;
+		}
+		memcpy(th->pname, name, nlen);
+		th->pname_len = nlen;
+		f->named = 1;
+	}
+	f->pending = 1;
+	return 0;
+}
+
+/* JSON: the B event of span @f now; the same name and args go on the E
+ * event, which readers like speedscope match by name and args. */
+static int json_span_begin(tw *t, struct thr *th, struct frame *f, const struct mtev_rec *r,
+			   struct rname *rn, uint32_t fi, uint64_t b)
+{
+	struct func *fn = &t->fn[fi];
+	if (!fn->ready && func_build(t, fn) < 0)
+		return -t->err;
+	const char *name = r->span.name.p;
+	size_t nlen = r->span.name.len ? clip(name, r->span.name.len, MAX_NAME) : 0;
+	unsigned flags = r->span.flags;
+	if (jroom(t, 3 * JROOM) < 0)
+		return -t->err;
+	jevent_th(t, 'B', th, th->pid, th->tid, b);
+	size_t tail = t->jlen;
+	jputs(t, ",\"cat\":\"span\",\"name\":");
+	if (rn) {
+		if (!rn->jname_len &&
+		    json_quote(t, t->arena + rn->name_off, rn->name_len, &rn->jname_off, &rn->jname_len) < 0)
+			return -t->err;
+		jput(t, t->arena + rn->jname_off, rn->jname_len);
+	} else if (r->span.name.len) {
+		if (jquote_tmp(t, name, nlen) < 0)
+			return -t->err;
+	} else {
+		jput(t, t->arena + fn->jname_off, fn->jname_len);
+	}
+	if (!t->o.no_args) {
+		jputs(t, ",\"args\":{");
+		const char *sep = "";
+		if (fn->addr) {
+			jputs(t, "\"loc\":");
+			jput(t, t->arena + fn->jloc_off, fn->jloc_len);
+			sep = ",";
+		}
+		if (flags & MTEV_SPAN_INLINE) {
+			jputs(t, sep);
+			jputs(t, "\"inline\":true");
+			sep = ",";
+		}
+		char ftext[256];
+		const char *fp = ftext;
+		size_t flen = flags_str(t, flags, ftext, &fp); /* after any arena growth */
+		if (flen) {
+			jputs(t, sep);
+			jputs(t, "\"flags\":\"");
+			jput(t, fp, flen); /* flag names need no escaping */
+			jputs(t, "\"");
+		}
+		jputs(t, "}");
+	}
+	jputs(t, "}");
+	/* keep the tail for the E event */
+	size_t tl = t->jlen - tail;
+	if (th->jlen + tl > th->jcap) {
+		size_t nc = th->jcap ? th->jcap * 2 : 4096;
+		while (nc < th->jlen + tl)
+			nc *= 2;
+		char *n = realloc(th->ja, nc);
+		if (!n)
+			return fail(t, TW_ENOMEM);
+		th->ja = n;
+		th->jcap = nc;
+	}
+	f->jtail = (uint32_t)th->jlen;
+	memcpy(th->ja + th->jlen, t->jb + tail, tl);
+	th->jlen += tl;
+	return 0;
+}
+
 static int on_span(tw *t, const struct mtev_rec *r)
 {
 	t->st.spans_in++;
@@ -1190,96 +1291,9 @@ static int on_span(tw *t, const struct mtev_rec *r)
 	}
 	t->st.spans_written++;
 
-	if (t->o.format == TW_FXT) {
-		/* the parent, if held back, has a child: it is written as a begin */
-		if (d > 0 && th->st[d - 1].pending && (rc = fxt_span(t, th, &th->st[d - 1], FXT_EV_BEGIN)) < 0)
-			return rc;
-		if (rn) {
-			f->named = 2;
-		} else if (r->span.name.len) {
-			const char *name = r->span.name.p;
-			size_t nlen = clip(name, r->span.name.len, MAX_NAME);
-			if (nlen > th->pname_cap) {
-				size_t nc = nlen < 64 ? 64 : nlen;
-				char *n = realloc(th->pname, nc);
-				if (!n)
-					return fail(t, TW_ENOMEM);
-				th->pname = n;
-				th->pname_cap = nc;
-			}
-			memcpy(th->pname, name, nlen);
-			th->pname_len = nlen;
-			f->named = 1;
-		}
-		f->pending = 1;
-		return 0;
-	}
-
-	/* JSON: the B event now; the same name and args go on the E event, which
-	 * readers like speedscope match by name and args */
-	struct func *fn = &t->fn[fi];
-	if (!fn->ready && func_build(t, fn) < 0)
-		return -t->err;
-	const char *name = r->span.name.p;
-	size_t nlen = r->span.name.len ? clip(name, r->span.name.len, MAX_NAME) : 0;
-	unsigned flags = r->span.flags;
-	if (jroom(t, 3 * JROOM) < 0)
-		return -t->err;
-	jevent_th(t, 'B', th, th->pid, th->tid, b);
-	size_t tail = t->jlen;
-	jputs(t, ",\"cat\":\"span\",\"name\":");
-	if (rn) {
-		if (!rn->jname_len &&
-		    json_quote(t, t->arena + rn->name_off, rn->name_len, &rn->jname_off, &rn->jname_len) < 0)
-			return -t->err;
-		jput(t, t->arena + rn->jname_off, rn->jname_len);
-	} else if (r->span.name.len) {
-		if (jquote_tmp(t, name, nlen) < 0)
-			return -t->err;
-	} else {
-		jput(t, t->arena + fn->jname_off, fn->jname_len);
-	}
-	if (!t->o.no_args) {
-		jputs(t, ",\"args\":{");
-		const char *sep = "";
-		if (fn->addr) {
-			jputs(t, "\"loc\":");
-			jput(t, t->arena + fn->jloc_off, fn->jloc_len);
-			sep = ",";
-		}
-		if (flags & MTEV_SPAN_INLINE) {
-			jputs(t, sep);
-			jputs(t, "\"inline\":true");
-			sep = ",";
-		}
-		char ftext[256];
-		const char *fp = ftext;
-		size_t flen = flags_str(t, flags, ftext, &fp); /* after any arena growth */
-		if (flen) {
-			jputs(t, sep);
-			jputs(t, "\"flags\":\"");
-			jput(t, fp, flen); /* flag names need no escaping */
-			jputs(t, "\"");
-		}
-		jputs(t, "}");
-	}
-	jputs(t, "}");
-	/* keep the tail for the E event */
-	size_t tl = t->jlen - tail;
-	if (th->jlen + tl > th->jcap) {
-		size_t nc = th->jcap ? th->jcap * 2 : 4096;
-		while (nc < th->jlen + tl)
-			nc *= 2;
-		char *n = realloc(th->ja, nc);
-		if (!n)
-			return fail(t, TW_ENOMEM);
-		th->ja = n;
-		th->jcap = nc;
-	}
-	f->jtail = (uint32_t)th->jlen;
-	memcpy(th->ja + th->jlen, t->jb + tail, tl);
-	th->jlen += tl;
-	return 0;
+	if (t->o.format == TW_FXT)
+		return fxt_span_hold(t, th, f, r, rn, d);
+	return json_span_begin(t, th, f, r, rn, fi, b);
 }
 
 /* ---- instants: gaps and triggers ---- */
