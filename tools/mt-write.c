@@ -114,6 +114,43 @@ static int stage_output(const mtev_reader *r)
 		     !strcmp(h->producer, "mt-symbolize"));
 }
 
+/* What was left out, and --stats.  Returns the number of spans left out. */
+static uint64_t report(const struct tw_stats *st, const struct warn_state *ws, int stats, int format,
+		       uint64_t zout)
+{
+	uint64_t dropped = 0;
+	for (unsigned i = 0; i < TW_DROP__COUNT; i++)
+		dropped += st->dropped[i];
+	if (dropped) {
+		char buf[512];
+		size_t n = 0;
+		for (unsigned i = 0; i < TW_DROP__COUNT; i++)
+			if (st->dropped[i])
+				n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%" PRIu64 " %s",
+						      n ? ", " : "", st->dropped[i], tw_drop_name(i));
+		mt_warn("%" PRIu64 " of %" PRIu64 " spans left out (%s)%s", dropped, st->spans_in, buf,
+			ws->shown > MAX_WARN ? "; first warnings shown above" : "");
+	}
+	if (st->threads_without_pid)
+		mt_note("%" PRIu64 " thread(s) had no thread record: pid taken = tid",
+			st->threads_without_pid);
+	if (stats)
+		fprintf(stderr,
+			"mt-write: spans_written=%" PRIu64 " dropped=%" PRIu64 " gaps=%" PRIu64
+			" triggers=%" PRIu64 " threads=%" PRIu64 " symbols=%" PRIu64 " bytes=%" PRIu64
+			" bytes_per_span=%.1f bytes_out=%" PRIu64 "\n",
+			st->spans_written, dropped, st->gaps, st->triggers, st->threads, st->symbols,
+			st->bytes_out, st->spans_written ? (double)st->bytes_out / (double)st->spans_written : 0.0,
+			zout);
+	if (stats && format == TW_FXT)
+		fprintf(stderr,
+			"mt-write: fxt_string_records=%" PRIu64 " fxt_string_reuses=%" PRIu64
+			" fxt_thread_records=%" PRIu64 " fxt_thread_reuses=%" PRIu64 "\n",
+			st->fxt_string_records, st->fxt_string_reuses, st->fxt_thread_records,
+			st->fxt_thread_reuses);
+	return dropped;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {{"input", required_argument, 0, 'i'},
@@ -257,35 +294,6 @@ int main(int argc, char **argv)
 	release();
 	drv_out_commit(&out, out_path);
 
-	uint64_t dropped = 0;
-	for (unsigned i = 0; i < TW_DROP__COUNT; i++)
-		dropped += st.dropped[i];
-	if (dropped) {
-		char buf[512];
-		size_t n = 0;
-		for (unsigned i = 0; i < TW_DROP__COUNT; i++)
-			if (st.dropped[i])
-				n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%" PRIu64 " %s",
-						      n ? ", " : "", st.dropped[i], tw_drop_name(i));
-		mt_warn("%" PRIu64 " of %" PRIu64 " spans left out (%s)%s", dropped, st.spans_in, buf,
-			ws.shown > MAX_WARN ? "; first warnings shown above" : "");
-	}
-	if (st.threads_without_pid)
-		mt_note("%" PRIu64 " thread(s) had no thread record: pid taken = tid",
-			st.threads_without_pid);
-	if (stats)
-		fprintf(stderr,
-			"mt-write: spans_written=%" PRIu64 " dropped=%" PRIu64 " gaps=%" PRIu64
-			" triggers=%" PRIu64 " threads=%" PRIu64 " symbols=%" PRIu64 " bytes=%" PRIu64
-			" bytes_per_span=%.1f bytes_out=%" PRIu64 "\n",
-			st.spans_written, dropped, st.gaps, st.triggers, st.threads, st.symbols,
-			st.bytes_out, st.spans_written ? (double)st.bytes_out / (double)st.spans_written : 0.0,
-			zout);
-	if (stats && format == TW_FXT)
-		fprintf(stderr,
-			"mt-write: fxt_string_records=%" PRIu64 " fxt_string_reuses=%" PRIu64
-			" fxt_thread_records=%" PRIu64 " fxt_thread_reuses=%" PRIu64 "\n",
-			st.fxt_string_records, st.fxt_string_reuses, st.fxt_thread_records,
-			st.fxt_thread_reuses);
+	uint64_t dropped = report(&st, &ws, stats, format, zout);
 	return dropped || truncated || empty_ok ? MT_EXIT_DEGRADED : MT_EXIT_OK;
 }
