@@ -5,7 +5,8 @@
 # read back from the cache file, nothing asked) on bench/out/ptgen-5M (the
 # trace of bench/instructions.sh) with and without --all-waypoints, and on
 # bench/symbolize's stream (1M events over 20k addresses of mt-decode's own
-# binary); then CPU seconds, best of 5, of a cold and a warm run of the latter.
+# binary).  Instruction counts, not seconds: the figures do not depend on how
+# busy the machine is.
 set -e
 cd "$(dirname "$0")/.."
 OLD=$1 NEW=$2
@@ -35,22 +36,4 @@ for in in st sta gen; do
 	v=OLD; o=$(cg "$OLD" $in)
 	v=NEW; n=$(cg "$NEW" $in)
 	awk -v l="$in" -v o="$o" -v n="$n" 'BEGIN { printf "%-34s %14d %14d %7.3f\n", l, o, n, n / o }'
-done
-cpu() { # bin args...: best of 5 user+sys seconds (mt-symbolize and llvm-symbolizer)
-	best=
-	for i in 1 2 3 4 5; do
-		[ "$COLD" ] && rm -rf "$TMP/cc"
-		t=$(/usr/bin/time -f '%U %S' -o "$TMP/t" "$@" > /dev/null 2>&1; awk '{ print $1 + $2 }' "$TMP/t")
-		best=$(awk -v a="$best" -v b="$t" 'BEGIN { print (a == "" || b < a) ? b : a }')
-	done
-	echo "$best"
-}
-printf '%-34s %14s %14s\n' "gen 1M-ev 20k-addr, CPU s" OLD NEW
-for mode in warm cold; do
-	COLD=; [ $mode = cold ] && COLD=1
-	[ $mode = warm ] && cp -a "$TMP/cache.OLD" "$TMP/cw"
-	dir="$TMP/cw"; [ $mode = cold ] && dir="$TMP/cc"
-	o=$(cpu "$OLD" --cache-dir "$dir" -o /dev/null "$TMP/gen.mt")
-	n=$(cpu "$NEW" --cache-dir "$dir" -o /dev/null "$TMP/gen.mt")
-	printf '%-34s %14s %14s\n' "$mode" "$o" "$n"
 done
