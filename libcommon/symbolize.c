@@ -49,40 +49,6 @@ double cpu_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* Resolves the window's new addresses in one batch, then processes it, and
- * with @wr writes what settled after every CHUNK items.  0 or -MTEV_E*. */
-static int proc_window(struct ctx *c, mtev_writer *wr)
-{
-	double t0 = cpu_now();
-	resolve_pending(c);
-	c->st->t_resolve += cpu_now() - t0;
-	int r = 0;
-	for (size_t i = 0; i < c->nwin && r == 0 && !c->oom;) {
-		double t1 = cpu_now();
-		size_t e = c->nwin - i > c->chunk ? i + c->chunk : c->nwin;
-		for (const struct witem *it = c->win + i, *end = c->win + e; it < end; it++) {
-			if (it->g != NONE) {
-				proc_wp(c, it);
-				continue;
-			}
-			uint32_t si = span_make(c, it->a);
-			if (si == NONE) {
-				c->oom = 1;
-				break;
-			}
-			proc_span(c, si);
-			if (c->oom)
-				break;
-		}
-		i = e;
-		c->st->t_tree += cpu_now() - t1;
-		if (wr && !c->oom)
-			r = emit_round(c, wr);
-	}
-	c->nwin = c->npsp = 0;
-	return c->oom ? -MTEV_ENOMEM : r;
-}
-
 static void unit_reset(struct ctx *c)
 {
 	c->nspans = c->spans_live = 0;

@@ -435,13 +435,11 @@ void resolve_finish(struct ctx *c);
 
 /* symz_tree.c */
 uint32_t grp_of_miss(struct ctx *c, uint32_t tid, uint32_t depth);
-uint32_t span_make(struct ctx *c, uint32_t pi);
-void ready_insert(struct ctx *c, uint32_t parent, uint32_t child);
 void inode_release(struct ctx *c, uint32_t id);
 void inode_close(struct ctx *c, uint32_t id);
-uint32_t span_alloc(struct ctx *c);
-void span_release(struct ctx *c, uint32_t si);
-void proc_span(struct ctx *c, uint32_t si);
+/* Resolves the window's new addresses in one batch, then processes it, and
+ * with @wr writes what settled after every CHUNK items.  0 or -MTEV_E*. */
+int proc_window(struct ctx *c, mtev_writer *wr);
 __attribute__((noinline)) void grp_advance(struct ctx *c, struct grp *g, uint64_t time);
 
 /* symz_settle.c */
@@ -514,6 +512,56 @@ static inline int try_close(struct ctx *c, uint32_t si, uint64_t now)
 	if (!c->fin && sp->nd.end >= now)
 		return 0;
 	return try_close_slow(c, si, now);
+}
+
+/* Output order of two children of one node: by begin, then end (siblings
+ * never overlap, so of two that begin together one is empty, [t, t], and
+ * comes first: the other may end after t), then function spans (in input
+ * order) before inline frames (in creation order). */
+static inline int node_less(const struct ctx *c, uint32_t x, uint32_t y)
+{
+	const struct node *nx = ND(c, x), *ny = ND(c, y);
+	if (nx->begin != ny->begin)
+		return nx->begin < ny->begin;
+	if (nx->end != ny->end)
+		return nx->end < ny->end;
+	if ((x & INL) != (y & INL))
+		return !(x & INL);
+	return x & INL ? c->inodes[x & ~INL].seq < c->inodes[y & ~INL].seq
+		       : c->spans[x].seq < c->spans[y].seq;
+}
+
+/* @child is final: into @parent's list of children to write, in order
+ * (they become final almost in order: the append is the common case). */
+static inline void ready_insert(struct ctx *c, uint32_t parent, uint32_t child)
+{
+	struct node *p = ND(c, parent), *ch = ND(c, child);
+	ch->parent = parent;
+	if (p->last_child == NONE || node_less(c, p->last_child, child)) {
+		ch->next_sib = NONE;
+		if (p->last_child == NONE)
+			p->first_child = child;
+		else
+			ND(c, p->last_child)->next_sib = child;
+		p->last_child = child;
+		return;
+	}
+	uint32_t *pp = &p->first_child;
+	while (!node_less(c, child, *pp))
+		pp = &ND(c, *pp)->next_sib;
+	ch->next_sib = *pp;
+	*pp = child;
+}
+
+static inline void span_release(struct ctx *c, uint32_t si)
+{
+	c->spans[si].att_next = NONE;
+	if (c->span_free == NONE)
+		c->span_free = si;
+	else
+		c->spans[c->span_free_tail].att_next = si;
+	c->span_free_tail = si;
+	c->spans_live--;
 }
 
 static inline uint32_t grp_of(struct ctx *c, uint32_t tid, uint32_t depth)

@@ -20,44 +20,7 @@ static int level_eq(const struct ctx *c, const struct result *a, const struct re
 	       (ca->file == cb->file || !strcmp(ca->file, cb->file));
 }
 
-/* Output order of two children of one node: by begin, then end (siblings
- * never overlap, so of two that begin together one is empty, [t, t], and
- * comes first: the other may end after t), then function spans (in input
- * order) before inline frames (in creation order). */
-static int node_less(const struct ctx *c, uint32_t x, uint32_t y)
-{
-	const struct node *nx = ND(c, x), *ny = ND(c, y);
-	if (nx->begin != ny->begin)
-		return nx->begin < ny->begin;
-	if (nx->end != ny->end)
-		return nx->end < ny->end;
-	if ((x & INL) != (y & INL))
-		return !(x & INL);
-	return x & INL ? c->inodes[x & ~INL].seq < c->inodes[y & ~INL].seq
-		       : c->spans[x].seq < c->spans[y].seq;
-}
 
-/* @child is final: into @parent's list of children to write, in order
- * (they become final almost in order: the append is the common case). */
-void ready_insert(struct ctx *c, uint32_t parent, uint32_t child)
-{
-	struct node *p = ND(c, parent), *ch = ND(c, child);
-	ch->parent = parent;
-	if (p->last_child == NONE || node_less(c, p->last_child, child)) {
-		ch->next_sib = NONE;
-		if (p->last_child == NONE)
-			p->first_child = child;
-		else
-			ND(c, p->last_child)->next_sib = child;
-		p->last_child = child;
-		return;
-	}
-	uint32_t *pp = &p->first_child;
-	while (!node_less(c, child, *pp))
-		pp = &ND(c, *pp)->next_sib;
-	ch->next_sib = *pp;
-	*pp = child;
-}
 
 /* A new inline node of span @si under node @parent: its id, or NONE. */
 static uint32_t inode_new(struct ctx *c, uint64_t begin, uint64_t end, uint32_t si,
@@ -103,7 +66,7 @@ void inode_close(struct ctx *c, uint32_t id)
 /* *@slot (a child's candidate attach point) = node @n: an inline frame that
  * is some unattached child's candidate stays (node_done). */
 /* A slot for a new span (filled by the caller), or NONE. */
-uint32_t span_alloc(struct ctx *c)
+static uint32_t span_alloc(struct ctx *c)
 {
 	uint32_t i = c->span_free;
 	if (i != NONE) {
@@ -120,16 +83,6 @@ uint32_t span_alloc(struct ctx *c)
 	return i;
 }
 
-void span_release(struct ctx *c, uint32_t si)
-{
-	c->spans[si].att_next = NONE;
-	if (c->span_free == NONE)
-		c->span_free = si;
-	else
-		c->spans[c->span_free_tail].att_next = si;
-	c->span_free_tail = si;
-	c->spans_live--;
-}
 
 
 /* The thread entry of @tid, made when new; NONE when out of memory. */
@@ -149,7 +102,7 @@ uint32_t thr_of_slow(struct ctx *c, uint32_t tid)
 
 /* A span, in input order: its parent (the thread's stack of depths), its
  * (tid, depth) group, and a first guess of where it hangs under its parent. */
-void proc_span(struct ctx *c, uint32_t si)
+static void proc_span(struct ctx *c, uint32_t si)
 {
 	struct span *sp = &c->spans[si];
 	uint32_t k = thr_of(c, sp->tid);
@@ -372,7 +325,7 @@ static int span_group(struct ctx *c, uint32_t si)
 /* The span of window item @pi (read, not yet processed): its slot, in its
  * (tid, depth) group; NONE when out of memory.  (A span joins its group when
  * processed, not when read: in time order no earlier waypoint falls in it.) */
-uint32_t span_make(struct ctx *c, uint32_t pi)
+static uint32_t span_make(struct ctx *c, uint32_t pi)
 {
 	const struct pspan *p = &c->psp[pi];
 	struct span s = {.nd = {p->begin, p->end, NONE, NONE, NONE, NONE, 0},
@@ -403,4 +356,38 @@ uint32_t span_make(struct ctx *c, uint32_t pi)
 	if (span_group(c, si) < 0)
 		return NONE;
 	return si;
+}
+
+/* Resolves the window's new addresses in one batch, then processes it, and
+ * with @wr writes what settled after every CHUNK items.  0 or -MTEV_E*. */
+int proc_window(struct ctx *c, mtev_writer *wr)
+{
+	double t0 = cpu_now();
+	resolve_pending(c);
+	c->st->t_resolve += cpu_now() - t0;
+	int r = 0;
+	for (size_t i = 0; i < c->nwin && r == 0 && !c->oom;) {
+		double t1 = cpu_now();
+		size_t e = c->nwin - i > c->chunk ? i + c->chunk : c->nwin;
+		for (const struct witem *it = c->win + i, *end = c->win + e; it < end; it++) {
+			if (it->g != NONE) {
+				proc_wp(c, it);
+				continue;
+			}
+			uint32_t si = span_make(c, it->a);
+			if (si == NONE) {
+				c->oom = 1;
+				break;
+			}
+			proc_span(c, si);
+			if (c->oom)
+				break;
+		}
+		i = e;
+		c->st->t_tree += cpu_now() - t1;
+		if (wr && !c->oom)
+			r = emit_round(c, wr);
+	}
+	c->nwin = c->npsp = 0;
+	return c->oom ? -MTEV_ENOMEM : r;
 }
