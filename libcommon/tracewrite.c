@@ -672,7 +672,7 @@ static int on_span(tw *t, const struct mtev_rec *r)
 	}
 	t->st.spans_written++;
 
-	return t->be->span(t, th, f, r, rn, fi, d);
+	return t->be->span(t, th, f, r, rn);
 }
 
 /* ---- instants: gaps and triggers ---- */

@@ -155,10 +155,10 @@ struct tw_backend {
 	/* Process @pid's and thread @th's names (@n bytes, clipped, not 0). */
 	int (*process)(tw *t, const struct mtev_rec *r, size_t n);
 	int (*thread)(tw *t, struct thr *th, const struct mtev_rec *r, size_t n);
-	/* Span @r has passed the contract and is frame @f, pushed at depth @d
-	 * of @th (@fi its function, @rn its name by reference or NULL). */
+	/* Span @r has passed the contract and is frame @f, just pushed on @th
+	 * (@rn its name by reference, or NULL). */
 	int (*span)(tw *t, struct thr *th, struct frame *f, const struct mtev_rec *r,
-		    struct rname *rn, uint32_t fi, uint32_t d);
+		    struct rname *rn);
 	/* Frame @f of @th ends (popped from the top). */
 	int (*end)(tw *t, struct thr *th, struct frame *f);
 	/* Instants: gap @r named @name (@n bytes), its message clipped to @mlen,

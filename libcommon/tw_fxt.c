@@ -84,13 +84,13 @@ static int fxt_span(tw *t, struct thr *th, struct frame *f, unsigned type)
 				     &t->s_span, &name, f->begin, a, na, f->end));
 }
 
-/* FXT: span @f (just pushed at depth @d of @th) is held back until the next
+/* FXT: span @f (just pushed on @th) is held back until the next
  * span of its thread says whether it has children (see close_to); a held
  * parent that gets a child is written now as a begin event. */
 static int fxt_span_hold(tw *t, struct thr *th, struct frame *f, const struct mtev_rec *r,
-			 struct rname *rn, uint32_t fi, uint32_t d)
+			 struct rname *rn)
 {
-	(void)fi;
+	uint32_t d = (uint32_t)(f - th->st);
 	int rc;
 	/* the parent, if held back, has a child: it is written as a begin */
 	if (d > 0 && th->st[d - 1].pending && (rc = fxt_span(t, th, &th->st[d - 1], FXT_EV_BEGIN)) < 0)

@@ -238,9 +238,9 @@ static int jquote_tmp(tw *t, const char *p, size_t len)
 /* JSON: the B event of span @f now; the same name and args go on the E
  * event, which readers like speedscope match by name and args. */
 static int json_span_begin(tw *t, struct thr *th, struct frame *f, const struct mtev_rec *r,
-			   struct rname *rn, uint32_t fi, uint32_t d)
+			   struct rname *rn)
 {
-	(void)d;
+	uint32_t fi = f->fn;
 	uint64_t b = r->span.begin;
 	struct func *fn = &t->fn[fi];
 	if (!fn->ready && func_build(t, fn) < 0)
