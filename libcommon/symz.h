@@ -76,21 +76,11 @@ static inline uint32_t wtab_get(const struct wtab *t, uint32_t tid, uint64_t add
 }
 
 /* ---- growable arrays ---- */
+/* Appends to a growable array (vec.h's mt_grow): 0, or -1 out of memory. */
 #define VEC_PUSH(arr, n, cap, ...)                                                                 \
-	((n) < (cap) || vec_grow((void **)&(arr), &(cap), sizeof *(arr)) == 0                      \
+	((n) < (cap) || mt_grow((void **)&(arr), &(cap), (n) + 1, sizeof *(arr)) == 0             \
 		 ? ((arr)[(n)++] = (__VA_ARGS__), 0)                                               \
 		 : -1)
-
-static inline int vec_grow(void **arr, size_t *cap, size_t elem)
-{
-	size_t nc = *cap ? *cap * 2 : 64;
-	void *p = realloc(*arr, nc * elem);
-	if (!p)
-		return -1;
-	*arr = p;
-	*cap = nc;
-	return 0;
-}
 
 /* Large arrays (per event): anonymous mappings grown with mremap, which
  * neither copies nor faults the pages in again, with transparent huge pages

@@ -193,7 +193,7 @@ static uint32_t open_child(const struct ctx *c, uint32_t si, uint32_t x)
 
 static int path_push(struct ctx *c, uint32_t x)
 {
-	if (c->npath == c->cappath && vec_grow((void **)&c->path, &c->cappath, sizeof *c->path) < 0)
+	if (c->npath == c->cappath && mt_grow((void **)&c->path, &c->cappath, c->npath + 1, sizeof *c->path) < 0)
 		return -MTEV_ENOMEM;
 	c->path[c->npath++] = x;
 	return 0;

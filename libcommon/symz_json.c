@@ -101,10 +101,7 @@ static int res_fill(struct ctx *c, struct result *r, const struct jframe *fr, si
 
 static int jframes_room(struct ctx *c, size_t n)
 {
-	while (c->capjf < n)
-		if (vec_grow((void **)&c->jf, &c->capjf, sizeof *c->jf) < 0)
-			return -1;
-	return 0;
+	return mt_grow((void **)&c->jf, &c->capjf, n, sizeof *c->jf) < 0 ? -1 : 0;
 }
 
 /* ---- a JSON reader for llvm-symbolizer's replies (the common case) ----

@@ -121,7 +121,7 @@ static void proc_span(struct ctx *c, uint32_t si)
 		c->spans[t->stack[--t->n].si].st &= ~(uint32_t)SP_ON_STACK;
 	if (sp->depth > 0 && t->n && t->stack[t->n - 1].depth == sp->depth - 1)
 		parent = t->stack[t->n - 1].si;
-	if (t->n == t->cap && vec_grow((void **)&t->stack, &t->cap, sizeof *t->stack) < 0) {
+	if (t->n == t->cap && mt_grow((void **)&t->stack, &t->cap, t->n + 1, sizeof *t->stack) < 0) {
 		c->oom = 1;
 		return;
 	}
