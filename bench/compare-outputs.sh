@@ -10,6 +10,9 @@
 # tests/golden/mtev-all-kinds.txt, tests/corrupt/*.mt, a write-bench stream
 # (tests/write/gen-spans.awk) and bench/symbolize's stream over mt-decode's
 # own binary (and over bench/symbolize_big's program when it is built).
+# The mt-ptsim runs go through mt-write in three forms (FXT, JSON, FXT
+# --no-args), the other inputs in eight (compressed, --partial, both with
+# and without mt-symbolize first).  Progress goes to stderr.
 # Prints one line per difference and the counts; exit 1 if anything differs.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -76,8 +79,18 @@ sym_and_write() { # label input [mt-symbolize options...]
 	one "$label" mt-symbolize --no-symbolizer --no-cache "$@" -o OUT
 	one "$label" mt-symbolize --no-cache --partial "$@" -o OUT "$in"
 	"$OLD/mt-symbolize" --no-cache "$@" -o "$T/sym.mt" "$in" 2> /dev/null
-	write_all "$label" "$T/sym.mt"
-	write_all "$label(unsymbolized)" "$in"
+	if [ "${WRITE_FEW:-}" ]; then
+		write_few "$label" "$T/sym.mt"
+	else
+		write_all "$label" "$T/sym.mt"
+		write_all "$label(unsymbolized)" "$in"
+	fi
+}
+write_few() { # label input: the formats only (for the many mt-ptsim runs)
+	[ -s "$2" ] || return 0
+	one "$1" mt-write -o OUT.fxt "$2"
+	one "$1" mt-write -o OUT.json "$2"
+	one "$1" mt-write -f fxt --no-args -o OUT "$2"
 }
 write_all() { # label input
 	[ -s "$2" ] || return 0
@@ -95,6 +108,8 @@ for d in tests/.cache/ptsim/*/*/; do
 	[ -f "$d/perf.data" ] || continue
 	label=${d#tests/.cache/ptsim/}
 	label=${label%/}
+	echo "compare-outputs: $label ($runs so far)" >&2
+	WRITE_FEW=1
 	sym_and_write "$label/truth-spans" "$d/truth-spans.mt" --images "$d/images"
 	"$OLD/mt-decode" --buildid-dir "$d/images" -o "$T/dec.mt" "$d/perf.data" 2> /dev/null
 	"$OLD/mt-segment" --stitch -i "$T/dec.mt" -o "$T/st.mt" 2> /dev/null
@@ -104,6 +119,7 @@ for d in tests/.cache/ptsim/*/*/; do
 	[ -s "$T/st.mt" ] && one "$label/symfs" mt-symbolize --no-cache --symfs "$d/images" -o OUT "$T/st.mt"
 done
 
+WRITE_FEW=
 "$OLD/mt-undump" tests/golden/mtev-all-kinds.txt > "$T/kinds.mt" 2> /dev/null
 sym_and_write golden/mtev-all-kinds "$T/kinds.mt"
 for f in tests/corrupt/*.mt; do
