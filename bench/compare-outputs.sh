@@ -104,7 +104,11 @@ write_all() { # label input
 	one "$1" mt-write -z zstd -l 1 -f json -o OUT "$2"
 }
 
+# VARIANTS="clean window": only those mt-ptsim variants (default: all)
 for d in tests/.cache/ptsim/*/*/; do
+	v=${d#tests/.cache/ptsim/}
+	v=${v%%/*}
+	[ -z "${VARIANTS:-}" ] || case " $VARIANTS " in *" $v "*) ;; *) continue ;; esac
 	[ -f "$d/perf.data" ] || continue
 	label=${d#tests/.cache/ptsim/}
 	label=${label%/}
