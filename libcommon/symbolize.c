@@ -1,24 +1,8 @@
 #include "symz.h"
 
-#include <dlfcn.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <inttypes.h>
-#include <limits.h>
-#include <jansson.h>
-#include <stdarg.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 
-#include "elfinfo.h"
 #include "io.h"
-#include "llvmsym.h"
-#include "mtev.h"
 
 /* snprintf that truncates silently (names and messages have no hard limit). */
 void sfmt(char *out, size_t cap, const char *fmt, ...)

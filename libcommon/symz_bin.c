@@ -1,6 +1,7 @@
 #include "symz.h"
 
-/* ---- binaries ---- */
+/* Binaries: one entry per (path, build-id) of the map records; bin_find
+ * finds the file that holds a binary's code, bin_syms its symbol table. */
 uint32_t bin_get(struct ctx *c, const char *path, size_t plen, const uint8_t *bid,
 			uint8_t bidlen)
 {

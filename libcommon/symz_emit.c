@@ -1,6 +1,8 @@
 #include "symz.h"
 
-/* ---- output ---- */
+/* Output: writes the settled part of the unit's tree in pre-order (spans,
+ * their names as string records, one symbol record per address before the
+ * first span that needs it) and frees what can get no more children. */
 static const struct result *want_res(const struct ctx *c, uint32_t w)
 {
 	if (w == NONE || c->wants[w].ri == NONE)

@@ -2,6 +2,10 @@
 
 #include <jansson.h>
 
+/* llvm-symbolizer's JSON replies to results: a layout matcher for LLVM 14's
+ * output, a strict reader, then jansson for the rest (docs/symbolize.md, JSON:
+ * why not jansson alone). */
+
 static uint64_t parse_hex(const char *s)
 {
 	if (!s || !*s)

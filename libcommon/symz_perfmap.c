@@ -1,6 +1,6 @@
 #include "symz.h"
 
-/* ---- perf-PID.map (JIT code) ---- */
+/* perf-PID.map (JIT code): "START SIZE NAME" lines, later lines win. */
 struct perfmap *perfmap_get(struct ctx *c, uint32_t pid)
 {
 	for (size_t i = 0; i < c->npmaps; i++)

@@ -1,5 +1,9 @@
 #include "symz.h"
 
+/* Resolution: a (thread, runtime address) "want" becomes a result (name,
+ * file, line, inline chain) through its map and binary, the cache, one
+ * llvm-symbolizer batch per window, and the fallbacks. */
+
 int wtab_init(struct wtab *t)
 {
 	t->cap = 4096;

@@ -1,6 +1,8 @@
 #include "symz.h"
 
-/* ---- spans and inline expansion ---- */
+/* The output tree: a window's spans join their (thread, depth) group and
+ * their parent; waypoints open and close inline frames (docs/symbolize.md,
+ * Inline spans). */
 
 
 static inline const struct sframe *level_frame(const struct ctx *c, const struct result *r,
