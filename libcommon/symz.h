@@ -386,44 +386,65 @@ static inline const char *base_name(const char *p)
 	return s && s[1] ? s + 1 : p;
 }
 
-
 /* symbolize.c */
 /* snprintf that truncates silently (names and messages have no hard limit). */
 void sfmt(char *out, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* A warning to o->warn; @degraded: it degrades the output (exit 1). */
 void warnf(struct ctx *c, int degraded, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Monotonic seconds (the -s phase times). */
 double cpu_now(void);
 
 /* symz_names.c */
+/* Rust legacy names after an Itanium demangler: the hash suffix and $..$
+ * escapes tidied in place; the new length. */
 size_t rust_tidy(char *s, size_t n);
+/* @name demangled (libstdc++'s __cxa_demangle, dlopen'ed), in the arena;
+ * @name itself when it is not mangled or no demangler is there. */
 const char *demangle(struct ctx *c, const char *name);
 
 /* symz_bin.c */
+/* The binary of a map record (made on first sight), or NONE (out of memory). */
 uint32_t bin_get(struct ctx *c, const char *path, size_t plen, const uint8_t *bid,
 			uint8_t bidlen);
+/* A map path that names a file (not [heap], //anon, memfd: ...). */
 int is_file_backed(const char *p);
+/* Finds @b's file (docs/symbolize.md, Finding the binary): b->state 1 and
+ * b->file, or -1 with one warning. */
 void bin_find(struct ctx *c, struct bin *b);
+/* @b's ELF symbols, loaded on first need. */
 const struct elfinfo *bin_syms(struct bin *b);
 
 /* symz_perfmap.c */
+/* perf-@pid.map, read on first need (loaded = 0: none), or NULL (out of memory). */
 struct perfmap *perfmap_get(struct ctx *c, uint32_t pid);
+/* The entry holding @addr, or NULL. */
 const struct perfmap_ent *perfmap_lookup(const struct perfmap *pm, uint64_t addr);
 
 /* symz_json.c */
+/* Fills @r from one llvm-symbolizer JSON reply.  0 ok (possibly with no
+ * name: r->kind stays PENDING), -1 when the reply is an error or unparsable. */
 int res_from_json(struct ctx *c, struct result *r, const char *line, size_t len);
 
 /* symz_cache.c */
+/* @b's cache file, read and indexed once (nothing without a build-id). */
 void cache_load(struct ctx *c, struct bin *b);
+/* Merges this run's new replies into @b's cache file (write, rename). */
 void cache_store(struct ctx *c, struct bin *b);
 
 /* symz_resolve.c */
+/* The want table, allocated: 0 or -1. */
 int wtab_init(struct wtab *t);
+/* Appends a frame to c->frames: its index, or NONE (out of memory). */
 uint32_t frame_push(struct ctx *c, const char *name, const char *file, uint32_t line,
 			   uint32_t col);
+/* Resolves the wants added since the last call (cache, one symbolizer
+ * batch, fallbacks). */
 void resolve_pending(struct ctx *c);
+/* The end of the run: cache files written, per-binary notes. */
 void resolve_finish(struct ctx *c);
 
 /* symz_tree.c */
+/* The (tid, depth) group, made if new (grp_of's slow path), or NONE. */
 uint32_t grp_of_miss(struct ctx *c, uint32_t tid, uint32_t depth);
 void inode_release(struct ctx *c, uint32_t id);
 void inode_close(struct ctx *c, uint32_t id);
@@ -433,12 +454,17 @@ int proc_window(struct ctx *c, mtev_writer *wr);
 __attribute__((noinline)) void grp_advance(struct ctx *c, struct grp *g, uint64_t time);
 
 /* symz_settle.c */
+/* Span @si can get no more waypoints: its inline frames end.  1 if closed. */
 int try_close_slow(struct ctx *c, uint32_t si, uint64_t now);
+/* Hangs the children of @t whose place is final under their parents. */
 void attach_ready(struct ctx *c, struct thr *t);
 
 /* symz_emit.c */
+/* The hash of the interned-name tables (input names, output names). */
 uint64_t str_hash(const char *p, size_t n);
+/* Node @x (of span @si) can get no more children before @lim. */
 int node_done(struct ctx *c, uint32_t x, uint32_t si, uint64_t lim);
+/* Writes what has settled, frees what is done.  0 or -MTEV_E*. */
 int emit_round(struct ctx *c, mtev_writer *wr);
 
 /* the slow paths of the inline functions below */
