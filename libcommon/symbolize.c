@@ -138,7 +138,6 @@ static void ctx_fini(struct ctx *c)
 	arena_fini(&c->ar);
 }
 
-
 /* Once the window is full: resolves and processes it, then writes what has
  * settled.  0 or -MTEV_E*. */
 static int window_full(struct ctx *c, mtev_writer *wr)

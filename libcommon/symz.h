@@ -440,7 +440,8 @@ uint32_t frame_push(struct ctx *c, const char *name, const char *file, uint32_t 
 /* Resolves the wants added since the last call (cache, one symbolizer
  * batch, fallbacks). */
 void resolve_pending(struct ctx *c);
-/* The end of the run: cache files written, per-binary notes. */
+/* The end of the run: the symbolizer stopped, warnings (unusable answers,
+ * binaries without debug info), cache files written. */
 void resolve_finish(struct ctx *c);
 
 /* symz_tree.c */

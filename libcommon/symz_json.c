@@ -377,6 +377,7 @@ static inline int js_lit(struct jcur *j, const char *lit, size_t n)
 	j->p += n;
 	return 0;
 }
+
 #define JS_LIT(j, s) js_lit((j), (s), sizeof(s) - 1)
 
 /* A StartAddress string as parse_hex reads it: "0x" and 1 to 16 hex digits

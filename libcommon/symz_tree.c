@@ -4,7 +4,6 @@
  * their parent; waypoints open and close inline frames (docs/symbolize.md,
  * Inline spans). */
 
-
 static inline const struct sframe *level_frame(const struct ctx *c, const struct result *r,
 					       uint32_t j)
 {
@@ -21,8 +20,6 @@ static int level_eq(const struct ctx *c, const struct result *a, const struct re
 	       (fa->name == fb->name || !strcmp(fa->name, fb->name)) &&
 	       (ca->file == cb->file || !strcmp(ca->file, cb->file));
 }
-
-
 
 /* A new inline node of span @si under node @parent: its id, or NONE. */
 static uint32_t inode_new(struct ctx *c, uint64_t begin, uint64_t end, uint32_t si,
@@ -84,8 +81,6 @@ static uint32_t span_alloc(struct ctx *c)
 		c->st->spans_live_max = c->spans_live;
 	return i;
 }
-
-
 
 /* The thread entry of @tid, made when new; NONE when out of memory. */
 uint32_t thr_of_slow(struct ctx *c, uint32_t tid)

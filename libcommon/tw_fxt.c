@@ -1,6 +1,5 @@
 #include "tw.h"
 
-
 static int fxt_out(void *ctx, const void *buf, size_t len)
 {
 	tw *t = ctx;

@@ -10,7 +10,6 @@ static const char dig2[201] = "0001020304050607080910111213141516171819"
 			      "6061626364656667686970717273747576777879"
 			      "8081828384858687888990919293949596979899";
 
-
 /* Length of the valid UTF-8 sequence at @p (RFC 3629: no overlongs, no
  * surrogates, at most U+10FFFF), or 0. */
 static size_t utf8_seq(const unsigned char *p, size_t len)
