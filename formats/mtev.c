@@ -623,6 +623,8 @@ static int parse_sample(mtev_reader *r, struct cur *c, struct mtev_rec *rec)
 	}
 	rec->sample.nips = (uint32_t)n;
 	rec->sample.ips = r->ips;
+	/* appended within version 1: absent means 0 */
+	rec->sample.flags = c->p < c->end ? get_u32(c) : 0;
 	return 0;
 }
 
@@ -1368,6 +1370,8 @@ int mtev_write(mtev_writer *w, const struct mtev_rec *rec)
 			p = put_sv(p, (int64_t)(rec->sample.ips[i] - prev));
 			prev = rec->sample.ips[i];
 		}
+		if (rec->sample.flags)
+			p = put_uv(p, rec->sample.flags);
 		break;
 	}
 	case MTEV_GAP:

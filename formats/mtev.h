@@ -90,6 +90,13 @@ enum mtev_span_flags {
 	MTEV_SPAN_INTERRUPT = 1u << 6,	    /* [interrupt] / signal delivery */
 	MTEV_SPAN_SYSCALL = 1u << 7,	    /* [syscall] */
 	MTEV_SPAN_SAMPLED = 1u << 8,	    /* from stack samples: times are bounds */
+	MTEV_SPAN_CALLCHAIN = 1u << 9,	    /* an outer frame from a call chain, no branch seen */
+};
+
+enum mtev_sample_flags {
+	/* the call chain at a trigger or at the end of a thread's trace (joined
+	 * to the trace's stack by mt-segment), not a periodic stack sample */
+	MTEV_SAMPLE_CHAIN = 1u << 0,
 };
 
 struct mtev_str {
@@ -148,6 +155,7 @@ struct mtev_rec {
 			uint64_t time;
 			uint32_t nips;
 			const uint64_t *ips; /* leaf first */
+			uint32_t flags;	     /* enum mtev_sample_flags */
 		} sample;
 		struct {
 			uint32_t tid;

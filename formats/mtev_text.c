@@ -10,7 +10,7 @@
 
 static const char *const span_flag_names[] = {
 	"inferred-start", "open-at-end", "untraced", "error", "inline",
-	"stitched",	  "interrupt",	 "syscall",  "sampled",
+	"stitched",	  "interrupt",	 "syscall",  "sampled",	"callchain",
 };
 #define N_SPAN_FLAGS (sizeof span_flag_names / sizeof *span_flag_names)
 
@@ -176,6 +176,8 @@ int mtev_text_format(struct mtev_line *o, const struct mtev_rec *r)
 			e = add(o, "-");
 		for (uint32_t i = 0; !e && i < r->sample.nips; i++)
 			e = add(o, "%s0x%" PRIx64, i ? "," : "", r->sample.ips[i]);
+		if (!e && r->sample.flags)
+			e = add(o, " flags=%" PRIu32, r->sample.flags);
 		break;
 	case MTEV_GAP: {
 		const char *rn = mtev_gap_name(r->gap.reason);
@@ -448,7 +450,7 @@ static const struct field f_string[] = {F32("id", string.id), {0}};
 static const struct field f_branch[] = {F32("tid", br.tid), F64("time", br.time),
 					F64("from", br.from), F64("to", br.to), {0}};
 static const struct field f_sample[] = {F32("pid", sample.pid), F32("tid", sample.tid),
-					F64("time", sample.time), {0}};
+					F64("time", sample.time), F32("flags", sample.flags), {0}};
 static const struct field f_gap[] = {F32("tid", gap.tid), F64("begin", gap.begin),
 				     F64("end", gap.end), F64("ip", gap.ip), {0}};
 static const struct field f_segment[] = {F32("tid", segment.tid), F32("index", segment.index),

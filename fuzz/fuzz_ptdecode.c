@@ -1,4 +1,4 @@
-/* libFuzzer target: the raw-PT decode path (libcommon/ptdecode.c, libipt's
+/* libFuzzer target: the raw-PT decode path (libcommon/ptd_*.c, libipt's
  * block decoder), `mt-decode --pt FILE --image ...`, fed arbitrary bytes as PT
  * with a fixed image.
  *

@@ -62,10 +62,12 @@ struct ptd_stats {
 	int degraded; /* the data had errors: gaps, missing images, truncation */
 };
 
-/* Decodes perf.data read from @fd_in into @w (the caller allocated it with
- * ptd_header_flags(); it calls mtev_writer_finish() after a successful
- * return).  Returns 0 (ok or degraded: see stats->degraded) or -PTD_E*
- * with opts->errmsg set. */
+/* Decodes perf.data read from @fd_in.  When the input has been read,
+ * open_out(@out_ctx, flags, &w) is called once to open the output with the
+ * stream's MTEV header flags (MTEV_F_SORTED, and MTEV_F_SAMPLING for a
+ * sampling recording); the records are written to w, and the caller calls
+ * mtev_writer_finish() after a successful return.  Returns 0 (ok or
+ * degraded: see stats->degraded) or -PTD_E* with opts->errmsg set. */
 int ptd_decode_perf(int fd_in, int (*open_out)(void *ctx, uint32_t flags, mtev_writer **w),
 		    void *out_ctx, struct ptd_options *opts, struct ptd_stats *stats);
 
@@ -76,25 +78,11 @@ int ptd_decode_raw(const char *pt_file, int (*open_out)(void *ctx, uint32_t flag
 
 /* Lists every perf.data record of @fd_in, one line each, to @out:
  * `OFFSET TYPE key=value ...` (AUXTRACE lines carry idx= size=; see
- * ptdecode.c).  Returns 0 or -PTD_E* with opts->errmsg set. */
+ * ptd_list.c).  Returns 0 or -PTD_E* with opts->errmsg set. */
 int ptd_list_records(int fd_in, FILE *out, struct ptd_options *opts);
 
 /* Parses "FILE[:OFFSET[:SIZE]]@VADDR" (numbers in C syntax). 0 or -1. */
 int ptd_parse_image_spec(const char *arg, struct ptd_image_spec *spec);
 
-/* ---- exposed for unit tests ---- */
-enum ptd_brclass {
-	PTD_BR_NONE = 0, /* not a branch (or not decodable) */
-	PTD_BR_JCC,	 /* jcc, loop*, jrcxz */
-	PTD_BR_JMP,	 /* near jmp, direct or indirect */
-	PTD_BR_CALL,	 /* near call, direct or indirect */
-	PTD_BR_RET,	 /* near ret */
-	PTD_BR_SYSCALL,	 /* syscall, sysenter, int n, int3, into, int1, far call */
-	PTD_BR_SYSRET,	 /* sysret, sysexit, iret, far ret */
-	PTD_BR_FARJMP,	 /* far jmp */
-};
-/* Classifies the instruction in @b (@n bytes) in @bits (16, 32, 64) mode;
- * sets *size for branches (0 when unknown). */
-enum ptd_brclass ptd_classify(const uint8_t *b, size_t n, int bits, uint8_t *size);
 
 #endif

@@ -1,6 +1,7 @@
 /* ptgen: walk a real binary's code along a seeded, valid path (see ptgen.h). */
 #include "ptgen.h"
 #include "elfinfo.h"
+#include "x86br.h"
 #include "io.h"
 
 #include <capstone/capstone.h>
@@ -14,8 +15,7 @@
 #include <sys/sysmacros.h>
 #include <time.h>
 
-/* Instruction kinds; the branch kinds are classified exactly as ptsim_synth
- * classifies them (capstone ids and groups), STOP is what a walk must never
+/* Instruction kinds; the branch kinds come from x86br, as in ptsim_synth, STOP is what a walk must never
  * execute (far transfers, traps, hlt, ud2, TSX, undecodable bytes). */
 enum { G_OTHER, G_JCC, G_JMP, G_JMPI, G_CALL, G_CALLI, G_RET, G_SYS, G_STOP };
 
@@ -83,71 +83,53 @@ static int classify(struct gen *g, uint64_t ip, struct node *nd, uint64_t *targe
 	*target = 0;
 	if (!code)
 		return 0;
-	size_t size = avail < 16 ? avail : 16;
+	size_t size = avail < 16 ? avail : 16, n = size;
+	const uint8_t *bytes = code;
 	uint64_t addr = ip;
+	struct x86br_insn xi;
+	/* capstone for the length and the instructions a walk must never
+	 * run; the project's classifier for the branches */
 	if (!cs_disasm_iter(g->cs, &code, &size, &addr, g->ci))
 		return 0;
 	cs_insn *in = g->ci;
 	nd->len = (uint8_t)in->size;
 	nd->kind = G_OTHER;
-	cs_detail *d = in->detail;
-	int grp_jump = 0, grp_call = 0, grp_ret = 0, grp_int = 0, grp_iret = 0;
-	for (int i = 0; d && i < d->groups_count; i++) {
-		switch (d->groups[i]) {
-		case CS_GRP_JUMP: grp_jump = 1; break;
-		case CS_GRP_CALL: grp_call = 1; break;
-		case CS_GRP_RET: grp_ret = 1; break;
-		case CS_GRP_INT: grp_int = 1; break;
-		case CS_GRP_IRET: grp_iret = 1; break;
-		default: break;
+	x86br_decode(bytes, n, 64, ip, &xi);
+	if (xi.direct)
+		*target = xi.target;
+	switch (xi.cls) {
+	case X86BR_NONE:
+		switch (in->id) {
+		case X86_INS_HLT:
+		case X86_INS_UD0:
+		case X86_INS_UD2:
+		case X86_INS_UD2B:
+		case X86_INS_XBEGIN:
+		case X86_INS_XEND:
+		case X86_INS_XABORT:
+			nd->kind = G_STOP;
+			break;
+		default:
+			break;
 		}
-	}
-	int direct = d && d->x86.op_count == 1 && d->x86.operands[0].type == X86_OP_IMM;
-	if (direct)
-		*target = (uint64_t)d->x86.operands[0].imm;
-	switch (in->id) {
-	case X86_INS_SYSCALL:
-	case X86_INS_SYSENTER:
-	case X86_INS_INT:
-		nd->kind = G_SYS;
 		break;
-	case X86_INS_RET:
+	case X86BR_JCC:
+		nd->kind = G_JCC;
+		break;
+	case X86BR_JMP:
+		nd->kind = xi.direct ? G_JMP : G_JMPI;
+		break;
+	case X86BR_CALL:
+		nd->kind = xi.direct ? G_CALL : G_CALLI;
+		break;
+	case X86BR_RET:
 		nd->kind = G_RET;
 		break;
-	case X86_INS_RETF:
-	case X86_INS_RETFQ:
-	case X86_INS_LJMP:
-	case X86_INS_LCALL:
-	case X86_INS_INT3:
-	case X86_INS_INTO:
-	case X86_INS_SYSRET:
-	case X86_INS_SYSEXIT:
-	case X86_INS_HLT:
-	case X86_INS_UD0:
-	case X86_INS_UD2:
-	case X86_INS_UD2B:
-	case X86_INS_XBEGIN:
-	case X86_INS_XEND:
-	case X86_INS_XABORT:
+	case X86BR_SYSCALL: /* syscall, sysenter, int n; traps and far calls stop */
+		nd->kind = xi.trap ? G_STOP : G_SYS;
+		break;
+	default: /* sysret, sysexit, iret, far ret, far jmp */
 		nd->kind = G_STOP;
-		break;
-	case X86_INS_JMP:
-		nd->kind = direct ? G_JMP : G_JMPI;
-		break;
-	case X86_INS_CALL:
-		nd->kind = direct ? G_CALL : G_CALLI;
-		break;
-	default:
-		if (grp_iret)
-			nd->kind = G_STOP;
-		else if (grp_ret)
-			nd->kind = G_RET;
-		else if (grp_call)
-			nd->kind = direct ? G_CALL : G_CALLI;
-		else if (grp_jump)
-			nd->kind = direct ? G_JCC : G_STOP;
-		else if (grp_int)
-			nd->kind = G_STOP;
 		break;
 	}
 	/* A call to the next instruction pushes no return address in libipt's

@@ -183,6 +183,10 @@ struct ptsim_tstream {
 	uint64_t start_time; /* perf time the thread was first seen */
 	uint64_t end_time;
 	uint64_t fault_offset[PTSIM_MAX_FAULTS]; /* where each fault landed, or ~0 */
+	/* the call chain at the thread's end (next ip, then return addresses,
+	 * innermost first) and the time slot of that end; NULL: none */
+	uint64_t *chain;
+	uint32_t nchain, chain_slot;
 };
 
 struct ptsim_branch {
@@ -230,6 +234,11 @@ int ptsim_write_perf(int fd, const struct ptsim_run *run, const struct ptsim_res
 		     char *err, size_t errlen);
 int ptsim_write_truth(int fd, const struct ptsim_run *run, const struct ptsim_result *res,
 		      char *err, size_t errlen);
+/* hits.mt, as mt-capture writes it: the trigger (when stopped at the stop
+ * symbol), then each thread's call chain at its end (a sample record with
+ * flag MTEV_SAMPLE_CHAIN). */
+int ptsim_write_hits(int fd, const struct ptsim_run *run, const struct ptsim_result *res,
+		     char *err, size_t errlen);
 int ptsim_write_spans(int fd, const struct ptsim_run *run, const struct ptsim_result *res,
 		      char *err, size_t errlen);
 /* truth-inline.mt: the inline frames of the window's executed instructions

@@ -511,6 +511,28 @@ int ptsim_write_perf(int fd, const struct ptsim_run *run, const struct ptsim_res
 }
 
 /* ---- truth.mt ---- */
+/* The trigger record, when the run stopped at the stop symbol. */
+static int write_trigger(mtev_writer *w, const struct ptsim_run *run, const struct ptsim_result *res)
+{
+	if (res->trigger_slot == UINT64_MAX || !run->stop_symbol[0])
+		return 0;
+	for (size_t i = 0; i < run->nev; i++)
+		if (run->ev[i].kind == PTSIM_EV_STOP) {
+			struct mtev_rec r;
+			memset(&r, 0, sizeof r);
+			r.kind = MTEV_TRIGGER;
+			r.trigger.pid = run->pid;
+			r.trigger.tid = run->ev[i].tid;
+			r.trigger.time = slot_time(res, (uint32_t)res->trigger_slot);
+			r.trigger.addr = run->ev[i].ip;
+			r.trigger.arg0 = run->ev[i].next;
+			r.trigger.arg1 = run->ev[i].sp;
+			r.trigger.symbol = mtev_cstr(run->stop_symbol);
+			return mtev_write(w, &r);
+		}
+	return 0;
+}
+
 static int write_context(mtev_writer *w, const struct ptsim_run *run, const struct ptsim_result *res)
 {
 	struct mtev_rec r;
@@ -552,23 +574,7 @@ static int write_context(mtev_writer *w, const struct ptsim_run *run, const stru
 		r.map.path = mtev_cstr(m->path);
 		rc = mtev_write(w, &r);
 	}
-	if (!rc && res->trigger_slot != UINT64_MAX && run->stop_symbol[0]) {
-		for (size_t i = 0; i < run->nev; i++)
-			if (run->ev[i].kind == PTSIM_EV_STOP) {
-				memset(&r, 0, sizeof r);
-				r.kind = MTEV_TRIGGER;
-				r.trigger.pid = run->pid;
-				r.trigger.tid = run->ev[i].tid;
-				r.trigger.time = slot_time(res, (uint32_t)res->trigger_slot);
-				r.trigger.addr = run->ev[i].ip;
-				r.trigger.arg0 = run->ev[i].next;
-				r.trigger.arg1 = run->ev[i].sp;
-				r.trigger.symbol = mtev_cstr(run->stop_symbol);
-				rc = mtev_write(w, &r);
-				break;
-			}
-	}
-	return rc;
+	return rc ? rc : write_trigger(w, run, res);
 }
 
 static const struct ptsim_result *cmp_res;
@@ -699,6 +705,42 @@ int ptsim_write_spans(int fd, const struct ptsim_run *run, const struct ptsim_re
 	mtev_writer_free(w);
 	if (rc) {
 		snprintf(err, errlen, "truth-spans.mt: %s", mtev_strerror(-rc));
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- hits.mt ---- */
+int ptsim_write_hits(int fd, const struct ptsim_run *run, const struct ptsim_result *res,
+		     char *err, size_t errlen)
+{
+	int e = 0;
+	mtev_writer *w = mtev_writer_alloc(fd, "mt-ptsim", MTEV_F_SORTED, &e);
+	if (!w) {
+		snprintf(err, errlen, "hits.mt: %s", mtev_strerror(e));
+		return -1;
+	}
+	int rc = write_trigger(w, run, res);
+	for (size_t k = 0; k < res->nts && !rc; k++) {
+		const struct ptsim_tstream *ts = &res->ts[k];
+		if (!ts->chain)
+			continue;
+		struct mtev_rec r;
+		memset(&r, 0, sizeof r);
+		r.kind = MTEV_SAMPLE;
+		r.sample.pid = run->pid;
+		r.sample.tid = ts->tid;
+		r.sample.time = slot_time(res, ts->chain_slot);
+		r.sample.nips = ts->nchain;
+		r.sample.ips = ts->chain;
+		r.sample.flags = MTEV_SAMPLE_CHAIN;
+		rc = mtev_write(w, &r);
+	}
+	if (!rc)
+		rc = mtev_writer_finish(w);
+	mtev_writer_free(w);
+	if (rc) {
+		snprintf(err, errlen, "hits.mt: %s", mtev_strerror(-rc));
 		return -1;
 	}
 	return 0;

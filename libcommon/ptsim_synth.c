@@ -13,6 +13,7 @@
 #include "ptsim.h"
 #include "elfinfo.h"
 #include "mtev.h"
+#include "x86br.h"
 
 #include <capstone/capstone.h>
 #include <intel-pt.h>
@@ -33,6 +34,7 @@ struct cls {
 
 struct frame {
 	uint64_t func, callsite, slotaddr;
+	uint64_t ret; /* the return address in its slot, 0 unknown (the call chain) */
 	uint32_t bslot;
 	int64_t bseq;
 	int32_t depth;
@@ -242,65 +244,38 @@ static struct cls *classify(struct synth *s, uint64_t ip)
 		code = buf;
 		avail = 16;
 	}
+	/* capstone for the length (and whether it decodes at all), the
+	 * project's classifier for the branches */
 	cs_insn *in = NULL;
 	size_t n = cs_disasm(s->cs, code, avail < 16 ? avail : 16, ip, 1, &in);
 	if (n != 1)
 		return c;
 	c->len = (uint8_t)in->size;
 	c->kind = K_OTHER;
-	cs_detail *d = in->detail;
-	int grp_jump = 0, grp_call = 0, grp_ret = 0, grp_int = 0, grp_iret = 0;
-	for (int i = 0; d && i < d->groups_count; i++) {
-		switch (d->groups[i]) {
-		case CS_GRP_JUMP: grp_jump = 1; break;
-		case CS_GRP_CALL: grp_call = 1; break;
-		case CS_GRP_RET: grp_ret = 1; break;
-		case CS_GRP_INT: grp_int = 1; break;
-		case CS_GRP_IRET: grp_iret = 1; break;
-		default: break;
-		}
-	}
-	int direct = d && d->x86.op_count == 1 && d->x86.operands[0].type == X86_OP_IMM;
-	switch (in->id) {
-	case X86_INS_SYSCALL:
-	case X86_INS_SYSENTER:
-		c->kind = K_SYS;
+	struct x86br_insn xi;
+	x86br_decode(code, avail < 16 ? avail : 16, 64, ip, &xi);
+	switch (xi.cls) {
+	case X86BR_NONE:
 		break;
-	case X86_INS_INT:
-		c->kind = K_SYS;
+	case X86BR_JCC: /* jcc, loop*, jrcxz */
+		c->kind = K_JCC;
 		break;
-	case X86_INS_RET:
-		c->kind = K_RET;
+	case X86BR_JMP:
+		c->kind = xi.direct ? K_JMP : K_JMPI;
 		break;
-	case X86_INS_RETF:
-	case X86_INS_RETFQ:
-	case X86_INS_LJMP:
-	case X86_INS_LCALL:
-	case X86_INS_INT3:
-	case X86_INS_INTO:
-	case X86_INS_SYSRET:
-	case X86_INS_SYSEXIT:
-		c->kind = K_FAR;
-		break;
-	case X86_INS_JMP:
-		c->kind = direct ? K_JMP : K_JMPI;
-		break;
-	case X86_INS_CALL:
-		c->kind = direct ? K_CALL : K_CALLI;
-		if (direct && (uint64_t)d->x86.operands[0].imm == ip + in->size)
+	case X86BR_CALL:
+		c->kind = xi.direct ? K_CALL : K_CALLI;
+		if (xi.direct && xi.target == ip + in->size)
 			c->nopush = 1;
 		break;
-	default:
-		if (grp_iret)
-			c->kind = K_FAR;
-		else if (grp_ret)
-			c->kind = K_RET;
-		else if (grp_call)
-			c->kind = direct ? K_CALL : K_CALLI;
-		else if (grp_jump)
-			c->kind = K_JCC; /* jcc, loop*, jrcxz */
-		else if (grp_int)
-			c->kind = K_FAR;
+	case X86BR_RET:
+		c->kind = K_RET;
+		break;
+	case X86BR_SYSCALL: /* syscall, sysenter, int n; traps and far calls are far */
+		c->kind = xi.trap ? K_FAR : K_SYS;
+		break;
+	default: /* sysret, sysexit, iret, far ret, far jmp */
+		c->kind = K_FAR;
 		break;
 	}
 	cs_free(in, 1);
@@ -618,6 +593,7 @@ static void tail_call(struct synth *s, struct sth *t, uint64_t func, uint64_t ca
 		f->func = func;
 		f->callsite = callsite;
 		f->slotaddr = old.slotaddr;
+		f->ret = old.ret;
 		f->bslot = t->cur_slot;
 		f->depth = old.depth;
 		f->stub = (uint8_t)stub;
@@ -840,6 +816,7 @@ static void do_insn(struct synth *s, struct sth *t, const struct ptsim_ev *e, ui
 			f->func = next;
 			f->callsite = e->ip;
 			f->slotaddr = e->sp;
+			f->ret = fall;
 			f->bslot = t->cur_slot;
 			f->stub = tc && tc->stub;
 		}
@@ -895,6 +872,28 @@ static void do_insn(struct synth *s, struct sth *t, const struct ptsim_ev *e, ui
 		maybe_psb(s, t, next);
 }
 
+/* The call chain at the thread's end, as an unwinder stopped there sees it:
+ * the next ip, then the return address of each frame from the top down, up to
+ * the first frame whose return address the truth does not know (the root, a
+ * frame a return discovered, a signal handler). */
+static void end_chain(struct synth *s, struct sth *t, struct ptsim_tstream *ts)
+{
+	if (!t->nst || !t->have_slot)
+		return;
+	uint64_t *c = malloc((t->nst + 1) * sizeof *c);
+	if (!c) {
+		s->oom = 1;
+		return;
+	}
+	size_t n = 0;
+	c[n++] = t->next_ip;
+	for (size_t k = t->nst; k-- > 1 && t->st[k].ret;)
+		c[n++] = t->st[k].ret;
+	ts->chain = c;
+	ts->nchain = (uint32_t)n;
+	ts->chain_slot = t->cur_slot;
+}
+
 static void do_end(struct synth *s, struct sth *t, const struct ptsim_ev *e)
 {
 	(void)e;
@@ -919,6 +918,7 @@ static void do_end(struct synth *s, struct sth *t, const struct ptsim_ev *e)
 	}
 	struct ptsim_tstream *ts = &s->res->ts[t->ts];
 	ts->end_time = ptsim_tsc_to_perf(PTSIM_TSC0 + s->clock);
+	end_chain(s, t, ts);
 	if (t->sys_open) {
 		add_span(s, t, &t->sys, t->cur_slot, MTEV_SPAN_OPEN_AT_END);
 		t->sys_open = 0;
@@ -1157,6 +1157,7 @@ void ptsim_result_fini(struct ptsim_result *res)
 	for (size_t i = 0; i < res->nts; i++) {
 		free(res->ts[i].pt);
 		free(res->ts[i].aux);
+		free(res->ts[i].chain);
 	}
 	free(res->ts);
 	free(res->br);

@@ -1,4 +1,5 @@
 #include "segment.h"
+#include "chainjoin.h"
 #include "vec.h"
 
 #include "fnmap.h"
@@ -107,6 +108,11 @@ struct thr {
 		uint64_t cs;
 	} kid[8];
 
+	/* the call chain at a trigger (a sample record, MTEV_SAMPLE_CHAIN),
+	 * joined to the stack when the segment holding its time closes */
+	uint64_t *chain, chain_time;
+	size_t nchain, capchain;
+
 	uint32_t *blk, blk_one; /* output order scratch */
 	size_t capblk;
 
@@ -147,6 +153,8 @@ struct segmenter {
 	struct seg_stats st;
 	struct sstk_frame *sprev, *sout; /* a sample's previous and new stacks */
 	size_t capsprev, capsout;
+	uint64_t *chs; /* chain_outer's scratch */
+	size_t capchs;
 	uint32_t gen; /* bumped when maps or threads change: range caches */
 	unsigned detail;
 	int err;
@@ -204,6 +212,7 @@ static void thr_free(struct thr *t)
 	free(t->run);
 	free(t->sig);
 	free(t->blk);
+	free(t->chain);
 	if (t->rc != t->rc0)
 		free(t->rc);
 	free(t);
@@ -220,6 +229,7 @@ void seg_free(segmenter *s)
 	free(s->tgt);
 	free(s->sprev);
 	free(s->sout);
+	free(s->chs);
 	free(s);
 }
 
@@ -1228,6 +1238,114 @@ static int emit_span(segmenter *s, struct thr *t, const struct frame *f)
 	return emit(s, &r);
 }
 
+/* ---- the call chain at a trigger: the frames older than the trace ----
+ * (libcommon/chainjoin.h, docs/exactness.md) */
+
+static int seg_chain(segmenter *s, const struct mtev_rec *r)
+{
+	struct thr *t = get_thr(s, r->sample.tid);
+	if (!t)
+		return s->err = -SEG_ENOMEM;
+	s->st.chains++;
+	if (t->nchain) /* a later chain replaces one not joined yet */
+		s->st.chains_unjoined++;
+	if (mt_grow((void **)&t->chain, &t->capchain, r->sample.nips ? r->sample.nips : 1,
+		    sizeof *t->chain))
+		return s->err = -SEG_ENOMEM;
+	memcpy(t->chain, r->sample.ips, r->sample.nips * sizeof *t->chain);
+	t->nchain = r->sample.nips;
+	t->chain_time = r->sample.time;
+	return 0;
+}
+
+static uint64_t chain_entry(void *ctx, uint64_t addr)
+{
+	void **c = ctx;
+	return func_entry(c[0], c[1], addr);
+}
+
+/* The frames live at @time, by level (the frames of the segment that began
+ * at or before it and had not ended), as frame indices into @v.  Returns
+ * how many; 0 when a level has none or two. */
+static size_t live_at(struct thr *t, uint64_t time, uint64_t *v)
+{
+	size_t n = 0;
+	if (time >= t->last_time) { /* the open stack */
+		for (size_t i = 0; i < t->nstk; i++)
+			v[n++] = t->stk[i];
+		return n;
+	}
+	for (size_t i = 0; i < t->nfr; i++) {
+		const struct frame *f = &t->fr[i];
+		if (f->kind == FK_DELETED || f->begin > time)
+			continue;
+		int open = 0;
+		for (size_t k = 0; k < t->nstk && !open; k++)
+			open = t->stk[k] == i;
+		if (!open && f->end <= time)
+			continue;
+		size_t d = (size_t)(f->level - t->min_level);
+		if (d >= t->nfr)
+			return 0;
+		while (n <= d)
+			v[n++] = UINT64_MAX;
+		if (v[d] != UINT64_MAX)
+			return 0;
+		v[d] = i;
+	}
+	for (size_t d = 0; d < n; d++)
+		if (v[d] == UINT64_MAX)
+			return 0;
+	return n;
+}
+
+/* Called as the segment closes: when the thread's chain falls in it, its
+ * frames beyond the segment's root become roots below it, live over the
+ * whole segment (flags inferred-start, open-at-end, callchain). */
+static int chain_outer(segmenter *s, struct thr *t)
+{
+	if (t->chain_time < t->seg_begin)
+		return 0; /* for a later segment (or one already written) */
+	size_t need = 2 * (t->nfr + 1) + t->nchain;
+	if (mt_grow((void **)&s->chs, &s->capchs, need, sizeof *s->chs))
+		return s->err = -SEG_ENOMEM;
+	uint64_t *idx = s->chs, *stack = idx + t->nfr + 1;
+	size_t n = live_at(t, t->chain_time, idx);
+	/* the chain's ip is in user code: the [syscall], [interrupt] or
+	 * [untraced] frame on top has no entry in it */
+	while (n && t->fr[idx[n - 1]].kind >= FK_SYSCALL)
+		n--;
+	uint64_t *out = stack + n;
+	int k = -1;
+	if (n && (t->fr[idx[0]].flags & MTEV_SPAN_SAMPLED)) {
+		/* a sampling recording: its samples carry their own stacks */
+		t->nchain = 0;
+		s->st.chains_sampled++;
+		return 0;
+	}
+	if (n) {
+		for (size_t d = 0; d < n; d++)
+			stack[d] = t->fr[idx[d]].func;
+		void *ctx[2] = {s, t};
+		k = chainjoin(t->chain, t->nchain, stack, n, chain_entry, ctx, out, t->nchain);
+	}
+	t->nchain = 0;
+	if (k < 0) {
+		s->st.chains_unjoined++;
+		return 0;
+	}
+	s->st.chains_joined++;
+	s->st.chain_frames += (uint64_t)k;
+	/* outermost last: the promoted roots are written from the last one */
+	for (int i = k; i-- > 0;) {
+		if (new_frame(s, t, FK_FUNC, out[i], 0, t->seg_begin, t->min_level - 1,
+			      MTEV_SPAN_INFERRED_START | MTEV_SPAN_CALLCHAIN))
+			return s->err;
+		t->fr[t->nfr - 1].promoted = 1;
+	}
+	return 0;
+}
+
 /* Writes the waypoints before @limit: the cursor's pending entry (if
  * @c->have) and the following ones while their time is below @limit. */
 struct wpout {
@@ -1367,6 +1485,8 @@ static int close_seg(segmenter *s, struct thr *t)
 		f->kind = FK_DELETED;
 		t->nstk--;
 	}
+	if (t->nchain && chain_outer(s, t))
+		return s->err;
 	uint64_t end = t->last_time;
 	for (size_t i = 0; i < t->nstk; i++) {
 		struct frame *g = &t->fr[t->stk[i]];
@@ -1694,6 +1814,8 @@ int seg_feed(segmenter *s, const struct mtev_rec *r)
 			return s->err = -SEG_ENOMEM;
 		return emit(s, r);
 	case MTEV_SAMPLE:
+		if (r->sample.flags & MTEV_SAMPLE_CHAIN)
+			return seg_chain(s, r);
 		s->st.samples++;
 		return seg_sample(s, r);
 	default:
@@ -1705,8 +1827,13 @@ int seg_finish(segmenter *s)
 {
 	if (s->err)
 		return s->err;
-	for (size_t i = 0; i < s->nthr; i++)
+	for (size_t i = 0; i < s->nthr; i++) {
 		if (close_seg(s, s->thr[i]))
 			return s->err;
+		if (s->thr[i]->nchain) { /* no segment held its time */
+			s->st.chains_unjoined++;
+			s->thr[i]->nchain = 0;
+		}
+	}
 	return 0;
 }

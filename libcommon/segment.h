@@ -77,6 +77,11 @@ struct seg_stats {
 	uint64_t tailcalls, unwinds, signals;
 	uint64_t peak_frames; /* largest number of frames held at once */
 	uint64_t sample_inferred; /* samples whose root frames were taken from the previous one */
+	/* call chains (sample records flagged chain): read, joined to the
+	 * stack, not joined (no match, or no segment holds their time), left
+	 * alone in a sampling recording (its samples carry their stacks); the
+	 * outer frames they added */
+	uint64_t chains, chains_joined, chains_unjoined, chains_sampled, chain_frames;
 };
 
 /* Returns 0 or a negative errno-like value; the record is valid only during

@@ -365,9 +365,36 @@ int spancmp_run(struct spanset *truth, struct spanset *actual, const struct span
 	for (size_t j = 0; j < nT; j++)
 		if (!T[j].func && T[j].name <= nnames)
 			tnames[T[j].name] = 1;
+	/* the outer frames a call chain added (flag callchain) are the ones
+	 * hidden above: set aside with them, the depths under them renumbered
+	 * (judged only with absolute depths) */
+	size_t *cc = NULL, ncc = 0;
+	if (!o->absolute_depth) {
+		for (size_t i = 0; i < actual->n; i++)
+			if (actual->v[i].flags & MTEV_SPAN_CALLCHAIN)
+				ncc++;
+		if (ncc && !(cc = malloc(ncc * sizeof *cc)))
+			goto out;
+		ncc = 0;
+		for (size_t i = 0; i < actual->n && cc; i++)
+			if (actual->v[i].flags & MTEV_SPAN_CALLCHAIN)
+				cc[ncc++] = i;
+	}
 	for (size_t i = 0; i < actual->n; i++) {
 		struct sc_span x = actual->v[i];
 		x.cflags = 0;
+		if (ncc && (x.flags & MTEV_SPAN_CALLCHAIN)) {
+			res->actual++;
+			res->unjudged++;
+			continue;
+		}
+		uint32_t under = 0;
+		for (size_t k = 0; k < ncc; k++) {
+			const struct sc_span *y = &actual->v[cc[k]];
+			under += y->tid == x.tid && y->depth < x.depth && y->begin <= x.begin &&
+				 x.end <= y->end;
+		}
+		x.depth -= under;
 		int judged = !(x.flags & MTEV_SPAN_ERROR) && x.func;
 		if (!judged && !(x.flags & MTEV_SPAN_ERROR) && x.name && x.name <= nnames)
 			judged = tnames[x.name];
@@ -376,9 +403,12 @@ int spancmp_run(struct spanset *truth, struct spanset *actual, const struct span
 			res->unjudged++;
 			continue;
 		}
-		if (push_span(&A, &nA, &capA, &x))
+		if (push_span(&A, &nA, &capA, &x)) {
+			free(cc);
 			goto out;
+		}
 	}
+	free(cc);
 	res->truth = nT;
 	res->judged = nA;
 	qsort(T, nT, sizeof *T, span_cmp);

@@ -11,7 +11,9 @@
  * the whole window executed nothing in it, so no trace can see them; they
  * are the outermost frames.  Unless @absolute_depth, they are dropped and
  * the truth's depths renumbered from the outermost observable frame (the
- * root a perfect segmenter finds).
+ * root a perfect segmenter finds); the actual spans flagged callchain (those
+ * frames, from a trigger's call chain) are then set aside (not judged) and
+ * the depths under them renumbered the same way.
  *
  * Matching: same thread, depth, function (name for synthetic spans, func 0),
  * begin and end.  Two times match when they differ by at most @tol ns, or

@@ -15,7 +15,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define RING_DATA_PAGES 8 /* per CPU; a sample is 56 bytes */
+#define RING_DATA_PAGES 32 /* per CPU; a sample is ~16.6 KB (the stack copy) */
+/* the user registers recorded: every general one (perf refuses ds, es, fs
+ * and gs on x86-64) */
+#define TRIG_REGS 0xff0fffull
 
 struct ring {
 	int fd; /* the event the ring belongs to; -1: none yet */
@@ -34,6 +37,8 @@ struct trigger {
 	pid_t *tids;	    /* HW: threads watched; UPROBE: processes watched */
 	size_t ntids, captids;
 	struct trigger_point *probes; /* UPROBE: probes opened (path owned) */
+	uint8_t *hbuf; /* the registers and stack copies of the last read's hits */
+	size_t hcap;
 	size_t nprobes;
 	long page;
 };
@@ -129,6 +134,7 @@ void trigger_free(struct trigger *t)
 	for (size_t i = 0; i < t->nprobes; i++)
 		free((char *)t->probes[i].path);
 	free(t->probes);
+	free(t->hbuf);
 	free(t->rings);
 	free(t->online);
 	free(t);
@@ -172,8 +178,10 @@ static void trig_attr(const struct trigger *t, struct perf_event_attr *a,
 		a->bp_len = sizeof(long);
 	}
 	a->sample_period = 1;
-	a->sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_REGS_USER;
-	a->sample_regs_user = (1ull << PERF_REG_X86_SI) | (1ull << PERF_REG_X86_DI);
+	a->sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_REGS_USER |
+			 PERF_SAMPLE_STACK_USER;
+	a->sample_regs_user = TRIG_REGS;
+	a->sample_stack_user = TRIGGER_STACK;
 	a->exclude_kernel = 1;
 	a->exclude_hv = 1;
 	a->inherit = 1;
@@ -354,9 +362,29 @@ static void ring_copy(const struct ring *rg, const uint8_t *data, uint64_t pos, 
 	memcpy((uint8_t *)dst + first, data, len - first);
 }
 
+/* One hit's registers and stack copy, kept in t->hbuf at offset @off:
+ * TRIGGER_NREGS registers, then the stack. */
+static int keep_hit(struct trigger *t, size_t off, size_t len)
+{
+	if (off + len <= t->hcap)
+		return 0;
+	size_t n = t->hcap ? t->hcap : 65536;
+	while (n < off + len)
+		n *= 2;
+	uint8_t *v = realloc(t->hbuf, n);
+	if (!v)
+		return -ENOMEM;
+	t->hbuf = v;
+	t->hcap = n;
+	return 0;
+}
+
 int trigger_read(struct trigger *t, struct trigger_hit *hits, size_t max, uint64_t *lost)
 {
-	size_t n = 0;
+	size_t n = 0, used = 0;
+	size_t *where = max ? calloc(max, sizeof *where) : NULL;
+	if (max && !where)
+		return -ENOMEM;
 
 	for (int c = 0; c < t->ncpu && n < max; c++) {
 		struct ring *rg = &t->rings[c];
@@ -369,36 +397,82 @@ int trigger_read(struct trigger *t, struct trigger_hit *hits, size_t max, uint64
 
 		while (tail < head && n < max) {
 			struct perf_event_header h;
-			uint64_t rec[16];
+			uint64_t rec[4];
+			enum { NR = __builtin_popcountll(TRIG_REGS) };
 
 			ring_copy(rg, data, tail, &h, sizeof h);
-			if (h.size < sizeof h || h.size > head - tail)
+			if (h.size < sizeof h || h.size > head - tail) {
+				free(where);
 				return -EPROTO;
-			if (h.type == PERF_RECORD_SAMPLE && h.size == sizeof h + 6 * 8) {
-				/* ip; pid,tid; time; abi; si; di (bit order: SI=4, DI=5) */
-				ring_copy(rg, data, tail + sizeof h, rec, 6 * 8);
-				if (t->mech == TRIGGER_UPROBE && !watching(t, (pid_t)(uint32_t)rec[1])) {
-					tail += h.size;
-					continue;
+			}
+			/* ip; pid,tid; time; abi; the registers (when abi is
+			 * not NONE), in bit order; the stack's size, its bytes
+			 * and their dynamic size (when the size is not 0) */
+			if (h.type == PERF_RECORD_SAMPLE && h.size >= sizeof h + 5 * 8) {
+				uint64_t p = tail + sizeof h, end = tail + h.size;
+				uint64_t regs[TRIGGER_NREGS] = {0}, have = 0, size = 0, dyn = 0;
+				ring_copy(rg, data, p, rec, 4 * 8);
+				p += 4 * 8;
+				if (rec[3] != PERF_SAMPLE_REGS_ABI_NONE) {
+					uint64_t v[NR];
+					if (p + sizeof v > end)
+						goto skip;
+					ring_copy(rg, data, p, v, sizeof v);
+					p += sizeof v;
+					for (unsigned b = 0, k = 0; b < TRIGGER_NREGS; b++)
+						if (TRIG_REGS >> b & 1) {
+							regs[b] = v[k++];
+							have |= 1ull << b;
+						}
 				}
-				struct trigger_hit *x = &hits[n++];
+				if (p + 8 > end)
+					goto skip;
+				ring_copy(rg, data, p, &size, 8);
+				p += 8;
+				if (size) {
+					if (p + size + 8 > end)
+						goto skip;
+					ring_copy(rg, data, p + size, &dyn, 8);
+					if (dyn < size)
+						size = dyn;
+				}
+				if (t->mech == TRIGGER_UPROBE && !watching(t, (pid_t)(uint32_t)rec[1]))
+					goto skip;
+				size_t need = sizeof regs + size;
+				if (keep_hit(t, used, need) < 0) {
+					free(where);
+					return -ENOMEM;
+				}
+				memcpy(t->hbuf + used, regs, sizeof regs);
+				if (size)
+					ring_copy(rg, data, p, t->hbuf + used + sizeof regs, size);
+				struct trigger_hit *x = &hits[n];
+				where[n++] = used;
+				used += (need + 7) & ~(size_t)7;
 				x->ip = rec[0];
 				x->pid = (uint32_t)rec[1];
 				x->tid = (uint32_t)(rec[1] >> 32);
 				x->time = rec[2];
-				x->arg1 = rec[4]; /* rsi */
-				x->arg0 = rec[5]; /* rdi */
-				if (rec[3] == PERF_SAMPLE_REGS_ABI_NONE)
-					x->arg0 = x->arg1 = 0;
+				x->arg1 = regs[PERF_REG_X86_SI];
+				x->arg0 = regs[PERF_REG_X86_DI];
+				x->have = have;
+				x->ustack_len = size;
 			} else if (h.type == PERF_RECORD_LOST && h.size >= sizeof h + 16) {
 				ring_copy(rg, data, tail + sizeof h, rec, 16);
 				if (lost)
 					*lost += rec[1];
 			}
+		skip:
 			tail += h.size;
 		}
 		__atomic_store_n(&mp->data_tail, tail, __ATOMIC_RELEASE);
 	}
+	/* the buffer may have moved while it grew */
+	for (size_t i = 0; i < n; i++) {
+		hits[i].uregs = (const uint64_t *)(const void *)(t->hbuf + where[i]);
+		hits[i].ustack = hits[i].ustack_len ? t->hbuf + where[i] + TRIGGER_NREGS * 8 : NULL;
+	}
+	free(where);
 	return (int)n;
 }
 

@@ -15,8 +15,11 @@
  * without inherit sees only its own thread.  So, for each watched thread,
  * one event per CPU with inherit = 1 (threads created later inherit it), and
  * all events of a CPU write into one ring (PERF_EVENT_IOC_SET_OUTPUT).  Each
- * sample carries time, pid/tid, ip and the user registers rdi and rsi (the two
- * arguments of magic_trace_stop_indicator).
+ * sample carries time, pid/tid, ip, the user registers (rdi and rsi are the
+ * two arguments of magic_trace_stop_indicator) and a copy of the top
+ * TRIGGER_STACK bytes of the user stack: with the registers, what a DWARF
+ * unwinder needs for the call chain at the hit (libcommon/unwind.h; the
+ * frames older than a PT snapshot, docs/exactness.md).
  *
  * Functions return >= 0 or a negative errno; they never print. */
 #ifndef MT_TRIGGER_H
@@ -31,7 +34,17 @@ struct trigger_hit {
 	uint64_t time; /* perf clock, ns (the clock perf record uses by default) */
 	uint64_t ip; /* the watched address */
 	uint64_t arg0, arg1; /* rdi, rsi */
+	/* the user registers, indexed by PERF_REG_X86_* (@have: which are
+	 * set), and the stack copy from rsp up (@ustack_len bytes, 0 none);
+	 * both point into the trigger's buffer, valid until the next
+	 * trigger_read() */
+	const uint64_t *uregs;
+	uint64_t have;
+	const uint8_t *ustack;
+	uint64_t ustack_len;
 };
+
+enum { TRIGGER_NREGS = 24, TRIGGER_STACK = 16384 };
 
 enum trigger_mech { TRIGGER_HW = 1, TRIGGER_UPROBE = 2 };
 
@@ -69,7 +82,8 @@ int trigger_watch_process(struct trigger *t, pid_t pid, const struct trigger_poi
 size_t trigger_poll_fds(const struct trigger *t, int *fds, size_t max);
 
 /* Moves up to @max pending hits, in ring order per CPU, into @hits; returns
- * how many, or -errno.  *lost (if not NULL) accumulates samples the kernel
+ * how many, or -errno.  Their registers and stack copies stay valid until
+ * the next call.  *lost (if not NULL) accumulates samples the kernel
  * dropped because a ring was full. */
 int trigger_read(struct trigger *t, struct trigger_hit *hits, size_t max, uint64_t *lost);
 

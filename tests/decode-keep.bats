@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # A decode error costs no good trace: mt-decode keeps what it decoded up to
-# the error (libcommon/ptdecode.c, err_keeps()), judged against mt-ptsim's
+# the error (libcommon/ptd_step.c, err_keeps()), judged against mt-ptsim's
 # truth.  The faulted recordings are replayed from the cached step logs
 # (tests/.cache/ptsim/runs, `make ptsim-cache`): no stepping.
 # Measured over every fault kind and many positions: bench/decode-keep.sh.

@@ -133,3 +133,32 @@ start_capture() {
 	# it never ran: not one line of its output
 	[ ! -s "$T/out" ]
 }
+
+# The call chain at the hit (docs/capture.md): the registers and a copy of the
+# user stack the trigger's event records, unwound with the program's CFI.
+# Judged by the program's own calls: snapshot.c's main calls interesting(),
+# which calls the stop indicator; below main, static glibc's start code.
+@test "the trigger's hit carries its call chain, unwound from the stack copy, every caller down to _start" {
+	prog="$ROOT/build/programs/snapshot"
+	"$BIN/mt-capture" run --mode sample -o "$T/d" -- "$prog" 2> "$T/err" || { cat "$T/err"; return 1; }
+	"$BIN/mt-dump" -k sample "$T/d/hits.mt" > "$T/s"
+	cat "$T/s"
+	[ "$(wc -l < "$T/s")" -eq 1 ]
+	grep -q ' flags=1$' "$T/s"
+	# the function of the ip, then of the byte before each return address
+	k=0
+	for a in $(sed -n 's/.* ips=\([^ ]*\) .*/\1/p' "$T/s" | tr , ' '); do
+		[ $k -eq 0 ] && printf '0x%x\n' $((a)) || printf '0x%x\n' $((a - 1))
+		k=1
+	done > "$T/addrs"
+	names=$(addr2line -f -e "$prog" < "$T/addrs" | awk 'NR % 2' | tr '\n' ' ')
+	echo "$names"
+	[ "$names" = "magic_trace_stop_indicator interesting main __libc_start_call_main __libc_start_main_impl _start " ]
+	# a sampling recording's samples carry their own stacks: mt-segment
+	# leaves the chain alone there, and says nothing of it
+	"$BIN/mt-decode" -o "$T/dec.mt" "$T/d/perf.data" 2>/dev/null || [ $? -eq 1 ]
+	"$BIN/mt-cat" -o "$T/in.mt" "$T/dec.mt" "$T/d/hits.mt"
+	"$BIN/mt-segment" --stats -i "$T/in.mt" -o "$T/seg.mt" 2> "$T/seg.err"
+	grep -q ' chains=1 chains_joined=0 chains_unjoined=0 chains_sampled=1 chain_frames=0 ' "$T/seg.err"
+	! grep -q 'could not be joined' "$T/seg.err"
+}

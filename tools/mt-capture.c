@@ -37,6 +37,7 @@
 #include "cgpick.h"
 #include "tracee.h"
 #include "trigger.h"
+#include "unwind.h"
 
 #define STOP_SYMBOL "magic_trace_stop_indicator"
 #define MAX_PIDS 64
@@ -80,7 +81,8 @@ static void usage(FILE *f)
 	      "processes under perf, and takes a snapshot of the recent past when a trigger\n"
 	      "fires. Writes DIR/perf.data (and DIR/perf.data.N for later snapshots with\n"
 	      "--multi-snapshot), DIR/hits.mt (MTEV trigger records: time, pid, tid, address,\n"
-	      "the two argument registers rdi and rsi) and DIR/perf.log (perf's messages).\n"
+	      "the two argument registers rdi and rsi; after each, the call chain there,\n"
+	      "unwound from a copy of the user stack) and DIR/perf.log (perf's messages).\n"
 	      "\n"
 	      "Options:\n"
 	      "  -o, --output DIR        directory to write (created if needed)\n"
@@ -228,6 +230,16 @@ struct capture {
 	char trig_name[256];
 	struct trigger_hit hits[MAX_HITS];
 	size_t nhits;
+	/* the call chain of each hit that has one, unwound when it was read
+	 * (the process's maps are those of then): by tid and time */
+	struct hit_chain {
+		uint32_t tid, n;
+		uint64_t time;
+		size_t off; /* into chain_ips */
+	} chains[MAX_HITS];
+	size_t nchains;
+	uint64_t *chain_ips;
+	size_t nchain_ips, capchain_ips;
 	uint64_t lost;
 	pid_t perf_pid;
 	int perf_status;
@@ -640,6 +652,22 @@ static void write_hits(struct capture *c)
 		r.trigger.symbol = mtev_cstr(c->trig_name);
 		if ((err = mtev_write(w, &r)) < 0)
 			goto fail;
+		/* its call chain (docs/capture.md, "The call chain at the trigger") */
+		for (size_t k = 0; k < c->nchains; k++) {
+			const struct hit_chain *hc = &c->chains[k];
+			if (hc->tid != h->tid || hc->time != h->time)
+				continue;
+			struct mtev_rec cr = {.kind = MTEV_SAMPLE};
+			cr.sample.pid = h->pid;
+			cr.sample.tid = h->tid;
+			cr.sample.time = h->time;
+			cr.sample.nips = hc->n;
+			cr.sample.ips = c->chain_ips + hc->off;
+			cr.sample.flags = MTEV_SAMPLE_CHAIN;
+			if ((err = mtev_write(w, &cr)) < 0)
+				goto fail;
+			break;
+		}
 	}
 	if ((err = mtev_writer_finish(w)) < 0)
 		goto fail;
@@ -772,6 +800,58 @@ static void make_dir(const char *dir)
 		mt_fatal(MT_EXIT_SYS, "unable to write to %s: %s", dir, strerror(errno));
 }
 
+/* The call chain at hit @h: its registers and stack copy unwound with the
+ * call frame information of the files the process maps now (read from
+ * /proc/PID/maps while the process is still there; the trigger holds it
+ * still).  Kept when it says more than the ip. */
+static void keep_chain(struct capture *c, const struct trigger_hit *h)
+{
+	enum { MAXF = 512 };
+	if (!h->ustack_len || !h->uregs || c->nchains == MAX_HITS)
+		return;
+	char path[64], line[PATH_MAX + 160];
+	snprintf(path, sizeof path, "/proc/%u/maps", h->pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return;
+	unw *u = unw_new();
+	if (!u) {
+		fclose(f);
+		return;
+	}
+	while (fgets(line, sizeof line, f)) {
+		unsigned long long a, b, off;
+		char perms[8];
+		int pos = 0;
+		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %n", &a, &b, perms, &off, &pos) < 4 ||
+		    !pos || perms[2] != 'x' || line[pos] != '/')
+			continue;
+		line[pos + strcspn(line + pos, "\n")] = 0;
+		unw_map(u, h->pid, a, b - a, off, line + pos);
+	}
+	fclose(f);
+	if (c->nchain_ips + MAXF > c->capchain_ips) {
+		size_t n = c->capchain_ips ? 2 * c->capchain_ips : 4 * MAXF;
+		while (n < c->nchain_ips + MAXF)
+			n *= 2;
+		uint64_t *v = realloc(c->chain_ips, n * sizeof *v);
+		if (!v) {
+			unw_free(u);
+			return;
+		}
+		c->chain_ips = v;
+		c->capchain_ips = n;
+	}
+	uint64_t *ips = c->chain_ips + c->nchain_ips;
+	size_t n = unw_sample(u, h->pid, h->tid, h->uregs, h->have, h->ustack, h->ustack_len, ips,
+			      MAXF);
+	unw_free(u);
+	if (n < 2)
+		return;
+	c->chains[c->nchains++] = (struct hit_chain){h->tid, (uint32_t)n, h->time, c->nchain_ips};
+	c->nchain_ips += n;
+}
+
 static void drain_hits(struct capture *c)
 {
 	if (!c->trig)
@@ -782,8 +862,14 @@ static void drain_hits(struct capture *c)
 		int n = trigger_read(c->trig, tmp, 64, &c->lost);
 		if (n <= 0)
 			break;
-		for (int i = 0; i < n && room; i++, room--)
-			c->hits[c->nhits++] = tmp[i];
+		for (int i = 0; i < n && room; i++, room--) {
+			keep_chain(c, &tmp[i]);
+			c->hits[c->nhits] = tmp[i];
+			/* (the registers and stack live until the next read) */
+			c->hits[c->nhits].uregs = NULL;
+			c->hits[c->nhits].ustack = NULL;
+			c->nhits++;
+		}
 		if (n < 64)
 			break;
 	}

@@ -26,6 +26,10 @@ static void usage(FILE *f)
 "                       (perf --buildid-dir DIR/images script ...)\n"
 "  DIR/truth.mt         MTEV: every taken branch (formats/mtev-semantics.md)\n"
 "  DIR/truth-spans.mt   MTEV: the call tree of every thread, whole run\n"
+"  DIR/hits.mt          MTEV, as mt-capture writes it: the trigger (when stopped\n"
+"                       at the stop symbol) and each thread's call chain at its\n"
+"                       end (what a DWARF unwind there gives; mt-segment joins\n"
+"                       it to the trace's stack: docs/exactness.md)\n"
 "\n"
 "Options:\n"
 "  -o, --output DIR      output directory (created)\n"
@@ -304,6 +308,7 @@ int main(int argc, char **argv)
 			mt_fatal(MT_EXIT_SYS, "%s", err);
 		write_out(out, "truth.mt", ptsim_write_truth, &run, &truth);
 		write_out(out, "truth-spans.mt", ptsim_write_spans, &run, &truth);
+		write_out(out, "hits.mt", ptsim_write_hits, &run, &truth);
 		if (inline_truth) {
 			char path[4096], e2[512];
 			snprintf(path, sizeof path, "%s/truth-inline.mt", out);

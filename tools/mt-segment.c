@@ -285,12 +285,17 @@ int main(int argc, char **argv)
 	if (st->anomalies)
 		mt_warn("%llu branch(es) did not fit the call stack (see docs/segment.md)",
 			(unsigned long long)st->anomalies);
+	if (st->chains_unjoined)
+		mt_warn("%llu of %llu call chain(s) could not be joined to the trace's stack: "
+			"no outer frames added from them (docs/exactness.md)",
+			(unsigned long long)st->chains_unjoined, (unsigned long long)st->chains);
 	if (o.stats)
 		fprintf(stderr,
 			"mt-segment: branches=%llu samples=%llu segments=%llu spans=%llu "
 			"waypoints=%llu waypoints_elided=%llu waypoints_elided_inline=%llu "
 			"promoted=%llu tailcalls=%llu "
-			"unwinds=%llu signals=%llu anomalies=%llu peak_frames=%llu\n",
+			"unwinds=%llu signals=%llu anomalies=%llu chains=%llu chains_joined=%llu "
+			"chains_unjoined=%llu chains_sampled=%llu chain_frames=%llu peak_frames=%llu\n",
 			(unsigned long long)st->branches, (unsigned long long)st->samples,
 			(unsigned long long)st->segments, (unsigned long long)st->spans,
 			(unsigned long long)st->waypoints, (unsigned long long)st->wp_elided,
@@ -298,6 +303,9 @@ int main(int argc, char **argv)
 			(unsigned long long)st->promoted,
 			(unsigned long long)st->tailcalls, (unsigned long long)st->unwinds,
 			(unsigned long long)st->signals, (unsigned long long)st->anomalies,
+			(unsigned long long)st->chains, (unsigned long long)st->chains_joined,
+			(unsigned long long)st->chains_unjoined, (unsigned long long)st->chains_sampled,
+			(unsigned long long)st->chain_frames,
 			(unsigned long long)st->peak_frames);
 	if (sti) {
 		const struct stitch_stats *ss = stitch_stats(sti);

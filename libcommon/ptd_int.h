@@ -1,0 +1,395 @@
+/* ptd_int.h: the decoder's shared state, inside libcommon only (ptdecode.h
+ * is the API).  Data flows one way:
+ *
+ *   ptd_read.c   perf.data -> sideband (sorted by time) and per-queue trace
+ *   ptd_step.c   a queue's trace -> records in the queue's ring (a stepper)
+ *   ptd_queue.c  the ring: records decoded since the last PSB wait there
+ *                until a PSB confirms them (or an error retracts them)
+ *   ptd_merge.c  confirmed ring records + sideband records, by time -> MTEV
+ *                (write_rec: the only place a record leaves the decoder)
+ *
+ * beside them: ptd_proc.c (threads, processes, their maps), ptd_image.c
+ * (finding image files, libipt's images, code bytes for the classifier),
+ * ptd_sideband.c (sideband records as MTEV records, sampling stacks),
+ * ptd_list.c (--records) and ptdecode.c (the entry points).  docs/decode.md
+ * says why. */
+#ifndef MT_PTD_INT_H
+#define MT_PTD_INT_H
+
+#include <intel-pt.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mtev.h"
+#include "perfdata.h"
+#include "ptdecode.h"
+#include "strpool.h"
+#include "unwind.h"
+#include "x86br.h"
+
+#define PROT_X 4 /* PROT_EXEC */
+
+enum sb_kind { SB_MMAP, SB_COMM, SB_FORK, SB_EXIT, SB_SAMPLE, SB_TRIGGER };
+
+struct sb {
+	uint64_t time;
+	uint32_t seq;
+	uint8_t kind;
+	uint32_t pid, tid;
+	union {
+		struct {
+			uint64_t addr, len, pgoff;
+			uint32_t prot;
+			uint8_t bid[20], bidlen;
+			const char *path;
+		} mmap;
+		struct {
+			const char *name;
+			int exec;
+		} comm;
+		struct {
+			uint32_t ppid;
+		} fork;
+		struct {
+			uint32_t nips;
+			size_t ips;  /* index into the ips arena */
+			size_t ustk; /* 1 + offset of its user regs and stack in d->ustk; 0 none */
+		} sample;
+		struct {
+			uint64_t addr, arg0, arg1;
+			const char *sym;
+		} trig;
+	};
+};
+
+struct sw { /* from time on, the cpu runs pid/tid */
+	uint64_t time;
+	uint32_t pid, tid;
+	uint32_t seq;
+};
+
+struct cpuline {
+	struct sw *v;
+	size_t n, cap;
+};
+
+struct qbuf {
+	uint64_t offset, size;
+	const uint8_t *data;
+	uint64_t file_off;
+};
+
+enum { TS_NONE, TS_ON, TS_SYSCALL, TS_ASYNC, TS_GAP };
+
+struct thr {
+	uint32_t tid, pid;
+	int state;	    /* TS_*: how tracing last stopped */
+	uint64_t last_ip;   /* TS_ON: last executed instruction; TS_ASYNC: the FUP ip */
+	uint64_t last_time; /* time of its last record */
+	uint64_t async_time;
+	int gap_pending;
+	struct mtev_rec gap;
+	int announced;
+	int has_rec;
+	int lastq;
+	uint64_t out_time; /* time of its last record written (per-cpu clamp) */
+};
+
+struct mapent {
+	uint64_t start, end;
+	const char *path;
+};
+
+struct proc {
+	uint32_t pid;
+	struct pt_image *img;
+	struct mapent *maps;
+	size_t nmaps, mapcap;
+	const char *name;
+	int announced;
+	struct sb *sbmaps; /* sampling: the executable mmaps it has */
+	size_t nsbmaps, sbmapcap;
+};
+
+struct pend {
+	int valid;
+	uint8_t cls, size; /* size 0 with cls JCC: not looked up yet */
+	int32_t isid;
+	uint8_t mode;
+	uint64_t from, time;
+};
+
+struct seg {
+	uint64_t begin, end; /* in the queue's stream */
+	int lost_before;     /* trace data was lost just before it */
+	uint64_t lost_at;    /* AUX offset of the loss */
+};
+
+struct auxlost { /* an AUX record flagged truncated */
+	uint32_t tid, cpu;
+	uint64_t offset; /* aux_offset + aux_size */
+};
+
+struct ptq {
+	uint32_t idx;
+	int32_t cpu;
+	uint32_t tid0, pid0; /* per-thread queue: its thread */
+	struct qbuf *bufs;
+	size_t nbufs, bufcap;
+	uint8_t *stream; /* concatenated data */
+	int stream_owned;
+	uint64_t len;
+	struct seg *segs;
+	size_t nsegs, curseg;
+
+	struct pt_block_decoder *dec;
+	int state; /* Q_* */
+	int status;
+	int need_start;
+	uint64_t start_time;
+	struct pend pend;
+	int th; /* current thread index, -1 none */
+	uint64_t time;
+	struct pt_image *img;
+	size_t swi;
+	int synced_once;
+	uint64_t last_sync_off;
+	uint32_t lost_timing; /* libipt's lost mtc + cyc count */
+	uint64_t last_tsc;    /* q->time is its perf time (or later) */
+	uint64_t nblocks, ninsns;
+	int untimed;	      /* after an overflow, until timing is exact again */
+	/* spinning, checked every 16 blocks (q_spinning): the offset and the
+	 * instruction count at the last check, and how many instructions ran
+	 * since a check first saw the offset where it still is */
+	uint64_t spin_off, spin_mark, spin_insns;
+
+	/* output: fcount records from fhead; the first nready are final, the
+	 * rest (decoded since the last PSB) are dropped if the decoder finds
+	 * the trace corrupt before the next PSB confirms them */
+	struct mtev_rec *fifo;
+	size_t fhead, fcount, fcap, nready;
+	uint64_t ready_time; /* time of the last record made final */
+	uint64_t *psbs;	     /* PSB offsets in the current segment */
+	size_t npsbs, psbi;
+};
+
+enum { Q_SEG, Q_SYNC, Q_RUN, Q_DONE };
+
+/* entries of the classifier's hot table (16 bytes each, in struct ptd) */
+#define PTD_CC1 8192
+
+struct ccache_ent {
+	uint64_t ip;
+	int32_t isid;
+	uint8_t cls, size, valid;
+};
+
+struct secview { /* an iscache section as libipt sees it (pt_mk_section) */
+	const uint8_t *data; /* its first byte; NULL: ask pt_iscache_read */
+	uint64_t addr, size; /* load address, size cut at the end of the file */
+};
+
+struct filemap { /* an image file, mapped once */
+	char *file;
+	uint8_t *base; /* NULL: could not be mapped */
+	size_t len;
+};
+
+/* The input's name in messages: the file, "stdin", or "perf.data". */
+#define INNAME(o) ((o)->input_name ? (o)->input_name : "perf.data")
+
+struct ptd {
+	struct ptd_options *opts;
+	struct ptd_stats *st;
+	const struct ptd_stepper *step; /* how queues are decoded */
+	int err; /* sticky negative error */
+	/* the first gap, for the one line that says what was damaged and where */
+	uint64_t ngaps_set;
+	struct {
+		unsigned reason;
+		int code;
+		uint32_t tid;
+		uint64_t offset, ip;
+		char msg[96];
+	} gap1;
+
+	/* recording facts */
+	int have_clock;
+	uint64_t t_shift, t_mult, t_zero;
+	int have_info;
+	uint64_t priv[64];
+	size_t npriv;
+	const struct pd_attr *pt_attr;
+	struct pd_attr pt_attr_copy;
+	int per_cpu, snapshot;
+	char cpuid[128];
+	struct pd_buildid *bids;
+	size_t nbids;
+
+	/* sideband */
+	struct sb *sb;
+	size_t nsb, sbcap;
+	uint64_t *ips;
+	size_t nips, ipscap;
+	unw *unw;      /* --call-graph dwarf: the stack unwinder */
+	uint8_t *ustk; /* per sample: have u64, regs u64[UNW_NREGS], len u64, bytes */
+	size_t nustk, ustkcap;
+	size_t sb_emit, sb_apply;
+	struct cpuline *cpus;
+	size_t ncpus;
+	uint32_t seq;
+
+	/* queues */
+	struct ptq *q;
+	size_t nq;
+	struct auxlost *auxlost;
+	size_t nauxlost, auxlostcap;
+
+	/* threads, processes */
+	struct thr *thr;
+	size_t nthr, thrcap;
+	uint32_t *thr_idx;
+	size_t thr_icap;
+	struct proc *proc;
+	size_t nproc, proccap;
+	struct pt_image **oldimgs;
+	size_t noldimgs, oldimgcap;
+	struct pt_image_section_cache *isc;
+	struct mapent *kmaps; /* pid -1 maps */
+	size_t nkmaps, kmapcap;
+
+	/* classifier cache: a small hot table in front of a bigger one */
+	struct ccache_ent cc1[PTD_CC1];
+	struct ccache_ent *cc;
+	size_t ccmask;
+	/* the bytes of each iscache section (by isid), read in place by the
+	 * classifier instead of through pt_iscache_read (which maps the
+	 * section and takes its locks on every call) */
+	struct secview *secs;
+	size_t nsecs, seccap;
+	struct filemap *fmaps;
+	size_t nfmaps, fmapcap;
+
+	struct strpool strs;
+	mtev_writer *w;
+
+	pd_reader *reader;
+
+	/* final records */
+	struct mtev_rec *fin;
+	size_t nfin, fincap;
+	/* sb_to_rec's records, for the merge to write */
+	struct mtev_rec *sbout;
+	size_t nsbout, sboutcap;
+	unsigned nkmissing; /* kernel images not found */
+	const char *kmissing_first;
+};
+
+/* Records a queue holds before the merge must take them (a batch). */
+#define PTD_BATCH 256
+
+/* A stepper turns a queue's trace into records.  step() runs @q until it
+ * has a batch of confirmed records (q->nready >= PTD_BATCH), its time
+ * passes @limit, or it is done (q->state == Q_DONE); it may apply sideband
+ * up to the queue's time (sb_apply_until).  Its records go into the
+ * queue's ring only (q_push; q_commit confirms, q_retract drops what a
+ * later error disproves), each thread's in time order; it never writes.
+ * The merge calls it on the queue furthest behind.  Today there is one,
+ * libipt's block decoder (ptd_step.c); issue 20's cached walk and the
+ * PSB-parallel decoder are meant to be others (docs/decode.md). */
+struct ptd_stepper {
+	const char *name;
+	void (*step)(struct ptd *d, struct ptq *q, uint64_t limit);
+};
+extern const struct ptd_stepper ptd_step_libipt;
+
+/* ---- ptdecode.c ---- */
+void ptd_warn(struct ptd *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int ptd_fail(struct ptd *d, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static inline uint64_t ptd_conv(const struct ptd *d, uint64_t tsc)
+{
+	if (!d->have_clock)
+		return tsc;
+	return pd_tsc_to_perf_time(tsc, d->t_shift, d->t_mult, d->t_zero);
+}
+
+/* ---- ptd_read.c ---- */
+/* Reads the whole perf.data from @fd: sideband sorted, queues built. */
+int read_perf(struct ptd *d, int fd);
+/* The queue with AUX index @idx (created empty); NULL: out of memory. */
+struct ptq *q_get(struct ptd *d, uint32_t idx);
+
+/* ---- ptd_proc.c ---- */
+int thr_get(struct ptd *d, uint32_t tid, uint32_t pid);
+struct proc *proc_get(struct ptd *d, uint32_t pid);
+void proc_exec(struct ptd *d, uint32_t pid);
+void proc_fork(struct ptd *d, uint32_t pid, uint32_t ppid);
+void map_note(struct mapent **v, size_t *n, size_t *cap, const struct mapent *m);
+const struct mapent *map_lookup(struct ptd *d, uint32_t pid, uint64_t ip);
+
+/* ---- ptd_image.c ---- */
+const char *find_image(struct ptd *d, const char *path, const uint8_t *bid, uint8_t bidlen,
+		       const char **why);
+const struct pd_buildid *bid_for_path(struct ptd *d, const char *path);
+void sec_note(struct ptd *d, const char *file, uint64_t pgoff, uint64_t len, uint64_t addr,
+	      int isid);
+void sb_apply_until(struct ptd *d, uint64_t time);
+enum x86br classify_ip_slow(struct ptd *d, uint64_t ip, int32_t isid, uint8_t mode,
+			    uint8_t *size);
+
+/* ---- ptd_queue.c ---- */
+struct mtev_rec *q_grow_push(struct ptd *d, struct ptq *q);
+void q_retract(struct ptd *d, struct ptq *q);
+
+/* A new record at the end of @q's ring (NULL: out of memory, d->err set). */
+static inline struct mtev_rec *q_push(struct ptd *d, struct ptq *q)
+{
+	if (q->fcount < q->fcap)
+		return &q->fifo[(q->fhead + q->fcount++) & (q->fcap - 1)];
+	return q_grow_push(d, q);
+}
+
+static inline uint64_t rec_time(const struct mtev_rec *r)
+{
+	switch (r->kind) {
+	case MTEV_BRANCH:
+		return r->br.time;
+	case MTEV_GAP:
+		return r->gap.begin;
+	case MTEV_THREAD:
+		return r->thread.time;
+	case MTEV_MAP:
+		return r->map.time;
+	case MTEV_SAMPLE:
+		return r->sample.time;
+	case MTEV_TRIGGER:
+		return r->trigger.time;
+	default:
+		return 0;
+	}
+}
+
+/* Everything decoded so far is final. */
+static inline void q_commit(struct ptq *q)
+{
+	if (q->fcount > q->nready)
+		q->ready_time = rec_time(&q->fifo[(q->fhead + q->fcount - 1) & (q->fcap - 1)]);
+	q->nready = q->fcount;
+}
+
+/* ---- ptd_step.c ---- */
+/* The thread's trace ends: its closing record (trace-end, or its pending
+ * gap) into @q's ring, or with @q NULL into d->fin (the end of all data). */
+void thr_finish(struct ptd *d, struct ptq *q, struct thr *t);
+
+/* ---- ptd_sideband.c ---- */
+/* Sideband record @s as MTEV records appended to d->sbout (0 or more). */
+int sb_to_rec(struct ptd *d, const struct sb *s);
+
+/* ---- ptd_merge.c ---- */
+int write_rec(struct ptd *d, const struct mtev_rec *r);
+int write_head(struct ptd *d);
+int merge(struct ptd *d);
+
+#endif

@@ -1,0 +1,200 @@
+/* ptd_merge: runs the stepper on the queue furthest behind and writes what
+ * every queue has passed, queue records and sideband records by time.
+ * write_rec is the only place records leave the decoder. */
+#include "ptd_int.h"
+
+#include <string.h>
+
+int write_rec(struct ptd *d, const struct mtev_rec *r)
+{
+	int e;
+	if (d->per_cpu && (r->kind == MTEV_BRANCH || r->kind == MTEV_GAP)) {
+		/* threads move between cpus: keep each one's records sorted
+		 * even where the queues' clocks disagree */
+		uint32_t tid = r->kind == MTEV_BRANCH ? r->br.tid : r->gap.tid;
+		int th = thr_get(d, tid, UINT32_MAX);
+		if (th >= 0) {
+			struct thr *t = &d->thr[th];
+			uint64_t tm = r->kind == MTEV_BRANCH ? r->br.time : r->gap.begin;
+			if (tm < t->out_time) {
+				struct mtev_rec c = *r;
+				if (c.kind == MTEV_BRANCH)
+					c.br.time = t->out_time;
+				else {
+					c.gap.begin = t->out_time;
+					if (c.gap.end < c.gap.begin)
+						c.gap.end = c.gap.begin;
+				}
+				e = mtev_write(d->w, &c);
+				goto done;
+			}
+			t->out_time = r->kind == MTEV_BRANCH ? tm : r->gap.end;
+		}
+	}
+	e = mtev_write(d->w, r);
+done:
+	if (e < 0)
+		return ptd_fail(d, PTD_EOUTPUT, "writing MTEV: %s", mtev_strerror(e));
+	return 0;
+}
+
+/* Writes records (queue heads and sideband) with time <= @safe, earliest
+ * first. */
+static int emit_upto(struct ptd *d, uint64_t safe)
+{
+	for (;;) {
+		int best = -1; /* -1: sideband */
+		uint64_t bt = UINT64_MAX;
+		int have = 0;
+		size_t i;
+
+		if (d->sb_emit < d->nsb && d->sb[d->sb_emit].time <= safe) {
+			bt = d->sb[d->sb_emit].time;
+			have = 1;
+		}
+		for (i = 0; i < d->nq; i++) {
+			struct ptq *q = &d->q[i];
+			uint64_t t;
+			if (!q->nready)
+				continue;
+			t = rec_time(&q->fifo[q->fhead]);
+			if (t <= safe && (!have || t < bt)) {
+				bt = t;
+				best = (int)i;
+				have = 1;
+			}
+		}
+		if (!have)
+			return 0;
+		if (best < 0) {
+			size_t k;
+			int n = sb_to_rec(d, &d->sb[d->sb_emit]);
+			d->sb_emit++;
+			for (k = 0; n > 0 && k < (size_t)n; k++)
+				if (write_rec(d, &d->sbout[k]) < 0)
+					return d->err;
+			if (n < 0)
+				return d->err;
+			continue;
+		}
+		{
+			/* drain this queue while it stays the earliest */
+			struct ptq *q = &d->q[best];
+			uint64_t limit = safe;
+			if (d->sb_emit < d->nsb && d->sb[d->sb_emit].time < limit)
+				limit = d->sb[d->sb_emit].time;
+			for (i = 0; i < d->nq; i++)
+				if ((int)i != best && d->q[i].nready) {
+					uint64_t t = rec_time(&d->q[i].fifo[d->q[i].fhead]);
+					if (t < limit)
+						limit = t;
+				}
+			if (d->per_cpu) {
+				do {
+					if (write_rec(d, &q->fifo[q->fhead]) < 0)
+						return d->err;
+					q->fhead = (q->fhead + 1) & (q->fcap - 1);
+					q->fcount--;
+					q->nready--;
+				} while (q->nready && rec_time(&q->fifo[q->fhead]) <= limit);
+			} else {
+				/* the common case, with the ring in locals */
+				const struct mtev_rec *fifo = q->fifo, *end = fifo + q->fcap;
+				const struct mtev_rec *r = fifo + q->fhead;
+				mtev_writer *w = d->w;
+				size_t n = q->nready, k = 0, head;
+				int e;
+				for (;;) {
+					e = mtev_write(w, r);
+					if (e < 0)
+						break;
+					k++;
+					if (++r == end)
+						r = fifo;
+					if (k == n ||
+					    (r->kind == MTEV_BRANCH ? r->br.time : rec_time(r)) > limit)
+						break;
+				}
+				head = (size_t)(r - fifo);
+				q->fhead = head;
+				q->fcount -= k;
+				q->nready -= k;
+				if (e < 0)
+					return ptd_fail(d, PTD_EOUTPUT, "writing MTEV: %s",
+							mtev_strerror(e));
+			}
+		}
+	}
+}
+
+/* Decodes all queues in time order: the queue furthest behind runs until it
+ * passes the next one, so every thread's state changes in time order even
+ * when it moves between cpus; what is older than every queue's position is
+ * written. */
+int merge(struct ptd *d)
+{
+	size_t i;
+	for (;;) {
+		struct ptq *run = NULL;
+		uint64_t t1 = UINT64_MAX, t2 = UINT64_MAX;
+		for (i = 0; i < d->nq; i++) {
+			struct ptq *q = &d->q[i];
+			if (q->state == Q_DONE)
+				continue;
+			if (!run || q->time < t1) {
+				t2 = t1;
+				t1 = q->time;
+				run = q;
+			} else if (q->time < t2) {
+				t2 = q->time;
+			}
+		}
+		if (!run)
+			break;
+		d->step->step(d, run, t2);
+		if (d->err)
+			return d->err;
+		/* everything older than the slowest live queue is final */
+		t1 = UINT64_MAX;
+		for (i = 0; i < d->nq; i++)
+			if (d->q[i].state != Q_DONE && d->q[i].time < t1)
+				t1 = d->q[i].time;
+		if (t1 > 0 && emit_upto(d, t1 == UINT64_MAX ? t1 : t1 - 1) < 0)
+			return d->err;
+		/* a full batch must go out even at equal times */
+		if (run->nready >= PTD_BATCH && emit_upto(d, run->time) < 0)
+			return d->err;
+	}
+	for (i = 0; i < d->nq; i++)
+		q_commit(&d->q[i]);
+	if (emit_upto(d, UINT64_MAX) < 0)
+		return d->err;
+	if (d->nkmissing)
+		ptd_warn(d, "%u kernel image%s (%s%s) not found; kernel code will be gaps", d->nkmissing,
+			 d->nkmissing > 1 ? "s" : "", d->kmissing_first, d->nkmissing > 1 ? ", ..." : "");
+	/* threads still open at the end of all data */
+	for (i = 0; i < d->nthr; i++)
+		thr_finish(d, NULL, &d->thr[i]);
+	for (i = 0; i < d->nfin; i++)
+		if (write_rec(d, &d->fin[i]) < 0)
+			return d->err;
+	return 0;
+}
+
+int write_head(struct ptd *d)
+{
+	struct mtev_rec r;
+	memset(&r, 0, sizeof r);
+	r.kind = MTEV_CLOCK;
+	if (d->have_clock) {
+		r.clock.time_zero = d->t_zero;
+		r.clock.time_mult = d->t_mult;
+		r.clock.time_shift = d->t_shift;
+		if (d->t_mult)
+			r.clock.tsc_hz = (uint64_t)((1000000000.0 * (double)(1ull << d->t_shift)) /
+						    (double)d->t_mult + 0.5);
+	} else {
+		r.clock.time_mult = 1;
+	}
+	return write_rec(d, &r);
+}
