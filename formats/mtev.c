@@ -565,6 +565,99 @@ static inline int parse_span(mtev_reader *r, struct cur *c, struct mtev_rec *rec
 	return 0;
 }
 
+/* A branch record (kinds 0x20-0x3f: type in the low bits, 0x10 = tid given). */
+static int parse_branch(mtev_reader *r, unsigned kind, struct cur *c, struct mtev_rec *rec)
+{
+	rec->kind = MTEV_BRANCH;
+	rec->br.type = kind & 0x0f;
+	if (rec->br.type >= MTEV_BR__COUNT)
+		return -MTEV_ECORRUPT;
+	uint32_t tid;
+	if (kind & 0x10) {
+		tid = get_u32(c);
+	} else {
+		if (!r->have_br_tid)
+			return -MTEV_ECORRUPT;
+		tid = r->last_br_tid;
+	}
+	struct tstate *st = tmap_get(&r->tm, tid);
+	if (!st)
+		return -MTEV_ENOMEM;
+	rec->br.tid = tid;
+	rec->br.time = st->time + (uint64_t)get_sv(c);
+	rec->br.from = st->addr + (uint64_t)get_sv(c);
+	rec->br.to = rec->br.from + (uint64_t)get_sv(c);
+	if (c->bad)
+		return -MTEV_ECORRUPT;
+	st->time = rec->br.time;
+	st->addr = rec->br.to ? rec->br.to : rec->br.from;
+	r->last_br_tid = tid;
+	r->have_br_tid = 1;
+	return 0;
+}
+
+/* A sample record's fields (its ips in r->ips). */
+static int parse_sample(mtev_reader *r, struct cur *c, struct mtev_rec *rec)
+{
+	rec->sample.pid = get_u32(c);
+	rec->sample.tid = get_u32(c);
+	rec->sample.time = get_uv(c);
+	uint64_t n = get_uv(c);
+	/* each ip takes at least one byte: bound n by what is left */
+	if (c->bad || n > (uint64_t)(c->end - c->p))
+		return -MTEV_ECORRUPT;
+	if (n > r->ips_cap) {
+		size_t nc = r->ips_cap ? r->ips_cap : 64;
+		while (nc < n)
+			nc *= 2;
+		uint64_t *ni = realloc(r->ips, nc * sizeof *ni);
+		if (!ni)
+			return -MTEV_ENOMEM;
+		r->ips = ni;
+		r->ips_cap = nc;
+	}
+	uint64_t prev = 0;
+	for (uint64_t i = 0; i < n; i++) {
+		prev += (uint64_t)get_sv(c);
+		r->ips[i] = prev;
+	}
+	rec->sample.nips = (uint32_t)n;
+	rec->sample.ips = r->ips;
+	/* appended within version 1: absent means 0 */
+	rec->sample.flags = c->p < c->end ? get_u32(c) : 0;
+	return 0;
+}
+
+/* A symbol record's fields (its frames in r->frames). */
+static int parse_symbol(mtev_reader *r, struct cur *c, struct mtev_rec *rec)
+{
+	rec->symbol.addr = get_uv(c);
+	rec->symbol.entry = get_uv(c);
+	uint64_t n = get_uv(c);
+	/* each frame takes at least four bytes */
+	if (c->bad || n > (uint64_t)(c->end - c->p) / 4)
+		return -MTEV_ECORRUPT;
+	if (n > r->frames_cap) {
+		size_t nc = r->frames_cap ? r->frames_cap : 16;
+		while (nc < n)
+			nc *= 2;
+		struct mtev_frame *nf = realloc(r->frames, nc * sizeof *nf);
+		if (!nf)
+			return -MTEV_ENOMEM;
+		r->frames = nf;
+		r->frames_cap = nc;
+	}
+	for (uint64_t i = 0; i < n; i++) {
+		r->frames[i].name = get_str(c);
+		r->frames[i].file = get_str(c);
+		r->frames[i].line = get_u32(c);
+		r->frames[i].column = get_u32(c);
+	}
+	rec->symbol.nframes = (uint32_t)n;
+	rec->symbol.frames = r->frames;
+	return 0;
+}
+
 static int parse_payload(mtev_reader *r, unsigned kind, struct cur *c, struct mtev_rec *rec)
 {
 	if (kind >= MTEV_WP_SHORT && kind <= MTEV_WP_SHORT + 7) {
@@ -572,34 +665,8 @@ static int parse_payload(mtev_reader *r, unsigned kind, struct cur *c, struct mt
 		c->p = c->end;
 		return e < 0 ? e : 0;
 	}
-	if (kind >= 0x20 && kind <= 0x3f) {
-		rec->kind = MTEV_BRANCH;
-		rec->br.type = kind & 0x0f;
-		if (rec->br.type >= MTEV_BR__COUNT)
-			return -MTEV_ECORRUPT;
-		uint32_t tid;
-		if (kind & 0x10) {
-			tid = get_u32(c);
-		} else {
-			if (!r->have_br_tid)
-				return -MTEV_ECORRUPT;
-			tid = r->last_br_tid;
-		}
-		struct tstate *st = tmap_get(&r->tm, tid);
-		if (!st)
-			return -MTEV_ENOMEM;
-		rec->br.tid = tid;
-		rec->br.time = st->time + (uint64_t)get_sv(c);
-		rec->br.from = st->addr + (uint64_t)get_sv(c);
-		rec->br.to = rec->br.from + (uint64_t)get_sv(c);
-		if (c->bad)
-			return -MTEV_ECORRUPT;
-		st->time = rec->br.time;
-		st->addr = rec->br.to ? rec->br.to : rec->br.from;
-		r->last_br_tid = tid;
-		r->have_br_tid = 1;
-		return 0;
-	}
+	if (kind >= 0x20 && kind <= 0x3f)
+		return parse_branch(r, kind, c, rec);
 	memset(rec, 0, sizeof *rec);
 	rec->kind = kind;
 	switch (kind) {
@@ -654,32 +721,9 @@ static int parse_payload(mtev_reader *r, unsigned kind, struct cur *c, struct mt
 		}
 		break;
 	case MTEV_SAMPLE: {
-		rec->sample.pid = get_u32(c);
-		rec->sample.tid = get_u32(c);
-		rec->sample.time = get_uv(c);
-		uint64_t n = get_uv(c);
-		/* each ip takes at least one byte: bound n by what is left */
-		if (c->bad || n > (uint64_t)(c->end - c->p))
-			return -MTEV_ECORRUPT;
-		if (n > r->ips_cap) {
-			size_t nc = r->ips_cap ? r->ips_cap : 64;
-			while (nc < n)
-				nc *= 2;
-			uint64_t *ni = realloc(r->ips, nc * sizeof *ni);
-			if (!ni)
-				return -MTEV_ENOMEM;
-			r->ips = ni;
-			r->ips_cap = nc;
-		}
-		uint64_t prev = 0;
-		for (uint64_t i = 0; i < n; i++) {
-			prev += (uint64_t)get_sv(c);
-			r->ips[i] = prev;
-		}
-		rec->sample.nips = (uint32_t)n;
-		rec->sample.ips = r->ips;
-		/* appended within version 1: absent means 0 */
-		rec->sample.flags = c->p < c->end ? get_u32(c) : 0;
+		int e = parse_sample(r, c, rec);
+		if (e)
+			return e;
 		break;
 	}
 	case MTEV_GAP: {
@@ -733,30 +777,9 @@ static int parse_payload(mtev_reader *r, unsigned kind, struct cur *c, struct mt
 		break;
 	}
 	case MTEV_SYMBOL: {
-		rec->symbol.addr = get_uv(c);
-		rec->symbol.entry = get_uv(c);
-		uint64_t n = get_uv(c);
-		/* each frame takes at least four bytes */
-		if (c->bad || n > (uint64_t)(c->end - c->p) / 4)
-			return -MTEV_ECORRUPT;
-		if (n > r->frames_cap) {
-			size_t nc = r->frames_cap ? r->frames_cap : 16;
-			while (nc < n)
-				nc *= 2;
-			struct mtev_frame *nf = realloc(r->frames, nc * sizeof *nf);
-			if (!nf)
-				return -MTEV_ENOMEM;
-			r->frames = nf;
-			r->frames_cap = nc;
-		}
-		for (uint64_t i = 0; i < n; i++) {
-			r->frames[i].name = get_str(c);
-			r->frames[i].file = get_str(c);
-			r->frames[i].line = get_u32(c);
-			r->frames[i].column = get_u32(c);
-		}
-		rec->symbol.nframes = (uint32_t)n;
-		rec->symbol.frames = r->frames;
+		int e = parse_symbol(r, c, rec);
+		if (e)
+			return e;
 		break;
 	}
 	default:
@@ -1178,80 +1201,75 @@ static int w_record(mtev_writer *w, unsigned kind, const uint8_t *payload, size_
 	return w_put(w, payload, n);
 }
 
-int mtev_write(mtev_writer *w, const struct mtev_rec *rec)
+/* A branch record, encoded in place: kind, one size byte (a branch payload
+ * is at most 5 + 3 * 10 = 35 bytes < 128), payload. */
+static int write_branch(mtev_writer *w, const struct mtev_rec *rec)
 {
-	if (w->err)
+	if (rec->br.type >= MTEV_BR__COUNT)
+		return -MTEV_EINVAL;
+	if (w->len + 2 + 35 > w->cap && mtev_writer_flush(w))
 		return w->err;
-	if (rec->kind == MTEV_BRANCH) {
-		if (rec->br.type >= MTEV_BR__COUNT)
-			return -MTEV_EINVAL;
-		/* Encoded in place: kind, one size byte (a branch payload is at most
-		 * 5 + 3 * 10 = 35 bytes < 128), payload. */
-		if (w->len + 2 + 35 > w->cap && mtev_writer_flush(w))
-			return w->err;
-		uint8_t *rb = w->buf + w->len;
-		uint8_t *pl = rb + 2;
-		uint8_t *p = pl;
-		unsigned kind = 0x20 | rec->br.type;
-		if (!w->have_br_tid || w->last_br_tid != rec->br.tid) {
-			kind |= 0x10;
-			p = put_uv(p, rec->br.tid);
-		}
-		struct tstate *st = tmap_get(&w->tm, rec->br.tid);
-		if (!st)
-			return -MTEV_ENOMEM;
-		p = put_sv(p, (int64_t)(rec->br.time - st->time));
-		p = put_sv(p, (int64_t)(rec->br.from - st->addr));
-		p = put_sv(p, (int64_t)(rec->br.to - rec->br.from));
-		st->time = rec->br.time;
-		st->addr = rec->br.to ? rec->br.to : rec->br.from;
-		w->last_br_tid = rec->br.tid;
-		w->have_br_tid = 1;
-		rb[0] = (uint8_t)kind;
-		rb[1] = (uint8_t)(p - pl);
-		w->len += 2 + (size_t)(p - pl);
-		return 0;
+	uint8_t *rb = w->buf + w->len;
+	uint8_t *pl = rb + 2;
+	uint8_t *p = pl;
+	unsigned kind = 0x20 | rec->br.type;
+	if (!w->have_br_tid || w->last_br_tid != rec->br.tid) {
+		kind |= 0x10;
+		p = put_uv(p, rec->br.tid);
 	}
-	if (rec->kind == MTEV_WAYPOINT) {
-		/* In place too (two per branch in segment output): the payload is
-		 * at most 5 + 5 + 2 * 10 = 30 bytes, one size byte; the same bytes
-		 * as the general path. */
-		if (w->len + 2 + 30 > w->cap && mtev_writer_flush(w))
-			return w->err;
-		struct tstate *st = tmap_get(&w->tm, rec->waypoint.tid);
-		if (!st)
-			return -MTEV_ENOMEM;
-		uint8_t *rb = w->buf + w->len;
-		uint8_t *pl = rb + 2, *p = pl;
-		/* short form: the previous waypoint's thread, depth within -3..+4 */
-		int64_t dd = (int64_t)rec->waypoint.depth - (int64_t)w->last_wp_depth + 3;
-		if (w->have_wp && w->last_wp_tid == rec->waypoint.tid && dd >= 0 && dd < 8) {
-			rb[0] = (uint8_t)(MTEV_WP_SHORT + dd);
-		} else {
-			rb[0] = MTEV_WAYPOINT;
-			p = put_uv(p, rec->waypoint.tid);
-			p = put_uv(p, rec->waypoint.depth);
-			w->last_wp_tid = rec->waypoint.tid;
-			w->have_wp = 1;
-		}
-		w->last_wp_depth = rec->waypoint.depth;
-		p = put_sv(p, (int64_t)(rec->waypoint.time - st->time));
-		p = put_sv(p, (int64_t)(rec->waypoint.addr - st->addr));
-		st->time = rec->waypoint.time;
-		st->addr = rec->waypoint.addr;
-		rb[1] = (uint8_t)(p - pl);
-		w->len += 2 + (size_t)(p - pl);
-		return 0;
+	struct tstate *st = tmap_get(&w->tm, rec->br.tid);
+	if (!st)
+		return -MTEV_ENOMEM;
+	p = put_sv(p, (int64_t)(rec->br.time - st->time));
+	p = put_sv(p, (int64_t)(rec->br.from - st->addr));
+	p = put_sv(p, (int64_t)(rec->br.to - rec->br.from));
+	st->time = rec->br.time;
+	st->addr = rec->br.to ? rec->br.to : rec->br.from;
+	w->last_br_tid = rec->br.tid;
+	w->have_br_tid = 1;
+	rb[0] = (uint8_t)kind;
+	rb[1] = (uint8_t)(p - pl);
+	w->len += 2 + (size_t)(p - pl);
+	return 0;
+}
+
+/* A waypoint record, in place too (two per branch in segment output): the
+ * payload is at most 5 + 5 + 2 * 10 = 30 bytes, one size byte; the same bytes
+ * as the general path. */
+static int write_waypoint(mtev_writer *w, const struct mtev_rec *rec)
+{
+	if (w->len + 2 + 30 > w->cap && mtev_writer_flush(w))
+		return w->err;
+	struct tstate *st = tmap_get(&w->tm, rec->waypoint.tid);
+	if (!st)
+		return -MTEV_ENOMEM;
+	uint8_t *rb = w->buf + w->len;
+	uint8_t *pl = rb + 2, *p = pl;
+	/* short form: the previous waypoint's thread, depth within -3..+4 */
+	int64_t dd = (int64_t)rec->waypoint.depth - (int64_t)w->last_wp_depth + 3;
+	if (w->have_wp && w->last_wp_tid == rec->waypoint.tid && dd >= 0 && dd < 8) {
+		rb[0] = (uint8_t)(MTEV_WP_SHORT + dd);
+	} else {
+		rb[0] = MTEV_WAYPOINT;
+		p = put_uv(p, rec->waypoint.tid);
+		p = put_uv(p, rec->waypoint.depth);
+		w->last_wp_tid = rec->waypoint.tid;
+		w->have_wp = 1;
 	}
-	if (rec->kind == MTEV_KIND_RAW) {
-		unsigned k = rec->raw.kind;
-		if (k > 0xff || k == MTEV_END || (k >= 0x20 && k <= 0x3f) ||
-		    (k >= MTEV_WP_SHORT && k <= MTEV_WP_SHORT + 7) || mtev_kind_name(k) ||
-		    rec->raw.len > MTEV_MAX_PAYLOAD)
-			return -MTEV_EINVAL;
-		return w_record(w, k, rec->raw.data, rec->raw.len);
-	}
-	/* Upper bound of the payload: fixed fields plus strings. */
+	w->last_wp_depth = rec->waypoint.depth;
+	p = put_sv(p, (int64_t)(rec->waypoint.time - st->time));
+	p = put_sv(p, (int64_t)(rec->waypoint.addr - st->addr));
+	st->time = rec->waypoint.time;
+	st->addr = rec->waypoint.addr;
+	rb[1] = (uint8_t)(p - pl);
+	w->len += 2 + (size_t)(p - pl);
+	return 0;
+}
+
+/* Upper bound of @rec's payload: fixed fields plus strings; 0 for a kind
+ * the general path does not write. */
+static size_t payload_bound(const struct mtev_rec *rec)
+{
 	size_t n = 16 * 10;
 	switch (rec->kind) {
 	case MTEV_PROCESS: n += rec->process.name.len; break;
@@ -1268,8 +1286,30 @@ int mtev_write(mtev_writer *w, const struct mtev_rec *rec)
 		break;
 	case MTEV_CLOCK:
 	case MTEV_SEGMENT: break;
-	default: return -MTEV_EINVAL;
+	default: return 0;
 	}
+	return n;
+}
+
+int mtev_write(mtev_writer *w, const struct mtev_rec *rec)
+{
+	if (w->err)
+		return w->err;
+	if (rec->kind == MTEV_BRANCH)
+		return write_branch(w, rec);
+	if (rec->kind == MTEV_WAYPOINT)
+		return write_waypoint(w, rec);
+	if (rec->kind == MTEV_KIND_RAW) {
+		unsigned k = rec->raw.kind;
+		if (k > 0xff || k == MTEV_END || (k >= 0x20 && k <= 0x3f) ||
+		    (k >= MTEV_WP_SHORT && k <= MTEV_WP_SHORT + 7) || mtev_kind_name(k) ||
+		    rec->raw.len > MTEV_MAX_PAYLOAD)
+			return -MTEV_EINVAL;
+		return w_record(w, k, rec->raw.data, rec->raw.len);
+	}
+	size_t n = payload_bound(rec);
+	if (!n)
+		return -MTEV_EINVAL;
 	uint8_t *p0 = w_tmp(w, n), *p = p0;
 	if (!p)
 		return -MTEV_ENOMEM;

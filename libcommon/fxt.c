@@ -875,19 +875,3 @@ void fxt_writer_stats(const fxt_writer *w, struct fxt_stats *st)
 	st->thread_evictions = w->threads.evictions;
 	st->bytes = w->flushed + w->len;
 }
-
-const char *fxt_strerror(int err)
-{
-	switch (err < 0 ? -err : err) {
-	case 0:
-		return "success";
-	case FXT_EIO:
-		return "write failed";
-	case FXT_ENOMEM:
-		return "out of memory";
-	case FXT_EINVAL:
-		return "invalid argument";
-	default:
-		return "unknown error";
-	}
-}

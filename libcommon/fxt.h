@@ -153,6 +153,4 @@ struct fxt_stats {
 };
 void fxt_writer_stats(const fxt_writer *w, struct fxt_stats *st);
 
-const char *fxt_strerror(int err);
-
 #endif

@@ -1,144 +1,13 @@
-#include "tracewrite.h"
+#include "tw.h"
 
-#include <errno.h>
-#include <inttypes.h>
-#include <jansson.h>
-#include <stdarg.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include "fxt.h"
-#include "mtev_text.h"
-
-/* Why begin/end events for spans with children: Perfetto closes a complete
- * slice as soon as a slice begins at or after its end, so a zero-length span
- * at its parent's end (common with coarse PT timing) would lose its depth.
- * With begin/end pairs, emitted per thread in nesting order, the viewer's
- * stable sort by time rebuilds the exact tree.  A leaf can never be that
- * parent, so in FXT a leaf is one complete event (24 bytes instead of 32):
- * each thread holds its last span back until the next one says whether it
- * has children.  JSON uses begin/end throughout, because a JSON "dur" goes
- * through a double and can lose a nanosecond.  (Checked in tests/write.bats.) */
-
-#define JBUF_SIZE (256u * 1024)
-#define JROOM 65536u  /* a JSON event never exceeds this (strings are clipped) */
-#define MAX_NAME 8000 /* longest name or string argument written */
-
-struct frame {
-	uint64_t begin, end;
-	uint32_t jtail; /* JSON: offset in the thread's arena of this frame's E-event tail */
-	/* FXT: the top frame may be held back (not yet written) */
-	uint32_t fn;	/* index in t->fn */
-	uint32_t flags; /* span flags */
-	int pending;	/* not written yet */
-	int named;	/* its name: 1 in the thread's pname (the span's own name), 2 t->nm[nm] */
-	uint32_t nm;	/* named == 2: index in t->nm (a name by reference) */
-};
-
-struct thr {
-	uint32_t tid, pid;
-	int has_pid, used;
-	struct fxt_ref_cache tref;
-	struct frame *st;
-	uint32_t open, cap;
-	uint32_t dropped_at; /* depth of the last dropped span while its subtree lasts */
-	uint64_t last_begin;
-	int any;
-	char *ja; /* JSON: tails of the open frames' E events, stack discipline */
-	size_t jlen, jcap;
-	char *pname; /* FXT: the held-back span's own name */
-	char jids[48]; /* JSON: ","pid":P,"tid":T,"ts": for jids_pid */
-	uint8_t jids_len;
-	uint32_t jids_pid;
-	size_t pname_len, pname_cap;
-};
-
-/* A function (span.func or a symbol address).  Symbol records only store
- * their raw text here; the strings a span needs are built on the first span
- * that uses the function (most symbols are interior addresses no span names). */
-struct func {
-	uint64_t addr;
-	uint32_t sname_off, sname_len; /* symbol name (clipped) in t->arena */
-	uint32_t file_off, file_len;   /* source file (clipped, up to a NUL) */
-	uint32_t line;
-	uint8_t has_name, has_src; /* a symbol gave a name; a file (even if cut to nothing) */
-	int sym;   /* 2: from a symbol for this address, 1: derived from an entry, 0: none */
-	int ready; /* the strings below match the fields above */
-	uint32_t name_off, name_len;   /* the slice name, in t->arena */
-	uint32_t loc_off, loc_len;     /* "0x... file:line" */
-	struct fxt_ref_cache name_c, loc_c;
-	/* FXT: the slice shape of the last span written for it (flags, and the
-	 * name's source: named 0 = this function's name, 2 = t->nm[memo_nm]) */
-	struct fxt_memo memo;
-	uint32_t memo_flags, memo_named, memo_nm;
-	uint32_t jname_off, jname_len; /* JSON-escaped name, quotes included */
-	uint32_t jloc_off, jloc_len;
-};
-
-struct tw {
-	struct tw_opts o;
-	zsink *out;
-	fxt_writer *fx;
-	int err;
-	int started;
-	/* threads: tid -> index in thr[] */
-	struct thr *thr;
-	uint32_t nthr, thrcap;
-	uint32_t *thash;
-	uint32_t thmask;
-	/* functions: addr -> index in fn[] */
-	struct func *fn;
-	uint32_t nfn, fncap;
-	struct fent {
-		uint64_t addr;
-		uint32_t idx1; /* index in fn[] + 1, 0 = empty cell */
-	} *fhash;
-	uint32_t fhmask;
-	char *arena;
-	size_t alen, acap;
-	/* names by reference (span name_id): string id -> index in nm[] */
-	struct rname {
-		uint32_t id, live; /* live: 0 after its string record was redefined */
-		uint32_t name_off, name_len; /* in the arena */
-		uint32_t jname_off, jname_len; /* JSON-quoted, 0 until first needed */
-		struct fxt_ref_cache c;
-	} *nm;
-	uint32_t nnm, nmcap;
-	struct nment {
-		uint32_t id, idx1; /* idx1: index in nm[] + 1, 0 = empty cell */
-	} *nmhash;
-	uint32_t nmmask;
-	/* JSON output */
-	char *jb;
-	size_t jlen;
-	uint64_t jflushed;
-	int jfirst;
-	/* interned constant strings (FXT) */
-	struct fxt_ref_cache c_span, c_gap, c_trigger, c_loc, c_inline, c_flags;
-	struct fxt_ref_cache c_flagset[1u << 9];
-	/* flags_text() of flags values below 1 << 9, built once each: len + 1, 0 = not yet */
-	struct {
-		uint32_t off, len1;
-	} flagtext[1u << 9];
-	uint32_t last_tid, last_thr; /* thread_get's memo: index + 1, 0 = none */
-	/* FXT: the category and arguments of span slices, kept from span to span */
-	struct fxt_str s_span;
-	struct fxt_arg a_loc, a_inline, a_flags;
-	struct fxt_memo end_memo; /* the end event (no strings) */
-	struct tw_stats st;
-	char msg[512];
-};
-
-static int fail(tw *t, int e)
+int fail(tw *t, int e)
 {
 	if (!t->err)
 		t->err = e;
 	return -t->err;
 }
 
-static void warn(tw *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void warn(tw *t, const char *fmt, ...)
+void warn(tw *t, const char *fmt, ...)
 {
 	if (!t->o.warn)
 		return;
@@ -161,7 +30,7 @@ static uint32_t hash64(uint64_t x)
 
 /* ---- the string arena ---- */
 
-static int arena_add(tw *t, const char *p, size_t len, uint32_t *off)
+int arena_add(tw *t, const char *p, size_t len, uint32_t *off)
 {
 	if (t->alen + len + 1 > t->acap) {
 		size_t nc = t->acap ? t->acap * 2 : 65536;
@@ -183,7 +52,7 @@ static int arena_add(tw *t, const char *p, size_t len, uint32_t *off)
 	return 0;
 }
 
-static size_t clip(const char *p, size_t len, size_t max)
+size_t clip(const char *p, size_t len, size_t max)
 {
 	if (len <= max)
 		return len;
@@ -191,73 +60,6 @@ static size_t clip(const char *p, size_t len, size_t max)
 	while (len && ((unsigned char)p[len] & 0xc0) == 0x80)
 		len--;
 	return len;
-}
-
-/* Length of the valid UTF-8 sequence at @p (RFC 3629: no overlongs, no
- * surrogates, at most U+10FFFF), or 0. */
-static size_t utf8_seq(const unsigned char *p, size_t len)
-{
-	unsigned c = p[0];
-	size_t n;
-	unsigned lo = 0x80, hi = 0xbf;
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf)
-		n = 2;
-	else if (c >= 0xe0 && c <= 0xef) {
-		n = 3;
-		if (c == 0xe0)
-			lo = 0xa0;
-		if (c == 0xed)
-			hi = 0x9f;
-	} else if (c >= 0xf0 && c <= 0xf4) {
-		n = 4;
-		if (c == 0xf0)
-			lo = 0x90;
-		if (c == 0xf4)
-			hi = 0x8f;
-	} else
-		return 0;
-	if (n > len || p[1] < lo || p[1] > hi)
-		return 0;
-	for (size_t k = 2; k < n; k++)
-		if ((p[k] & 0xc0) != 0x80)
-			return 0;
-	return n;
-}
-
-/* JSON string literal (quotes included) of @p, by jansson.  Bytes that are not
- * valid UTF-8 become '?' first (jansson refuses them). */
-static int json_quote(tw *t, const char *p, size_t len, uint32_t *off, uint32_t *olen)
-{
-	char stackbuf[MAX_NAME + 16];
-	len = clip(p, len, MAX_NAME);
-	json_t *s = json_stringn(p, len);
-	if (!s) {
-		memcpy(stackbuf, p, len);
-		for (size_t i = 0; i < len;) {
-			size_t n = utf8_seq((const unsigned char *)stackbuf + i, len - i);
-			if (!n)
-				stackbuf[i++] = '?';
-			else
-				i += n;
-		}
-		s = json_stringn(stackbuf, len);
-		if (!s)
-			return fail(t, TW_ENOMEM);
-	}
-	size_t need = json_dumpb(s, NULL, 0, JSON_ENCODE_ANY);
-	char *tmp = malloc(need + 1);
-	if (!tmp) {
-		json_decref(s);
-		return fail(t, TW_ENOMEM);
-	}
-	json_dumpb(s, tmp, need, JSON_ENCODE_ANY);
-	json_decref(s);
-	int r = arena_add(t, tmp, need, off);
-	free(tmp);
-	*olen = (uint32_t)need;
-	return r;
 }
 
 /* ---- threads ---- */
@@ -423,7 +225,7 @@ static int func_fill(tw *t, struct func *f, const char *name, size_t nlen, const
 
 /* Builds the slice name "NAME" (else "0xADDR") and the argument
  * "0xADDR FILE:LINE" (else "0xADDR") of @f, and their JSON literals. */
-static int func_build(tw *t, struct func *f)
+int func_build(tw *t, struct func *f)
 {
 	char buf[MAX_NAME + 64];
 	int r;
@@ -454,10 +256,7 @@ static int func_build(tw *t, struct func *f)
 	if ((r = arena_add(t, buf, n, &f->loc_off)) < 0)
 		return r;
 	f->loc_len = (uint32_t)n;
-	if (t->o.format == TW_JSON &&
-	    ((r = json_quote(t, t->arena + f->name_off, f->name_len, &f->jname_off,
-			     &f->jname_len)) < 0 ||
-	     (r = json_quote(t, t->arena + f->loc_off, f->loc_len, &f->jloc_off, &f->jloc_len)) < 0))
+	if (t->be->func_built && (r = t->be->func_built(t, f)) < 0)
 		return r;
 	f->ready = 1;
 	return 0;
@@ -626,199 +425,6 @@ static __attribute__((noinline)) int on_symbol(tw *t, const struct mtev_rec *r)
 	return 0;
 }
 
-/* ---- JSON output ---- */
-
-static int jflush(tw *t)
-{
-	if (t->jlen && zsink_write(t->out, t->jb, t->jlen) < 0)
-		return fail(t, TW_EIO);
-	t->jflushed += t->jlen;
-	t->jlen = 0;
-	return 0;
-}
-
-static int jroom(tw *t, size_t n)
-{
-	if (t->jlen + n > JBUF_SIZE)
-		return jflush(t);
-	return 0;
-}
-
-static void jput(tw *t, const char *p, size_t n)
-{
-	memcpy(t->jb + t->jlen, p, n);
-	t->jlen += n;
-}
-
-static void jputs(tw *t, const char *s)
-{
-	jput(t, s, strlen(s));
-}
-
-static void jprintf(tw *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void jprintf(tw *t, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(t->jb + t->jlen, JBUF_SIZE - t->jlen, fmt, ap);
-	va_end(ap);
-	if (n > 0)
-		t->jlen += (size_t)n;
-}
-
-static const char dig2[201] = "0001020304050607080910111213141516171819"
-			      "2021222324252627282930313233343536373839"
-			      "4041424344454647484950515253545556575859"
-			      "6061626364656667686970717273747576777879"
-			      "8081828384858687888990919293949596979899";
-
-/* Writes @v in decimal so that it ends just before @end; returns its start.
- * dec8_back writes exactly 8 digits (leading zeros). */
-static inline char *dec32_back(char *end, uint32_t v)
-{
-	char *p = end;
-	while (v >= 100) {
-		uint32_t r = v % 100;
-		v /= 100;
-		p -= 2;
-		memcpy(p, dig2 + 2 * r, 2);
-	}
-	if (v >= 10) {
-		p -= 2;
-		memcpy(p, dig2 + 2 * v, 2);
-	} else {
-		*--p = (char)('0' + v);
-	}
-	return p;
-}
-
-static inline char *dec8_back(char *end, uint32_t v)
-{
-	char *p = end;
-	for (int i = 0; i < 4; i++) {
-		uint32_t r = v % 100;
-		v /= 100;
-		p -= 2;
-		memcpy(p, dig2 + 2 * r, 2);
-	}
-	return p;
-}
-
-static inline char *dec_back(char *end, uint64_t v)
-{
-	if (v <= UINT32_MAX)
-		return dec32_back(end, (uint32_t)v);
-	char *p = dec8_back(end, (uint32_t)(v % 100000000));
-	v /= 100000000;
-	if (v <= UINT32_MAX)
-		return dec32_back(p, (uint32_t)v);
-	p = dec8_back(p, (uint32_t)(v % 100000000));
-	return dec32_back(p, (uint32_t)(v / 100000000));
-}
-
-/* Writes backwards before @e: ","pid":P,"tid":T,"ts": */
-static inline char *jids_back(char *p, uint32_t pid, uint32_t tid)
-{
-	p -= 6;
-	memcpy(p, ",\"ts\":", 6);
-	p = dec32_back(p, tid);
-	p -= 7;
-	memcpy(p, ",\"tid\":", 7);
-	p = dec32_back(p, pid);
-	p -= 8;
-	memcpy(p, "\",\"pid\":", 8);
-	return p;
-}
-
-/* Starts an event object: separator, ph, pid, tid, ts (µs with ns digits).
- * @th (may be NULL) keeps its pid/tid part ready-made. */
-static void jevent_th(tw *t, char ph, struct thr *th, uint32_t pid, uint32_t tid, uint64_t ts)
-{
-	char d[160];
-	char *e = d + 96, *p; /* at most 62 bytes before e; 96 are copied */
-	jputs(t, t->jfirst ? "\n{\"ph\":\"" : ",\n{\"ph\":\"");
-	t->jfirst = 0;
-	t->jb[t->jlen++] = ph;
-	uint64_t us = ts / 1000;
-	uint32_t ns = (uint32_t)(ts - us * 1000);
-	p = e - 3;
-	p[0] = (char)('0' + ns / 100);
-	p[1] = (char)('0' + ns / 10 % 10);
-	p[2] = (char)('0' + ns % 10);
-	*--p = '.';
-	p = dec_back(p, us);
-	if (th) {
-		/* kept right-aligned in th->jids: copied whole, in front of the time */
-		if (!th->jids_len || th->jids_pid != pid) {
-			char *q = jids_back(th->jids + sizeof th->jids, pid, tid);
-			th->jids_len = (uint8_t)(th->jids + sizeof th->jids - q);
-			th->jids_pid = pid;
-		}
-		memcpy(p - sizeof th->jids, th->jids, sizeof th->jids);
-		p -= th->jids_len;
-	} else {
-		p = jids_back(p, pid, tid);
-	}
-	memcpy(t->jb + t->jlen, p, 64); /* e - p <= 62 */
-	t->jlen += (size_t)(e - p);
-}
-
-static void jevent(tw *t, char ph, uint32_t pid, uint32_t tid, uint64_t ts)
-{
-	jevent_th(t, ph, NULL, pid, tid, ts);
-}
-
-/* A JSON string literal for a one-off string. */
-static int jquote_tmp(tw *t, const char *p, size_t len)
-{
-	/* fast path: printable ASCII needing no escape is its own literal */
-	size_t i = 0;
-	while (i < len && (unsigned char)p[i] >= 0x20 && (unsigned char)p[i] < 0x7f && p[i] != '"' &&
-	       p[i] != '\\')
-		i++;
-	if (i == len) {
-		t->jb[t->jlen++] = '"';
-		jput(t, p, len);
-		t->jb[t->jlen++] = '"';
-		return 0;
-	}
-	uint32_t off, n;
-	size_t save = t->alen;
-	int r = json_quote(t, p, len, &off, &n);
-	if (r < 0)
-		return r;
-	jput(t, t->arena + off, n);
-	t->alen = save; /* it was only borrowed */
-	return 0;
-}
-
-/* ---- FXT sink ---- */
-
-static int fxt_out(void *ctx, const void *buf, size_t len)
-{
-	tw *t = ctx;
-	return zsink_write(t->out, buf, len);
-}
-
-static int fx(tw *t, int r)
-{
-	if (r >= 0)
-		return r;
-	return fail(t, r == -FXT_ENOMEM ? TW_ENOMEM : r == -FXT_EINVAL ? TW_EINVAL : TW_EIO);
-}
-
-static struct fxt_str S(const char *p, size_t len, struct fxt_ref_cache *c)
-{
-	struct fxt_str s = {p, len, c, 0};
-	return s;
-}
-
-static struct fxt_str SI(const char *p, size_t len) /* inline: a one-off string */
-{
-	struct fxt_str s = {p, len, NULL, 1};
-	return s;
-}
-
 /* ---- start ---- */
 
 static int start(tw *t)
@@ -826,13 +432,7 @@ static int start(tw *t)
 	if (t->started)
 		return 0;
 	t->started = 1;
-	if (t->o.format == TW_FXT)
-		return fx(t, fxt_begin(t->fx, 1000000000));
-	if (jroom(t, 64) < 0)
-		return -t->err;
-	jputs(t, "{\"traceEvents\":[");
-	t->jfirst = 1;
-	return 0;
+	return t->be->start(t);
 }
 
 tw *tw_alloc(zsink *out, const struct tw_opts *opts)
@@ -842,19 +442,8 @@ tw *tw_alloc(zsink *out, const struct tw_opts *opts)
 		return NULL;
 	t->o = *opts;
 	t->out = out;
-	t->s_span = S("span", 4, &t->c_span);
-	t->a_loc.type = FXT_ARG_STRING;
-	t->a_loc.name = S("loc", 3, &t->c_loc);
-	t->a_inline.type = FXT_ARG_BOOL;
-	t->a_inline.name = S("inline", 6, &t->c_inline);
-	t->a_inline.b = 1;
-	t->a_flags.type = FXT_ARG_STRING;
-	t->a_flags.name = S("flags", 5, &t->c_flags);
-	if (t->o.format == TW_FXT)
-		t->fx = fxt_writer_alloc(fxt_out, t);
-	else
-		t->jb = malloc(JBUF_SIZE);
-	if ((t->o.format == TW_FXT && !t->fx) || (t->o.format == TW_JSON && !t->jb)) {
+	t->be = t->o.format == TW_JSON ? &tw_json_backend : &tw_fxt_backend;
+	if (t->be->open(t) < 0) {
 		tw_free(t);
 		return NULL;
 	}
@@ -865,7 +454,8 @@ void tw_free(tw *t)
 {
 	if (!t)
 		return;
-	fxt_writer_free(t->fx);
+	if (t->be)
+		t->be->close(t);
 	for (uint32_t i = 0; i < t->nthr; i++) {
 		free(t->thr[i].st);
 		free(t->thr[i].ja);
@@ -878,7 +468,6 @@ void tw_free(tw *t)
 	free(t->nm);
 	free(t->nmhash);
 	free(t->arena);
-	free(t->jb);
 	free(t);
 }
 
@@ -889,16 +478,7 @@ static int on_process(tw *t, const struct mtev_rec *r)
 	if (!r->process.name.len)
 		return 0;
 	size_t n = clip(r->process.name.p, r->process.name.len, MAX_NAME);
-	if (t->o.format == TW_FXT)
-		return fx(t, fxt_process(t->fx, r->process.pid, SI(r->process.name.p, n)));
-	if (jroom(t, JROOM) < 0)
-		return -t->err;
-	jevent(t, 'M', r->process.pid, r->process.pid, 0);
-	jputs(t, ",\"cat\":\"__metadata\",\"name\":\"process_name\",\"args\":{\"name\":");
-	if (jquote_tmp(t, r->process.name.p, n) < 0)
-		return -t->err;
-	jputs(t, "}}");
-	return 0;
+	return t->be->process(t, r, n);
 }
 
 static int on_thread(tw *t, const struct mtev_rec *r)
@@ -916,16 +496,7 @@ static int on_thread(tw *t, const struct mtev_rec *r)
 	if (!r->thread.name.len)
 		return 0;
 	size_t n = clip(r->thread.name.p, r->thread.name.len, MAX_NAME);
-	if (t->o.format == TW_FXT)
-		return fx(t, fxt_thread_name(t->fx, th->pid, th->tid, SI(r->thread.name.p, n)));
-	if (jroom(t, JROOM) < 0)
-		return -t->err;
-	jevent(t, 'M', th->pid, th->tid, 0);
-	jputs(t, ",\"cat\":\"__metadata\",\"name\":\"thread_name\",\"args\":{\"name\":");
-	if (jquote_tmp(t, r->thread.name.p, n) < 0)
-		return -t->err;
-	jputs(t, "}}");
-	return 0;
+	return t->be->thread(t, th, r, n);
 }
 
 /* ---- spans ---- */
@@ -965,22 +536,7 @@ static size_t flags_text(char *buf, size_t cap, unsigned flags)
 	return n;
 }
 
-/* The text of @flags (see flags_text) in *@p, its length returned; values
- * below 1 << 9 are built once and kept in the arena, others go in @tmp. */
-static size_t flags_str_slow(tw *t, unsigned flags, char tmp[256], const char **p);
-
-static inline size_t flags_str(tw *t, unsigned flags, char tmp[256], const char **p)
-{
-	if (!(flags & ~(unsigned)MTEV_SPAN_INLINE))
-		return 0;
-	if (flags < (1u << 9) && t->flagtext[flags].len1) {
-		*p = t->arena + t->flagtext[flags].off;
-		return t->flagtext[flags].len1 - 1;
-	}
-	return flags_str_slow(t, flags, tmp, p);
-}
-
-static size_t flags_str_slow(tw *t, unsigned flags, char tmp[256], const char **p)
+size_t flags_str_slow(tw *t, unsigned flags, char tmp[256], const char **p)
 {
 	if (flags >= (1u << 9)) {
 		*p = tmp;
@@ -1000,86 +556,13 @@ static size_t flags_str_slow(tw *t, unsigned flags, char tmp[256], const char **
 	return t->flagtext[flags].len1 - 1;
 }
 
-/* FXT: writes frame @f as a begin event or (a leaf) as a complete event. */
-static int fxt_span(tw *t, struct thr *th, struct frame *f, unsigned type)
-{
-	struct func *fn = &t->fn[f->fn];
-	const struct fxt_arg *a[3];
-	unsigned na = 0;
-	char ftext[256];
-	/* a symbol record may have come since the span was read */
-	if (!fn->ready && func_build(t, fn) < 0)
-		return -t->err;
-	/* the same shape as the last span of this function: from the memo */
-	int same = f->named != 1 && fn->memo_flags == f->flags &&
-		   fn->memo_named == (uint32_t)f->named && (f->named != 2 || fn->memo_nm == f->nm);
-	if (same) {
-		int r = fxt_event_memo(t->fx, &fn->memo, type, &th->tref, f->begin, f->end);
-		if (r <= 0) {
-			f->pending = 0;
-			return fx(t, r);
-		}
-	}
-	if (!t->o.no_args) {
-		if (fn->addr) { /* synthetic and inline spans have no address */
-			t->a_loc.s.p = t->arena + fn->loc_off;
-			t->a_loc.s.len = fn->loc_len;
-			t->a_loc.s.cache = &fn->loc_c;
-			a[na++] = &t->a_loc;
-		}
-		if (f->flags & MTEV_SPAN_INLINE)
-			a[na++] = &t->a_inline;
-		const char *fp;
-		size_t flen = flags_str(t, f->flags, ftext, &fp);
-		if (flen) {
-			t->a_flags.s.p = fp;
-			t->a_flags.s.len = flen;
-			t->a_flags.s.cache = f->flags < (1u << 9) ? &t->c_flagset[f->flags] : NULL;
-			a[na++] = &t->a_flags;
-		}
-	}
-	struct fxt_str name;
-	if (f->named == 2) {
-		struct rname *rn = &t->nm[f->nm];
-		name = S(t->arena + rn->name_off, rn->name_len, &rn->c);
-	} else if (f->named) {
-		name = S(th->pname, th->pname_len, NULL);
-	} else {
-		name = S(t->arena + fn->name_off, fn->name_len, &fn->name_c);
-	}
-	f->pending = 0;
-	if (f->named == 1) /* its own text: no memo */
-		return fx(t, fxt_eventp(t->fx, type, th->pid, th->tid, &th->tref, &t->s_span, &name,
-					f->begin, a, na, f->end));
-	fn->memo_flags = f->flags;
-	fn->memo_named = (uint32_t)f->named;
-	fn->memo_nm = f->nm;
-	return fx(t, fxt_eventp_memo(t->fx, &fn->memo, type, th->pid, th->tid, &th->tref,
-				     &t->s_span, &name, f->begin, a, na, f->end));
-}
-
 /* Closes the open frames of @th from the top down to depth @d. */
 static int close_to(tw *t, struct thr *th, uint32_t d)
 {
 	while (th->open > d) {
-		struct frame *f = &th->st[--th->open];
-		if (t->o.format == TW_FXT) {
-			int r;
-			if (f->pending)
-				r = fxt_span(t, th, f, FXT_EV_COMPLETE);
-			else if ((r = fxt_event_memo(t->fx, &t->end_memo, FXT_EV_END, &th->tref,
-						     f->end, 0)) == 1)
-				r = fxt_eventp_memo(t->fx, &t->end_memo, FXT_EV_END, th->pid, th->tid,
-						    &th->tref, NULL, NULL, f->end, NULL, 0, 0);
-			if (r < 0)
-				return fx(t, r);
-		} else {
-			if (jroom(t, JROOM) < 0)
-				return -t->err;
-			jevent_th(t, 'E', th, th->pid, th->tid, f->end);
-			jput(t, th->ja + f->jtail, th->jlen - f->jtail);
-			th->jlen = f->jtail;
-		}
+		int r = t->be->end(t, th, &th->st[--th->open]);
+		if (r < 0)
+			return r;
 	}
 	return 0;
 }
@@ -1110,7 +593,6 @@ static int drop(tw *t, struct thr *th, const struct mtev_rec *r, unsigned why, c
 
 /* Trace readers keep times as signed 64-bit ns (Perfetto rejects an FXT
  * time beyond it: fuchsia_timestamp_overflow). */
-#define TW_TIME_MAX ((uint64_t)INT64_MAX)
 
 static int on_span(tw *t, const struct mtev_rec *r)
 {
@@ -1190,96 +672,7 @@ static int on_span(tw *t, const struct mtev_rec *r)
 	}
 	t->st.spans_written++;
 
-	if (t->o.format == TW_FXT) {
-		/* the parent, if held back, has a child: it is written as a begin */
-		if (d > 0 && th->st[d - 1].pending && (rc = fxt_span(t, th, &th->st[d - 1], FXT_EV_BEGIN)) < 0)
-			return rc;
-		if (rn) {
-			f->named = 2;
-		} else if (r->span.name.len) {
-			const char *name = r->span.name.p;
-			size_t nlen = clip(name, r->span.name.len, MAX_NAME);
-			if (nlen > th->pname_cap) {
-				size_t nc = nlen < 64 ? 64 : nlen;
-				char *n = realloc(th->pname, nc);
-				if (!n)
-					return fail(t, TW_ENOMEM);
-				th->pname = n;
-				th->pname_cap = nc;
-			}
-			memcpy(th->pname, name, nlen);
-			th->pname_len = nlen;
-			f->named = 1;
-		}
-		f->pending = 1;
-		return 0;
-	}
-
-	/* JSON: the B event now; the same name and args go on the E event, which
-	 * readers like speedscope match by name and args */
-	struct func *fn = &t->fn[fi];
-	if (!fn->ready && func_build(t, fn) < 0)
-		return -t->err;
-	const char *name = r->span.name.p;
-	size_t nlen = r->span.name.len ? clip(name, r->span.name.len, MAX_NAME) : 0;
-	unsigned flags = r->span.flags;
-	if (jroom(t, 3 * JROOM) < 0)
-		return -t->err;
-	jevent_th(t, 'B', th, th->pid, th->tid, b);
-	size_t tail = t->jlen;
-	jputs(t, ",\"cat\":\"span\",\"name\":");
-	if (rn) {
-		if (!rn->jname_len &&
-		    json_quote(t, t->arena + rn->name_off, rn->name_len, &rn->jname_off, &rn->jname_len) < 0)
-			return -t->err;
-		jput(t, t->arena + rn->jname_off, rn->jname_len);
-	} else if (r->span.name.len) {
-		if (jquote_tmp(t, name, nlen) < 0)
-			return -t->err;
-	} else {
-		jput(t, t->arena + fn->jname_off, fn->jname_len);
-	}
-	if (!t->o.no_args) {
-		jputs(t, ",\"args\":{");
-		const char *sep = "";
-		if (fn->addr) {
-			jputs(t, "\"loc\":");
-			jput(t, t->arena + fn->jloc_off, fn->jloc_len);
-			sep = ",";
-		}
-		if (flags & MTEV_SPAN_INLINE) {
-			jputs(t, sep);
-			jputs(t, "\"inline\":true");
-			sep = ",";
-		}
-		char ftext[256];
-		const char *fp = ftext;
-		size_t flen = flags_str(t, flags, ftext, &fp); /* after any arena growth */
-		if (flen) {
-			jputs(t, sep);
-			jputs(t, "\"flags\":\"");
-			jput(t, fp, flen); /* flag names need no escaping */
-			jputs(t, "\"");
-		}
-		jputs(t, "}");
-	}
-	jputs(t, "}");
-	/* keep the tail for the E event */
-	size_t tl = t->jlen - tail;
-	if (th->jlen + tl > th->jcap) {
-		size_t nc = th->jcap ? th->jcap * 2 : 4096;
-		while (nc < th->jlen + tl)
-			nc *= 2;
-		char *n = realloc(th->ja, nc);
-		if (!n)
-			return fail(t, TW_ENOMEM);
-		th->ja = n;
-		th->jcap = nc;
-	}
-	f->jtail = (uint32_t)th->jlen;
-	memcpy(th->ja + th->jlen, t->jb + tail, tl);
-	th->jlen += tl;
-	return 0;
+	return t->be->span(t, th, f, r, rn);
 }
 
 /* ---- instants: gaps and triggers ---- */
@@ -1305,47 +698,7 @@ static int on_gap(tw *t, const struct mtev_rec *r)
 		       : snprintf(name, sizeof name, "gap: reason %u", r->gap.reason);
 	size_t mlen = clip(r->gap.message.p, r->gap.message.len, MAX_NAME);
 	uint64_t dur = r->gap.end >= r->gap.begin ? r->gap.end - r->gap.begin : 0;
-	if (t->o.format == TW_FXT) {
-		struct fxt_arg a[4];
-		unsigned na = 0;
-		a[na].type = FXT_ARG_UINT64;
-		a[na].name = SI("duration_ns", 11);
-		a[na++].u = dur;
-		if (mlen) {
-			a[na].type = FXT_ARG_STRING;
-			a[na].name = SI("message", 7);
-			a[na++].s = SI(r->gap.message.p, mlen);
-		}
-		if (r->gap.code) {
-			a[na].type = FXT_ARG_INT64;
-			a[na].name = SI("code", 4);
-			a[na++].i = r->gap.code;
-		}
-		if (r->gap.ip) {
-			a[na].type = FXT_ARG_POINTER;
-			a[na].name = SI("ip", 2);
-			a[na++].u = r->gap.ip;
-		}
-		return fx(t, fxt_event(t->fx, FXT_EV_INSTANT, th->pid, th->tid, &th->tref,
-				       S("gap", 3, &t->c_gap), S(name, (size_t)n, NULL),
-				       r->gap.begin, a, na, 0));
-	}
-	if (jroom(t, JROOM) < 0)
-		return -t->err;
-	jevent(t, 'i', th->pid, th->tid, r->gap.begin);
-	jprintf(t, ",\"s\":\"t\",\"cat\":\"gap\",\"name\":\"%s\",\"args\":{\"duration_ns\":%" PRIu64,
-		name, dur);
-	if (mlen) {
-		jputs(t, ",\"message\":");
-		if (jquote_tmp(t, r->gap.message.p, mlen) < 0)
-			return -t->err;
-	}
-	if (r->gap.code)
-		jprintf(t, ",\"code\":%" PRId32, r->gap.code);
-	if (r->gap.ip)
-		jprintf(t, ",\"ip\":\"0x%" PRIx64 "\"", r->gap.ip);
-	jputs(t, "}}");
-	return 0;
+	return t->be->gap(t, th, r, name, (size_t)n, mlen, dur);
 }
 
 static int on_trigger(tw *t, const struct mtev_rec *r)
@@ -1371,31 +724,7 @@ static int on_trigger(tw *t, const struct mtev_rec *r)
 	size_t sl = clip(r->trigger.symbol.p, r->trigger.symbol.len, MAX_NAME);
 	int n = sl ? snprintf(name, sizeof name, "trigger: %.*s", (int)sl, r->trigger.symbol.p)
 		   : snprintf(name, sizeof name, "trigger");
-	if (t->o.format == TW_FXT) {
-		struct fxt_arg a[3];
-		a[0].type = FXT_ARG_POINTER;
-		a[0].name = SI("addr", 4);
-		a[0].u = r->trigger.addr;
-		a[1].type = FXT_ARG_UINT64;
-		a[1].name = SI("arg0", 4);
-		a[1].u = r->trigger.arg0;
-		a[2].type = FXT_ARG_UINT64;
-		a[2].name = SI("arg1", 4);
-		a[2].u = r->trigger.arg1;
-		return fx(t, fxt_event(t->fx, FXT_EV_INSTANT, th->pid, th->tid, &th->tref,
-				       S("trigger", 7, &t->c_trigger), SI(name, (size_t)n),
-				       r->trigger.time, a, 3, 0));
-	}
-	if (jroom(t, JROOM) < 0)
-		return -t->err;
-	jevent(t, 'i', th->pid, th->tid, r->trigger.time);
-	jputs(t, ",\"s\":\"t\",\"cat\":\"trigger\",\"name\":");
-	if (jquote_tmp(t, name, (size_t)n) < 0)
-		return -t->err;
-	jprintf(t,
-		",\"args\":{\"addr\":\"0x%" PRIx64 "\",\"arg0\":%" PRIu64 ",\"arg1\":%" PRIu64 "}}",
-		r->trigger.addr, r->trigger.arg0, r->trigger.arg1);
-	return 0;
+	return t->be->trigger(t, th, r, name, (size_t)n);
 }
 
 static __attribute__((noinline)) int record_any(tw *t, const struct mtev_rec *r);
@@ -1444,28 +773,13 @@ int tw_finish(tw *t)
 	for (uint32_t i = 0; i < t->nthr; i++)
 		if ((rc = close_to(t, &t->thr[i], 0)) < 0)
 			return rc;
-	if (t->o.format == TW_FXT)
-		return fx(t, fxt_flush(t->fx));
-	if (jroom(t, 64) < 0)
-		return -t->err;
-	jputs(t, "\n]}\n");
-	return jflush(t);
+	return t->be->finish(t);
 }
 
 void tw_get_stats(const tw *t, struct tw_stats *st)
 {
 	*st = t->st;
-	if (t->fx) {
-		struct fxt_stats fs;
-		fxt_writer_stats(t->fx, &fs);
-		st->bytes_out = fs.bytes;
-		st->fxt_string_records = fs.string_records;
-		st->fxt_string_reuses = fs.string_evictions;
-		st->fxt_thread_records = fs.thread_records;
-		st->fxt_thread_reuses = fs.thread_evictions;
-	} else {
-		st->bytes_out = t->jflushed + t->jlen;
-	}
+	t->be->stats(t, st);
 }
 
 const char *tw_strerror(int err)

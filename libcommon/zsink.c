@@ -16,7 +16,7 @@ struct zsink {
 	z_stream gz;
 	ZSTD_CCtx *zc;
 	uint8_t *out;
-	uint64_t in_bytes, out_bytes;
+	uint64_t out_bytes;
 	int finished;
 };
 
@@ -118,7 +118,6 @@ int zsink_write(zsink *z, const void *buf, size_t len)
 		errno = EINVAL;
 		return -1;
 	}
-	z->in_bytes += len;
 	switch (z->kind) {
 	case ZSINK_GZIP:
 		return gz_run(z, buf, len, Z_NO_FLUSH);
@@ -144,11 +143,6 @@ int zsink_finish(zsink *z)
 	}
 }
 
-uint64_t zsink_bytes_in(const zsink *z)
-{
-	return z->in_bytes;
-}
-
 uint64_t zsink_bytes_out(const zsink *z)
 {
 	return z->out_bytes;
@@ -168,9 +162,4 @@ enum zsink_kind zsink_kind_from_name(const char *name, size_t *stem_len)
 	if (stem_len)
 		*stem_len = n;
 	return k;
-}
-
-int zsink_cb(void *ctx, const void *buf, size_t len)
-{
-	return zsink_write(ctx, buf, len);
 }

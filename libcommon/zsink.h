@@ -18,14 +18,10 @@ void zsink_free(zsink *z);
 int zsink_write(zsink *z, const void *buf, size_t len);
 /* Ends the compressed stream and writes everything out. 0 or -1 (errno). */
 int zsink_finish(zsink *z);
-uint64_t zsink_bytes_in(const zsink *z);  /* uncompressed bytes given */
 uint64_t zsink_bytes_out(const zsink *z); /* bytes written to fd */
 
 /* The kind a file name asks for: ".gz" -> GZIP, ".zst" -> ZSTD, else PLAIN.
  * *@stem_len (if not NULL) gets the length of the name without that suffix. */
 enum zsink_kind zsink_kind_from_name(const char *name, size_t *stem_len);
-
-/* An fxt_sink_fn-compatible adapter: ctx is a zsink. */
-int zsink_cb(void *ctx, const void *buf, size_t len);
 
 #endif

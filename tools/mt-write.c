@@ -114,7 +114,7 @@ static int stage_output(const mtev_reader *r)
 		     !strcmp(h->producer, "mt-symbolize"));
 }
 
-/* The warnings and --stats after the output is written; the spans left out. */
+/* What was left out, and --stats.  Returns the number of spans left out. */
 static uint64_t report(const struct tw_stats *st, const struct warn_state *ws, int stats, int format,
 		       uint64_t zout)
 {
