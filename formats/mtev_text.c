@@ -555,6 +555,326 @@ struct strfix {
 	size_t off, len;
 };
 
+/* One record line being parsed: what the keys read so far leave for the end. */
+struct pstate {
+	struct mtev_text_parser *tp;
+	struct mtev_rec *rec;
+	struct strfix fix[8];
+	size_t nfix, nips, nframes, rawlen;
+	int have_rawkind;
+	size_t *fr_off; /* per frame: name offset, length, file offset, length */
+	size_t fr_cap;
+};
+
+/* The "mtev ..." header line. */
+static int parse_header(struct mtev_text_parser *tp, struct lex *l, struct mtev_header *hdr)
+{
+	struct tok t;
+	int r;
+	memset(hdr, 0, sizeof *hdr);
+	hdr->version = MTEV_VERSION;
+	while ((r = next_tok(l, &t)) > 0) {
+		uint64_t v;
+		if (keyis(&t, "version")) {
+			if (num(tp, &t, 0xffff, &v))
+				return MTEV_TEXT_ERROR;
+			hdr->version = (uint16_t)v;
+		} else if (keyis(&t, "flags")) {
+			if (num(tp, &t, U32, &v))
+				return MTEV_TEXT_ERROR;
+			hdr->flags = (uint32_t)v;
+		} else if (keyis(&t, "producer") && t.is_str) {
+			if (t.slen > 63)
+				return fail(tp, "producer longer than 63 bytes");
+			if (t.slen) /* sbuf is NULL until a string has a byte */
+				memcpy(hdr->producer, tp->sbuf + t.soff, t.slen);
+			hdr->producer[t.slen] = 0;
+		} else {
+			return fail(tp, "unknown header key '%.*s'", (int)t.klen, t.key);
+		}
+	}
+	return r < 0 ? MTEV_TEXT_ERROR : MTEV_TEXT_HEADER;
+}
+
+/* The record's one string field of key @t, or NULL. */
+static struct mtev_str *str_field(struct mtev_rec *rec, const struct tok *t)
+{
+	switch (rec->kind) {
+	case MTEV_PROCESS:
+		return keyis(t, "name") ? &rec->process.name : NULL;
+	case MTEV_THREAD:
+		return keyis(t, "name") ? &rec->thread.name : NULL;
+	case MTEV_MAP:
+		return keyis(t, "path") ? &rec->map.path : NULL;
+	case MTEV_TRIGGER:
+		return keyis(t, "symbol") ? &rec->trigger.symbol : NULL;
+	case MTEV_STRING:
+		return keyis(t, "text") ? &rec->string.text : NULL;
+	case MTEV_GAP:
+		return keyis(t, "message") ? &rec->gap.message : NULL;
+	case MTEV_SPAN:
+		return keyis(t, "name") ? &rec->span.name : NULL;
+	default:
+		return NULL;
+	}
+}
+
+/* A gap's or a segment's reason: a name, "start" (segments), or a number. */
+static int parse_reason(struct pstate *ps, const struct tok *t)
+{
+	struct mtev_rec *rec = ps->rec;
+	int rs = t->is_str ? -1 : mtev_gap_from_name(t->val, t->vlen);
+	if (rec->kind == MTEV_SEGMENT && !t->is_str && t->vlen == 5 && !memcmp(t->val, "start", 5))
+		rs = 0;
+	if (rs < 0) {
+		uint64_t v;
+		if (num(ps->tp, t, U32, &v))
+			return -1;
+		rs = (int)v;
+	}
+	if (rec->kind == MTEV_GAP)
+		rec->gap.reason = (unsigned)rs;
+	else
+		rec->segment.reason = (unsigned)rs;
+	return 0;
+}
+
+/* A gap's code (signed, 32 bits) or offset ("-" for none). */
+static int parse_gap_key(struct pstate *ps, const struct tok *t)
+{
+	if (keyis(t, "code")) {
+		int64_t v = 0;
+		if (snum(ps->tp, t, &v))
+			return -1;
+		if (v < INT32_MIN || v > INT32_MAX)
+			return fail(ps->tp, "code out of range"), -1;
+		ps->rec->gap.code = (int32_t)v;
+		return 0;
+	}
+	uint64_t v;
+	if (t->vlen == 1 && t->val && t->val[0] == '-')
+		v = UINT64_MAX;
+	else if (num(ps->tp, t, U64, &v))
+		return -1;
+	ps->rec->gap.offset = v;
+	return 0;
+}
+
+/* A sample's "ips=A,B,..." ("-" for none) into tp->ips. */
+static int parse_ips(struct pstate *ps, const struct tok *t)
+{
+	struct mtev_text_parser *tp = ps->tp;
+	if (t->is_str)
+		return fail(tp, "bad ips"), -1;
+	ps->nips = 0;
+	if (t->vlen == 1 && t->val[0] == '-')
+		return 0;
+	const char *p = t->val, *end = t->val + t->vlen;
+	while (p <= end) {
+		const char *q = p;
+		while (q < end && *q != ',')
+			q++;
+		struct tok nt = *t;
+		nt.val = p;
+		nt.vlen = (size_t)(q - p);
+		uint64_t v;
+		if (num(tp, &nt, U64, &v))
+			return -1;
+		if (ps->nips == tp->ips_cap) {
+			size_t nc = tp->ips_cap ? tp->ips_cap * 2 : 64;
+			uint64_t *ni = realloc(tp->ips, nc * sizeof *ni);
+			if (!ni)
+				return fail(tp, "out of memory"), -1;
+			tp->ips = ni;
+			tp->ips_cap = nc;
+		}
+		tp->ips[ps->nips++] = v;
+		p = q + 1;
+	}
+	return 0;
+}
+
+/* A symbol's "frame" string: a new frame (its file, line, column follow). */
+static int add_frame(struct pstate *ps, const struct tok *t)
+{
+	struct mtev_text_parser *tp = ps->tp;
+	if (!t->is_str)
+		return fail(tp, "frame needs a string"), -1;
+	size_t n = ps->nframes;
+	if (n == tp->frames_cap) {
+		size_t nc = tp->frames_cap ? tp->frames_cap * 2 : 8;
+		struct mtev_frame *nf = realloc(tp->frames, nc * sizeof *nf);
+		if (!nf)
+			return fail(tp, "out of memory"), -1;
+		tp->frames = nf;
+		tp->frames_cap = nc;
+	}
+	if (n + 1 > ps->fr_cap) {
+		size_t nc = ps->fr_cap ? ps->fr_cap * 2 : 8;
+		size_t *no = realloc(ps->fr_off, nc * 4 * sizeof *no);
+		if (!no)
+			return fail(tp, "out of memory"), -1;
+		ps->fr_off = no;
+		ps->fr_cap = nc;
+	}
+	memset(&tp->frames[n], 0, sizeof tp->frames[n]);
+	ps->fr_off[4 * n + 0] = t->soff;
+	ps->fr_off[4 * n + 1] = t->slen;
+	ps->fr_off[4 * n + 2] = 0;
+	ps->fr_off[4 * n + 3] = 0;
+	ps->nframes++;
+	return 0;
+}
+
+/* A symbol's key: frame, or the last frame's file, line or column. */
+static int parse_symbol_key(struct pstate *ps, const struct tok *t)
+{
+	struct mtev_text_parser *tp = ps->tp;
+	if (keyis(t, "frame"))
+		return add_frame(ps, t);
+	if (!ps->nframes)
+		return fail(tp, "'%.*s' before any frame", (int)t->klen, t->key), -1;
+	size_t last = ps->nframes - 1;
+	if (keyis(t, "file")) {
+		if (!t->is_str)
+			return fail(tp, "file needs a string"), -1;
+		ps->fr_off[4 * last + 2] = t->soff;
+		ps->fr_off[4 * last + 3] = t->slen;
+		return 0;
+	}
+	uint64_t v;
+	if (num(tp, t, U32, &v))
+		return -1;
+	if (keyis(t, "line"))
+		tp->frames[last].line = (uint32_t)v;
+	else
+		tp->frames[last].column = (uint32_t)v;
+	return 0;
+}
+
+/* A raw record's "kind" or "data". */
+static int parse_raw_key(struct pstate *ps, const struct tok *t)
+{
+	struct mtev_text_parser *tp = ps->tp;
+	if (keyis(t, "kind")) {
+		uint64_t v;
+		if (num(tp, t, 0xff, &v))
+			return -1;
+		ps->rec->raw.kind = (unsigned)v;
+		ps->have_rawkind = 1;
+		return 0;
+	}
+	if (t->is_str)
+		return fail(tp, "bad data"), -1;
+	if (t->vlen / 2 > tp->raw_cap) {
+		uint8_t *nr = realloc(tp->raw, t->vlen / 2 + 1);
+		if (!nr)
+			return fail(tp, "out of memory"), -1;
+		tp->raw = nr;
+		tp->raw_cap = t->vlen / 2 + 1;
+	}
+	return parse_hexbytes(tp, t, tp->raw, tp->raw_cap, &ps->rawlen) ? -1 : 0;
+}
+
+/* A key that no field table holds: 0 taken, 1 not this kind's, -1 error
+ * (tp->err says why). */
+static int parse_key(struct pstate *ps, const struct tok *t)
+{
+	struct mtev_text_parser *tp = ps->tp;
+	struct mtev_rec *rec = ps->rec;
+	struct mtev_str *dst;
+	if (t->is_str && ps->nfix < 8 && (dst = str_field(rec, t))) {
+		ps->fix[ps->nfix++] = (struct strfix){dst, t->soff, t->slen};
+		return 0;
+	}
+	switch (rec->kind) {
+	case MTEV_BRANCH:
+		if (keyis(t, "type")) {
+			int ty = t->is_str ? -1 : mtev_branch_from_name(t->val, t->vlen);
+			if (ty < 0)
+				return fail(tp, "unknown branch type '%.*s'", (int)t->vlen,
+					    t->val ? t->val : ""), -1;
+			rec->br.type = (unsigned)ty;
+			return 0;
+		}
+		return 1;
+	case MTEV_GAP:
+		if (keyis(t, "code") || keyis(t, "offset"))
+			return parse_gap_key(ps, t);
+		/* fall through */
+	case MTEV_SEGMENT:
+		return keyis(t, "reason") ? parse_reason(ps, t) : 1;
+	case MTEV_SPAN:
+		if (keyis(t, "flags"))
+			return parse_span_flags(tp, t, &rec->span.flags) ? -1 : 0;
+		return 1;
+	case MTEV_MAP:
+		if (keyis(t, "build_id")) {
+			size_t n;
+			if (parse_hexbytes(tp, t, tp->build_id, 20, &n))
+				return -1;
+			rec->map.build_id = tp->build_id;
+			rec->map.build_id_len = (uint8_t)n;
+			return 0;
+		}
+		return 1;
+	case MTEV_SAMPLE:
+		return keyis(t, "ips") ? parse_ips(ps, t) : 1;
+	case MTEV_SYMBOL:
+		if (keyis(t, "frame") || keyis(t, "file") || keyis(t, "line") || keyis(t, "column"))
+			return parse_symbol_key(ps, t);
+		return 1;
+	case MTEV_KIND_RAW:
+		return keyis(t, "kind") || keyis(t, "data") ? parse_raw_key(ps, t) : 1;
+	default:
+		return 1;
+	}
+}
+
+/* After the last key: the checks across keys, and the pointers into the
+ * parser's buffers (they may have moved while the line was read). */
+static int finish_record(struct pstate *ps)
+{
+	struct mtev_text_parser *tp = ps->tp;
+	struct mtev_rec *rec = ps->rec;
+	if (rec->kind == MTEV_KIND_RAW) {
+		if (!ps->have_rawkind)
+			return fail(tp, "raw record without kind");
+		/* the kinds mtev_write refuses as raw: END, the known kinds, the
+		 * string/symbol ranges 0x20-0x3f and the short waypoints 0x40-0x47 */
+		if (rec->raw.kind == MTEV_END || mtev_kind_name(rec->raw.kind) ||
+		    (rec->raw.kind >= 0x20 && rec->raw.kind <= 0x47))
+			return fail(tp, "raw kind 0x%02x is a known kind", rec->raw.kind);
+		if (ps->rawlen > MTEV_MAX_PAYLOAD)
+			return fail(tp, "raw data longer than %u bytes", MTEV_MAX_PAYLOAD);
+		rec->raw.data = tp->raw;
+		rec->raw.len = (uint32_t)ps->rawlen;
+	}
+	if ((rec->kind == MTEV_SPAN && rec->span.end < rec->span.begin) ||
+	    (rec->kind == MTEV_GAP && rec->gap.end < rec->gap.begin) ||
+	    (rec->kind == MTEV_SEGMENT && rec->segment.end < rec->segment.begin))
+		return fail(tp, "end before begin");
+	for (size_t i = 0; i < ps->nfix; i++) {
+		ps->fix[i].dst->p = tp->sbuf ? tp->sbuf + ps->fix[i].off : NULL;
+		ps->fix[i].dst->len = (uint32_t)ps->fix[i].len;
+	}
+	if (rec->kind == MTEV_SAMPLE) {
+		rec->sample.nips = (uint32_t)ps->nips;
+		rec->sample.ips = tp->ips;
+	}
+	if (rec->kind == MTEV_SYMBOL) {
+		const char *sb = tp->sbuf ? tp->sbuf : "";
+		const size_t *fo = ps->fr_off;
+		for (size_t i = 0; i < ps->nframes; i++) {
+			tp->frames[i].name = (struct mtev_str){sb + fo[4 * i], (uint32_t)fo[4 * i + 1]};
+			tp->frames[i].file = (struct mtev_str){sb + fo[4 * i + 2], (uint32_t)fo[4 * i + 3]};
+		}
+		rec->symbol.nframes = (uint32_t)ps->nframes;
+		rec->symbol.frames = tp->frames;
+	}
+	return MTEV_TEXT_RECORD;
+}
+
 int mtev_text_parse(struct mtev_text_parser *tp, const char *line, size_t len,
 		    struct mtev_rec *rec, struct mtev_header *hdr)
 {
@@ -568,8 +888,6 @@ int mtev_text_parse(struct mtev_text_parser *tp, const char *line, size_t len,
 	while (l.p < l.end && *l.p != ' ' && *l.p != '\t' && *l.p != '\r')
 		l.p++;
 	size_t kwlen = (size_t)(l.p - kw);
-	struct tok t;
-	int r;
 
 	if (kwlen == 3 && !memcmp(kw, "end", 3)) {
 		skip_ws(&l);
@@ -577,31 +895,8 @@ int mtev_text_parse(struct mtev_text_parser *tp, const char *line, size_t len,
 			return fail(tp, "junk after 'end'");
 		return MTEV_TEXT_END;
 	}
-	if (kwlen == 4 && !memcmp(kw, "mtev", 4)) {
-		memset(hdr, 0, sizeof *hdr);
-		hdr->version = MTEV_VERSION;
-		while ((r = next_tok(&l, &t)) > 0) {
-			uint64_t v;
-			if (keyis(&t, "version")) {
-				if (num(tp, &t, 0xffff, &v))
-					return MTEV_TEXT_ERROR;
-				hdr->version = (uint16_t)v;
-			} else if (keyis(&t, "flags")) {
-				if (num(tp, &t, U32, &v))
-					return MTEV_TEXT_ERROR;
-				hdr->flags = (uint32_t)v;
-			} else if (keyis(&t, "producer") && t.is_str) {
-				if (t.slen > 63)
-					return fail(tp, "producer longer than 63 bytes");
-				if (t.slen) /* sbuf is NULL until a string has a byte */
-					memcpy(hdr->producer, tp->sbuf + t.soff, t.slen);
-				hdr->producer[t.slen] = 0;
-			} else {
-				return fail(tp, "unknown header key '%.*s'", (int)t.klen, t.key);
-			}
-		}
-		return r < 0 ? MTEV_TEXT_ERROR : MTEV_TEXT_HEADER;
-	}
+	if (kwlen == 4 && !memcmp(kw, "mtev", 4))
+		return parse_header(tp, &l, hdr);
 
 	size_t ki;
 	for (ki = 0; ki < sizeof kinds / sizeof *kinds; ki++)
@@ -614,264 +909,23 @@ int mtev_text_parse(struct mtev_text_parser *tp, const char *line, size_t len,
 	if (rec->kind == MTEV_GAP)
 		rec->gap.offset = UINT64_MAX;
 
-	struct strfix fix[8];
-	size_t nfix = 0;
-	size_t nips = 0, nframes = 0, rawlen = 0;
-	int have_rawkind = 0;
-	/* frame strings: pairs of offsets per frame (name, file) */
-	size_t *fr_off = NULL;
-	size_t fr_cap = 0;
-	int ret = MTEV_TEXT_ERROR;
-
+	struct pstate ps = {.tp = tp, .rec = rec};
+	struct tok t;
+	int r, ret = MTEV_TEXT_ERROR;
 	while ((r = next_tok(&l, &t)) > 0) {
 		int s = set_field(tp, kinds[ki].fields, &t, rec);
-		if (s < 0)
-			goto out;
 		if (s > 0)
 			continue;
-		if (t.is_str && nfix < 8 &&
-		    ((rec->kind == MTEV_PROCESS && keyis(&t, "name")) ||
-		     (rec->kind == MTEV_THREAD && keyis(&t, "name")) ||
-		     (rec->kind == MTEV_MAP && keyis(&t, "path")) ||
-		     (rec->kind == MTEV_TRIGGER && keyis(&t, "symbol")) ||
-		     (rec->kind == MTEV_STRING && keyis(&t, "text")) ||
-		     (rec->kind == MTEV_GAP && keyis(&t, "message")) ||
-		     (rec->kind == MTEV_SPAN && keyis(&t, "name")))) {
-			struct mtev_str *dst = rec->kind == MTEV_PROCESS ? &rec->process.name
-					       : rec->kind == MTEV_THREAD ? &rec->thread.name
-					       : rec->kind == MTEV_MAP	  ? &rec->map.path
-					       : rec->kind == MTEV_TRIGGER ? &rec->trigger.symbol
-					       : rec->kind == MTEV_STRING  ? &rec->string.text
-					       : rec->kind == MTEV_GAP	   ? &rec->gap.message
-									   : &rec->span.name;
-			fix[nfix++] = (struct strfix){dst, t.soff, t.slen};
-			continue;
-		}
-		if (rec->kind == MTEV_BRANCH && keyis(&t, "type")) {
-			int ty = t.is_str ? -1 : mtev_branch_from_name(t.val, t.vlen);
-			if (ty < 0) {
-				fail(tp, "unknown branch type '%.*s'", (int)t.vlen, t.val ? t.val : "");
-				goto out;
-			}
-			rec->br.type = (unsigned)ty;
-			continue;
-		}
-		if ((rec->kind == MTEV_GAP || rec->kind == MTEV_SEGMENT) && keyis(&t, "reason")) {
-			int rs = t.is_str ? -1 : mtev_gap_from_name(t.val, t.vlen);
-			if (rec->kind == MTEV_SEGMENT && !t.is_str && t.vlen == 5 && !memcmp(t.val, "start", 5))
-				rs = 0;
-			uint64_t v;
-			if (rs < 0) {
-				if (num(tp, &t, U32, &v))
-					goto out;
-				rs = (int)v;
-			}
-			if (rec->kind == MTEV_GAP)
-				rec->gap.reason = (unsigned)rs;
-			else
-				rec->segment.reason = (unsigned)rs;
-			continue;
-		}
-		if (rec->kind == MTEV_GAP && keyis(&t, "code")) {
-			int64_t v = 0;
-			if (snum(tp, &t, &v))
-				goto out;
-			if (v < INT32_MIN || v > INT32_MAX) {
-				fail(tp, "code out of range");
-				goto out;
-			}
-			rec->gap.code = (int32_t)v;
-			continue;
-		}
-		if (rec->kind == MTEV_GAP && keyis(&t, "offset")) {
-			uint64_t v;
-			if (t.vlen == 1 && t.val && t.val[0] == '-')
-				v = UINT64_MAX;
-			else if (num(tp, &t, U64, &v))
-				goto out;
-			rec->gap.offset = v;
-			continue;
-		}
-		if (rec->kind == MTEV_SPAN && keyis(&t, "flags")) {
-			if (parse_span_flags(tp, &t, &rec->span.flags))
-				goto out;
-			continue;
-		}
-		if (rec->kind == MTEV_MAP && keyis(&t, "build_id")) {
-			size_t n;
-			if (parse_hexbytes(tp, &t, tp->build_id, 20, &n))
-				goto out;
-			rec->map.build_id = tp->build_id;
-			rec->map.build_id_len = (uint8_t)n;
-			continue;
-		}
-		if (rec->kind == MTEV_SAMPLE && keyis(&t, "ips")) {
-			if (t.is_str) {
-				fail(tp, "bad ips");
-				goto out;
-			}
-			nips = 0;
-			if (!(t.vlen == 1 && t.val[0] == '-')) {
-				const char *p = t.val, *end = t.val + t.vlen;
-				while (p <= end) {
-					const char *q = p;
-					while (q < end && *q != ',')
-						q++;
-					struct tok nt = t;
-					nt.val = p;
-					nt.vlen = (size_t)(q - p);
-					uint64_t v;
-					if (num(tp, &nt, U64, &v))
-						goto out;
-					if (nips == tp->ips_cap) {
-						size_t nc = tp->ips_cap ? tp->ips_cap * 2 : 64;
-						uint64_t *ni = realloc(tp->ips, nc * sizeof *ni);
-						if (!ni) {
-							fail(tp, "out of memory");
-							goto out;
-						}
-						tp->ips = ni;
-						tp->ips_cap = nc;
-					}
-					tp->ips[nips++] = v;
-					p = q + 1;
-				}
-			}
-			continue;
-		}
-		if (rec->kind == MTEV_SYMBOL &&
-		    (keyis(&t, "frame") || keyis(&t, "file") || keyis(&t, "line") || keyis(&t, "column"))) {
-			if (keyis(&t, "frame")) {
-				if (!t.is_str) {
-					fail(tp, "frame needs a string");
-					goto out;
-				}
-				if (nframes == tp->frames_cap) {
-					size_t nc = tp->frames_cap ? tp->frames_cap * 2 : 8;
-					struct mtev_frame *nf = realloc(tp->frames, nc * sizeof *nf);
-					if (!nf) {
-						fail(tp, "out of memory");
-						goto out;
-					}
-					tp->frames = nf;
-					tp->frames_cap = nc;
-				}
-				if (nframes + 1 > fr_cap) {
-					size_t nc = fr_cap ? fr_cap * 2 : 8;
-					size_t *no = realloc(fr_off, nc * 4 * sizeof *no);
-					if (!no) {
-						fail(tp, "out of memory");
-						goto out;
-					}
-					fr_off = no;
-					fr_cap = nc;
-				}
-				memset(&tp->frames[nframes], 0, sizeof tp->frames[nframes]);
-				fr_off[4 * nframes + 0] = t.soff;
-				fr_off[4 * nframes + 1] = t.slen;
-				fr_off[4 * nframes + 2] = 0;
-				fr_off[4 * nframes + 3] = 0;
-				nframes++;
-				continue;
-			}
-			if (!nframes) {
-				fail(tp, "'%.*s' before any frame", (int)t.klen, t.key);
-				goto out;
-			}
-			struct mtev_frame *f = &tp->frames[nframes - 1];
-			if (keyis(&t, "file")) {
-				if (!t.is_str) {
-					fail(tp, "file needs a string");
-					goto out;
-				}
-				fr_off[4 * (nframes - 1) + 2] = t.soff;
-				fr_off[4 * (nframes - 1) + 3] = t.slen;
-			} else {
-				uint64_t v;
-				if (num(tp, &t, U32, &v))
-					goto out;
-				if (keyis(&t, "line"))
-					f->line = (uint32_t)v;
-				else
-					f->column = (uint32_t)v;
-			}
-			continue;
-		}
-		if (rec->kind == MTEV_KIND_RAW && keyis(&t, "kind")) {
-			uint64_t v;
-			if (num(tp, &t, 0xff, &v))
-				goto out;
-			rec->raw.kind = (unsigned)v;
-			have_rawkind = 1;
-			continue;
-		}
-		if (rec->kind == MTEV_KIND_RAW && keyis(&t, "data")) {
-			if (t.is_str) {
-				fail(tp, "bad data");
-				goto out;
-			}
-			if (t.vlen / 2 > tp->raw_cap) {
-				uint8_t *nr = realloc(tp->raw, t.vlen / 2 + 1);
-				if (!nr) {
-					fail(tp, "out of memory");
-					goto out;
-				}
-				tp->raw = nr;
-				tp->raw_cap = t.vlen / 2 + 1;
-			}
-			if (parse_hexbytes(tp, &t, tp->raw, tp->raw_cap, &rawlen))
-				goto out;
-			continue;
-		}
-		fail(tp, "unknown key '%.*s' for %s", (int)t.klen, t.key, kinds[ki].name);
-		goto out;
-	}
-	if (r < 0)
-		goto out;
-	if (rec->kind == MTEV_KIND_RAW) {
-		if (!have_rawkind) {
-			fail(tp, "raw record without kind");
+		if (s == 0)
+			s = parse_key(&ps, &t);
+		if (s > 0)
+			fail(tp, "unknown key '%.*s' for %s", (int)t.klen, t.key, kinds[ki].name);
+		if (s != 0)
 			goto out;
-		}
-		/* the kinds mtev_write refuses as raw: END, the known kinds, the
-		 * string/symbol ranges 0x20-0x3f and the short waypoints 0x40-0x47 */
-		if (rec->raw.kind == MTEV_END || mtev_kind_name(rec->raw.kind) ||
-		    (rec->raw.kind >= 0x20 && rec->raw.kind <= 0x47)) {
-			fail(tp, "raw kind 0x%02x is a known kind", rec->raw.kind);
-			goto out;
-		}
-		if (rawlen > MTEV_MAX_PAYLOAD) {
-			fail(tp, "raw data longer than %u bytes", MTEV_MAX_PAYLOAD);
-			goto out;
-		}
-		rec->raw.data = tp->raw;
-		rec->raw.len = (uint32_t)rawlen;
 	}
-	if ((rec->kind == MTEV_SPAN && rec->span.end < rec->span.begin) ||
-	    (rec->kind == MTEV_GAP && rec->gap.end < rec->gap.begin) ||
-	    (rec->kind == MTEV_SEGMENT && rec->segment.end < rec->segment.begin)) {
-		fail(tp, "end before begin");
-		goto out;
-	}
-	for (size_t i = 0; i < nfix; i++) {
-		fix[i].dst->p = tp->sbuf ? tp->sbuf + fix[i].off : NULL;
-		fix[i].dst->len = (uint32_t)fix[i].len;
-	}
-	if (rec->kind == MTEV_SAMPLE) {
-		rec->sample.nips = (uint32_t)nips;
-		rec->sample.ips = tp->ips;
-	}
-	if (rec->kind == MTEV_SYMBOL) {
-		for (size_t i = 0; i < nframes; i++) {
-			const char *sb = tp->sbuf ? tp->sbuf : "";
-			tp->frames[i].name = (struct mtev_str){sb + fr_off[4 * i], (uint32_t)fr_off[4 * i + 1]};
-			tp->frames[i].file = (struct mtev_str){sb + fr_off[4 * i + 2], (uint32_t)fr_off[4 * i + 3]};
-		}
-		rec->symbol.nframes = (uint32_t)nframes;
-		rec->symbol.frames = tp->frames;
-	}
-	ret = MTEV_TEXT_RECORD;
+	if (r == 0)
+		ret = finish_record(&ps);
 out:
-	free(fr_off);
+	free(ps.fr_off);
 	return ret;
 }

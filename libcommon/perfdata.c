@@ -1323,7 +1323,8 @@ int pd_parse_sample(const struct pd_event *ev, struct pd_sample *s)
 		uint32_t sz;
 		NEED(4);
 		sz = get32(p);
-		if (sz > (size_t)(end - p) - 4)
+		/* the kernel pads the data so that what follows stays 8-aligned */
+		if (sz > (size_t)(end - p) - 4 || (4 + (size_t)sz) % 8)
 			return -PD_ECORRUPT;
 		p += 4 + sz;
 	}
