@@ -12,7 +12,6 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -27,12 +26,6 @@ struct ring {
 	size_t size; /* data area bytes */
 };
 
-struct uproc {
-	pid_t pid;
-	struct trigger_point pt;
-	int per_thread; /* its events are per thread (else one system-wide probe) */
-};
-
 struct trigger {
 	enum trigger_mech mech;
 	uint32_t uprobe_type; /* PMU type of "uprobe" */
@@ -41,12 +34,12 @@ struct trigger {
 	struct ring *rings; /* one per CPU */
 	int *fds;	    /* every event */
 	size_t nfds, capfds;
-	pid_t *tids;	    /* threads with events */
+	pid_t *tids;	    /* HW: threads watched; UPROBE: processes watched */
 	size_t ntids, captids;
-	struct uproc *uprocs; /* UPROBE: processes watched (path owned) */
-	size_t nuprocs;
+	struct trigger_point *probes; /* UPROBE: probes opened (path owned) */
 	uint8_t *hbuf; /* the registers and stack copies of the last read's hits */
 	size_t hcap;
+	size_t nprobes;
 	long page;
 };
 
@@ -138,9 +131,9 @@ void trigger_free(struct trigger *t)
 		close(t->fds[i]);
 	free(t->fds);
 	free(t->tids);
-	for (size_t i = 0; i < t->nuprocs; i++)
-		free((char *)t->uprocs[i].pt.path);
-	free(t->uprocs);
+	for (size_t i = 0; i < t->nprobes; i++)
+		free((char *)t->probes[i].path);
+	free(t->probes);
 	free(t->hbuf);
 	free(t->rings);
 	free(t->online);
@@ -248,6 +241,35 @@ static int open_on_cpus(struct trigger *t, pid_t tid, const struct perf_event_at
 	return opened ? 0 : -ENODEV;
 }
 
+/* Uprobes: an inherited uprobe event re-reads its path through a user
+ * pointer in the forking task's address space, so inheriting one opened by
+ * another process fails (and makes the traced program's clone() fail with
+ * EFAULT).  Instead, one system-wide event per CPU (root only, like every
+ * uprobe event) and hits filtered by process. */
+static int watch_uprobe(struct trigger *t, pid_t pid, const struct trigger_point *pt)
+{
+	struct perf_event_attr a;
+	int r;
+
+	if (!watching(t, pid) && (r = push_tid(t, pid)) < 0)
+		return r;
+	for (size_t i = 0; i < t->nprobes; i++)
+		if (t->probes[i].offset == pt->offset && !strcmp(t->probes[i].path, pt->path))
+			return 0;
+	struct trigger_point *v = realloc(t->probes, (t->nprobes + 1) * sizeof *v);
+	if (!v)
+		return -ENOMEM;
+	t->probes = v;
+	v[t->nprobes] = *pt;
+	if (!(v[t->nprobes].path = strdup(pt->path)))
+		return -ENOMEM;
+	t->nprobes++;
+	trig_attr(t, &a, pt);
+	a.inherit = 0;
+	a.remove_on_exec = 0;
+	return open_on_cpus(t, -1, &a);
+}
+
 static pid_t tgid_of(pid_t tid)
 {
 	char path[64], buf[512];
@@ -264,94 +286,37 @@ static pid_t tgid_of(pid_t tid)
 	return p ? (pid_t)strtol(p + 6, NULL, 10) : -EIO;
 }
 
-/* Uprobes: an inherited uprobe event re-reads its path through a user
- * pointer in the forking task's address space, so inheriting one opened by
- * another process fails (and makes the traced program's clone() fail with
- * EFAULT).  Two ways instead:
- * - in the process's own executable: one system-wide event per CPU, hits
- *   filtered by process (the probe is planted only in processes that map
- *   that file: this program's other instances at most), which sees every
- *   thread however new;
- * - in a shared library (malloc in libc): a system-wide probe would be
- *   planted in every process that maps the library and their hits would
- *   flood the rings, so each thread of the process gets its own events (not
- *   inherited), and the threads it creates later get theirs when
- *   trigger_read next looks (uprobe_scan): a new thread that reaches the
- *   trigger before that (within ~10 ms of mt-capture's poll) is not seen
- *   (trigger_per_thread says so). */
-static int uprobe_thread(struct trigger *t, pid_t tid, const struct trigger_point *pt)
+int trigger_watch_thread(struct trigger *t, pid_t tid, const struct trigger_point *pt)
 {
 	struct perf_event_attr a;
 	int r;
+
+	if (t->mech == TRIGGER_UPROBE) {
+		pid_t pid = tgid_of(tid);
+		return pid < 0 ? pid : watch_uprobe(t, pid, pt);
+	}
 	if (watching(t, tid))
 		return 0;
 	trig_attr(t, &a, pt);
-	a.inherit = 0;
 	if ((r = open_on_cpus(t, tid, &a)) < 0)
 		return r;
 	return push_tid(t, tid);
 }
 
-/* Is @path the executable of process @pid (the same file)? */
-static int is_exe(pid_t pid, const char *path)
-{
-	char exe[64];
-	struct stat a, b;
-	snprintf(exe, sizeof exe, "/proc/%d/exe", (int)pid);
-	return stat(exe, &a) == 0 && stat(path, &b) == 0 && a.st_dev == b.st_dev &&
-	       a.st_ino == b.st_ino;
-}
-
-static int uprobe_proc(struct trigger *t, pid_t pid, const struct trigger_point *pt)
-{
-	for (size_t i = 0; i < t->nuprocs; i++)
-		if (t->uprocs[i].pid == pid)
-			return 0;
-	struct uproc *v = realloc(t->uprocs, (t->nuprocs + 1) * sizeof *v);
-	if (!v)
-		return -ENOMEM;
-	t->uprocs = v;
-	struct uproc *u = &v[t->nuprocs];
-	*u = (struct uproc){pid, *pt, !is_exe(pid, pt->path)};
-	if (!(u->pt.path = strdup(pt->path)))
-		return -ENOMEM;
-	t->nuprocs++;
-	if (u->per_thread)
-		return 0;
-	for (size_t i = 0; i + 1 < t->nuprocs; i++) /* one probe per file and offset */
-		if (!v[i].per_thread && v[i].pt.offset == pt->offset && !strcmp(v[i].pt.path, pt->path))
-			return 0;
-	struct perf_event_attr a;
-	trig_attr(t, &a, pt);
-	a.inherit = 0;
-	a.remove_on_exec = 0;
-	return open_on_cpus(t, -1, &a);
-}
-
-static const struct uproc *uproc_of(const struct trigger *t, pid_t pid)
-{
-	for (size_t i = 0; i < t->nuprocs; i++)
-		if (t->uprocs[i].pid == pid)
-			return &t->uprocs[i];
-	return NULL;
-}
-
-int trigger_per_thread(const struct trigger *t, pid_t pid)
-{
-	const struct uproc *u = t->mech == TRIGGER_UPROBE ? uproc_of(t, pid) : NULL;
-	return u && u->per_thread;
-}
-
-/* Opens the events of the threads of @pid not watched yet (through
- * trigger_watch_thread: @pt where each is) until a pass adds none; returns
- * how many were added, or -errno. */
-static int scan_threads(struct trigger *t, pid_t pid, const struct trigger_point *pt)
+int trigger_watch_process(struct trigger *t, pid_t pid, const struct trigger_point *pt)
 {
 	char path[64];
 	int total = 0, added;
+
+	if (t->mech == TRIGGER_UPROBE) {
+		if (kill(pid, 0) < 0 && errno == ESRCH)
+			return -ESRCH;
+		int r = watch_uprobe(t, pid, pt);
+		return r < 0 ? r : 1;
+	}
 	/* A thread that appears while we scan was created either by a thread we
-	 * already watch (HW: it inherits the event) or by one we did not (we
-	 * find it on the next pass).  Stop when a pass adds nothing. */
+	 * already watch (it inherits the event) or by one we did not (we find
+	 * it on the next pass).  Stop when a pass adds nothing. */
 	do {
 		DIR *d;
 		struct dirent *e;
@@ -365,8 +330,7 @@ static int scan_threads(struct trigger *t, pid_t pid, const struct trigger_point
 			long tid = strtol(e->d_name, &end, 10);
 			if (*end || tid <= 0 || watching(t, (pid_t)tid))
 				continue;
-			int r = t->mech == TRIGGER_UPROBE ? uprobe_thread(t, (pid_t)tid, pt)
-							  : trigger_watch_thread(t, (pid_t)tid, pt);
+			int r = trigger_watch_thread(t, (pid_t)tid, pt);
 			if (r == -ESRCH) /* it exited meanwhile */
 				continue;
 			if (r < 0) {
@@ -378,43 +342,7 @@ static int scan_threads(struct trigger *t, pid_t pid, const struct trigger_point
 		closedir(d);
 		total += added;
 	} while (added);
-	return total;
-}
-
-int trigger_watch_thread(struct trigger *t, pid_t tid, const struct trigger_point *pt)
-{
-	struct perf_event_attr a;
-	int r;
-
-	if (t->mech == TRIGGER_UPROBE) {
-		pid_t pid = tgid_of(tid);
-		if (pid < 0)
-			return pid;
-		if ((r = uprobe_proc(t, pid, pt)) < 0)
-			return r;
-		return trigger_per_thread(t, pid) ? uprobe_thread(t, tid, pt) : 0;
-	}
-	if (watching(t, tid))
-		return 0;
-	trig_attr(t, &a, pt);
-	if ((r = open_on_cpus(t, tid, &a)) < 0)
-		return r;
-	return push_tid(t, tid);
-}
-
-int trigger_watch_process(struct trigger *t, pid_t pid, const struct trigger_point *pt)
-{
-	int r;
-	if (t->mech == TRIGGER_UPROBE) {
-		if (kill(pid, 0) < 0 && errno == ESRCH)
-			return -ESRCH;
-		if ((r = uprobe_proc(t, pid, pt)) < 0)
-			return r;
-		if (!trigger_per_thread(t, pid))
-			return 1;
-	}
-	r = scan_threads(t, pid, pt);
-	return r < 0 ? r : r ? r : -ESRCH;
+	return total ? total : -ESRCH;
 }
 
 size_t trigger_poll_fds(const struct trigger *t, int *fds, size_t max)
@@ -457,11 +385,6 @@ int trigger_read(struct trigger *t, struct trigger_hit *hits, size_t max, uint64
 	size_t *where = max ? calloc(max, sizeof *where) : NULL;
 	if (max && !where)
 		return -ENOMEM;
-
-	/* uprobes: the threads created since the last look */
-	for (size_t i = 0; t->mech == TRIGGER_UPROBE && i < t->nuprocs; i++)
-		if (t->uprocs[i].per_thread) /* (gone: nothing to do) */
-			scan_threads(t, t->uprocs[i].pid, &t->uprocs[i].pt);
 
 	for (int c = 0; c < t->ncpu && n < max; c++) {
 		struct ring *rg = &t->rings[c];
@@ -513,7 +436,7 @@ int trigger_read(struct trigger *t, struct trigger_hit *hits, size_t max, uint64
 					if (dyn < size)
 						size = dyn;
 				}
-				if (t->mech == TRIGGER_UPROBE && !uproc_of(t, (pid_t)(uint32_t)rec[1]))
+				if (t->mech == TRIGGER_UPROBE && !watching(t, (pid_t)(uint32_t)rec[1]))
 					goto skip;
 				size_t need = sizeof regs + size;
 				if (keep_hit(t, used, need) < 0) {

@@ -9,9 +9,7 @@
  *   trigger_hw_works() checks.
  * - TRIGGER_UPROBE: a uprobe (the "uprobe" PMU: file + offset), which plants
  *   an int3 in the watched processes' copy of the page.  Works everywhere
- *   uprobes do, but needs CAP_PERFMON or root; uprobe events cannot be
- *   inherited, so a probe in a shared library is watched thread by thread
- *   (trigger_per_thread; trigger.c says why).
+ *   uprobes do, but needs CAP_PERFMON or root.
  *
  * Why this shape: a per-task event with inherit cannot be mmapped, and one
  * without inherit sees only its own thread.  So, for each watched thread,
@@ -79,11 +77,6 @@ int trigger_watch_thread(struct trigger *t, pid_t tid, const struct trigger_poin
  * until no new thread appears) and, by inheritance, every later one.
  * Returns the number of threads watched, or -errno. */
 int trigger_watch_process(struct trigger *t, pid_t pid, const struct trigger_point *pt);
-
-/* 1 when process @pid's trigger is a uprobe in a shared library, watched
- * thread by thread: threads it creates are watched from the next
- * trigger_read on (a hit before that is missed); 0 otherwise. */
-int trigger_per_thread(const struct trigger *t, pid_t pid);
 
 /* File descriptors to poll for POLLIN (one per CPU ring). */
 size_t trigger_poll_fds(const struct trigger *t, int *fds, size_t max);

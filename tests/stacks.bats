@@ -87,46 +87,6 @@ C
 	done
 }
 
-@test "a uprobe trigger in libc (malloc) watches the traced process only: no flood from other processes" {
-	[ "$(id -u)" -eq 0 ] || skip "uprobes need root"
-	cat > "$T/m.c" <<'C'
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
-int main(int argc, char **argv)
-{
-	(void)argv;
-	for (;;) { /* another process calling malloc all the time */
-		char *volatile p = malloc(48);
-		p[0] = 1;
-		free(p);
-		if (argc == 1)
-			break;
-	}
-	char *volatile q = malloc(77); /* the program's own call */
-	strcpy(q, "x\n");
-	if (write(1, q, 2) != 2)
-		return 1;
-	free(q);
-	return 0;
-}
-C
-	cc -O1 -o "$T/m" "$T/m.c"
-	"$T/m" loop &
-	bg=$!
-	run "$BIN/mt-capture" run -v --mode sample --trigger-via uprobe -o "$T/d" --trigger malloc -- "$T/m"
-	kill "$bg"
-	echo "$output"
-	[ "$status" -eq 0 ]
-	echo "$output" | grep -q "watched thread by thread in process"
-	! echo "$output" | grep -q "trigger hits were lost"
-	"$BIN/mt-dump" -k trigger "$T/d/hits.mt" | tee "$T/h"
-	pid=$("$BIN/mt-dump" -k process "$T/d/hits.mt" | sed -n 's/.*pid=\([0-9]*\).*/\1/p' | head -1)
-	# the snapshot's hit is the program's: malloc(48) in its first round
-	grep -q "^trigger pid=$pid .* arg0=0x30 " "$T/h"
-	[ "$(grep -c "^trigger pid=$pid " "$T/h")" -eq "$(wc -l < "$T/h")" ]
-}
-
 # ---- item 9: readable names ----
 
 @test "one address, one name: a libc alias is named by its exported name, with and without llvm-symbolizer" {

@@ -337,10 +337,6 @@ static int setup_trigger(struct capture *c)
 			mt_fatal(r == -ESRCH ? MT_EXIT_USAGE : MT_EXIT_SYS,
 				 "cannot watch process %d for the trigger (%s): %s", (int)o->pids[i],
 				 c->mech == TRIGGER_HW ? "hardware breakpoint" : "uprobe", trig_errstr(r));
-		if (trigger_per_thread(c->trig, o->pids[i]))
-			mt_note("trigger: a uprobe in a shared library (%s) is watched thread by thread in "
-				"process %d: a thread it creates is watched from ~10 ms on",
-				locs[i].path, (int)o->pids[i]);
 		if (o->verbose)
 			mt_note("trigger: %s at %#" PRIx64 " (%s+%#" PRIx64 ") in process %d, %d thread(s), "
 				"by %s",
