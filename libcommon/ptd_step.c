@@ -29,6 +29,26 @@ static void thr_announce(struct ptd *d, struct ptq *q, struct thr *t, uint64_t t
 	r->thread.time = time;
 }
 
+/* The branch record of thread @t into the queue. */
+static inline __attribute__((always_inline)) void push_br(struct ptd *d, struct ptq *q,
+							   struct thr *t, unsigned type,
+							   uint64_t from, uint64_t to, uint64_t time)
+{
+	struct mtev_rec *r = q_push(d, q);
+	if (!r)
+		return;
+	r->kind = MTEV_BRANCH;
+	r->br.tid = t->tid;
+	r->br.time = time;
+	r->br.type = type;
+	r->br.from = from;
+	r->br.to = to;
+	t->last_time = time;
+	t->has_rec = 1;
+	t->lastq = (int)(q - d->q);
+	d->st->branches++;
+}
+
 /* Emits a branch of the queue's current thread. */
 static void emit_br_slow(struct ptd *d, struct ptq *q, unsigned type, uint64_t from, uint64_t to,
 			 uint64_t time)
@@ -61,19 +81,7 @@ static void emit_br_slow(struct ptd *d, struct ptq *q, unsigned type, uint64_t f
 				emit_br_slow(d, q, MTEV_BR_TRACE_START, 0, from, time);
 		}
 	}
-	r = q_push(d, q);
-	if (!r)
-		return;
-	r->kind = MTEV_BRANCH;
-	r->br.tid = t->tid;
-	r->br.time = time;
-	r->br.type = type;
-	r->br.from = from;
-	r->br.to = to;
-	t->last_time = time;
-	t->has_rec = 1;
-	t->lastq = (int)(q - d->q);
-	d->st->branches++;
+	push_br(d, q, t, type, from, to, time);
 }
 
 /* The common case inline: thread known and announced, no gap to close. */
@@ -81,7 +89,6 @@ static inline void emit_br(struct ptd *d, struct ptq *q, unsigned type, uint64_t
 			   uint64_t time)
 {
 	struct thr *t;
-	struct mtev_rec *r;
 	if (q->th < 0 || q->untimed) {
 		emit_br_slow(d, q, type, from, to, time);
 		return;
@@ -91,19 +98,7 @@ static inline void emit_br(struct ptd *d, struct ptq *q, unsigned type, uint64_t
 		emit_br_slow(d, q, type, from, to, time);
 		return;
 	}
-	r = q_push(d, q);
-	if (!r)
-		return;
-	r->kind = MTEV_BRANCH;
-	r->br.tid = t->tid;
-	r->br.time = time;
-	r->br.type = type;
-	r->br.from = from;
-	r->br.to = to;
-	t->last_time = time;
-	t->has_rec = 1;
-	t->lastq = (int)(q - d->q);
-	d->st->branches++;
+	push_br(d, q, t, type, from, to, time);
 }
 
 static void q_set_thread(struct ptd *d, struct ptq *q, uint64_t time);
