@@ -222,6 +222,9 @@ struct capture {
 	size_t nchains;
 	uint64_t *chain_ips;
 	size_t nchain_ips, capchain_ips;
+	/* the last /proc/PID/maps read of each watched process: a hit read
+	 * after its process exited is unwound with these */
+	char *maps_txt[MAX_PIDS];
 	uint64_t lost;
 	pid_t perf_pid;
 	int perf_status;
@@ -786,32 +789,81 @@ static void make_dir(const char *dir)
  * call frame information of the files the process maps now (read from
  * /proc/PID/maps while the process is still there; the trigger holds it
  * still).  Kept when it says more than the ip. */
+/* /proc/PID/maps as one string (malloc'd), or NULL when it cannot be read or
+ * is empty (the process is gone, or a zombie without its memory). */
+static char *read_maps(pid_t pid)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return NULL;
+	char *txt = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&txt, &len);
+	if (m) {
+		char buf[4096];
+		size_t n;
+		while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+			fwrite(buf, 1, n, m);
+		fclose(m);
+	}
+	fclose(f);
+	if (txt && !len) {
+		free(txt);
+		txt = NULL;
+	}
+	return txt;
+}
+
+/* Keeps a copy of each watched process's maps while it lives. */
+static void remember_maps(struct capture *c)
+{
+	for (int i = 0; i < c->o->npids && i < MAX_PIDS; i++) {
+		char *t = read_maps(c->o->pids[i]);
+		if (t) {
+			free(c->maps_txt[i]);
+			c->maps_txt[i] = t;
+		}
+	}
+}
+
 static void keep_chain(struct capture *c, const struct trigger_hit *h)
 {
 	enum { MAXF = 512 };
 	if (!h->ustack_len || !h->uregs || c->nchains == MAX_HITS)
 		return;
-	char path[64], line[PATH_MAX + 160];
-	snprintf(path, sizeof path, "/proc/%u/maps", h->pid);
-	FILE *f = fopen(path, "re");
-	if (!f)
+	char line[PATH_MAX + 160];
+	char *txt = read_maps((pid_t)h->pid);
+	const char *maps = txt;
+	for (int i = 0; !maps && i < c->o->npids && i < MAX_PIDS; i++)
+		if (c->o->pids[i] == (pid_t)h->pid)
+			maps = c->maps_txt[i]; /* it has exited since the hit */
+	if (!maps)
 		return;
 	unw *u = unw_new();
 	if (!u) {
-		fclose(f);
+		free(txt);
 		return;
 	}
-	while (fgets(line, sizeof line, f)) {
+	for (const char *p = maps; *p;) {
+		size_t n = strcspn(p, "\n");
+		if (n >= sizeof line)
+			n = sizeof line - 1;
+		memcpy(line, p, n);
+		line[n] = 0;
+		p += strcspn(p, "\n");
+		if (*p)
+			p++;
 		unsigned long long a, b, off;
 		char perms[8];
 		int pos = 0;
 		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %n", &a, &b, perms, &off, &pos) < 4 ||
 		    !pos || perms[2] != 'x' || line[pos] != '/')
 			continue;
-		line[pos + strcspn(line + pos, "\n")] = 0;
 		unw_map(u, h->pid, a, b - a, off, line + pos);
 	}
-	fclose(f);
+	free(txt);
 	if (c->nchain_ips + MAXF > c->capchain_ips) {
 		size_t n = c->capchain_ips ? 2 * c->capchain_ips : 4 * MAXF;
 		while (n < c->nchain_ips + MAXF)
@@ -1483,6 +1535,8 @@ static int wait_snapshot(struct capture *c, enum mode mode, int sfd, int *interr
 		}
 		/* trigger hits first: they may come just before the exit */
 		int hit = ntfds > 0; /* look every time: see the poll timeout */
+		if (hit)
+			remember_maps(c);
 		if (hit) {
 			size_t before = c->nhits;
 			drain_hits(c);
