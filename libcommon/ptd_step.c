@@ -298,7 +298,11 @@ static inline void resolve(struct ptd *d, struct ptq *q, uint64_t next)
 		emit_br(d, q, MTEV_BR_SYSRET, 0, next, p->time);
 		return;
 	case X86BR_SYSRET:
-		emit_br(d, q, MTEV_BR_SYSRET, 0, next, p->time);
+		/* sysret, iret or far ret that tracing went on through (a
+		 * corrupt trace, or a far ret in traced code): no syscall
+		 * came before it, and a sysret comes only right after its
+		 * syscall (mtev-semantics); like a far jmp, a jump */
+		emit_br(d, q, MTEV_BR_JUMP, p->from, next, p->time);
 		return;
 	default:
 		break;
