@@ -375,11 +375,15 @@ static inline uint64_t rec_time(const struct mtev_rec *r)
 	}
 }
 
-/* Everything decoded so far is final. */
+/* Everything decoded so far is final.  ready_time is where a retract
+ * puts the threads' last time back: a gap's end, not its begin (a gap
+ * after a retract must not begin before the last final one ends). */
 static inline void q_commit(struct ptq *q)
 {
-	if (q->fcount > q->nready)
-		q->ready_time = rec_time(&q->fifo[(q->fhead + q->fcount - 1) & (q->fcap - 1)]);
+	if (q->fcount > q->nready) {
+		const struct mtev_rec *r = &q->fifo[(q->fhead + q->fcount - 1) & (q->fcap - 1)];
+		q->ready_time = r->kind == MTEV_GAP ? r->gap.end : rec_time(r);
+	}
 	q->nready = q->fcount;
 }
 
