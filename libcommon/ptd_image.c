@@ -200,7 +200,7 @@ enum x86br classify_ip_slow(struct ptd *d, uint64_t ip, int32_t isid, uint8_t mo
 	enum x86br cls;
 
 	e2 = &d->cc[(ip ^ (ip >> 13)) & d->ccmask];
-	if (e2->valid && e2->ip == ip && e2->isid == isid) {
+	if (e2->valid && e2->ip == ip && e2->isid == isid && e2->mode == mode) {
 		*e = *e2;
 		*size = e->size;
 		return (enum x86br)e->cls;
@@ -228,6 +228,7 @@ enum x86br classify_ip_slow(struct ptd *d, uint64_t ip, int32_t isid, uint8_t mo
 	e->isid = isid;
 	e->cls = (uint8_t)cls;
 	e->size = *size;
+	e->mode = mode;
 	e->valid = 1;
 	*e2 = *e;
 	return cls;

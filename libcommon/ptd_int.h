@@ -175,18 +175,23 @@ struct ptq {
 
 enum { Q_SEG, Q_SYNC, Q_RUN, Q_DONE };
 
-/* entries of the classifier's hot table (16 bytes each, in struct ptd) */
+/* entries of the classifier's hot table (16 bytes each, in struct ptd,
+ * zeroed per decode) */
+#ifndef PTD_CC1
 #define PTD_CC1 8192
+#endif
 /* entries of the second-level cache, allocated per decode: log2 (the fuzz
- * build makes it small, mk/fuzz.mk: a cache, its size changes no result) */
+ * build makes both small, mk/fuzz.mk: caches, their size changes no result) */
 #ifndef PTD_CC2_BITS
 #define PTD_CC2_BITS 16
 #endif
 
+/* an instruction's class and length: by address, section and mode (a
+ * corrupt MODE.Exec can have the same bytes decoded as 16-bit code) */
 struct ccache_ent {
 	uint64_t ip;
 	int32_t isid;
-	uint8_t cls, size, valid;
+	uint8_t cls, size, valid, mode;
 };
 
 struct secview { /* an iscache section as libipt sees it (pt_mk_section) */

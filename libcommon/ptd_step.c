@@ -213,7 +213,7 @@ static inline enum x86br classify_ip(struct ptd *d, uint64_t ip, int32_t isid, u
 					   uint8_t *size)
 {
 	const struct ccache_ent *e = &d->cc1[(ip ^ (ip >> 11)) & (PTD_CC1 - 1)];
-	if (e->valid && e->ip == ip && e->isid == isid) {
+	if (e->valid && e->ip == ip && e->isid == isid && e->mode == mode) {
 		*size = e->size;
 		return (enum x86br)e->cls;
 	}

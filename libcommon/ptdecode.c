@@ -45,7 +45,7 @@ static int ptd_init(struct ptd *d, struct ptd_options *opts, struct ptd_stats *s
 	d->opts = opts;
 	d->st = st;
 	d->step = &ptd_step_libipt;
-	d->isc = pt_iscache_alloc(NULL);
+	d->isc = opts->iscache ? opts->iscache : pt_iscache_alloc(NULL);
 	d->ccmask = (1u << PTD_CC2_BITS) - 1;
 	d->cc = calloc(d->ccmask + 1, sizeof *d->cc);
 	if (!d->isc || !d->cc)
@@ -86,7 +86,8 @@ static void ptd_fini(struct ptd *d)
 		pt_image_free(d->oldimgs[i]);
 	free(d->oldimgs);
 	free(d->kmaps);
-	pt_iscache_free(d->isc);
+	if (d->isc != d->opts->iscache)
+		pt_iscache_free(d->isc);
 	free(d->cc);
 	for (i = 0; i < d->nfmaps; i++) {
 		if (d->fmaps[i].base)

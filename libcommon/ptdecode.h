@@ -26,6 +26,8 @@ enum ptd_err {
 	PTD_EUSAGE = 4,	 /* bad options (e.g. --image spec) */
 };
 
+struct pt_image_section_cache; /* libipt's */
+
 struct ptd_image_spec { /* raw mode: FILE[:OFFSET[:SIZE]]@VADDR */
 	const char *file;
 	uint64_t offset, size; /* size 0: to the end of the file */
@@ -42,6 +44,11 @@ struct ptd_options {
 	size_t nimages;
 	int cpu_family, cpu_model, cpu_stepping; /* 0: unknown vendor */
 	uint32_t raw_pid, raw_tid;
+	/* NULL: a fresh libipt section cache per decode.  Else the caller's,
+	 * kept between decodes: the same file section is added once and keeps
+	 * its block cache (a cache of the code's blocks: no result depends on
+	 * it).  The fuzz target's, which decodes one image over and over. */
+	struct pt_image_section_cache *iscache;
 	/* diagnostics: called once per problem with a one-line message */
 	void (*warn)(void *ctx, const char *msg);
 	void *warn_ctx;
