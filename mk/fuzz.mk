@@ -75,6 +75,11 @@ $(FUZZ_BUILD)/fuzz/%.o: fuzz/%.c
 # ptd*.o gets it.
 $(FUZZ_BUILD)/libcommon/ptd%.o: FUZZ_CFLAGS += -DPTD_CC1=256 -DPTD_CC2_BITS=8 '-DPTD_MAX_SPIN=(1u << 12)'
 
+# The MTEV writer's buffer and a descriptor reader's first buffer at 4 KiB
+# (64 KiB each, allocated, poisoned and quarantined per reader and writer
+# under ASan): more flushes and refills of the same bytes.
+$(FUZZ_BUILD)/formats/mtev.o: FUZZ_CFLAGS += -DW_BUFSZ=4096u -DR_BUFSZ=4096u
+
 $(FUZZ_LIB): $(FUZZ_LIBOBJ)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
