@@ -878,7 +878,7 @@ static void keep_chain(struct capture *c, const struct trigger_hit *h)
 	}
 	uint64_t *ips = c->chain_ips + c->nchain_ips;
 	size_t n = unw_sample(u, h->pid, h->tid, h->uregs, h->have, h->ustack, h->ustack_len, ips,
-			      MAXF);
+			      MAXF, NULL);
 	unw_free(u);
 	if (n < 2)
 		return;
