@@ -293,7 +293,7 @@ static void root_learn(struct ptd *d, int th, const uint64_t *c, size_t n)
 void sb_roots(struct ptd *d)
 {
 	size_t nfp = 0, nstk = 0, i;
-	if (d->nq || d->have_info || d->opts->no_root_join)
+	if (d->nq || d->have_info)
 		return;
 	for (i = 0; i < d->nsb; i++)
 		if (d->sb[i].kind == SB_SAMPLE) {
@@ -302,11 +302,13 @@ void sb_roots(struct ptd *d)
 		}
 	if (!nfp || !nstk)
 		return;
+	d->roots = 1; /* root samples, not stack samples, joined or not */
+	if (d->opts->no_root_join)
+		return;
 	unw *uw = unw_new();
 	uint64_t *c = malloc(512 * sizeof *c);
 	if (!uw || !c)
 		goto out;
-	d->roots = 1;
 	for (i = 0; i < d->nsb; i++) {
 		const struct sb *s = &d->sb[i];
 		root_gen(d, s, 0);
