@@ -270,6 +270,63 @@ at_least() { [ "$2" -gt 0 ] && [ $(($1 * 100)) -ge $(($2 * $3)) ]; }
 	grep -q 'flags=.*stitched' "$T/fp/sp.txt"
 }
 
+# judge_dec DIR DECODE-OPTIONS... -- SEGMENT-OPTIONS...: judge with options
+# for mt-decode too
+judge_dec() {
+	local d=$1 o=()
+	shift
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do
+		o+=("$1")
+		shift
+	done
+	shift
+	"$BIN/mt-decode" "${o[@]}" "$d/perf.data" > "$d/decode.mt" 2> /dev/null
+	"$BIN/mt-segment" "$@" -i "$d/decode.mt" > "$d/seg.mt"
+	"$BIN/mt-dump" -k sample "$d/decode.mt" > "$d/s.txt"
+	"$BIN/mt-dump" -k span "$d/seg.mt" > "$d/sp.txt"
+	awk -v main="$(main_addr)" -f "$ROOT/tests/lib/stackcheck.awk" \
+		"$BATS_FILE_TMPDIR/truth.txt" "$d/s.txt" "$d/sp.txt"
+}
+
+@test "fp: each thread's root frames, from a stack-copy stream beside, complete the stacks: >= 99 % whole (no qsort)" {
+	# mt-capture -g fp records a sparse stream of stack copies beside the
+	# fp samples; mt-decode unwinds them to the thread's root (_start under
+	# glibc's start code, which keeps no frame pointer) and joins that root
+	# chain to the fp chains at the same return address
+	run "$BIN/mt-capture" run --mode sample -g fp -t none -o "$T/r" -- "$(STK)" 60000 0
+	echo "$output"
+	[ "$status" -eq 0 ]
+	read -r n full0 fm0 wm0 ok0 < <(judge_dec "$T/r" --no-root-join -- )
+	read -r n full fm wm ok < <(judge_dec "$T/r" -- )
+	echo "fp + root stream: $n samples, whole true stack: $full0 without the root join, $full with it"
+	[ "$n" -ge 500 ]
+	# before: no fp walk reaches _start
+	[ "$full0" -lt $((n / 100)) ]
+	at_least "$full" "$n" 99
+	# the joined frames are marked (callchain: from the thread's root chain)
+	grep -q '^span .* depth=0 .*callchain' "$T/r/sp.txt"
+	# mt-decode says how many whole root stacks it learned from
+	"$BIN/mt-decode" -s "$T/r/perf.data" 2>&1 > /dev/null | tee "$T/r/st"
+	rw=$(sed -n 's/.* roots_whole=\([0-9]*\).*/\1/p' "$T/r/st")
+	[ "${rw:-0}" -ge 2 ]
+}
+
+@test "fp + root stream through qsort: every stack that shows main is whole; none inside qsort is joined by a guess" {
+	run "$BIN/mt-capture" run --mode sample -g fp -t none -o "$T/q" -- "$(STK)" 20000 1
+	[ "$status" -eq 0 ]
+	read -r n full fm wm ok < <(judge_dec "$T/q" -- )
+	echo "fp + root stream, qsort: $n samples, $full with the whole true stack, $wm show main" \
+		"(the others are inside qsort, below msort_with_tmp: docs/sampling.md)"
+	[ "$n" -ge 500 ]
+	[ "$wm" -gt 0 ]
+	at_least "$full" "$wm" 99
+	# the comparator's samples: msort_with_tmp keeps no frame pointer and
+	# recurses, so no root chain is joined under it (at depth 0 it stays)
+	ms=$(printf '0x%x' "0x$(nm "$(STK)" | awk '$3 ~ /^msort_with_tmp/ { print $1; exit }')")
+	grep -q "^span .* depth=0 .* func=$ms " "$T/q/sp.txt"
+	! grep -q "^span .* func=$ms .*callchain" "$T/q/sp.txt"
+}
+
 @test "dwarf: the user stack copies are unwound (not leaf-only); >= 99 % of samples have the whole true stack" {
 	mkdir -p "$T/dw"
 	perf record -q -e cpu-clock:u -F 5000 --call-graph dwarf -o "$T/dw/perf.data" -- "$(STK)" 10000 1 2> /dev/null
