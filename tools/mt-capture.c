@@ -1485,6 +1485,12 @@ static void start_recording(struct capture *c, struct opts *o, enum mode mode, c
 			o->snapshot_size = ncpu <= 8 ? "32M" : ncpu <= 16 ? "16M" : ncpu <= 32 ? "8M" : "4M";
 		}
 	}
+	/* -g fp with the root stream: perf's default ring holds ~0.3 s at 10 kHz,
+	 * a thread's share of it too few stack copies to learn its root from
+	 * (two whole ones); as root a ring four times as big */
+	if (mode == MODE_SAMPLE && o->call_graph && !strcmp(o->call_graph, "fp") && root_freq(o) &&
+	    !o->snapshot_size && geteuid() == 0)
+		o->snapshot_size = sysconf(_SC_NPROCESSORS_ONLN) <= 16 ? "2M" : "1M";
 	int have_trigger = setup_trigger(c) == 0;
 	/* React to a hit before the program runs far past it: a real-time
 	 * priority when allowed (root), not passed on to perf or CMD. */
