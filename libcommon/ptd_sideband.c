@@ -253,12 +253,17 @@ static struct rchain *rchain_of(struct thr *t, uint32_t gen)
 	return NULL;
 }
 
-/* A whole unwound stack of thread @th (@c: the ip, then return addresses,
- * innermost first): the root chain keeps what it shares with it. */
-static void root_learn(struct ptd *d, int th, const uint64_t *c, size_t n)
+/* The root chains of a process's threads other than its first pooled:
+ * kept in its first thread's list under this bit (the base every thread
+ * of the process begins with: clone3, start_thread). */
+#define RC_POOL 0x80000000u
+
+/* A whole unwound stack (@c: the ip, then return addresses, innermost
+ * first) into the root chain @gen of @t: the chain keeps what it shares
+ * with it. */
+static void root_learn(struct thr *t, uint32_t gen, const uint64_t *c, size_t n)
 {
-	struct thr *t = &d->thr[th];
-	struct rchain *rc = rchain_of(t, t->rgen[0]);
+	struct rchain *rc = rchain_of(t, gen);
 	size_t m = 0;
 	/* root first, up to the first return address seen twice */
 	while (m + 1 < n) {
@@ -274,7 +279,7 @@ static void root_learn(struct ptd *d, int th, const uint64_t *c, size_t n)
 		if (mt_grow((void **)&t->rc, &t->rccap, t->nrc + 1, sizeof *t->rc) < 0)
 			return;
 		rc = &t->rc[t->nrc];
-		*rc = (struct rchain){t->rgen[0], 0, 0, malloc((m ? m : 1) * sizeof *rc->ra)};
+		*rc = (struct rchain){gen, 0, 0, malloc((m ? m : 1) * sizeof *rc->ra)};
 		if (!rc->ra)
 			return;
 		t->nrc++;
@@ -327,7 +332,10 @@ void sb_roots(struct ptd *d)
 		if (!whole || n < 2 || (th = thr_get(d, s->tid, s->pid)) < 0)
 			continue;
 		d->st->roots_whole++;
-		root_learn(d, th, c, n);
+		root_learn(&d->thr[th], d->thr[th].rgen[0], c, n);
+		int lt = s->tid != s->pid ? thr_get(d, s->pid, s->pid) : -1;
+		if (lt >= 0) /* a thread other than the process's first */
+			root_learn(&d->thr[lt], d->thr[lt].rgen[0] | RC_POOL, c, n);
 	}
 out:
 	free(c);
@@ -339,19 +347,35 @@ out:
  * in the chain, the rest of the sample's chain (what the walk read past
  * the frame without a frame pointer) is replaced by the root chain's
  * frames below it.  Two whole stacks must have agreed on the root chain
- * (one alone might be a moment's stack, not the thread's root). */
+ * (one alone might be a moment's stack, not the thread's root): the
+ * thread's own, else those of the other threads of its process (their
+ * common base), as far as the thread's own whole stack agrees. */
 static void root_join(struct ptd *d, const struct sb *s, struct mtev_rec *r, uint32_t lf)
 {
 	int th = thr_get(d, s->tid, s->pid);
+	int lt = s->tid != s->pid ? thr_get(d, s->pid, s->pid) : -1;
 	size_t off = s->sample.ips; /* its chain in the arena (no stack copy: as read) */
-	struct rchain *rc;
-	if (th < 0 || !(rc = rchain_of(&d->thr[th], d->thr[th].rgen[1])) || rc->nseen < 2)
+	if (th < 0)
 		return;
+	const struct rchain *own = rchain_of(&d->thr[th], d->thr[th].rgen[1]), *rc = own;
+	uint32_t nrc;
+	if (!own || own->nseen < 2) {
+		/* too few of its own: those of its process's other threads */
+		const struct rchain *pool =
+			lt >= 0 ? rchain_of(&d->thr[lt], d->thr[lt].rgen[1] | RC_POOL) : NULL;
+		if (!pool || pool->nseen - (own ? own->nseen : 0) < 2)
+			return;
+		rc = pool;
+	}
+	nrc = rc->n;
+	if (own && rc != own) /* and what its own whole stack shares with them */
+		for (nrc = 0; nrc < rc->n && nrc < own->n && rc->ra[nrc] == own->ra[nrc]; nrc++)
+			;
 	for (uint32_t k = lf + 1; k < r->sample.nips; k++) {
 		uint32_t j;
-		for (j = 0; j < rc->n && rc->ra[j] != d->ips[off + k]; j++)
+		for (j = 0; j < nrc && rc->ra[j] != d->ips[off + k]; j++)
 			;
-		if (j == rc->n)
+		if (j == nrc)
 			continue;
 		/* rc->ra[j] is ips[k]: the frames below are rc->ra[j-1] ... [0] */
 		if (!j || j > 255)
@@ -361,17 +385,17 @@ static void root_join(struct ptd *d, const struct sb *s, struct mtev_rec *r, uin
 		const uint64_t *src = d->ips + off; /* the arena may have moved */
 		uint64_t *dst = d->ips + d->nips;
 		/* where the walk went on the right way, those frames are its own */
-		uint32_t own = 0;
-		while (own < j && k + 1 + own < r->sample.nips && src[k + 1 + own] == rc->ra[j - 1 - own])
-			own++;
+		uint32_t had = 0;
+		while (had < j && k + 1 + had < r->sample.nips && src[k + 1 + had] == rc->ra[j - 1 - had])
+			had++;
 		memmove(dst, src, (k + 1) * sizeof *dst);
 		for (uint32_t q = 0; q < j; q++)
 			dst[k + 1 + q] = rc->ra[j - 1 - q];
 		r->sample.ips = dst;
 		r->sample.nips = k + 1 + j;
-		if (own == j)
+		if (had == j)
 			return; /* it had them all */
-		r->sample.flags |= (j - own) << MTEV_SAMPLE_ROOTED_SHIFT;
+		r->sample.flags |= (j - had) << MTEV_SAMPLE_ROOTED_SHIFT;
 		d->st->rooted++;
 		return;
 	}
