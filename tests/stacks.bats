@@ -329,6 +329,45 @@ judge_dec() {
 	! grep -q "^span .* func=$ms .*callchain" "$T/q/sp.txt"
 }
 
+@test "fp + root stream: a thread's stacks reach clone3 (libc's start_thread keeps no frame pointer), the main thread's _start" {
+	cat > "$T/thr.c" <<'C'
+#include <pthread.h>
+static volatile unsigned long sink;
+__attribute__((noinline)) static void work(int n) { for (int i = 0; i < n; i++) sink += i; }
+__attribute__((noinline)) static void level2(void) { for (int i = 0; i < 6000; i++) work(20000); }
+static void *run(void *a) { (void)a; level2(); return 0; }
+int main(void)
+{
+	pthread_t t[2];
+	for (int i = 0; i < 2; i++)
+		pthread_create(&t[i], 0, run, 0);
+	level2();
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], 0);
+	return 0;
+}
+C
+	cc -O1 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -pthread -o "$T/thr" "$T/thr.c"
+	run "$BIN/mt-capture" run --mode sample -g fp -t none -o "$T/t" -- "$T/thr"
+	[ "$status" -eq 0 ]
+	"$BIN/mt-decode" "$T/t/perf.data" > "$T/t/d.mt" 2> /dev/null
+	"$BIN/mt-segment" -i "$T/t/d.mt" > "$T/t/s.mt"
+	symz --no-cache "$T/t/s.mt" > "$T/t/y.mt"
+	"$BIN/mt-dump" -k span "$T/t/y.mt" > "$T/t/sp.txt"
+	pid=$("$BIN/mt-dump" -k process "$T/t/d.mt" | sed -n 's/.* pid=\([0-9]*\) name="thr".*/\1/p' | head -1)
+	[ -n "$pid" ]
+	# each thread's longest root span (it goes on through the thread's
+	# life; each thread runs ~0.15 s: a few of the 40 Hz stack copies)
+	awk -v pid="$pid" '$1 == "span" && $3 == "depth=0" {
+		split($2, a, "="); split($4, b, "="); split($5, e, "=")
+		if (e[2] - b[2] > len[a[2]]) { len[a[2]] = e[2] - b[2]; line[a[2]] = $0 }
+	} END { for (t in line) print (t == pid ? "main " : "thread ") line[t] }' "$T/t/sp.txt" | tee "$T/t/roots"
+	[ "$(grep -c '^thread .* name="\(__\)\?clone3"' "$T/t/roots")" -eq 2 ]
+	grep -q '^main .* name="_start"' "$T/t/roots"
+	# found from the root chain (marked), not shown by the walk itself
+	[ "$(grep -c 'callchain' "$T/t/roots")" -eq 3 ]
+}
+
 @test "dwarf: the user stack copies are unwound (not leaf-only); >= 99 % of samples have the whole true stack" {
 	mkdir -p "$T/dw"
 	perf record -q -e cpu-clock:u -F 5000 --call-graph dwarf -o "$T/dw/perf.data" -- "$(STK)" 10000 1 2> /dev/null
