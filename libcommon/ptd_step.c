@@ -101,7 +101,6 @@ static inline void emit_br(struct ptd *d, struct ptq *q, unsigned type, uint64_t
 	push_br(d, q, t, type, from, to, time);
 }
 
-static void q_set_thread(struct ptd *d, struct ptq *q, uint64_t time);
 
 static void set_gap(struct ptd *d, struct ptq *q, unsigned reason, int code, uint64_t offset,
 		    uint64_t ip, const char *msg)
@@ -168,7 +167,7 @@ static inline uint64_t q_now(struct ptd *d, struct ptq *q)
 
 /* Picks the thread running on the queue at @time (per-cpu: from the switch
  * timeline) and points the decoder at its process image. */
-static void q_set_thread(struct ptd *d, struct ptq *q, uint64_t time)
+void q_set_thread(struct ptd *d, struct ptq *q, uint64_t time)
 {
 	uint32_t tid = q->tid0, pid = q->pid0;
 	struct proc *p;
@@ -316,8 +315,13 @@ static inline void resolve(struct ptd *d, struct ptq *q, uint64_t next)
  * instruction that cannot be decoded...) is positive evidence that an
  * earlier packet was wrong, at an unknown place since the last PSB, whose
  * PSB+ checked out: that part is retracted. */
-static int err_keeps(int code)
+static int err_keeps(const struct ptq *q, int code)
 {
+	/* after a resync before the next PSB (ptd_resync.c) the return
+	 * stack is empty: a compressed return to a call made before the
+	 * resync packet finds it so, nothing against the trace */
+	if (code == pte_retstack_empty && q->rs_active)
+		return 1;
 	switch (code) {
 	case pte_nomap:
 	case pte_bad_image:
@@ -331,6 +335,36 @@ static int err_keeps(int code)
 	}
 }
 
+static void q_resync_free(struct ptq *q)
+{
+	if (q->segdec) {
+		pt_blk_free_decoder(q->dec);
+		q->dec = q->segdec;
+		q->segdec = NULL;
+	}
+	free(q->rsbuf);
+	q->rsbuf = NULL;
+	q->dec_bias = 0;
+	q->rs_active = 0;
+}
+
+
+/* q_resync set q->dec up at a PSB+ made for the resync packet, with its
+ * time: the queue runs from there (a TIP.PGE: the trace starts again at its
+ * address, closing the gap). */
+static void q_resynced(struct ptd *d, struct ptq *q)
+{
+	uint64_t t = q->time;
+	q->pend.valid = 0;
+	q->need_start = 0;
+	q->last_tsc = 0;
+	q->spin_insns = 0;
+	t = q_now(d, q);
+	sb_apply_until(d, t);
+	q_set_thread(d, q, t);
+	q->state = Q_RUN;
+}
+
 static void q_error(struct ptd *d, struct ptq *q, int err, uint64_t ip)
 {
 	uint64_t off = 0;
@@ -339,8 +373,8 @@ static void q_error(struct ptd *d, struct ptq *q, int err, uint64_t ip)
 	int code = pt_errcode(err);
 
 	pt_blk_get_offset(q->dec, &off);
-	off += q->segs[q->curseg].begin;
-	if (err_keeps(code))
+	off = q_off(q, off);
+	if (err_keeps(q, code))
 		q_commit(q);
 	else
 		q_retract(d, q);
@@ -355,9 +389,14 @@ static void q_error(struct ptd *d, struct ptq *q, int err, uint64_t ip)
 	} else {
 		snprintf(msg, sizeof msg, "%s", pt_errstr(code));
 	}
-	set_gap(d, q, reason, -code, off, ip, msg);
+	set_gap(d, q, reason, -code, off + q->segs[q->curseg].begin, ip, msg);
 	q->pend.valid = 0;
 	q->state = Q_SYNC;
+	if (code == pte_bad_opc || code == pte_bad_packet || code == pte_retstack_empty) {
+		/* the packets after the damage, before the next PSB */
+		if (err_keeps(q, code) && q_resync(d, q, off + 1))
+			q_resynced(d, q);
+	}
 }
 
 /* Code that loops through direct branches only (`hlt; jmp .-1` in abort())
@@ -548,7 +587,7 @@ static void handle_event(struct ptd *d, struct ptq *q, const struct pt_event *ev
 		q_commit(q); /* the hardware lost what came after, not before */
 		q->pend.valid = 0;
 		pt_blk_get_offset(q->dec, &off);
-		off += q->segs[q->curseg].begin;
+		off = q_off(q, off) + q->segs[q->curseg].begin;
 		set_gap(d, q, MTEV_GAP_OVERFLOW, 0, off, 0, "overflow");
 		if (!ev->ip_suppressed) {
 			q->need_start = 1;
@@ -824,8 +863,9 @@ static int q_fast(struct ptd *d, struct ptq *q, uint64_t limit, struct pt_block 
 		 * spinning; a full batch, the time limit, sideband due */
 		if (!(nblocks & 15)) {
 			off = 0;
-			if (pt_blk_get_offset(dec, &off) >= 0 && q->psbi < q->npsbs &&
-			    off > q->psbs[q->psbi]) {
+			if (pt_blk_get_offset(dec, &off) >= 0)
+				off = q_off(q, off);
+			if (q->psbi < q->npsbs && off > q->psbs[q->psbi]) {
 				while (q->psbi < q->npsbs && off > q->psbs[q->psbi])
 					q->psbi++;
 				q_commit(q);
@@ -854,14 +894,28 @@ static int q_open_seg(struct ptd *d, struct ptq *q);
  * (a gap where data was lost, trace-ends at a snapshot's end). */
 static void q_sync(struct ptd *d, struct ptq *q)
 {
-	int st;
+	int st, cont = 0;
 
-	st = pt_blk_sync_forward(q->dec);
+	if (q->rsbuf) {
+		/* a resync's copy ended: on with the segment's decoder at
+		 * the PSB it led to; at the copy's end (not an error) the
+		 * trace goes on there as across any PSB */
+		uint64_t psb = q->rs_psb;
+		cont = q->rs_clean;
+		q->rs_clean = 0;
+		q_resync_free(q);
+		if (q->img)
+			pt_blk_set_image(q->dec, q->img);
+		st = pt_blk_sync_set(q->dec, psb);
+	} else {
+		st = pt_blk_sync_forward(q->dec);
+	}
 	if (st < 0 && st != -pte_eos) {
 		/* a broken PSB+: report it and look further on; the
 		 * offset check guarantees progress */
 		uint64_t off = 0;
 		pt_blk_get_offset(q->dec, &off);
+		off = q_off(q, off);
 		if (!q->synced_once || off > q->last_sync_off) {
 			q->synced_once = 1;
 			q->last_sync_off = off;
@@ -894,11 +948,16 @@ static void q_sync(struct ptd *d, struct ptq *q)
 		pt_blk_free_decoder(q->dec);
 		q->dec = NULL;
 		q->img = NULL;
+		q_resync_free(q);
 		q->curseg++;
 		q->state = Q_SEG;
 		return;
 	}
 	q->status = st;
+	if (cont) {
+		q->state = Q_RUN;
+		return;
+	}
 	q->pend.valid = 0;
 	q->need_start = 1;
 	q->start_time = q_now(d, q);
@@ -945,8 +1004,9 @@ static int q_blocks(struct ptd *d, struct ptq *q, uint64_t limit, struct pt_bloc
 			/* checked every 16 blocks: a commit a few blocks late
 			 * is as good */
 			uint64_t off = 0;
-			if (pt_blk_get_offset(q->dec, &off) >= 0 && q->psbi < q->npsbs &&
-			    off > q->psbs[q->psbi]) {
+			if (pt_blk_get_offset(q->dec, &off) >= 0)
+				off = q_off(q, off);
+			if (q->psbi < q->npsbs && off > q->psbs[q->psbi]) {
 				while (q->psbi < q->npsbs && off > q->psbs[q->psbi])
 					q->psbi++;
 				q_commit(q);
@@ -988,6 +1048,12 @@ static void q_run(struct ptd *d, struct ptq *q, uint64_t limit)
 	if (st == -pte_eos) {
 		q_commit(q);
 		q->state = Q_SYNC; /* sync_forward will say eos */
+		if (q->rsbuf) {
+			/* a resync's copy ends at the PSB the segment's
+			 * decoder goes on from */
+			q->rs_clean = 1;
+			return;
+		}
 		if (q->th >= 0 && q->pend.valid)
 			q->pend.valid = 0; /* tracing ran to the end of the data */
 		return;
@@ -1012,6 +1078,8 @@ static void q_step(struct ptd *d, struct ptq *q, uint64_t limit)
 			if (q_open_seg(d, q) < 0)
 				return;
 			q->state = Q_SYNC;
+			if (q->segs[q->curseg].lost_before && q_resync(d, q, 0))
+				q_resynced(d, q);
 			break;
 		case Q_SYNC:
 			q_sync(d, q);
@@ -1046,6 +1114,7 @@ static int q_open_seg(struct ptd *d, struct ptq *q)
 	struct pt_config cfg;
 	const struct seg *s = &q->segs[q->curseg];
 
+	q_resync_free(q);
 	pt_config_init(&cfg);
 	cfg.begin = q->stream + s->begin;
 	cfg.end = q->stream + s->end;

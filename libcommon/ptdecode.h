@@ -42,6 +42,7 @@ struct ptd_options {
 	size_t nimages;
 	int cpu_family, cpu_model, cpu_stepping; /* 0: unknown vendor */
 	uint32_t raw_pid, raw_tid;
+	int no_resync; /* after damage, wait for the next PSB (docs/decode.md) */
 	/* diagnostics: called once per problem with a one-line message */
 	void (*warn)(void *ctx, const char *msg);
 	void *warn_ctx;
@@ -57,6 +58,8 @@ struct ptd_stats {
 	uint64_t unwound; /* samples whose user stack copy was unwound (--call-graph dwarf) */
 	uint64_t blocks, insns;		/* from the block decoder */
 	uint64_t retracted;		/* branches dropped: decoded from trace found corrupt later */
+	uint64_t resync_tries, resyncs; /* resyncs before the next PSB: tried, done */
+	uint64_t resync_skipped;	/* bytes from the damage to where packets were found */
 	uint64_t warnings;
 	int degraded; /* the data had errors: gaps, missing images, truncation */
 };

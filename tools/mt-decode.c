@@ -50,6 +50,9 @@ static void usage(FILE *f)
 	      "      --records         list every perf.data record as text (no decoding)\n"
 	      "      --partial         decode a truncated perf.data (a killed recorder) as far\n"
 	      "                        as it goes (exit 1); by default it is refused (exit 2)\n"
+	      "      --no-resync       after damaged or lost trace, wait for the next PSB (by\n"
+	      "                        default decoding goes on from the first packet with a\n"
+	      "                        full IP when its time is known exactly: docs/decode.md)\n"
 	      "  -s, --stats           print counts (records, AUX bytes, branches, gaps) to stderr\n"
 	      "  -h, --help            this help\n"
 	      "\n"
@@ -125,7 +128,7 @@ static void input_failed(int ret, const char *in, const char *msg)
 int main(int argc, char **argv)
 {
 	enum { O_IMAGES = 256, O_NOIMG, O_PT, O_IMAGE, O_CPU, O_PID, O_TID, O_RECORDS,
-	       O_PARTIAL };
+	       O_PARTIAL, O_NORESYNC };
 	static const struct option lo[] = {
 		{"output", required_argument, NULL, 'o'},
 		{"input", required_argument, NULL, 'i'},
@@ -135,6 +138,7 @@ int main(int argc, char **argv)
 		{"buildid-dir", required_argument, NULL, O_IMAGES},
 		{"no-images", no_argument, NULL, O_NOIMG},
 		{"partial", no_argument, NULL, O_PARTIAL},
+		{"no-resync", no_argument, NULL, O_NORESYNC},
 		{"pt", required_argument, NULL, O_PT},
 		{"image", required_argument, NULL, O_IMAGE},
 		{"cpu", required_argument, NULL, O_CPU},
@@ -173,6 +177,9 @@ int main(int argc, char **argv)
 			break;
 		case O_PARTIAL:
 			opts.partial = 1;
+			break;
+		case O_NORESYNC:
+			opts.no_resync = 1;
 			break;
 		case O_NOIMG:
 			opts.no_images = 1;
@@ -262,6 +269,11 @@ int main(int argc, char **argv)
 			" samples=%" PRIu64 " triggers=%" PRIu64 " unwound=%" PRIu64 "\n",
 			st.records, st.aux_bytes, st.blocks, st.insns, st.branches, st.gaps,
 			st.samples, st.triggers, st.unwound); /* unwound: samples from their stack copy */
+		if (st.resync_tries)
+			fprintf(stderr,
+				"mt-decode: resync before a PSB: tried=%" PRIu64 " done=%" PRIu64
+				" bytes-skipped=%" PRIu64 "\n",
+				st.resync_tries, st.resyncs, st.resync_skipped);
 	}
 	free(images);
 	return st.degraded || st.warnings ? MT_EXIT_DEGRADED : MT_EXIT_OK;
