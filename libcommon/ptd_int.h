@@ -173,15 +173,15 @@ struct ptq {
 	uint64_t *psbs;	     /* PSB offsets in the current segment */
 	size_t npsbs, psbi;
 	/* after a resync before the next PSB (ptd_resync.c): q->dec decodes
-	 * rsbuf, a copy of the segment from the resync packet to that PSB
-	 * (rs_psb), behind a PSB+ made for it; its offset + dec_bias is the
-	 * offset in the segment; segdec, the segment's decoder, takes over
-	 * at rs_psb when the copy ends.  rs_active: a copy is decoded */
+	 * rsbuf, a PSB+ made for the resync packet and the rest of the
+	 * segment after it; its offset + dec_bias is the offset in the
+	 * segment.  rs_active: the resync's rules hold (until the PSB after
+	 * rs_psb, the one it led to, has passed) */
 	uint8_t *rsbuf;
 	int64_t dec_bias;
-	int rs_active, rs_clean; /* rs_clean: the copy ran to its end */
-	uint64_t rs_psb;
-	struct pt_block_decoder *segdec;
+	int rs_active;
+	uint64_t rs_psb, rs_start; /* rs_start: the resync packet's offset */
+	uint64_t sync_at;	   /* 1 + the PSB the next sync is at; 0: the next one */
 };
 
 enum { Q_SEG, Q_SYNC, Q_RUN, Q_DONE };

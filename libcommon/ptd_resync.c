@@ -200,7 +200,7 @@ int q_resync(struct ptd *d, struct ptq *q, uint64_t lo)
 	/* timing: cycle-accurate, and the config's nominal ratio known */
 	if (!d->have_info || d->npriv <= 15 || !d->pt_attr || !(d->pt_attr->config & d->priv[14]))
 		return 0;
-	cfg = *pt_blk_get_config(q->segdec ? q->segdec : q->dec);
+	cfg = *pt_blk_get_config(q->dec);
 	cfg.begin = (uint8_t *)base;
 	cfg.end = (uint8_t *)base + len;
 	if (!cfg.nom_freq)
@@ -327,7 +327,7 @@ int q_resync(struct ptd *d, struct ptq *q, uint64_t lo)
 		size_t cap;
 		if (pt_pkt_sync_set(pd, rsp) < 0 || (n = pt_pkt_next(pd, &p, sizeof p)) <= 0)
 			goto out;
-		cap = RS_PSBPLUS + 16 + (size_t)(psb - rsp - (uint64_t)n);
+		cap = RS_PSBPLUS + 16 + (size_t)(len - rsp - (uint64_t)n);
 		buf = malloc(cap);
 		if (!buf) {
 			ptd_fail(d, PTD_ESYS, "out of memory");
@@ -363,12 +363,12 @@ int q_resync(struct ptd *d, struct ptq *q, uint64_t lo)
 		if (!ok)
 			goto out;
 		ok = 0;
-		memcpy(buf + off, base + rsp + (uint64_t)n, (size_t)(psb - rsp - (uint64_t)n));
+		memcpy(buf + off, base + rsp + (uint64_t)n, (size_t)(len - rsp - (uint64_t)n));
 		/* buffer offset + bias = segment offset (the PSB+ sits
 		 * before the resync packet's end) */
 		q->dec_bias = (int64_t)(rsp + (uint64_t)n) - (int64_t)off;
 		cfg.begin = buf;
-		cfg.end = buf + off + (psb - rsp - (uint64_t)n);
+		cfg.end = buf + off + (len - rsp - (uint64_t)n);
 		/* as q_open_seg: a block ends at every direct call and jump */
 		cfg.flags.variant.block.end_on_call = 1;
 		cfg.flags.variant.block.end_on_jump = 1;
@@ -380,15 +380,13 @@ int q_resync(struct ptd *d, struct ptq *q, uint64_t lo)
 			ptd_fail(d, PTD_ESYS, "cannot allocate a PT decoder");
 			goto out;
 		}
-		if (q->segdec)
-			pt_blk_free_decoder(q->dec); /* an earlier copy */
-		else
-			q->segdec = q->dec;
+		pt_blk_free_decoder(q->dec);
 		q->dec = dec;
 		free(q->rsbuf);
 		q->rsbuf = buf;
 		buf = NULL;
 		q->rs_psb = psb;
+		q->rs_start = rsp;
 		q->rs_active = 1;
 		if (q->img)
 			pt_blk_set_image(q->dec, q->img);

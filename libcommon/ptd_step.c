@@ -337,17 +337,22 @@ static int err_keeps(const struct ptq *q, int code)
 
 static void q_resync_free(struct ptq *q)
 {
-	if (q->segdec) {
-		pt_blk_free_decoder(q->dec);
-		q->dec = q->segdec;
-		q->segdec = NULL;
-	}
 	free(q->rsbuf);
 	q->rsbuf = NULL;
 	q->dec_bias = 0;
 	q->rs_active = 0;
+	q->sync_at = 0;
 }
 
+/* Decoding passed a PSB: a resync's return-stack rule (err_keeps)
+ * lasts until a PSB after the one it led to has passed (libipt reads a few
+ * packets ahead: a return whose bit came before that PSB may be reported
+ * after it). */
+static inline void q_rs_passed(struct ptq *q)
+{
+	if (q->rs_active && q->psbi && q->psbs[q->psbi - 1] > q->rs_psb)
+		q->rs_active = 0;
+}
 
 /* q_resync set q->dec up at a PSB+ made for the resync packet, with its
  * time: the queue runs from there (a TIP.PGE: the trace starts again at its
@@ -392,6 +397,19 @@ static void q_error(struct ptd *d, struct ptq *q, int err, uint64_t ip)
 	set_gap(d, q, reason, -code, off + q->segs[q->curseg].begin, ip, msg);
 	q->pend.valid = 0;
 	q->state = Q_SYNC;
+	if (code == pte_retstack_empty && q->rs_active) {
+		/* a return whose call came before the resync: its bit came
+		 * before any PSB passed since (a return compressed after a
+		 * PSB has its call after it), so a PSB the decoder has read
+		 * past is where decoding goes on */
+		size_t k = q->npsbs;
+		while (k > 0 && q->psbs[k - 1] >= off)
+			k--;
+		if (k > 0 && q->psbs[k - 1] > q->rs_start) {
+			q->sync_at = q->psbs[k - 1] + 1;
+			return;
+		}
+	}
 	if (code == pte_bad_opc || code == pte_bad_packet || code == pte_retstack_empty) {
 		/* the packets after the damage, before the next PSB */
 		if (err_keeps(q, code) && q_resync(d, q, off + 1))
@@ -868,6 +886,7 @@ static int q_fast(struct ptd *d, struct ptq *q, uint64_t limit, struct pt_block 
 			if (q->psbi < q->npsbs && off > q->psbs[q->psbi]) {
 				while (q->psbi < q->npsbs && off > q->psbs[q->psbi])
 					q->psbi++;
+				q_rs_passed(q);
 				q_commit(q);
 				full |= q->nready >= PTD_BATCH;
 			}
@@ -894,19 +913,13 @@ static int q_open_seg(struct ptd *d, struct ptq *q);
  * (a gap where data was lost, trace-ends at a snapshot's end). */
 static void q_sync(struct ptd *d, struct ptq *q)
 {
-	int st, cont = 0;
+	int st;
 
-	if (q->rsbuf) {
-		/* a resync's copy ended: on with the segment's decoder at
-		 * the PSB it led to; at the copy's end (not an error) the
-		 * trace goes on there as across any PSB */
-		uint64_t psb = q->rs_psb;
-		cont = q->rs_clean;
-		q->rs_clean = 0;
-		q_resync_free(q);
-		if (q->img)
-			pt_blk_set_image(q->dec, q->img);
-		st = pt_blk_sync_set(q->dec, psb);
+	if (q->sync_at) {
+		/* q_error chose the PSB (ptd_resync.c's copy: its offset
+		 * there) */
+		st = pt_blk_sync_set(q->dec, (uint64_t)((int64_t)q->sync_at - 1 - q->dec_bias));
+		q->sync_at = 0;
 	} else {
 		st = pt_blk_sync_forward(q->dec);
 	}
@@ -954,10 +967,6 @@ static void q_sync(struct ptd *d, struct ptq *q)
 		return;
 	}
 	q->status = st;
-	if (cont) {
-		q->state = Q_RUN;
-		return;
-	}
 	q->pend.valid = 0;
 	q->need_start = 1;
 	q->start_time = q_now(d, q);
@@ -1009,6 +1018,7 @@ static int q_blocks(struct ptd *d, struct ptq *q, uint64_t limit, struct pt_bloc
 			if (q->psbi < q->npsbs && off > q->psbs[q->psbi]) {
 				while (q->psbi < q->npsbs && off > q->psbs[q->psbi])
 					q->psbi++;
+				q_rs_passed(q);
 				q_commit(q);
 			}
 			if (q_spin_check(off, q->ninsns, &q->spin_off, &q->spin_mark,
@@ -1048,12 +1058,6 @@ static void q_run(struct ptd *d, struct ptq *q, uint64_t limit)
 	if (st == -pte_eos) {
 		q_commit(q);
 		q->state = Q_SYNC; /* sync_forward will say eos */
-		if (q->rsbuf) {
-			/* a resync's copy ends at the PSB the segment's
-			 * decoder goes on from */
-			q->rs_clean = 1;
-			return;
-		}
 		if (q->th >= 0 && q->pend.valid)
 			q->pend.valid = 0; /* tracing ran to the end of the data */
 		return;
