@@ -173,15 +173,17 @@ struct ptq {
 	uint64_t *psbs;	     /* PSB offsets in the current segment */
 	size_t npsbs, psbi;
 	/* after a resync before the next PSB (ptd_resync.c): q->dec decodes
-	 * rsbuf, a PSB+ made for the resync packet and the rest of the
-	 * segment after it; its offset + dec_bias is the offset in the
-	 * segment.  rs_active: the resync's rules hold (until the PSB after
-	 * rs_psb, the one it led to, has passed) */
+	 * rsbuf: a PSB+ made for the resync packet, the segment's bytes from
+	 * it to that PSB (rs_psb), and when tracing is on there (at rs_fup),
+	 * FUP + TIP.PGD, so that libipt stops exactly where the PSB takes
+	 * over; segdec, the segment's own decoder, goes on from rs_psb.  A
+	 * decoder offset + dec_bias is the offset in the segment.  rs_active:
+	 * a copy is decoded; rs_end: it reached its end */
 	uint8_t *rsbuf;
 	int64_t dec_bias;
-	int rs_active;
-	uint64_t rs_psb, rs_start; /* rs_start: the resync packet's offset */
-	uint64_t sync_at;	   /* 1 + the PSB the next sync is at; 0: the next one */
+	int rs_active, rs_end;
+	uint64_t rs_psb, rs_start, rs_fup; /* rs_start: the resync packet's offset */
+	struct pt_block_decoder *segdec;
 };
 
 enum { Q_SEG, Q_SYNC, Q_RUN, Q_DONE };

@@ -46,8 +46,8 @@
 #define RS_PSBPLUS 32
 
 struct rs_psb { /* what the PSB+ at the next PSB says */
-	int have_tsc, have_cbr, have_mode;
-	uint64_t tsc;
+	int have_tsc, have_cbr, have_mode, have_fup;
+	uint64_t tsc, fup; /* fup: where tracing is (none: tracing is off) */
 	uint8_t cbr;
 	struct pt_packet_mode_exec mode;
 };
@@ -80,8 +80,27 @@ static int rs_read_psbplus(struct pt_packet_decoder *pd, uint64_t off, struct rs
 				ps->mode = p.payload.mode.bits.exec;
 			}
 			break;
-		default:
+		case ppt_fup:
+			/* the last IP is 0 after a PSB: the payload is the
+			 * address, sign-extended from bit 47 */
+			if (p.payload.ip.ipc == pt_ipc_suppressed)
+				return -1;
+			ps->have_fup = 1;
+			ps->fup = p.payload.ip.ip;
+			if (p.payload.ip.ipc != pt_ipc_full && (ps->fup >> 47) & 1)
+				ps->fup |= 0xffffULL << 48;
 			break;
+		case ppt_psb:
+		case ppt_pad:
+		case ppt_tma:
+		case ppt_vmcs:
+		case ppt_pip:
+		case ppt_mnt:
+		case ppt_cyc:
+		case ppt_mtc:
+			break;
+		default:
+			return -1; /* not a PSB+ this rule knows */
 		}
 	}
 	return -1;
@@ -176,6 +195,7 @@ int q_resync(struct ptd *d, struct ptq *q, uint64_t lo)
 		int bad;	   /* a packet rs_bad_after() refuses follows */
 	} *ch = NULL;
 	size_t m = 0, k;
+	int64_t bias = 0;
 	struct pt_config cfg;
 	struct pt_packet_decoder *pd = NULL;
 	struct pt_packet p, rp;
@@ -186,8 +206,8 @@ int q_resync(struct ptd *d, struct ptq *q, uint64_t lo)
 	uint8_t *buf = NULL;
 	size_t i;
 
-	if (d->opts->no_resync || !q->dec)
-		return 0;
+	if (d->opts->no_resync || !q->dec || (q->rsbuf && lo >= q->rs_psb))
+		return 0; /* (a copy's end: its PSB is next) */
 	d->st->resync_tries++;
 	/* the next PSB */
 	for (i = 0; i < q->npsbs; i++)
@@ -200,7 +220,7 @@ int q_resync(struct ptd *d, struct ptq *q, uint64_t lo)
 	/* timing: cycle-accurate, and the config's nominal ratio known */
 	if (!d->have_info || d->npriv <= 15 || !d->pt_attr || !(d->pt_attr->config & d->priv[14]))
 		return 0;
-	cfg = *pt_blk_get_config(q->dec);
+	cfg = *pt_blk_get_config(q->segdec ? q->segdec : q->dec);
 	cfg.begin = (uint8_t *)base;
 	cfg.end = (uint8_t *)base + len;
 	if (!cfg.nom_freq)
@@ -323,11 +343,11 @@ int q_resync(struct ptd *d, struct ptq *q, uint64_t lo)
 		struct pt_config ec;
 		struct pt_encoder *enc;
 		struct pt_packet e;
-		uint64_t off = 0;
+		uint64_t off = 0, eoff = 0;
 		size_t cap;
 		if (pt_pkt_sync_set(pd, rsp) < 0 || (n = pt_pkt_next(pd, &p, sizeof p)) <= 0)
 			goto out;
-		cap = RS_PSBPLUS + 16 + (size_t)(len - rsp - (uint64_t)n);
+		cap = RS_PSBPLUS + 16 + (size_t)(psb - rsp - (uint64_t)n) + 16;
 		buf = malloc(cap);
 		if (!buf) {
 			ptd_fail(d, PTD_ESYS, "out of memory");
@@ -363,12 +383,41 @@ int q_resync(struct ptd *d, struct ptq *q, uint64_t lo)
 		if (!ok)
 			goto out;
 		ok = 0;
-		memcpy(buf + off, base + rsp + (uint64_t)n, (size_t)(len - rsp - (uint64_t)n));
 		/* buffer offset + bias = segment offset (the PSB+ sits
 		 * before the resync packet's end) */
-		q->dec_bias = (int64_t)(rsp + (uint64_t)n) - (int64_t)off;
+		bias = (int64_t)(rsp + (uint64_t)n) - (int64_t)off;
+		memcpy(buf + off, base + rsp + (uint64_t)n, (size_t)(psb - rsp - (uint64_t)n));
+		off += psb - rsp - (uint64_t)n;
+		if (ps.have_fup) {
+			/* tracing is on at the PSB, at ps.fup: the copy ends
+			 * there with an asynchronous disable, libipt decodes
+			 * up to that instruction exactly, and the segment's
+			 * decoder goes on at the PSB */
+			ec.begin = buf + off;
+			ec.end = buf + cap;
+			enc = pt_alloc_encoder(&ec);
+			if (!enc)
+				goto out;
+			memset(&e, 0, sizeof e);
+			e.type = ppt_fup;
+			e.payload.ip.ipc = pt_ipc_sext_48;
+			e.payload.ip.ip = ps.fup;
+			ok = rs_put(enc, &e) == 0;
+			memset(&e, 0, sizeof e);
+			e.type = ppt_tip_pgd;
+			e.payload.ip.ipc = pt_ipc_suppressed;
+			ok = ok && rs_put(enc, &e) == 0;
+			ok = ok && pt_enc_get_offset(enc, &eoff) >= 0;
+			pt_free_encoder(enc);
+			if (!ok)
+				goto out;
+			ok = 0;
+			off += eoff;
+		}
+		q->dec_bias = bias;
+		q->rs_fup = ps.have_fup ? ps.fup : 0;
 		cfg.begin = buf;
-		cfg.end = buf + off + (len - rsp - (uint64_t)n);
+		cfg.end = buf + off;
 		/* as q_open_seg: a block ends at every direct call and jump */
 		cfg.flags.variant.block.end_on_call = 1;
 		cfg.flags.variant.block.end_on_jump = 1;
@@ -380,7 +429,10 @@ int q_resync(struct ptd *d, struct ptq *q, uint64_t lo)
 			ptd_fail(d, PTD_ESYS, "cannot allocate a PT decoder");
 			goto out;
 		}
-		pt_blk_free_decoder(q->dec);
+		if (q->segdec)
+			pt_blk_free_decoder(q->dec); /* an earlier copy */
+		else
+			q->segdec = q->dec;
 		q->dec = dec;
 		free(q->rsbuf);
 		q->rsbuf = buf;

@@ -335,23 +335,19 @@ static int err_keeps(const struct ptq *q, int code)
 	}
 }
 
+/* A resync's copy is done with: the segment's decoder is q->dec again. */
 static void q_resync_free(struct ptq *q)
 {
+	if (q->segdec) {
+		pt_blk_free_decoder(q->dec);
+		q->dec = q->segdec;
+		q->segdec = NULL;
+	}
 	free(q->rsbuf);
 	q->rsbuf = NULL;
 	q->dec_bias = 0;
 	q->rs_active = 0;
-	q->sync_at = 0;
-}
-
-/* Decoding passed a PSB: a resync's return-stack rule (err_keeps)
- * lasts until a PSB after the one it led to has passed (libipt reads a few
- * packets ahead: a return whose bit came before that PSB may be reported
- * after it). */
-static inline void q_rs_passed(struct ptq *q)
-{
-	if (q->rs_active && q->psbi && q->psbs[q->psbi - 1] > q->rs_psb)
-		q->rs_active = 0;
+	q->rs_end = 0;
 }
 
 /* q_resync set q->dec up at a PSB+ made for the resync packet, with its
@@ -397,19 +393,6 @@ static void q_error(struct ptd *d, struct ptq *q, int err, uint64_t ip)
 	set_gap(d, q, reason, -code, off + q->segs[q->curseg].begin, ip, msg);
 	q->pend.valid = 0;
 	q->state = Q_SYNC;
-	if (code == pte_retstack_empty && q->rs_active) {
-		/* a return whose call came before the resync: its bit came
-		 * before any PSB passed since (a return compressed after a
-		 * PSB has its call after it), so a PSB the decoder has read
-		 * past is where decoding goes on */
-		size_t k = q->npsbs;
-		while (k > 0 && q->psbs[k - 1] >= off)
-			k--;
-		if (k > 0 && q->psbs[k - 1] > q->rs_start) {
-			q->sync_at = q->psbs[k - 1] + 1;
-			return;
-		}
-	}
 	if (code == pte_bad_opc || code == pte_bad_packet || code == pte_retstack_empty) {
 		/* the packets after the damage, before the next PSB */
 		if (err_keeps(q, code) && q_resync(d, q, off + 1))
@@ -886,7 +869,6 @@ static int q_fast(struct ptd *d, struct ptq *q, uint64_t limit, struct pt_block 
 			if (q->psbi < q->npsbs && off > q->psbs[q->psbi]) {
 				while (q->psbi < q->npsbs && off > q->psbs[q->psbi])
 					q->psbi++;
-				q_rs_passed(q);
 				q_commit(q);
 				full |= q->nready >= PTD_BATCH;
 			}
@@ -913,13 +895,24 @@ static int q_open_seg(struct ptd *d, struct ptq *q);
  * (a gap where data was lost, trace-ends at a snapshot's end). */
 static void q_sync(struct ptd *d, struct ptq *q)
 {
-	int st;
+	int st, cont = 0;
 
-	if (q->sync_at) {
-		/* q_error chose the PSB (ptd_resync.c's copy: its offset
-		 * there) */
-		st = pt_blk_sync_set(q->dec, (uint64_t)((int64_t)q->sync_at - 1 - q->dec_bias));
-		q->sync_at = 0;
+	if (q->rsbuf) {
+		/* a resync's copy is done: the segment's decoder goes on at
+		 * the PSB the copy led to; when the copy ran to its end (libipt
+		 * stopped exactly at the PSB's address) the trace goes on
+		 * there without a new start */
+		uint64_t psb = q->rs_psb;
+		if (q->rs_end && q->rs_fup && q->th >= 0) {
+			struct thr *t = &d->thr[q->th];
+			cont = 1;
+			t->state = TS_ON;
+			t->last_ip = q->rs_fup;
+		}
+		q_resync_free(q);
+		if (q->img)
+			pt_blk_set_image(q->dec, q->img);
+		st = pt_blk_sync_set(q->dec, psb);
 	} else {
 		st = pt_blk_sync_forward(q->dec);
 	}
@@ -968,7 +961,7 @@ static void q_sync(struct ptd *d, struct ptq *q)
 	}
 	q->status = st;
 	q->pend.valid = 0;
-	q->need_start = 1;
+	q->need_start = !cont;
 	q->start_time = q_now(d, q);
 	{
 		/* libipt may already have looked at code while
@@ -1018,7 +1011,6 @@ static int q_blocks(struct ptd *d, struct ptq *q, uint64_t limit, struct pt_bloc
 			if (q->psbi < q->npsbs && off > q->psbs[q->psbi]) {
 				while (q->psbi < q->npsbs && off > q->psbs[q->psbi])
 					q->psbi++;
-				q_rs_passed(q);
 				q_commit(q);
 			}
 			if (q_spin_check(off, q->ninsns, &q->spin_off, &q->spin_mark,
@@ -1058,6 +1050,10 @@ static void q_run(struct ptd *d, struct ptq *q, uint64_t limit)
 	if (st == -pte_eos) {
 		q_commit(q);
 		q->state = Q_SYNC; /* sync_forward will say eos */
+		if (q->rsbuf) {
+			q->rs_end = 1; /* a resync's copy ends at its PSB */
+			return;
+		}
 		if (q->th >= 0 && q->pend.valid)
 			q->pend.valid = 0; /* tracing ran to the end of the data */
 		return;
