@@ -184,6 +184,8 @@ struct ptq {
 	int rs_active, rs_end;
 	uint64_t rs_psb, rs_start, rs_fup; /* rs_start: the resync packet's offset */
 	struct pt_block_decoder *segdec;
+	int rs_th;		/* the thread whose gap the resync closed (-1 none) */
+	struct mtev_rec rs_gap; /* that gap, open again if the copy fails */
 };
 
 enum { Q_SEG, Q_SYNC, Q_RUN, Q_DONE };

@@ -315,13 +315,8 @@ static inline void resolve(struct ptd *d, struct ptq *q, uint64_t next)
  * instruction that cannot be decoded...) is positive evidence that an
  * earlier packet was wrong, at an unknown place since the last PSB, whose
  * PSB+ checked out: that part is retracted. */
-static int err_keeps(const struct ptq *q, int code)
+static int err_keeps(int code)
 {
-	/* after a resync before the next PSB (ptd_resync.c) the return
-	 * stack is empty: a compressed return to a call made before the
-	 * resync packet finds it so, nothing against the trace */
-	if (code == pte_retstack_empty && q->rs_active)
-		return 1;
 	switch (code) {
 	case pte_nomap:
 	case pte_bad_image:
@@ -356,6 +351,12 @@ static void q_resync_free(struct ptq *q)
 static void q_resynced(struct ptd *d, struct ptq *q)
 {
 	uint64_t t = q->time;
+	q->rs_th = -1;
+	if (q->th >= 0 && d->thr[q->th].gap_pending) {
+		/* the gap the resync closes, for q_resync_drop */
+		q->rs_th = q->th;
+		q->rs_gap = d->thr[q->th].gap;
+	}
 	q->pend.valid = 0;
 	q->need_start = 0;
 	q->last_tsc = 0;
@@ -364,6 +365,27 @@ static void q_resynced(struct ptd *d, struct ptq *q)
 	sb_apply_until(d, t);
 	q_set_thread(d, q, t);
 	q->state = Q_RUN;
+}
+
+/* Any error in a resync's copy (a compressed return whose call came before
+ * the resync packet, or anything else): what the copy gave is dropped, the
+ * gap it closed is open again, and the segment's decoder goes on at the
+ * copy's PSB as without the resync.  A stretch kept must reach its PSB: a
+ * piece that ends early is a segment too short to be placed in the stack
+ * (mt-stitch finds no common frame). */
+static void q_resync_drop(struct ptd *d, struct ptq *q)
+{
+	q_retract(d, q);
+	if (q->rs_th >= 0) {
+		struct thr *t = &d->thr[q->rs_th];
+		t->gap = q->rs_gap;
+		t->gap_pending = 1;
+		t->state = TS_GAP;
+	}
+	d->st->resyncs--;
+	q->rs_active = 0; /* q_sync: the segment's decoder at rs_psb */
+	q->pend.valid = 0;
+	q->state = Q_SYNC;
 }
 
 static void q_error(struct ptd *d, struct ptq *q, int err, uint64_t ip)
@@ -375,7 +397,11 @@ static void q_error(struct ptd *d, struct ptq *q, int err, uint64_t ip)
 
 	pt_blk_get_offset(q->dec, &off);
 	off = q_off(q, off);
-	if (err_keeps(q, code))
+	if (q->rs_active) {
+		q_resync_drop(d, q);
+		return;
+	}
+	if (err_keeps(code))
 		q_commit(q);
 	else
 		q_retract(d, q);
@@ -393,9 +419,12 @@ static void q_error(struct ptd *d, struct ptq *q, int err, uint64_t ip)
 	set_gap(d, q, reason, -code, off + q->segs[q->curseg].begin, ip, msg);
 	q->pend.valid = 0;
 	q->state = Q_SYNC;
-	if (code == pte_bad_opc || code == pte_bad_packet || code == pte_retstack_empty) {
-		/* the packets after the damage, before the next PSB */
-		if (err_keeps(q, code) && q_resync(d, q, off + 1))
+	if (code == pte_bad_opc || code == pte_bad_packet) {
+		/* the packets after the damage, before the next PSB (not
+		 * again after a resync's return without its call: piece after
+		 * piece of a stretch that keeps returning to older frames
+		 * makes segments too short to be placed in the stack) */
+		if (q_resync(d, q, off + 1))
 			q_resynced(d, q);
 	}
 }
@@ -430,6 +459,10 @@ static inline int q_spin_check(uint64_t off, uint64_t ninsns, uint64_t *spin_off
 static void q_spin_error(struct ptd *d, struct ptq *q, uint64_t ip)
 {
 	char msg[128];
+	if (q->rs_active) {
+		q_resync_drop(d, q);
+		return;
+	}
 	snprintf(msg, sizeof msg, "never-ending loop: %" PRIu64 " instructions without trace packets",
 		 q->spin_insns);
 	q_retract(d, q); /* what it decoded since the last PSB is not trusted */
