@@ -398,7 +398,10 @@ static void q_error(struct ptd *d, struct ptq *q, int err, uint64_t ip)
 	pt_blk_get_offset(q->dec, &off);
 	off = q_off(q, off);
 	if (q->rs_active) {
+		/* dropped; a later resync packet may still reach the PSB */
 		q_resync_drop(d, q);
+		if (q_resync(d, q, off + 1))
+			q_resynced(d, q);
 		return;
 	}
 	if (err_keeps(code))
@@ -899,7 +902,7 @@ static int q_fast(struct ptd *d, struct ptq *q, uint64_t limit, struct pt_block 
 			off = 0;
 			if (pt_blk_get_offset(dec, &off) >= 0)
 				off = q_off(q, off);
-			if (q->psbi < q->npsbs && off > q->psbs[q->psbi]) {
+			if (q->psbi < q->npsbs && off > q->psbs[q->psbi] && !q->rs_active) {
 				while (q->psbi < q->npsbs && off > q->psbs[q->psbi])
 					q->psbi++;
 				q_commit(q);
@@ -1041,7 +1044,7 @@ static int q_blocks(struct ptd *d, struct ptq *q, uint64_t limit, struct pt_bloc
 			uint64_t off = 0;
 			if (pt_blk_get_offset(q->dec, &off) >= 0)
 				off = q_off(q, off);
-			if (q->psbi < q->npsbs && off > q->psbs[q->psbi]) {
+			if (q->psbi < q->npsbs && off > q->psbs[q->psbi] && !q->rs_active) {
 				while (q->psbi < q->npsbs && off > q->psbs[q->psbi])
 					q->psbi++;
 				q_commit(q);

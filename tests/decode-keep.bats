@@ -125,7 +125,12 @@ resync() {
 	resync dynamic corrupt@90%:16
 }
 
-@test "resync: a compressed return whose call came before the resync packet ends the stretch as an error, nothing guessed" {
-	resync exception corrupt@50%:16
-	"$BIN/mt-dump" -k gap "$T/new.mt" | grep -q 'compressed return without call'
+@test "resync: a stretch that does not reach its PSB (a compressed return whose call came before the resync packet) is dropped whole: the output is --no-resync's" {
+	rm -rf "$T/d"
+	"$BIN/mt-ptsim" --replay "$C/runs/exception.run" --psb-period 2048 --inject corrupt@50%:16 -o "$T/d" 2>/dev/null
+	"$BIN/mt-decode" --no-resync --buildid-dir "$T/d/images" -o "$T/old.mt" "$T/d/perf.data" 2>/dev/null || true
+	"$BIN/mt-decode" -s --buildid-dir "$T/d/images" -o "$T/new.mt" "$T/d/perf.data" 2>"$T/err" || true
+	cat "$T/err"
+	grep -q 'resync before a PSB: tried=[1-9][0-9]* done=0 ' "$T/err"
+	cmp "$T/old.mt" "$T/new.mt"
 }
