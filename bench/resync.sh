@@ -1,11 +1,11 @@
 #!/bin/sh
 # What resynchronizing before the next PSB (docs/decode.md) gains on the
 # corpus faults: every faulted configuration of bench/corpus.sh's output
-# (run its build, step and variants stages first) decoded with and without
-# `mt-decode --no-resync`, each through mt-segment | mt-stitch and scored by
+# (run its build, step and variants stages first) decoded without and with
+# `mt-decode --resync`, each through mt-segment | mt-stitch and scored by
 # mt-compare against the truth (its default, honest window): frame-time
 # coverage, wrong spans, kept branches the truth has not (kept-w; the goal is
-# 0) and kept / true branches, old (--no-resync) -> new.
+# 0) and kept / true branches, without -> with --resync.
 #   sh bench/resync.sh [PROGRAM...]     (default: every program there)
 # CORPUS_OUT: the corpus directory (default bench/out/corpus); CORPUS_BIN:
 # the mt tools (default bin/).
@@ -35,9 +35,9 @@ progs=${*:-$(cd "$O" && for d in */whole; do [ -d "$d" ] && dirname "$d"; done)}
 for p in $progs; do
 	for d in "$O/$p"/*@*; do
 		[ -f "$d/truth-spans.mt" ] || continue
-		set -- $(score "$d" --no-resync)
-		oc=$1 ow=$2 ok=$4
 		set -- $(score "$d")
+		oc=$1 ow=$2 ok=$4
+		set -- $(score "$d" --resync)
 		printf '%-15s %-12s %8s->%8s %4s->%4s %7s %9s->%9s\n' "$p" "$(basename "$d")" "$oc" "$1" \
 			"$ow" "$2" "$3" "$ok" "$4/$5"
 	done

@@ -206,7 +206,7 @@ int q_resync(struct ptd *d, struct ptq *q, uint64_t lo)
 	uint8_t *buf = NULL;
 	size_t i;
 
-	if (d->opts->no_resync || !q->dec || (q->rsbuf && lo >= q->rs_psb))
+	if (!d->opts->resync || !q->dec || (q->rsbuf && lo >= q->rs_psb))
 		return 0; /* (a copy's end: its PSB is next) */
 	d->st->resync_tries++;
 	/* the next PSB */

@@ -42,7 +42,7 @@ struct ptd_options {
 	size_t nimages;
 	int cpu_family, cpu_model, cpu_stepping; /* 0: unknown vendor */
 	uint32_t raw_pid, raw_tid;
-	int no_resync; /* after damage, wait for the next PSB (docs/decode.md) */
+	int resync; /* after damage, go on before the next PSB where exact (docs/decode.md) */
 	/* diagnostics: called once per problem with a one-line message */
 	void (*warn)(void *ctx, const char *msg);
 	void *warn_ctx;

@@ -89,22 +89,22 @@ keep() {
 	[[ "${lines[0]}" == "wrong: tid="*" time=1 type=0 "* ]]
 }
 
-# resync PROG FAULT: decoded with and without --no-resync: the default decode
-# holds every branch the old one held and more, inside the old gap, and none
-# differs from the truth (times included)
+# resync PROG FAULT: decoded with and without --resync: the --resync decode
+# holds more branches, inside the old gap, and none differs from the truth
+# (times included)
 resync() {
 	local p=$1 f=$2
 	rm -rf "$T/d"
 	"$BIN/mt-ptsim" --replay "$C/runs/$p.run" --psb-period 2048 --inject "$f" -o "$T/d" 2>/dev/null
-	"$BIN/mt-decode" --no-resync --buildid-dir "$T/d/images" -o "$T/old.mt" "$T/d/perf.data" 2>/dev/null || true
-	"$BIN/mt-decode" -s --buildid-dir "$T/d/images" -o "$T/new.mt" "$T/d/perf.data" 2>"$T/err" || true
+	"$BIN/mt-decode" --buildid-dir "$T/d/images" -o "$T/old.mt" "$T/d/perf.data" 2>/dev/null || true
+	"$BIN/mt-decode" --resync -s --buildid-dir "$T/d/images" -o "$T/new.mt" "$T/d/perf.data" 2>"$T/err" || true
 	grep -q 'resync before a PSB: tried=[1-9][0-9]* done=[1-9]' "$T/err"
 	run "$BIN/mt-compare" --kept-branches --max-wrong 0 "$T/d/truth.mt" "$T/new.mt"
 	echo "$p $f: ${lines[-1]}"
 	[ "$status" -eq 0 ]
 	new=$(echo "${lines[-1]}" | sed 's/.*kept=\([0-9]*\) .*/\1/')
 	run "$BIN/mt-compare" --kept-branches --max-wrong 0 "$T/d/truth.mt" "$T/old.mt"
-	echo "  --no-resync: ${lines[-1]}"
+	echo "  without --resync: ${lines[-1]}"
 	[ "$status" -eq 0 ]
 	old=$(echo "${lines[-1]}" | sed 's/.*kept=\([0-9]*\) .*/\1/')
 	[ "$new" -gt "$old" ]
@@ -125,11 +125,11 @@ resync() {
 	resync dynamic corrupt@90%:16
 }
 
-@test "resync: a stretch that does not reach its PSB (a compressed return whose call came before the resync packet) is dropped whole: the output is --no-resync's" {
+@test "resync: a stretch that does not reach its PSB (a compressed return whose call came before the resync packet) is dropped whole: the output is the one without --resync" {
 	rm -rf "$T/d"
 	"$BIN/mt-ptsim" --replay "$C/runs/exception.run" --psb-period 2048 --inject corrupt@50%:16 -o "$T/d" 2>/dev/null
-	"$BIN/mt-decode" --no-resync --buildid-dir "$T/d/images" -o "$T/old.mt" "$T/d/perf.data" 2>/dev/null || true
-	"$BIN/mt-decode" -s --buildid-dir "$T/d/images" -o "$T/new.mt" "$T/d/perf.data" 2>"$T/err" || true
+	"$BIN/mt-decode" --buildid-dir "$T/d/images" -o "$T/old.mt" "$T/d/perf.data" 2>/dev/null || true
+	"$BIN/mt-decode" --resync -s --buildid-dir "$T/d/images" -o "$T/new.mt" "$T/d/perf.data" 2>"$T/err" || true
 	cat "$T/err"
 	grep -q 'resync before a PSB: tried=[1-9][0-9]* done=0 ' "$T/err"
 	cmp "$T/old.mt" "$T/new.mt"

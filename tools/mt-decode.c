@@ -50,9 +50,10 @@ static void usage(FILE *f)
 	      "      --records         list every perf.data record as text (no decoding)\n"
 	      "      --partial         decode a truncated perf.data (a killed recorder) as far\n"
 	      "                        as it goes (exit 1); by default it is refused (exit 2)\n"
-	      "      --no-resync       after damaged or lost trace, wait for the next PSB (by\n"
-	      "                        default decoding goes on from the first packet with a\n"
-	      "                        full IP when its time is known exactly: docs/decode.md)\n"
+	      "      --resync          after damaged or lost trace, go on before the next PSB\n"
+	      "                        from the first TIP with a known address when its time\n"
+	      "                        is known exactly (default: wait for the PSB;\n"
+	      "                        docs/decode.md)\n"
 	      "  -s, --stats           print counts (records, AUX bytes, branches, gaps) to stderr\n"
 	      "  -h, --help            this help\n"
 	      "\n"
@@ -128,7 +129,7 @@ static void input_failed(int ret, const char *in, const char *msg)
 int main(int argc, char **argv)
 {
 	enum { O_IMAGES = 256, O_NOIMG, O_PT, O_IMAGE, O_CPU, O_PID, O_TID, O_RECORDS,
-	       O_PARTIAL, O_NORESYNC };
+	       O_PARTIAL, O_RESYNC };
 	static const struct option lo[] = {
 		{"output", required_argument, NULL, 'o'},
 		{"input", required_argument, NULL, 'i'},
@@ -138,7 +139,7 @@ int main(int argc, char **argv)
 		{"buildid-dir", required_argument, NULL, O_IMAGES},
 		{"no-images", no_argument, NULL, O_NOIMG},
 		{"partial", no_argument, NULL, O_PARTIAL},
-		{"no-resync", no_argument, NULL, O_NORESYNC},
+		{"resync", no_argument, NULL, O_RESYNC},
 		{"pt", required_argument, NULL, O_PT},
 		{"image", required_argument, NULL, O_IMAGE},
 		{"cpu", required_argument, NULL, O_CPU},
@@ -178,8 +179,8 @@ int main(int argc, char **argv)
 		case O_PARTIAL:
 			opts.partial = 1;
 			break;
-		case O_NORESYNC:
-			opts.no_resync = 1;
+		case O_RESYNC:
+			opts.resync = 1;
 			break;
 		case O_NOIMG:
 			opts.no_images = 1;
