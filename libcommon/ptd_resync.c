@@ -42,6 +42,9 @@
 
 /* a lost stretch ends within one packet of a true boundary (PSB: 16 bytes) */
 #define RS_WINDOW 32
+/* the longest stretch looked at (perf's default PSB period is 16 KB):
+ * every offset in it is parsed once */
+#define RS_MAX (1u << 20)
 /* the PSB+ made for the resync: PSB 16, MODE 2, TSC 8, CBR 4, PSBEND 2 */
 #define RS_PSBPLUS 32
 
@@ -215,7 +218,7 @@ int q_resync(struct ptd *d, struct ptq *q, uint64_t lo)
 			psb = q->psbs[i];
 			break;
 		}
-	if (psb == UINT64_MAX || psb - lo < 2)
+	if (psb == UINT64_MAX || psb - lo < 2 || psb - lo > RS_MAX)
 		return 0;
 	/* timing: cycle-accurate, and the config's nominal ratio known */
 	if (!d->have_info || d->npriv <= 15 || !d->pt_attr || !(d->pt_attr->config & d->priv[14]))
