@@ -121,6 +121,7 @@ struct proc {
 	size_t nmaps, mapcap;
 	const char *name;
 	int announced;
+	int anon_exec;	   /* has anonymous executable memory (not in maps) */
 	struct sb *sbmaps; /* sampling: the executable mmaps it has */
 	size_t nsbmaps, sbmapcap;
 };
@@ -185,9 +186,29 @@ struct ptq {
 	uint64_t ready_time; /* time of the last record made final */
 	uint64_t *psbs;	     /* PSB offsets in the current segment */
 	size_t npsbs, psbi;
+	/* after a resync before the next PSB (ptd_resync.c): q->dec decodes
+	 * rsbuf: a PSB+ made for the resync packet, the segment's bytes from
+	 * it to that PSB (rs_psb), and when tracing is on there (at rs_fup),
+	 * FUP + TIP.PGD, so that libipt stops exactly where the PSB takes
+	 * over; segdec, the segment's own decoder, goes on from rs_psb.  A
+	 * decoder offset + dec_bias is the offset in the segment.  rs_active:
+	 * a copy is decoded; rs_end: it reached its end */
+	uint8_t *rsbuf;
+	int64_t dec_bias;
+	int rs_active, rs_end;
+	uint64_t rs_psb, rs_start, rs_fup; /* rs_start: the resync packet's offset */
+	struct pt_block_decoder *segdec;
+	int rs_th;		/* the thread whose gap the resync closed (-1 none) */
+	struct mtev_rec rs_gap; /* that gap, open again if the copy fails */
 };
 
 enum { Q_SEG, Q_SYNC, Q_RUN, Q_DONE };
+
+/* The offset in the queue's current segment of decoder offset @off. */
+static inline uint64_t q_off(const struct ptq *q, uint64_t off)
+{
+	return (uint64_t)((int64_t)off + q->dec_bias);
+}
 
 /* entries of the classifier's hot table (16 bytes each, in struct ptd,
  * zeroed per decode) */
@@ -411,6 +432,14 @@ static inline void q_commit(struct ptq *q)
 /* The thread's trace ends: its closing record (trace-end, or its pending
  * gap) into @q's ring, or with @q NULL into d->fin (the end of all data). */
 void thr_finish(struct ptd *d, struct ptq *q, struct thr *t);
+
+/* ---- ptd_resync.c ---- */
+/* The thread running on @q at @time, its process image for the decoder. */
+void q_set_thread(struct ptd *d, struct ptq *q, uint64_t time);
+/* Damage ends somewhere after offset @lo of the current segment: q->dec set
+ * up to go on from the first packet after it with a full IP, behind a PSB+
+ * made for it (1), or nothing changed (0; d->err may be set). */
+int q_resync(struct ptd *d, struct ptq *q, uint64_t lo);
 
 /* ---- ptd_sideband.c ---- */
 /* Sideband record @s as MTEV records appended to d->sbout (0 or more). */

@@ -108,6 +108,7 @@ void proc_exec(struct ptd *d, uint32_t pid)
 		pt_image_free(p->img);
 	p->img = pt_image_alloc(NULL);
 	p->nmaps = 0;
+	p->anon_exec = 0;
 	for (i = 0; i < d->nkmaps; i++) {
 		map_note(&p->maps, &p->nmaps, &p->mapcap, &d->kmaps[i]);
 	}
@@ -128,6 +129,7 @@ void proc_fork(struct ptd *d, uint32_t pid, uint32_t ppid)
 	parent = proc_get(d, ppid); /* proc_get may have moved it */
 	pt_image_copy(child->img, parent->img);
 	child->nmaps = 0;
+	child->anon_exec = parent->anon_exec;
 	for (i = 0; i < parent->nmaps; i++)
 		map_note(&child->maps, &child->nmaps, &child->mapcap, &parent->maps[i]);
 }

@@ -63,6 +63,8 @@ static void ptd_fini(struct ptd *d)
 		d->st->insns += q->ninsns;
 		if (q->dec)
 			pt_blk_free_decoder(q->dec);
+		if (q->segdec)
+			pt_blk_free_decoder(q->segdec);
 		for (k = 0; k < q->nbufs; k++)
 			if (q->bufs[k].file_off >> 63)
 				free((void *)q->bufs[k].data);
@@ -72,6 +74,7 @@ static void ptd_fini(struct ptd *d)
 		free(q->segs);
 		free(q->fifo);
 		free(q->psbs);
+		free(q->rsbuf);
 	}
 	free(d->q);
 	free(d->auxlost);

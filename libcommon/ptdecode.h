@@ -49,6 +49,7 @@ struct ptd_options {
 	 * its block cache (a cache of the code's blocks: no result depends on
 	 * it).  The fuzz target's, which decodes one image over and over. */
 	struct pt_image_section_cache *iscache;
+	int resync; /* after damage, go on before the next PSB where exact (docs/decode.md) */
 	/* sampling: frame-pointer stacks are not completed with their
 	 * thread's root chain (docs/sampling.md) */
 	int no_root_join;
@@ -70,6 +71,8 @@ struct ptd_stats {
 	uint64_t rooted;  /* frame-pointer samples completed with their thread's root chain */
 	uint64_t blocks, insns;		/* from the block decoder */
 	uint64_t retracted;		/* branches dropped: decoded from trace found corrupt later */
+	uint64_t resync_tries, resyncs; /* resyncs before the next PSB: tried, done */
+	uint64_t resync_skipped;	/* bytes from the damage to where packets were found */
 	uint64_t warnings;
 	int degraded; /* the data had errors: gaps, missing images, truncation */
 };
