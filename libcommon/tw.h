@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "fxt.h"
+#include "hmap.h"
 #include "mtev_text.h"
 
 /* Why begin/end events for spans with children: Perfetto closes a complete
@@ -97,30 +98,21 @@ struct tw {
 	/* threads: tid -> index in thr[] */
 	struct thr *thr;
 	uint32_t nthr, thrcap;
-	uint32_t *thash;
-	uint32_t thmask;
+	struct hmap tidx;
 	/* functions: addr -> index in fn[] */
 	struct func *fn;
 	uint32_t nfn, fncap;
-	struct fent {
-		uint64_t addr;
-		uint32_t idx1; /* index in fn[] + 1, 0 = empty cell */
-	} *fhash;
-	uint32_t fhmask;
+	struct hmap fidx;
 	char *arena;
 	size_t alen, acap;
 	/* names by reference (span name_id): string id -> index in nm[] */
 	struct rname {
-		uint32_t id, live; /* live: 0 after its string record was redefined */
 		uint32_t name_off, name_len; /* in the arena */
 		uint32_t jname_off, jname_len; /* JSON-quoted, 0 until first needed */
 		struct fxt_ref_cache c;
 	} *nm;
 	uint32_t nnm, nmcap;
-	struct nment {
-		uint32_t id, idx1; /* idx1: index in nm[] + 1, 0 = empty cell */
-	} *nmhash;
-	uint32_t nmmask;
+	struct hmap nmidx; /* only entries made since their id's last string record */
 	/* JSON output */
 	char *jb;
 	size_t jlen;
