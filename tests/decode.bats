@@ -2,6 +2,7 @@
 # mt-decode: perf.data reading checked against perf's own parser (perf script
 # -D) on the real Skylake recording, decoding without its binaries, file vs
 # pipe mode, and the corrupt-input corpus.
+. "$BATS_TEST_DIRNAME/../mk/build-dir.sh" "$BATS_TEST_DIRNAME/.."
 
 setup() {
 	BIN="$BATS_TEST_DIRNAME/../bin"
@@ -385,10 +386,10 @@ branch_semantics() {
 	# a trace that goes on through a far branch (int1 in the middle of an
 	# instruction, then a plain TIP): found by fuzz_ptdecode
 	ROOT="$BATS_TEST_DIRNAME/.."
-	[ -f "$ROOT/build/programs/recursion" ] || skip "build/programs/recursion is not built"
+	[ -f "$MT_BUILD/programs/recursion" ] || skip "$MT_BUILD/programs/recursion is not built"
 	for f in "$BATS_TEST_DIRNAME"/corrupt/fuzz-ptdecode-*.pt; do
 		run timeout 120 "$BIN/mt-decode" -o "$T/raw.mt" --cpu 6/94/3 \
-			--image "$ROOT/build/programs/recursion:0x1000:0x78000@0x401000" --pt "$f"
+			--image "$MT_BUILD/programs/recursion:0x1000:0x78000@0x401000" --pt "$f"
 		[ "$status" -le 1 ]
 		out=$("$BIN/mt-dump" -k branch,gap "$T/raw.mt" | branch_semantics)
 		[ -z "$(grep '^bad' <<<"$out")" ] || { echo "$f:"; grep '^bad' <<<"$out" | head -5; return 1; }

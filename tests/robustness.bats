@@ -9,13 +9,14 @@
 #    replayed once (deterministic; campaigns are `make fuzz-smoke`/`fuzz-run`).
 # A stage that is not built yet is skipped with the reason; when it exists the
 # assertions are real.
+. "$BATS_TEST_DIRNAME/../mk/build-dir.sh" "$BATS_TEST_DIRNAME/.."
 
 setup() {
 	ROOT="$BATS_TEST_DIRNAME/.."
 	BIN="$ROOT/bin"
 	T="$BATS_TEST_TMPDIR"
 	GOLD="$BATS_TEST_DIRNAME/golden/mtev-all-kinds.txt"
-	FUZZ="$ROOT/build/fuzz"
+	FUZZ="$MT_BUILD/fuzz"
 }
 
 need() {
@@ -420,8 +421,8 @@ cut_input() {
 		fuzz-perfdata-*) tool=mt-decode variants=("--no-images") ;;
 		fuzz-ptdecode-*) # raw PT for fuzz_ptdecode's image
 			tool=mt-decode
-			[ -f "$ROOT/build/programs/recursion" ] || continue
-			variants=("--cpu 6/94/3 --image $ROOT/build/programs/recursion:0x1000:0x78000@0x401000 --pt") ;;
+			[ -f "$MT_BUILD/programs/recursion" ] || continue
+			variants=("--cpu 6/94/3 --image $MT_BUILD/programs/recursion:0x1000:0x78000@0x401000 --pt") ;;
 		fuzz-write-*) tool=mt-write variants=("-f fxt" "-f json") ;;
 		fuzz-dwcov-*) continue ;; # DWARF section bytes: no tool reads them alone
 		*) echo "$f: which tool?"; return 1 ;;

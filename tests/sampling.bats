@@ -5,6 +5,7 @@
 # Judged by Perfetto's trace processor (tests/perfetto/tp.js) and perf.
 # Assertions hold whatever the load: cpu-clock samples follow CPU time, and
 # no test counts samples exactly.
+. "$BATS_TEST_DIRNAME/../mk/build-dir.sh" "$BATS_TEST_DIRNAME/.."
 
 setup_file() {
 	P="$BATS_FILE_TMPDIR/prog"
@@ -303,8 +304,8 @@ all_threads_under() {
 
 @test "singlestep on a terminal shows progress: instructions, rate, time to --max-insns; nothing when not a terminal" {
 	command -v script > /dev/null || skip "script(1) (util-linux) gives the terminal"
-	script -qec "'$MT' run --mode singlestep --dir '$T/ss' -- '$ROOT/build/programs/fnptr'" "$T/tty" > /dev/null
+	script -qec "'$MT' run --mode singlestep --dir '$T/ss' -- '$MT_BUILD/programs/fnptr'" "$T/tty" > /dev/null
 	tr '\r' '\n' < "$T/tty" | grep -q '^mt-ptsim: [0-9]* instructions, [0-9]*/s; --max-insns 2000000 in <= [0-9]* s'
-	"$MT" run --mode singlestep --dir "$T/ss2" -- "$ROOT/build/programs/fnptr" 2> "$T/err" > /dev/null
+	"$MT" run --mode singlestep --dir "$T/ss2" -- "$MT_BUILD/programs/fnptr" 2> "$T/err" > /dev/null
 	! grep -q 'instructions, ' "$T/err"
 }
