@@ -67,17 +67,8 @@ static struct thr *thread_find_add(tw *t, uint32_t tid)
 {
 	uint32_t i = hmap_get(&t->tidx, tid, 0);
 	if (i == HMAP_NONE) {
-		if (t->nthr == t->thrcap) {
-			uint32_t nc = t->thrcap ? t->thrcap * 2 : 64;
-			struct thr *n = realloc(t->thr, nc * sizeof *n);
-			if (!n) {
-				fail(t, TW_ENOMEM);
-				return NULL;
-			}
-			t->thr = n;
-			t->thrcap = nc;
-		}
-		if (hmap_put(&t->tidx, tid, 0, t->nthr) == HMAP_NONE) {
+		if (mt_grow((void **)&t->thr, &t->thrcap, t->nthr + 1, sizeof *t->thr) < 0 ||
+		    hmap_put(&t->tidx, tid, 0, t->nthr) == HMAP_NONE) {
 			fail(t, TW_ENOMEM);
 			return NULL;
 		}
@@ -217,17 +208,8 @@ static inline struct func *func_get(tw *t, uint64_t addr)
 
 static struct func *func_add(tw *t, uint64_t addr)
 {
-	if (t->nfn == t->fncap) {
-		uint32_t nc = t->fncap ? t->fncap * 2 : 1024;
-		struct func *n = realloc(t->fn, nc * sizeof *n);
-		if (!n) {
-			fail(t, TW_ENOMEM);
-			return NULL;
-		}
-		t->fn = n;
-		t->fncap = nc;
-	}
-	if (hmap_put(&t->fidx, addr, 0, t->nfn) == HMAP_NONE) {
+	if (mt_grow((void **)&t->fn, &t->fncap, t->nfn + 1, sizeof *t->fn) < 0 ||
+	    hmap_put(&t->fidx, addr, 0, t->nfn) == HMAP_NONE) {
 		fail(t, TW_ENOMEM);
 		return NULL;
 	}
@@ -255,15 +237,9 @@ static inline uint32_t nm_index(tw *t, uint32_t id, const char *p, size_t len)
 
 static struct rname *nm_add(tw *t, uint32_t id, const char *p, size_t len)
 {
-	if (t->nnm == t->nmcap) {
-		uint32_t nc = t->nmcap ? t->nmcap * 2 : 1024;
-		struct rname *n = realloc(t->nm, nc * sizeof *n);
-		if (!n) {
-			fail(t, TW_ENOMEM);
-			return NULL;
-		}
-		t->nm = n;
-		t->nmcap = nc;
+	if (mt_grow((void **)&t->nm, &t->nmcap, t->nnm + 1, sizeof *t->nm) < 0) {
+		fail(t, TW_ENOMEM);
+		return NULL;
 	}
 	struct rname *e = &t->nm[t->nnm];
 	memset(e, 0, sizeof *e);

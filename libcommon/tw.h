@@ -22,6 +22,7 @@
 #include "fxt.h"
 #include "hmap.h"
 #include "mtev_text.h"
+#include "vec.h"
 
 /* Why begin/end events for spans with children: Perfetto closes a complete
  * slice as soon as a slice begins at or after its end, so a zero-length span
@@ -97,11 +98,13 @@ struct tw {
 	int started;
 	/* threads: tid -> index in thr[] */
 	struct thr *thr;
-	uint32_t nthr, thrcap;
+	uint32_t nthr;
+	size_t thrcap;
 	struct hmap tidx;
 	/* functions: addr -> index in fn[] */
 	struct func *fn;
-	uint32_t nfn, fncap;
+	uint32_t nfn;
+	size_t fncap;
 	struct hmap fidx;
 	char *arena;
 	size_t alen, acap;
@@ -111,7 +114,8 @@ struct tw {
 		uint32_t jname_off, jname_len; /* JSON-quoted, 0 until first needed */
 		struct fxt_ref_cache c;
 	} *nm;
-	uint32_t nnm, nmcap;
+	uint32_t nnm;
+	size_t nmcap;
 	struct hmap nmidx; /* only entries made since their id's last string record */
 	/* JSON output */
 	char *jb;
