@@ -2,7 +2,7 @@
 # mt-decode: perf.data reading checked against perf's own parser (perf script
 # -D) on the real Skylake recording, decoding without its binaries, file vs
 # pipe mode, and the corrupt-input corpus.
-. "$BATS_TEST_DIRNAME/../mk/build-dir.sh" "$BATS_TEST_DIRNAME/.."
+. "$BATS_TEST_DIRNAME/../mk/build-dir.sh"
 
 setup() {
 	BIN="$BATS_TEST_DIRNAME/../bin"

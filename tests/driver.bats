@@ -5,7 +5,7 @@
 #   PROG: fatal: unable to read IN: REASON    (truncated, garbage, a read error)
 # one line, and no output file.  Usage errors are one line pointing to --help.
 # Every stage reads -i FILE (issue 18 item 7).
-. "$BATS_TEST_DIRNAME/../mk/build-dir.sh" "$BATS_TEST_DIRNAME/.."
+. "$BATS_TEST_DIRNAME/../mk/build-dir.sh"
 
 setup() {
 	ROOT="$BATS_TEST_DIRNAME/.."

@@ -6,7 +6,7 @@
 # tests/.cache/ptsim-exact/runs/ (mk/ptsim.mk); every configuration here is a
 # --replay of that run (no stepping).  Judged against mt-ptsim's truth with
 # the honest window (-b truth.mt: the truth's own window).
-. "$BATS_TEST_DIRNAME/../mk/build-dir.sh" "$BATS_TEST_DIRNAME/.."
+. "$BATS_TEST_DIRNAME/../mk/build-dir.sh"
 
 setup() {
 	BIN="$BATS_TEST_DIRNAME/../bin"

@@ -4,7 +4,7 @@
 # here (small scripts) or kept under tests/corrupt/.  Memory bounds are checked
 # with `ulimit -v`: a stage that sized something by a number it read fails
 # under the bound; one that follows what it holds runs.
-. "$BATS_TEST_DIRNAME/../mk/build-dir.sh" "$BATS_TEST_DIRNAME/.."
+. "$BATS_TEST_DIRNAME/../mk/build-dir.sh"
 
 setup() {
 	ROOT="$BATS_TEST_DIRNAME/.."

@@ -3,7 +3,7 @@
 # file; a program built with `pkg-config --cflags --libs magictrace` against
 # the shared library is watched by the trigger (tests/unit/test_trigger.c:
 # it sees exactly the calls the program documents, with their arguments).
-. "$BATS_TEST_DIRNAME/../mk/build-dir.sh" "$BATS_TEST_DIRNAME/.."
+. "$BATS_TEST_DIRNAME/../mk/build-dir.sh"
 
 setup() {
 	ROOT="$(cd "$BATS_TEST_DIRNAME/.." && pwd)"

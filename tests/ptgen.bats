@@ -2,7 +2,7 @@
 # mt-ptgen: its PT is valid for the real binary it walks.  Judged by libipt
 # (mt-decode, against the binary's own code) and by perf's decoder, both
 # against the generated truth; plus determinism and bad use.
-. "$BATS_TEST_DIRNAME/../mk/build-dir.sh" "$BATS_TEST_DIRNAME/.."
+. "$BATS_TEST_DIRNAME/../mk/build-dir.sh"
 
 setup() {
 	cd "$BATS_TEST_DIRNAME/.." || exit 1

@@ -2,7 +2,7 @@
 # mt-ptsim: its PT decodes (libipt, perf) to exactly its truth; faults change
 # the PT and never the truth; bad use fails cleanly.  Uses the cached runs
 # built by mk/ptsim.mk (make test builds them first).
-. "$BATS_TEST_DIRNAME/../mk/build-dir.sh" "$BATS_TEST_DIRNAME/.."
+. "$BATS_TEST_DIRNAME/../mk/build-dir.sh"
 
 setup() {
 	cd "$BATS_TEST_DIRNAME/.." || exit 1

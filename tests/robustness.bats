@@ -9,7 +9,7 @@
 #    replayed once (deterministic; campaigns are `make fuzz-smoke`/`fuzz-run`).
 # A stage that is not built yet is skipped with the reason; when it exists the
 # assertions are real.
-. "$BATS_TEST_DIRNAME/../mk/build-dir.sh" "$BATS_TEST_DIRNAME/.."
+. "$BATS_TEST_DIRNAME/../mk/build-dir.sh"
 
 setup() {
 	ROOT="$BATS_TEST_DIRNAME/.."

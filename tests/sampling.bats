@@ -5,7 +5,7 @@
 # Judged by Perfetto's trace processor (tests/perfetto/tp.js) and perf.
 # Assertions hold whatever the load: cpu-clock samples follow CPU time, and
 # no test counts samples exactly.
-. "$BATS_TEST_DIRNAME/../mk/build-dir.sh" "$BATS_TEST_DIRNAME/.."
+. "$BATS_TEST_DIRNAME/../mk/build-dir.sh"
 
 setup_file() {
 	P="$BATS_FILE_TMPDIR/prog"

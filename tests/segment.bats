@@ -2,7 +2,7 @@
 # mt-segment and mt-stitch on hand-written streams (tests/golden/segment:
 # NAME.in.txt, and NAME.want.txt written by hand from the rules), bad input,
 # and mt-compare on known differences.
-. "$BATS_TEST_DIRNAME/../mk/build-dir.sh" "$BATS_TEST_DIRNAME/.."
+. "$BATS_TEST_DIRNAME/../mk/build-dir.sh"
 
 setup() {
 	BIN="$BATS_TEST_DIRNAME/../bin"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
 # `make trace` and the `mt` front end, judged by Perfetto's trace processor
 # (tests/perfetto/tp.js) and by the trigger hit mt-capture recorded.
-. "$BATS_TEST_DIRNAME/../mk/build-dir.sh" "$BATS_TEST_DIRNAME/.."
+. "$BATS_TEST_DIRNAME/../mk/build-dir.sh"
 
 setup_file() {
 	sh "$BATS_TEST_DIRNAME/perfetto/install.sh"

@@ -3,7 +3,7 @@
 # after the start and threads that existed before an attach), by symbol or
 # address, and the snapshot ends at it.  Judged by the programs' documented
 # calls and by perf's own reader.
-. "$BATS_TEST_DIRNAME/../mk/build-dir.sh" "$BATS_TEST_DIRNAME/.."
+. "$BATS_TEST_DIRNAME/../mk/build-dir.sh"
 
 setup() {
 	ROOT="$BATS_TEST_DIRNAME/.."

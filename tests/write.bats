@@ -3,7 +3,7 @@
 # trace processor (v20.1 wasm, tests/perfetto/tp.js) and its slices must equal
 # the spans given to mt-write, derived from the input text by
 # tests/write/expect-slices.awk (never from mt-write's own output).
-. "$BATS_TEST_DIRNAME/../mk/build-dir.sh" "$BATS_TEST_DIRNAME/.."
+. "$BATS_TEST_DIRNAME/../mk/build-dir.sh"
 
 load perfetto/lib
 
