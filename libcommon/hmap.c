@@ -8,9 +8,11 @@
 static int hmap_grow(struct hmap *m)
 {
 	size_t nc = m->cap ? m->cap * 2 : 1024;
-	struct hslot *ns = calloc(nc, sizeof *ns);
+	struct hslot *ns = malloc(nc * sizeof *ns);
 	if (!ns)
 		return -1;
+	for (size_t i = 0; i < nc; i++) /* only the values say empty: a third of calloc's stores */
+		ns[i].v = 0;
 	for (size_t i = 0; i < m->cap; i++) {
 		if (!m->s[i].v)
 			continue;

@@ -208,7 +208,8 @@ static inline struct func *func_get(tw *t, uint64_t addr)
 
 static struct func *func_add(tw *t, uint64_t addr)
 {
-	if (mt_grow((void **)&t->fn, &t->fncap, t->nfn + 1, sizeof *t->fn) < 0 ||
+	/* room for 1024 at first: growing from 16 copies the array 6 more times */
+	if (mt_grow((void **)&t->fn, &t->fncap, t->nfn < 1024 ? 1024 : t->nfn + 1, sizeof *t->fn) < 0 ||
 	    hmap_put(&t->fidx, addr, 0, t->nfn) == HMAP_NONE) {
 		fail(t, TW_ENOMEM);
 		return NULL;
@@ -424,12 +425,7 @@ size_t flags_str_slow(tw *t, unsigned flags, char tmp[256], const char **p)
 /* Closes the open frames of @th from the top down to depth @d. */
 static int close_to(tw *t, struct thr *th, uint32_t d)
 {
-	while (th->open > d) {
-		int r = t->be->end(t, th, &th->st[--th->open]);
-		if (r < 0)
-			return r;
-	}
-	return 0;
+	return th->open > d ? t->be->end_to(t, th, d) : 0;
 }
 
 static int drop(tw *t, struct thr *th, const struct mtev_rec *r, unsigned why, const char *fmt, ...)

@@ -155,8 +155,9 @@ struct tw_backend {
 	 * (@rn its name by reference, or NULL). */
 	int (*span)(tw *t, struct thr *th, struct frame *f, const struct mtev_rec *r,
 		    struct rname *rn);
-	/* Frame @f of @th ends (popped from the top). */
-	int (*end)(tw *t, struct thr *th, struct frame *f);
+	/* The frames of @th above depth @d end, from the top down (th->open
+	 * becomes @d; one call for them all, not one a frame). */
+	int (*end_to)(tw *t, struct thr *th, uint32_t d);
 	/* Instants: gap @r named @name (@n bytes), its message clipped to @mlen,
 	 * its duration @dur; trigger @r named @name. */
 	int (*gap)(tw *t, struct thr *th, const struct mtev_rec *r, const char *name, size_t n,
