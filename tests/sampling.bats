@@ -159,7 +159,10 @@ all_threads_under() {
 }
 
 @test "xz -T2: its worker threads are threads of the xz process, named, not separate processes" {
-	"$MT" run --dir "$T/x" -- xz -T2 -6 -c "$IN/big.txt" > /dev/null 2> "$T/err" || { cat "$T/err"; return 1; }
+	# 1 MiB blocks: the 7 MB input is 7 blocks, so both workers compress (big.txt, 22 MB, was
+	# one -6 block of 24 MiB: one worker, 41 s of CPU; this is 5 s)
+	"$MT" run --dir "$T/x" -- xz -T2 -6 --block-size=1MiB -c "$IN/lines.txt" > /dev/null 2> "$T/err" ||
+		{ cat "$T/err"; return 1; }
 	pid=$("$BIN/mt-dump" -k process "$T/x/hits.mt" | sed -n 's/.*pid=\([0-9]*\).*/\1/p' | head -1)
 	all_threads_under "$T/x/trace.fxt" "$pid"
 	# the compressing threads (not the main thread) have samples
