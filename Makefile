@@ -19,7 +19,11 @@ ifeq ($(V),1)
 Q :=
 endif
 
-BUILD := build
+# The build tree: objects, libraries, test programs and unit tests (bin/
+# holds the tools).  Exported to the tests and scripts as MT_BUILD
+# (mk/build-dir.sh gives them the same default).
+BUILD ?= build
+export MT_BUILD := $(abspath $(BUILD))
 LIBSRC := $(wildcard libcommon/*.c) $(wildcard formats/*.c)
 LIBOBJ := $(LIBSRC:%.c=$(BUILD)/%.o)
 LIB := $(BUILD)/libmt.a
@@ -110,7 +114,7 @@ test: deps all $(UNITS) $(TEST_PREREQS)
 	$(Q)sh tests/run.sh $(UNITS)
 
 # The tests run bin/: the sanitized tools go there for the run, and the
-# plain ones (from build/) are put back after it, whatever its result.
+# plain ones (from $(BUILD)) are put back after it, whatever its result.
 # ASAN_GOAL is what runs sanitized (tests/asan-bin.sh checks the put-back
 # with a short goal).
 ASAN_GOAL ?= test
@@ -130,6 +134,6 @@ install: all
 	sed 's|@PREFIX@|$(PREFIX)|g' libmagictrace/magictrace.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/magictrace.pc
 
 clean:
-	rm -rf build build-asan bin out
+	rm -rf $(BUILD) build-asan bin out
 
 -include $(LIBOBJ:.o=.d) $(ORACLE_OBJ:.o=.d) $(TOOLSRC:tools/%.c=$(BUILD)/tools/%.d) $(UNITS:%=%.d)

@@ -11,9 +11,10 @@
 # within noise.
 set -e
 cd "$(dirname "$0")/.."
+. mk/build-dir.sh
 OLD=$(readlink -f "${1:?usage: decode-ab.sh OLD NEW [RUNDIR [COPIES [REPS]]]}")
 NEW=$(readlink -f "${2:?usage: decode-ab.sh OLD NEW [RUNDIR [COPIES [REPS]]]}")
-BENCH=build/bench/ptdecode_bench
+BENCH=$MT_BUILD/bench/ptdecode_bench
 [ -x "$BENCH" ] || { echo "decode-ab.sh: run make bench first" >&2; exit 2; }
 RUN=$3
 if [ -z "$RUN" ]; then

@@ -18,12 +18,13 @@
 # difference.
 set -u
 cd "$(dirname "$0")/.." || exit 111
+. mk/build-dir.sh
 OLD=$(readlink -f "${1:?usage: decode-identical.sh OLD NEW}")
 NEW=$(readlink -f "${2:?usage: decode-identical.sh OLD NEW}")
 ROOT=$(pwd)
 FIX=/work/shared/fixtures/intel_pt-skylake-4.14
 [ -d "$FIX" ] || FIX=$ROOT/tests/fixtures/intel_pt-skylake-4.14
-REC=$ROOT/build/programs/recursion
+REC=$MT_BUILD/programs/recursion
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 mkdir -p "$T/a" "$T/b" "$T/old" "$T/new"

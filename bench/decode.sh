@@ -11,7 +11,8 @@
 # second: this VM is shared, wall time is noise.
 set -e
 cd "$(dirname "$0")/.."
-BENCH=build/bench/ptdecode_bench
+. mk/build-dir.sh
+BENCH=$MT_BUILD/bench/ptdecode_bench
 [ -x "$BENCH" ] && [ -x bin/mt-decode ] || { echo "decode.sh: run make bench first" >&2; exit 2; }
 RUN=$1
 if [ -z "$RUN" ]; then

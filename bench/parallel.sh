@@ -8,10 +8,11 @@
 # wall-clock speedups; the machine is shared, so wall times are noisy.
 set -e
 cd "$(dirname "$0")/.."
+. mk/build-dir.sh
 N=${1:-20M}
 R=${2:-3}
-BIN=build/programs/fnptr
-BENCH=build/bench/ptdecode_bench
+BIN=$MT_BUILD/programs/fnptr
+BENCH=$MT_BUILD/bench/ptdecode_bench
 [ -x "$BENCH" ] && [ -x bin/mt-ptgen ] && [ -x "$BIN" ] || { echo "parallel.sh: run make bench first" >&2; exit 2; }
 mkdir -p bench/out
 echo "bench/parallel.sh: $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cpus, load $(cut -d' ' -f1-3 /proc/loadavg)"

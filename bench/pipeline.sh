@@ -17,6 +17,7 @@
 # two cores).  Symbolization runs with an empty cache every time.
 set -e
 cd "$(dirname "$0")/.."
+. mk/build-dir.sh
 N=${1:-${BENCH_INSNS:-50M}}
 R=${2:-${BENCH_REPS:-3}}
 RP=${BENCH_PERF_REPS:-1}

@@ -4,7 +4,8 @@
 # Usage: sh bench/segment.sh [N...]   (default: 1M 2M 4M 8M branches)
 set -e
 cd "$(dirname "$0")/.."
-GEN=build/bench/seg_gen
+. mk/build-dir.sh
+GEN=$MT_BUILD/bench/seg_gen
 [ -x "$GEN" ] || make -s "$GEN"
 out=${TMPDIR:-/tmp}/mt-segbench.$$
 mkdir -p "$out"

@@ -19,6 +19,7 @@
 # out this file while a chain runs does not disturb it.
 main() {
 	cd "$(dirname "$0")/.." || exit 111
+	. mk/build-dir.sh
 	runs=10000000 dir=/work/fuzzlogs
 	while getopts n:d: o; do
 		case $o in
@@ -30,7 +31,7 @@ main() {
 	shift $((OPTIND - 1))
 	[ $# -gt 0 ] || { echo "campaign.sh: no targets" >&2; exit 2; }
 	. fuzz/flags.sh
-	B=build/fuzz
+	B=$MT_BUILD/fuzz
 	mkdir -p "$dir/bin" || exit 111
 	dir=$(cd "$dir" && pwd)
 	rev=$(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet HEAD 2>/dev/null || echo +changes)
@@ -40,7 +41,7 @@ main() {
 		cp "$B/fuzz_$t" "$dir/bin/" && rm -rf "$dir/bin/seeds-$t" && cp -r "$B/seeds-$t" "$dir/bin/" || exit 111
 		[ -f "fuzz/$t.dict" ] && { cp "fuzz/$t.dict" "$dir/bin/" || exit 111; }
 	done
-	[ -f build/programs/recursion ] && cp build/programs/recursion "$dir/bin/"
+	[ -f "$MT_BUILD/programs/recursion" ] && cp "$MT_BUILD/programs/recursion" "$dir/bin/"
 	export FUZZ_PT_IMAGE=$dir/bin/recursion:0x1000:0x78000@0x401000
 
 	for t in "$@"; do

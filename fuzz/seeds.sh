@@ -6,6 +6,7 @@
 # Large files are cut to MAXSEED bytes: a cut stream is still a good seed
 # (truncation is one of the things to survive).
 cd "$(dirname "$0")/.." || exit 111
+. mk/build-dir.sh
 build=$1; shift
 MAXSEED=${MAXSEED:-65536}
 FIX=/work/shared/fixtures/intel_pt-skylake-4.14
@@ -62,8 +63,8 @@ for t in "$@"; do
 	dwcov)
 		# small ELF files with and without DWARF, and their DWARF
 		# sections in the target's raw form (five 2-byte lengths first)
-		for f in build/tests/segment/segfuncs build/tests/segment-dwarf/segfuncs \
-			build/programs/dynamic build/programs/sym_cxx build/programs/exception; do
+		for f in $MT_BUILD/tests/segment/segfuncs $MT_BUILD/tests/segment-dwarf/segfuncs \
+			$MT_BUILD/programs/dynamic $MT_BUILD/programs/sym_cxx $MT_BUILD/programs/exception; do
 			[ -f "$f" ] || continue
 			put "$d" "$f" "$(basename "$(dirname "$f")")-$(basename "$f")"
 			for sec in info abbrev aranges ranges rnglists addr; do

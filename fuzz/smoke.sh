@@ -9,6 +9,7 @@
 # end of the fuzzer's log and the crashing input, and exits 1.
 # Logs: build/fuzz/log-TARGET-PID.txt; crashers: build/fuzz/TARGET-crash-*.
 cd "$(dirname "$0")/.." || exit 111
+. mk/build-dir.sh
 secs=30 jobs=2 replay=0
 while getopts t:j:r o; do
 	case $o in
@@ -20,7 +21,7 @@ while getopts t:j:r o; do
 done
 shift $((OPTIND - 1))
 [ $# -gt 0 ] || { echo "smoke.sh: no targets" >&2; exit 2; }
-B=build/fuzz
+B=$MT_BUILD/fuzz
 . fuzz/flags.sh
 
 run_one() {

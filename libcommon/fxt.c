@@ -1,5 +1,7 @@
 #include "fxt.h"
 
+#include "hmap.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +23,7 @@ enum { KOBJ_PROCESS = 1, KOBJ_THREAD = 2 };
  * most recent) that later uses maintain.  Both orders are the same, so the
  * slot evicted is the same as with a list kept from the start. */
 struct slot {
-	uint64_t hash;
+	uint32_t hash; /* of the key (hash_bytes) */
 	char *key;
 	uint32_t keylen, keycap;
 	uint32_t gen;	 /* bumped each time the slot is given a new value */
@@ -37,8 +39,7 @@ struct slot_table {
 	uint64_t rec_start; /* clock when the record being built began */
 	struct slot *s;	 /* [cap]; s[0] is the list sentinel; grows to max + 1 */
 	unsigned cap;
-	uint16_t *index; /* open addressing, linear probing: slot numbers, 0 = empty */
-	unsigned mask;	 /* index size - 1; the index grows to stay at most half full */
+	struct hidx ix;	 /* key -> slot number */
 	uint64_t evictions;
 };
 
@@ -54,28 +55,6 @@ struct fxt_writer {
 	struct fxt_stats st;
 };
 
-static uint64_t hash_bytes(const void *p, size_t n)
-{
-	/* FNV-1a over 8-byte words, then a finalizer: fast enough for names */
-	const uint8_t *b = p;
-	uint64_t h = 0xcbf29ce484222325ull ^ (n * 0x9e3779b97f4a7c15ull);
-	while (n >= 8) {
-		uint64_t w;
-		memcpy(&w, b, 8);
-		h = (h ^ w) * 0x100000001b3ull;
-		h ^= h >> 29;
-		b += 8;
-		n -= 8;
-	}
-	uint64_t w = 0;
-	memcpy(&w, b, n);
-	h = (h ^ w) * 0x100000001b3ull;
-	h ^= h >> 32;
-	h *= 0xd6e8feb86659fd93ull;
-	h ^= h >> 32;
-	return h;
-}
-
 /* The slots and the index start small and grow with the slots handed out (a
  * trace with few names costs little); which slot a key gets does not depend
  * on their sizes. */
@@ -86,10 +65,8 @@ static int table_init(struct slot_table *t, unsigned max)
 	memset(t, 0, sizeof *t);
 	t->max = max;
 	t->cap = max + 1 < TABLE_CAP0 ? max + 1 : TABLE_CAP0;
-	t->mask = 2 * TABLE_CAP0 - 1;
 	t->s = calloc(t->cap, sizeof *t->s);
-	t->index = calloc(t->mask + 1, sizeof *t->index);
-	if (!t->s || !t->index)
+	if (!t->s || hidx_reserve(&t->ix) < 0)
 		return -FXT_ENOMEM;
 	t->s[0].prev = t->s[0].next = 0;
 	return 0;
@@ -101,10 +78,8 @@ static void table_fini(struct slot_table *t)
 		for (unsigned i = 0; i <= t->used; i++)
 			free(t->s[i].key);
 	free(t->s);
-	free(t->index);
+	hidx_fini(&t->ix);
 }
-
-static unsigned index_find(const struct slot_table *t, uint64_t h, const void *key, size_t len);
 
 /* Room for slot t->used + 1: the slot array and an index at most half full. */
 static int table_grow(struct slot_table *t)
@@ -118,18 +93,7 @@ static int table_grow(struct slot_table *t)
 		t->s = ns;
 		t->cap = nc;
 	}
-	if (2 * (t->used + 1) > t->mask + 1) {
-		unsigned size = 2 * (t->mask + 1);
-		uint16_t *ni = calloc(size, sizeof *ni), *old = t->index;
-		if (!ni)
-			return -1;
-		t->index = ni;
-		t->mask = size - 1;
-		for (unsigned i = 1; i <= t->used; i++)
-			ni[index_find(t, t->s[i].hash, t->s[i].key, t->s[i].keylen)] = (uint16_t)i;
-		free(old);
-	}
-	return 0;
+	return hidx_reserve(&t->ix);
 }
 
 static void lru_unlink(struct slot_table *t, unsigned i)
@@ -186,38 +150,28 @@ static int lru_build(struct slot_table *t)
 	return 0;
 }
 
-/* Position in the index of @key, or of the empty cell where it would go. */
-static unsigned index_find(const struct slot_table *t, uint64_t h, const void *key, size_t len)
+struct key {
+	const struct slot_table *t;
+	const void *p;
+	size_t len;
+};
+
+static int key_eq(const void *ctx, uint32_t i)
 {
-	unsigned pos = (unsigned)h & t->mask;
-	for (;;) {
-		unsigned i = t->index[pos];
-		if (!i)
-			return pos;
-		const struct slot *s = &t->s[i];
-		if (s->hash == h && s->keylen == len && !memcmp(s->key, key, len))
-			return pos;
-		pos = (pos + 1) & t->mask;
-	}
+	const struct key *k = ctx;
+	const struct slot *s = &k->t->s[i];
+	return s->keylen == k->len && !memcmp(s->key, k->p, k->len);
 }
 
-static void index_remove(struct slot_table *t, unsigned pos)
+/* The cell of the index where @key (hash @h) is or would go; *@i its slot
+ * (0: not there). */
+static inline uint32_t index_find(const struct slot_table *t, uint32_t h, const void *key,
+				  size_t len, unsigned *i)
 {
-	/* backward-shift deletion keeps linear probing chains intact */
-	unsigned hole = pos;
-	for (unsigned j = (pos + 1) & t->mask;; j = (j + 1) & t->mask) {
-		unsigned i = t->index[j];
-		if (!i)
-			break;
-		unsigned home = (unsigned)t->s[i].hash & t->mask;
-		/* can the entry at j move to hole? yes unless home lies in (hole, j] */
-		int in_range = hole <= j ? (home > hole && home <= j) : (home > hole || home <= j);
-		if (!in_range) {
-			t->index[hole] = (uint16_t)i;
-			hole = j;
-		}
-	}
-	t->index[hole] = 0;
+	struct key k = {t, key, len};
+	uint32_t pos = 0, e = hidx_find(&t->ix, h, key_eq, &k, &pos);
+	*i = e == HMAP_NONE ? 0 : e;
+	return pos;
 }
 
 /* Finds or assigns the slot for @key.  *fresh = 1 when the slot was (re)assigned
@@ -225,9 +179,9 @@ static void index_remove(struct slot_table *t, unsigned pos)
  * every slot is pinned by the current record. */
 static unsigned table_get(struct slot_table *t, const void *key, size_t len, int *fresh)
 {
-	uint64_t h = hash_bytes(key, len);
-	unsigned pos = index_find(t, h, key, len);
-	unsigned i = t->index[pos];
+	uint32_t h = (uint32_t)hash_bytes(key, len);
+	unsigned i;
+	uint32_t pos = index_find(t, h, key, len, &i);
 	*fresh = 0;
 	if (i) {
 		touch(t, i);
@@ -236,7 +190,7 @@ static unsigned table_get(struct slot_table *t, const void *key, size_t len, int
 	if (t->used < t->max) {
 		if (table_grow(t) < 0)
 			return 0; /* the caller fails the writer for good */
-		pos = index_find(t, h, key, len); /* the index may have grown */
+		pos = index_find(t, h, key, len, &i); /* the index may have grown */
 		i = ++t->used;
 	} else {
 		if (!t->listed && lru_build(t) < 0)
@@ -245,10 +199,11 @@ static unsigned table_get(struct slot_table *t, const void *key, size_t len, int
 		if (t->s[i].last > t->rec_start)
 			return 0; /* pinned: used by the record being built */
 		struct slot *old = &t->s[i];
-		index_remove(t, index_find(t, old->hash, old->key, old->keylen));
+		unsigned was;
+		hidx_del(&t->ix, index_find(t, old->hash, old->key, old->keylen, &was));
 		lru_unlink(t, i);
 		t->evictions++;
-		pos = index_find(t, h, key, len); /* the removal may have moved cells */
+		pos = index_find(t, h, key, len, &was); /* the removal may have moved cells */
 	}
 	struct slot *s = &t->s[i];
 	if (s->keycap < len) {
@@ -264,7 +219,7 @@ static unsigned table_get(struct slot_table *t, const void *key, size_t len, int
 	s->hash = h;
 	s->gen++;
 	s->last = ++t->clock;
-	t->index[pos] = (uint16_t)i;
+	hidx_set(&t->ix, pos, h, i);
 	if (t->listed)
 		lru_push_head(t, i);
 	*fresh = 1;

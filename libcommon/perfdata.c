@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include <zstd.h>
 
+#include "arena.h"
 #include "io.h"
 
 #define PD_MAGIC 0x32454c4946524550ull	   /* "PERFILE2" read as a native u64 */
@@ -60,8 +61,7 @@ struct pd_reader {
 	char *cpuid;
 	struct pd_buildid *buildids;
 	size_t nbuildids, bidcap;
-	char **strings; /* owned strings (names, filenames) */
-	size_t nstrings, strcap;
+	struct arena strings; /* owned strings (names, filenames) */
 	struct { uint32_t type; const char *name; } *pmus;
 	size_t npmus;
 	char **descnames; /* EVENT_DESC names in attr order */
@@ -166,23 +166,7 @@ static inline uint16_t get16(const uint8_t *p)
 
 static char *pd_strdup_n(pd_reader *r, const uint8_t *s, size_t maxlen)
 {
-	size_t n = strnlen((const char *)s, maxlen);
-	char *p;
-	if (r->nstrings == r->strcap) {
-		size_t cap = r->strcap ? 2 * r->strcap : 16;
-		char **v = realloc(r->strings, cap * sizeof *v);
-		if (!v)
-			return NULL;
-		r->strings = v;
-		r->strcap = cap;
-	}
-	p = malloc(n + 1);
-	if (!p)
-		return NULL;
-	memcpy(p, s, n);
-	p[n] = 0;
-	r->strings[r->nstrings++] = p;
-	return p;
+	return arena_strndup(&r->strings, (const char *)s, strnlen((const char *)s, maxlen));
 }
 
 static int pd_grow(uint8_t **buf, size_t *cap, size_t need)
@@ -662,9 +646,7 @@ void pd_close(pd_reader *r)
 	free(r->idmap);
 	free(r->cpuid);
 	free(r->buildids);
-	for (i = 0; i < r->nstrings; i++)
-		free(r->strings[i]);
-	free(r->strings);
+	arena_fini(&r->strings);
 	free(r->pmus);
 	free(r->descnames);
 	free(r);

@@ -219,11 +219,24 @@ static inline enum x86br classify_ip(struct ptd *d, uint64_t ip, int32_t isid, u
 	return classify_ip_slow(d, ip, isid, mode, size);
 }
 
-static enum x86br classify_at(struct ptd *d, const struct pt_block *b, uint8_t *size)
+/* The class of block @b's last instruction from its bytes (classify_at). */
+static enum x86br classify_bytes(struct ptd *d, const struct pt_block *b, uint8_t *size)
 {
-	/* libipt already knows most classes; only a jcc (its length says
-	 * whether it was taken, looked up lazily), a far transfer (syscall or
-	 * not) and the unknown need a look at the bytes */
+	if (b->truncated) {
+		int bits = b->mode == ptem_64bit ? 64 : b->mode == ptem_32bit ? 32 : 16;
+		return x86br_classify(b->raw, b->size, bits, size);
+	}
+	return classify_ip(d, b->end_ip, b->isid, (uint8_t)b->mode, size);
+}
+
+/* The class of block @b's last instruction.  libipt already knows most
+ * classes; only a jcc (its length says whether it was taken, looked up
+ * lazily), a far transfer (syscall or not) and the unknown need a look at
+ * the bytes. */
+static inline __attribute__((always_inline)) enum x86br classify_at(struct ptd *d,
+								     const struct pt_block *b,
+								     uint8_t *size)
+{
 	*size = 0;
 	switch (b->iclass) {
 	case ptic_call:
@@ -242,11 +255,7 @@ static enum x86br classify_at(struct ptd *d, const struct pt_block *b, uint8_t *
 	default:
 		break;
 	}
-	if (b->truncated) {
-		int bits = b->mode == ptem_64bit ? 64 : b->mode == ptem_32bit ? 32 : 16;
-		return x86br_classify(b->raw, b->size, bits, size);
-	}
-	return classify_ip(d, b->end_ip, b->isid, (uint8_t)b->mode, size);
+	return classify_bytes(d, b, size);
 }
 
 static unsigned br_type(uint8_t cls)
@@ -746,28 +755,6 @@ static inline __attribute__((always_inline)) int fast_br_type(struct ptd *d, str
 	return QF_GENERAL;
 }
 
-/* classify_at() with libipt's class first, inline. */
-static inline __attribute__((always_inline)) enum x86br fast_classify(struct ptd *d,
-								      const struct pt_block *b,
-								      uint8_t *size)
-{
-	*size = 0;
-	switch (b->iclass) {
-	case ptic_call:
-		return X86BR_CALL;
-	case ptic_return:
-		return X86BR_RET;
-	case ptic_jump:
-		return X86BR_JMP;
-	case ptic_cond_jump:
-		if (!b->truncated)
-			return X86BR_JCC;
-		/* fallthrough */
-	default:
-		return classify_at(d, b, size);
-	}
-}
-
 /* q_fast keeps its bookkeeping in locals (of these names); these write it
  * back: the thread's part, and all of it. */
 #define QF_FLUSH_THREAD()                                                                          \
@@ -889,7 +876,7 @@ static int q_fast(struct ptd *d, struct ptq *q, uint64_t limit, struct pt_block 
 			}
 			last_ip = b->end_ip;
 			touched = 1;
-			cls = fast_classify(d, b, &size);
+			cls = classify_at(d, b, &size);
 			if (cls != X86BR_NONE) {
 				p->valid = 1;
 				p->cls = (uint8_t)cls;

@@ -4,6 +4,7 @@
 
 #include "compiler.h"
 #include "fnmap.h"
+#include "hmap.h"
 #include "sampstack.h"
 #include "wplog.h"
 
@@ -142,12 +143,9 @@ struct segmenter {
 	void *ctx;
 	struct thr **thr;
 	size_t nthr, capthr;
-	uint32_t *tidx; /* tid -> thr index + 1 (open addressing; 0 = empty) */
-	size_t captidx;
+	struct hmap tidx; /* tid -> index in thr */
 	struct thr *last;
-	/* call targets seen (open addressing; 0 = empty) */
-	uint64_t *tgt;
-	size_t ntgt, captgt;
+	struct hmap tgt; /* call targets seen (the value unused) */
 	struct seg_stats st;
 	struct sstk_frame *sprev, *sout; /* a sample's previous and new stacks */
 	size_t capsprev, capsout;
@@ -224,8 +222,8 @@ void seg_free(segmenter *s)
 	for (size_t i = 0; i < s->nthr; i++)
 		thr_free(s->thr[i]);
 	free(s->thr);
-	free(s->tidx);
-	free(s->tgt);
+	hmap_fini(&s->tidx);
+	hmap_fini(&s->tgt);
 	free(s->sprev);
 	free(s->sout);
 	free(s->chs);
@@ -234,54 +232,15 @@ void seg_free(segmenter *s)
 
 /* ---- call targets: what calls revealed, for code without symbols ---- */
 
-static size_t hash64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	return (size_t)x;
-}
-
 static int tgt_has(const segmenter *s, uint64_t a)
 {
-	if (!s->captgt || !a)
-		return 0;
-	for (size_t i = hash64(a) & (s->captgt - 1);; i = (i + 1) & (s->captgt - 1)) {
-		if (s->tgt[i] == a)
-			return 1;
-		if (!s->tgt[i])
-			return 0;
-	}
+	return a && hmap_get(&s->tgt, a, 0) != HMAP_NONE;
 }
 
+/* 0, or -1 out of memory. */
 static int tgt_add(segmenter *s, uint64_t a)
 {
-	if (!a || tgt_has(s, a))
-		return 0;
-	if ((s->ntgt + 1) * 2 > s->captgt) {
-		size_t nc = s->captgt ? s->captgt * 2 : 1024;
-		uint64_t *nt = calloc(nc, sizeof *nt);
-		if (!nt)
-			return -1;
-		for (size_t j = 0; j < s->captgt; j++) {
-			uint64_t v = s->tgt[j];
-			if (!v)
-				continue;
-			size_t i = hash64(v) & (nc - 1);
-			while (nt[i])
-				i = (i + 1) & (nc - 1);
-			nt[i] = v;
-		}
-		free(s->tgt);
-		s->tgt = nt;
-		s->captgt = nc;
-	}
-	size_t i = hash64(a) & (s->captgt - 1);
-	while (s->tgt[i])
-		i = (i + 1) & (s->captgt - 1);
-	s->tgt[i] = a;
-	s->ntgt++;
-	return 0;
+	return a && hmap_put(&s->tgt, a, 0, 0) == HMAP_NONE ? -1 : 0;
 }
 
 /* Entry of the function containing @ip from ELF symbols; without them the
@@ -298,44 +257,24 @@ static uint64_t func_entry(segmenter *s, const struct thr *t, uint64_t ip)
 
 /* ---- threads ---- */
 
-static inline size_t tid_slot(const segmenter *s, uint32_t tid)
-{
-	size_t m = s->captidx - 1, h = (tid * 0x9e3779b1u) & m;
-	while (s->tidx[h] && s->thr[s->tidx[h] - 1]->tid != tid)
-		h = (h + 1) & m;
-	return h;
-}
-
 static __attribute__((noinline)) struct thr *get_thr_slow(segmenter *s, uint32_t tid)
 {
-	if (s->captidx) {
-		size_t h = tid_slot(s, tid);
-		if (s->tidx[h])
-			return s->last = s->thr[s->tidx[h] - 1];
-	}
+	uint32_t i = hmap_get(&s->tidx, tid, 0);
+	if (i != HMAP_NONE)
+		return s->last = s->thr[i];
 	if (mt_grow((void **)&s->thr, &s->capthr, s->nthr + 1, sizeof *s->thr))
 		return NULL;
-	if ((s->nthr + 1) * 2 > s->captidx) { /* the index: at most half full */
-		size_t nc = s->captidx ? s->captidx * 2 : 64;
-		uint32_t *n = calloc(nc, sizeof *n);
-		if (!n)
-			return NULL;
-		free(s->tidx);
-		s->tidx = n;
-		s->captidx = nc;
-		for (size_t i = 0; i < s->nthr; i++)
-			s->tidx[tid_slot(s, s->thr[i]->tid)] = (uint32_t)i + 1;
-	}
 	struct thr *t = calloc(1, sizeof *t);
-	if (!t)
+	if (!t || hmap_put(&s->tidx, tid, 0, (uint32_t)s->nthr) == HMAP_NONE) {
+		free(t);
 		return NULL;
+	}
 	t->tid = tid;
 	t->rc = t->rc0;
 	t->rcmask = RC_MIN - 1;
 	t->rfi = UINT32_MAX;
 	t->pop_lo = 1; /* none */
 	s->thr[s->nthr++] = t;
-	s->tidx[tid_slot(s, tid)] = (uint32_t)s->nthr;
 	return s->last = t;
 }
 

@@ -1,63 +1,68 @@
-/* strpool: interned strings. */
+/* strpool: interned strings, an hidx over their array. */
 #include "strpool.h"
 
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-static uint64_t hash_bytes(const char *s, size_t n)
+struct key {
+	const struct strpool *t;
+	const char *p;
+	size_t n;
+};
+
+static int key_eq(const void *ctx, uint32_t e)
 {
-	uint64_t h = 1469598103934665603ull;
-	while (n--)
-		h = (h ^ (uint8_t)*s++) * 1099511628211ull;
-	return h;
+	const struct key *k = ctx;
+	const struct spstr *s = &k->t->v[e];
+	return s->len == k->n && !memcmp(s->p, k->p, k->n);
+}
+
+uint32_t strpool_add(struct strpool *t, const char *p, size_t n, int *fresh)
+{
+	if (!n)
+		p = ""; /* hash_bytes reads no byte, but never from NULL */
+	struct key k = {t, p, n};
+	uint32_t h = (uint32_t)hash_bytes(p, n), pos = 0;
+	if (fresh)
+		*fresh = 0;
+	uint32_t e = hidx_find(&t->ix, h, key_eq, &k, &pos);
+	if (e != HMAP_NONE)
+		return e;
+	if (n > UINT32_MAX || t->n >= HMAP_NONE - 1)
+		return HMAP_NONE;
+	if (!hidx_room(&t->ix)) {
+		if (hidx_reserve(&t->ix) < 0)
+			return HMAP_NONE;
+		hidx_find(&t->ix, h, key_eq, &k, &pos);
+	}
+	if (t->n == t->cap) {
+		uint32_t cap = t->cap ? 2 * t->cap : 64;
+		struct spstr *v = realloc(t->v, (size_t)cap * sizeof *v);
+		if (!v)
+			return HMAP_NONE;
+		t->v = v;
+		t->cap = cap;
+	}
+	char *copy = arena_strndup(&t->ar, p, n);
+	if (!copy)
+		return HMAP_NONE;
+	t->v[t->n] = (struct spstr){copy, (uint32_t)n};
+	hidx_set(&t->ix, pos, h, t->n);
+	if (fresh)
+		*fresh = 1;
+	return t->n++;
 }
 
 const char *strpool_intern(struct strpool *t, const char *s)
 {
-	size_t n = strlen(s), i;
-	uint64_t h = hash_bytes(s, n);
-	char *p;
-	if (t->n * 2 >= t->icap) {
-		size_t ncap = t->icap ? 2 * t->icap : 256, k;
-		uint32_t *ni = malloc(ncap * sizeof *ni);
-		if (!ni)
-			return NULL;
-		memset(ni, 0xff, ncap * sizeof *ni);
-		for (k = 0; k < t->n; k++) {
-			size_t j = hash_bytes(t->v[k], strlen(t->v[k])) & (ncap - 1);
-			while (ni[j] != UINT32_MAX)
-				j = (j + 1) & (ncap - 1);
-			ni[j] = (uint32_t)k;
-		}
-		free(t->idx);
-		t->idx = ni;
-		t->icap = ncap;
-	}
-	for (i = h & (t->icap - 1); t->idx[i] != UINT32_MAX; i = (i + 1) & (t->icap - 1))
-		if (!strcmp(t->v[t->idx[i]], s))
-			return t->v[t->idx[i]];
-	if (t->n == t->cap) {
-		size_t cap = t->cap ? 2 * t->cap : 64;
-		char **v = realloc(t->v, cap * sizeof *v);
-		if (!v)
-			return NULL;
-		t->v = v;
-		t->cap = cap;
-	}
-	p = strdup(s);
-	if (!p)
-		return NULL;
-	t->v[t->n] = p;
-	t->idx[i] = (uint32_t)t->n++;
-	return p;
+	uint32_t i = strpool_add(t, s, strlen(s), NULL);
+	return i == HMAP_NONE ? NULL : t->v[i].p;
 }
 
 void strpool_fini(struct strpool *t)
 {
-	size_t i;
-	for (i = 0; i < t->n; i++)
-		free(t->v[i]);
 	free(t->v);
-	free(t->idx);
+	hidx_fini(&t->ix);
+	arena_fini(&t->ar);
+	memset(t, 0, sizeof *t);
 }

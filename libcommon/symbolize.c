@@ -125,10 +125,9 @@ static void ctx_fini(struct ctx *c)
 	free(c->grps);
 	free(c->gdep);
 	free(c->thrs);
-	free(c->inames);
-	free(c->itab);
+	strpool_fini(&c->inames);
 	free(c->path);
-	free(c->ntab);
+	strpool_fini(&c->onames);
 	free(c->jf);
 	free(c->js);
 	hmap_fini(&c->sym_seen);
@@ -148,48 +147,16 @@ static int window_full(struct ctx *c, mtev_writer *wr)
 	return proc_window(c, wr);
 }
 
-/* The input name @p[0..@n) interned: its index + 1 in c->inames, or 0 when
- * out of memory. */
-static uint32_t iname_get(struct ctx *c, const char *p, size_t n)
-{
-	if ((c->ninames + 1) * 2 > c->capitab) {
-		size_t nc = c->capitab ? c->capitab * 2 : 64;
-		struct nent *nt = calloc(nc, sizeof *nt);
-		if (!nt)
-			return 0;
-		for (size_t i = 0; i < c->capitab; i++) {
-			if (!c->itab[i].h)
-				continue;
-			size_t j = c->itab[i].h & (nc - 1);
-			while (nt[j].h)
-				j = (j + 1) & (nc - 1);
-			nt[j] = c->itab[i];
-		}
-		free(c->itab);
-		c->itab = nt;
-		c->capitab = nc;
-	}
-	uint64_t h = str_hash(p, n);
-	size_t j = h & (c->capitab - 1);
-	for (; c->itab[j].h; j = (j + 1) & (c->capitab - 1)) {
-		const struct nent *e = &c->itab[j];
-		if (e->h == h && e->len == n && !memcmp(e->p, p, n))
-			return e->id;
-	}
-	const char *keep = arena_strndup(&c->ar, p, n);
-	struct mtev_str ms = {keep, n};
-	if (!keep || c->ninames >= NONE - 1 || VEC_PUSH(c->inames, c->ninames, c->capinames, ms) < 0)
-		return 0;
-	c->itab[j] = (struct nent){h, keep, (uint32_t)n, (uint32_t)c->ninames};
-	return (uint32_t)c->ninames;
-}
-
 static int add_span(struct ctx *c, const struct mtev_rec *rec)
 {
 	struct pspan s = {rec->span.begin, rec->span.end, rec->span.func, c->span_seq++,
 			  rec->span.tid, rec->span.depth, rec->span.flags, 0, NONE, NONE};
-	if (rec->span.name.len && !(s.nm = iname_get(c, rec->span.name.p, rec->span.name.len)))
-		return -1;
+	if (rec->span.name.len) {
+		uint32_t nm = strpool_add(&c->inames, rec->span.name.p, rec->span.name.len, NULL);
+		if (nm >= NONE - 1)
+			return -1;
+		s.nm = nm + 1;
+	}
 	if (s.func)
 		s.func_w = want_get(c, s.tid, s.func);
 	if (rec->span.callsite) /* for its symbol record, and the attach rule */

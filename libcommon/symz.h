@@ -27,6 +27,7 @@
 #include "arena.h"
 #include "elfinfo.h"
 #include "hmap.h"
+#include "strpool.h"
 #include "llvmsym.h"
 #include "mtev.h"
 #include "symbolize.h"
@@ -243,7 +244,7 @@ struct span {
 	/* line 1 */
 	uint64_t seq;	   /* input order in the unit */
 	uint32_t tid, depth, flags;
-	uint32_t nm;	   /* input name: index + 1 in c->inames, or 0 */
+	uint32_t nm;	   /* input name: number + 1 in c->inames, or 0 */
 	uint32_t func_w;   /* want of func, or NONE */
 	uint32_t cs_w;	   /* want of the call site (its address), or NONE (none) */
 	uint32_t inner;	   /* innermost open node (its own when no inline frame is open) */
@@ -293,11 +294,6 @@ struct thr {
  * records in this range are dropped (a previous run's names, rewritten). */
 #define SID_BASE 0x80000000u
 
-struct nent {
-	uint64_t h;
-	const char *p; /* in the arena or the frames */
-	uint32_t len, id;
-};
 
 struct ctx {
 	const struct symz_opts *o;
@@ -361,10 +357,7 @@ struct ctx {
 	struct thr *thrs;
 	size_t nthrs, capthrs;
 	uint32_t last_thr; /* the thread of the last span (when nthrs) */
-	struct mtev_str *inames; /* input span names, interned (itab) */
-	size_t ninames, capinames;
-	struct nent *itab;
-	size_t capitab;
+	struct strpool inames; /* input span names */
 	uint32_t unit_tid; /* NONE: no span yet; UNIT_MULTI: several threads */
 	uint64_t unit_end; /* latest end of its spans */
 	int any_span; /* a span or waypoint was seen */
@@ -372,9 +365,7 @@ struct ctx {
 	size_t capjf;
 	char *js; /* one reply's strings, decoded */
 	size_t capjs;
-	struct nent *ntab; /* name -> string id */
-	size_t nntab, capntab;
-	uint32_t next_sid;
+	struct strpool onames; /* output span names: number + SID_BASE = string id */
 	int oom;
 	size_t window; /* o->window, else WINDOW */
 	size_t chunk;  /* o->window, else CHUNK */
@@ -464,8 +455,6 @@ int try_close_slow(struct ctx *c, uint32_t si, uint64_t now);
 void attach_ready(struct ctx *c, struct thr *t);
 
 /* symz_emit.c */
-/* The hash of the interned-name tables (input names, output names). */
-uint64_t str_hash(const char *p, size_t n);
 /* Node @x (of span @si) can get no more children before @lim. */
 int node_done(struct ctx *c, uint32_t x, uint32_t si, uint64_t lim);
 /* Writes what has settled, frees what is done.  0 or -MTEV_E*. */

@@ -10,69 +10,21 @@ static const struct result *want_res(const struct ctx *c, uint32_t w)
 	return &c->res[c->wants[w].ri];
 }
 
-uint64_t str_hash(const char *p, size_t n)
-{
-	uint64_t h = 0xcbf29ce484222325ull ^ n;
-	size_t i = 0;
-	for (; i + 8 <= n; i += 8) {
-		uint64_t w;
-		memcpy(&w, p + i, 8);
-		h = (h ^ w) * 0x100000001b3ull;
-		h ^= h >> 29;
-	}
-	for (; i < n; i++)
-		h = (h ^ (uint8_t)p[i]) * 0x100000001b3ull;
-	h ^= h >> 32;
-	return h ? h : 1;
-}
-
 /* The string id of name @s, writing its string record the first time.
  * 0 or -MTEV_E*. */
 static int name_sid(struct ctx *c, mtev_writer *wr, struct mtev_str s, uint32_t *sid)
 {
-	if ((c->nntab + 1) * 2 > c->capntab) {
-		size_t nc = c->capntab ? c->capntab * 2 : 1024;
-		struct nent *nt = calloc(nc, sizeof *nt);
-		if (!nt)
-			return -MTEV_ENOMEM;
-		for (size_t i = 0; i < c->capntab; i++) {
-			if (!c->ntab[i].h)
-				continue;
-			size_t j = c->ntab[i].h & (nc - 1);
-			while (nt[j].h)
-				j = (j + 1) & (nc - 1);
-			nt[j] = c->ntab[i];
-		}
-		free(c->ntab);
-		c->ntab = nt;
-		c->capntab = nc;
-	}
-	uint64_t h = str_hash(s.p, s.len);
-	size_t j = h & (c->capntab - 1);
-	for (; c->ntab[j].h; j = (j + 1) & (c->capntab - 1)) {
-		const struct nent *e = &c->ntab[j];
-		if (e->h == h && e->len == s.len && !memcmp(e->p, s.p, s.len)) {
-			*sid = e->id;
-			return 0;
-		}
-	}
-	if (!c->next_sid)
-		c->next_sid = SID_BASE;
-	if (c->next_sid == UINT32_MAX)
+	int fresh;
+	uint32_t i = strpool_add(&c->onames, s.p, s.len, &fresh);
+	if (i >= UINT32_MAX - SID_BASE)
 		return -MTEV_ENOMEM;
-	const char *keep = arena_strndup(&c->ar, s.p, s.len);
-	if (!keep)
-		return -MTEV_ENOMEM;
+	*sid = SID_BASE + i;
+	if (!fresh)
+		return 0;
 	struct mtev_rec rec = {.kind = MTEV_STRING};
-	rec.string.id = c->next_sid;
+	rec.string.id = *sid;
 	rec.string.text = s;
-	int r = mtev_write(wr, &rec);
-	if (r < 0)
-		return r;
-	c->ntab[j] = (struct nent){h, keep, s.len, c->next_sid};
-	c->nntab++;
-	*sid = c->next_sid++;
-	return 0;
+	return mtev_write(wr, &rec);
 }
 
 /* The name of span @si and its string id into @rec.  0 or -MTEV_E*. */
@@ -80,7 +32,8 @@ static int span_name(struct ctx *c, mtev_writer *wr, uint32_t si, struct mtev_re
 {
 	const struct span *sp = &c->spans[si];
 	if (sp->nm) {
-		rec->span.name = c->inames[sp->nm - 1];
+		const struct spstr *in = &c->inames.v[sp->nm - 1];
+		rec->span.name = (struct mtev_str){in->p, in->len};
 		return name_sid(c, wr, rec->span.name, &rec->span.name_id);
 	}
 	if (sp->func_w == NONE || c->wants[sp->func_w].pfi == NONE)

@@ -18,16 +18,6 @@ void warn(tw *t, const char *fmt, ...)
 	t->o.warn(t->o.warn_ctx, t->msg);
 }
 
-static uint32_t hash64(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	x ^= x >> 33;
-	return (uint32_t)x;
-}
-
 /* ---- the string arena ---- */
 
 int arena_add(tw *t, const char *p, size_t len, uint32_t *off)
@@ -64,24 +54,6 @@ size_t clip(const char *p, size_t len, size_t max)
 
 /* ---- threads ---- */
 
-static int thash_grow(tw *t)
-{
-	uint32_t size = t->thmask ? (t->thmask + 1) * 2 : 256;
-	uint32_t *h = calloc(size, sizeof *h);
-	if (!h)
-		return fail(t, TW_ENOMEM);
-	for (uint32_t i = 0; i < t->nthr; i++) {
-		uint32_t pos = hash64(t->thr[i].tid) & (size - 1);
-		while (h[pos])
-			pos = (pos + 1) & (size - 1);
-		h[pos] = i + 1;
-	}
-	free(t->thash);
-	t->thash = h;
-	t->thmask = size - 1;
-	return 0;
-}
-
 static struct thr *thread_find_add(tw *t, uint32_t tid);
 
 static inline struct thr *thread_get(tw *t, uint32_t tid)
@@ -93,77 +65,31 @@ static inline struct thr *thread_get(tw *t, uint32_t tid)
 
 static struct thr *thread_find_add(tw *t, uint32_t tid)
 {
-	if (t->thmask) {
-		uint32_t pos = hash64(tid) & t->thmask;
-		for (; t->thash[pos]; pos = (pos + 1) & t->thmask)
-			if (t->thr[t->thash[pos] - 1].tid == tid) {
-				t->last_tid = tid;
-				t->last_thr = t->thash[pos];
-				return &t->thr[t->thash[pos] - 1];
-			}
-	}
-	if ((t->nthr + 1) * 2 > t->thmask && thash_grow(t) < 0)
-		return NULL;
-	if (t->nthr == t->thrcap) {
-		uint32_t nc = t->thrcap ? t->thrcap * 2 : 64;
-		struct thr *n = realloc(t->thr, nc * sizeof *n);
-		if (!n) {
+	uint32_t i = hmap_get(&t->tidx, tid, 0);
+	if (i == HMAP_NONE) {
+		if (mt_grow((void **)&t->thr, &t->thrcap, t->nthr + 1, sizeof *t->thr) < 0 ||
+		    hmap_put(&t->tidx, tid, 0, t->nthr) == HMAP_NONE) {
 			fail(t, TW_ENOMEM);
 			return NULL;
 		}
-		t->thr = n;
-		t->thrcap = nc;
+		i = t->nthr++;
+		struct thr *th = &t->thr[i];
+		memset(th, 0, sizeof *th);
+		th->tid = tid;
+		th->pid = tid;
+		th->dropped_at = UINT32_MAX;
 	}
-	struct thr *th = &t->thr[t->nthr];
-	memset(th, 0, sizeof *th);
-	th->tid = tid;
-	th->pid = tid;
-	th->dropped_at = UINT32_MAX;
-	uint32_t pos = hash64(tid) & t->thmask;
-	while (t->thash[pos])
-		pos = (pos + 1) & t->thmask;
-	t->thash[pos] = ++t->nthr;
 	t->last_tid = tid;
-	t->last_thr = t->nthr;
-	return th;
+	t->last_thr = i + 1;
+	return &t->thr[i];
 }
 
 /* ---- functions and symbols ---- */
 
-/* Multiplicative hashing: the high half of the product. */
-static inline uint32_t mix64(uint64_t x)
-{
-	return (uint32_t)((x * 0x9e3779b97f4a7c15ull) >> 32);
-}
-
-static int fhash_grow(tw *t)
-{
-	uint32_t size = t->fhmask ? (t->fhmask + 1) * 2 : 4096;
-	struct fent *h = calloc(size, sizeof *h);
-	if (!h)
-		return fail(t, TW_ENOMEM);
-	for (uint32_t i = 0; i < t->nfn; i++) {
-		uint32_t pos = mix64(t->fn[i].addr) & (size - 1);
-		while (h[pos].idx1)
-			pos = (pos + 1) & (size - 1);
-		h[pos].addr = t->fn[i].addr;
-		h[pos].idx1 = i + 1;
-	}
-	free(t->fhash);
-	t->fhash = h;
-	t->fhmask = size - 1;
-	return 0;
-}
-
 static inline struct func *func_find(tw *t, uint64_t addr)
 {
-	if (!t->fhmask)
-		return NULL;
-	for (uint32_t pos = mix64(addr) & t->fhmask; t->fhash[pos].idx1;
-	     pos = (pos + 1) & t->fhmask)
-		if (t->fhash[pos].addr == addr)
-			return &t->fn[t->fhash[pos].idx1 - 1];
-	return NULL;
+	uint32_t i = hmap_get(&t->fidx, addr, 0);
+	return i == HMAP_NONE ? NULL : &t->fn[i];
 }
 
 /* Number formatting by hand (no printf on the span path).  Each writes at @p
@@ -267,11 +193,9 @@ static struct func *func_add(tw *t, uint64_t addr);
 /* The index of @addr's entry in t->fn (made if new), or UINT32_MAX (error). */
 static inline uint32_t func_index(tw *t, uint64_t addr)
 {
-	if (t->fhmask)
-		for (uint32_t pos = mix64(addr) & t->fhmask; t->fhash[pos].idx1;
-		     pos = (pos + 1) & t->fhmask)
-			if (t->fhash[pos].addr == addr)
-				return t->fhash[pos].idx1 - 1;
+	uint32_t i = hmap_get(&t->fidx, addr, 0);
+	if (i != HMAP_NONE)
+		return i;
 	struct func *f = func_add(t, addr);
 	return f ? (uint32_t)(f - t->fn) : UINT32_MAX;
 }
@@ -284,62 +208,19 @@ static inline struct func *func_get(tw *t, uint64_t addr)
 
 static struct func *func_add(tw *t, uint64_t addr)
 {
-	struct func *f;
-	if ((t->nfn + 1) * 2 > t->fhmask && fhash_grow(t) < 0)
+	/* room for 1024 at first: growing from 16 copies the array 6 more times */
+	if (mt_grow((void **)&t->fn, &t->fncap, t->nfn < 1024 ? 1024 : t->nfn + 1, sizeof *t->fn) < 0 ||
+	    hmap_put(&t->fidx, addr, 0, t->nfn) == HMAP_NONE) {
+		fail(t, TW_ENOMEM);
 		return NULL;
-	if (t->nfn == t->fncap) {
-		uint32_t nc = t->fncap ? t->fncap * 2 : 1024;
-		struct func *n = realloc(t->fn, nc * sizeof *n);
-		if (!n) {
-			fail(t, TW_ENOMEM);
-			return NULL;
-		}
-		t->fn = n;
-		t->fncap = nc;
 	}
-	f = &t->fn[t->nfn];
+	struct func *f = &t->fn[t->nfn++];
 	memset(f, 0, sizeof *f);
 	f->addr = addr;
-	uint32_t pos = mix64(addr) & t->fhmask;
-	while (t->fhash[pos].idx1)
-		pos = (pos + 1) & t->fhmask;
-	t->fhash[pos].addr = addr;
-	t->fhash[pos].idx1 = ++t->nfn;
 	return f;
 }
 
 /* ---- names by reference ---- */
-
-static int nmhash_grow(tw *t)
-{
-	uint32_t size = t->nmmask ? (t->nmmask + 1) * 2 : 1024;
-	struct nment *h = calloc(size, sizeof *h);
-	if (!h)
-		return fail(t, TW_ENOMEM);
-	for (uint32_t i = 0; i < t->nnm; i++) {
-		if (!t->nm[i].live)
-			continue;
-		uint32_t pos = mix64(t->nm[i].id) & (size - 1);
-		while (h[pos].idx1)
-			pos = (pos + 1) & (size - 1);
-		h[pos].id = t->nm[i].id;
-		h[pos].idx1 = i + 1;
-	}
-	free(t->nmhash);
-	t->nmhash = h;
-	t->nmmask = size - 1;
-	return 0;
-}
-
-static inline struct nment *nm_slot(tw *t, uint32_t id)
-{
-	if (!t->nmmask)
-		return NULL;
-	for (uint32_t pos = mix64(id) & t->nmmask; t->nmhash[pos].idx1; pos = (pos + 1) & t->nmmask)
-		if (t->nmhash[pos].id == id)
-			return &t->nmhash[pos];
-	return NULL;
-}
 
 static struct rname *nm_add(tw *t, uint32_t id, const char *p, size_t len);
 
@@ -348,54 +229,39 @@ static struct rname *nm_add(tw *t, uint32_t id, const char *p, size_t len);
  * copied, clipped and interned once per name. */
 static inline uint32_t nm_index(tw *t, uint32_t id, const char *p, size_t len)
 {
-	struct nment *sl = nm_slot(t, id);
-	if (sl)
-		return sl->idx1 - 1;
+	uint32_t i = hmap_get(&t->nmidx, id, 0);
+	if (i != HMAP_NONE)
+		return i;
 	struct rname *e = nm_add(t, id, p, len);
 	return e ? (uint32_t)(e - t->nm) : UINT32_MAX;
 }
 
 static struct rname *nm_add(tw *t, uint32_t id, const char *p, size_t len)
 {
-	if ((t->nnm + 1) * 2 > t->nmmask && nmhash_grow(t) < 0)
+	if (mt_grow((void **)&t->nm, &t->nmcap, t->nnm + 1, sizeof *t->nm) < 0) {
+		fail(t, TW_ENOMEM);
 		return NULL;
-	if (t->nnm == t->nmcap) {
-		uint32_t nc = t->nmcap ? t->nmcap * 2 : 1024;
-		struct rname *n = realloc(t->nm, nc * sizeof *n);
-		if (!n) {
-			fail(t, TW_ENOMEM);
-			return NULL;
-		}
-		t->nm = n;
-		t->nmcap = nc;
 	}
 	struct rname *e = &t->nm[t->nnm];
 	memset(e, 0, sizeof *e);
-	e->id = id;
-	e->live = 1;
 	len = clip(p, len, MAX_NAME);
 	if (arena_add(t, p, len, &e->name_off) < 0)
 		return NULL;
 	e->name_len = (uint32_t)len;
-	uint32_t pos = mix64(id) & t->nmmask;
-	while (t->nmhash[pos].idx1)
-		pos = (pos + 1) & t->nmmask;
-	t->nmhash[pos].id = id;
-	t->nmhash[pos].idx1 = ++t->nnm;
+	if (hmap_put(&t->nmidx, id, 0, t->nnm) == HMAP_NONE) {
+		fail(t, TW_ENOMEM);
+		return NULL;
+	}
+	t->nnm++;
 	return e;
 }
 
-/* A string record (re)defines @id: an entry made from the old text is dropped
- * (the hash is rebuilt without it; redefinitions are rare). */
+/* A string record (re)defines @id: an entry made from the old text is
+ * forgotten (the next span naming @id makes a new one). */
 static __attribute__((noinline)) int on_string(tw *t, const struct mtev_rec *r)
 {
-	struct nment *sl = nm_slot(t, r->string.id);
-	if (!sl)
-		return 0;
-	t->nm[sl->idx1 - 1].live = 0;
-	t->nm[sl->idx1 - 1].id = 0;
-	t->nmmask = t->nmmask ? (t->nmmask + 1) / 2 - 1 : 0;
-	return nmhash_grow(t);
+	hmap_del(&t->nmidx, r->string.id, 0);
+	return 0;
 }
 
 static __attribute__((noinline)) int on_symbol(tw *t, const struct mtev_rec *r)
@@ -462,11 +328,11 @@ void tw_free(tw *t)
 		free(t->thr[i].pname);
 	}
 	free(t->thr);
-	free(t->thash);
+	hmap_fini(&t->tidx);
 	free(t->fn);
-	free(t->fhash);
+	hmap_fini(&t->fidx);
 	free(t->nm);
-	free(t->nmhash);
+	hmap_fini(&t->nmidx);
 	free(t->arena);
 	free(t);
 }
@@ -559,12 +425,7 @@ size_t flags_str_slow(tw *t, unsigned flags, char tmp[256], const char **p)
 /* Closes the open frames of @th from the top down to depth @d. */
 static int close_to(tw *t, struct thr *th, uint32_t d)
 {
-	while (th->open > d) {
-		int r = t->be->end(t, th, &th->st[--th->open]);
-		if (r < 0)
-			return r;
-	}
-	return 0;
+	return th->open > d ? t->be->end_to(t, th, d) : 0;
 }
 
 static int drop(tw *t, struct thr *th, const struct mtev_rec *r, unsigned why, const char *fmt, ...)

@@ -20,7 +20,9 @@
 #include <string.h>
 
 #include "fxt.h"
+#include "hmap.h"
 #include "mtev_text.h"
+#include "vec.h"
 
 /* Why begin/end events for spans with children: Perfetto closes a complete
  * slice as soon as a slice begins at or after its end, so a zero-length span
@@ -96,31 +98,25 @@ struct tw {
 	int started;
 	/* threads: tid -> index in thr[] */
 	struct thr *thr;
-	uint32_t nthr, thrcap;
-	uint32_t *thash;
-	uint32_t thmask;
+	uint32_t nthr;
+	size_t thrcap;
+	struct hmap tidx;
 	/* functions: addr -> index in fn[] */
 	struct func *fn;
-	uint32_t nfn, fncap;
-	struct fent {
-		uint64_t addr;
-		uint32_t idx1; /* index in fn[] + 1, 0 = empty cell */
-	} *fhash;
-	uint32_t fhmask;
+	uint32_t nfn;
+	size_t fncap;
+	struct hmap fidx;
 	char *arena;
 	size_t alen, acap;
 	/* names by reference (span name_id): string id -> index in nm[] */
 	struct rname {
-		uint32_t id, live; /* live: 0 after its string record was redefined */
 		uint32_t name_off, name_len; /* in the arena */
 		uint32_t jname_off, jname_len; /* JSON-quoted, 0 until first needed */
 		struct fxt_ref_cache c;
 	} *nm;
-	uint32_t nnm, nmcap;
-	struct nment {
-		uint32_t id, idx1; /* idx1: index in nm[] + 1, 0 = empty cell */
-	} *nmhash;
-	uint32_t nmmask;
+	uint32_t nnm;
+	size_t nmcap;
+	struct hmap nmidx; /* only entries made since their id's last string record */
 	/* JSON output */
 	char *jb;
 	size_t jlen;
@@ -159,8 +155,9 @@ struct tw_backend {
 	 * (@rn its name by reference, or NULL). */
 	int (*span)(tw *t, struct thr *th, struct frame *f, const struct mtev_rec *r,
 		    struct rname *rn);
-	/* Frame @f of @th ends (popped from the top). */
-	int (*end)(tw *t, struct thr *th, struct frame *f);
+	/* The frames of @th above depth @d end, from the top down (th->open
+	 * becomes @d; one call for them all, not one a frame). */
+	int (*end_to)(tw *t, struct thr *th, uint32_t d);
 	/* Instants: gap @r named @name (@n bytes), its message clipped to @mlen,
 	 * its duration @dur; trigger @r named @name. */
 	int (*gap)(tw *t, struct thr *th, const struct mtev_rec *r, const char *name, size_t n,

@@ -86,32 +86,41 @@ static int fxt_span(tw *t, struct thr *th, struct frame *f, unsigned type)
 /* FXT: span @f (just pushed on @th) is held back until the next
  * span of its thread says whether it has children (see close_to); a held
  * parent that gets a child is written now as a begin event. */
+static int fxt_hold_named(tw *t, struct thr *th, struct frame *f, const struct mtev_rec *r)
+{
+	int rc;
+	/* the parent first: it may be named by th->pname too */
+	if (f > th->st && f[-1].pending && (rc = fxt_span(t, th, f - 1, FXT_EV_BEGIN)) < 0)
+		return rc;
+	const char *name = r->span.name.p;
+	size_t nlen = clip(name, r->span.name.len, MAX_NAME);
+	if (nlen > th->pname_cap) {
+		size_t nc = nlen < 64 ? 64 : nlen;
+		char *n = realloc(th->pname, nc);
+		if (!n)
+			return fail(t, TW_ENOMEM);
+		th->pname = n;
+		th->pname_cap = nc;
+	}
+	memcpy(th->pname, name, nlen);
+	th->pname_len = nlen;
+	f->named = 1;
+	f->pending = 1;
+	return 0;
+}
+
 static int fxt_span_hold(tw *t, struct thr *th, struct frame *f, const struct mtev_rec *r,
 			 struct rname *rn)
 {
-	uint32_t d = (uint32_t)(f - th->st);
-	int rc;
-	/* the parent, if held back, has a child: it is written as a begin */
-	if (d > 0 && th->st[d - 1].pending && (rc = fxt_span(t, th, &th->st[d - 1], FXT_EV_BEGIN)) < 0)
-		return rc;
-	if (rn) {
+	if (!rn && r->span.name.len)
+		return fxt_hold_named(t, th, f, r);
+	if (rn)
 		f->named = 2;
-	} else if (r->span.name.len) {
-		const char *name = r->span.name.p;
-		size_t nlen = clip(name, r->span.name.len, MAX_NAME);
-		if (nlen > th->pname_cap) {
-			size_t nc = nlen < 64 ? 64 : nlen;
-			char *n = realloc(th->pname, nc);
-			if (!n)
-				return fail(t, TW_ENOMEM);
-			th->pname = n;
-			th->pname_cap = nc;
-		}
-		memcpy(th->pname, name, nlen);
-		th->pname_len = nlen;
-		f->named = 1;
-	}
 	f->pending = 1;
+	if (f > th->st && f[-1].pending) {
+		int rc = fxt_span(t, th, f - 1, FXT_EV_BEGIN);
+		return rc < 0 ? rc : 0;
+	}
 	return 0;
 }
 
@@ -159,6 +168,14 @@ static int fxt_end(tw *t, struct thr *th, struct frame *f)
 		r = fxt_eventp_memo(t->fx, &t->end_memo, FXT_EV_END, th->pid, th->tid, &th->tref,
 				    NULL, NULL, f->end, NULL, 0, 0);
 	return r < 0 ? fx(t, r) : 0;
+}
+
+static int fxt_end_to(tw *t, struct thr *th, uint32_t d)
+{
+	int r = 0;
+	while (th->open > d && (r = fxt_end(t, th, &th->st[--th->open])) == 0)
+		;
+	return r;
 }
 
 static int fxt_gap(tw *t, struct thr *th, const struct mtev_rec *r, const char *name, size_t n,
@@ -229,7 +246,7 @@ const struct tw_backend tw_fxt_backend = {
 	.process = fxt_process_name,
 	.thread = fxt_thread,
 	.span = fxt_span_hold,
-	.end = fxt_end,
+	.end_to = fxt_end_to,
 	.gap = fxt_gap,
 	.trigger = fxt_trigger,
 	.finish = fxt_finish,

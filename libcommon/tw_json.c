@@ -371,6 +371,14 @@ static int json_end(tw *t, struct thr *th, struct frame *f)
 	return 0;
 }
 
+static int json_end_to(tw *t, struct thr *th, uint32_t d)
+{
+	int r = 0;
+	while (th->open > d && (r = json_end(t, th, &th->st[--th->open])) == 0)
+		;
+	return r;
+}
+
 static int json_gap(tw *t, struct thr *th, const struct mtev_rec *r, const char *name, size_t n,
 		    size_t mlen, uint64_t dur)
 {
@@ -427,7 +435,7 @@ const struct tw_backend tw_json_backend = {
 	.process = json_process,
 	.thread = json_thread,
 	.span = json_span_begin,
-	.end = json_end,
+	.end_to = json_end_to,
 	.gap = json_gap,
 	.trigger = json_trigger,
 	.finish = json_finish,

@@ -1,6 +1,6 @@
 # Benchmarks: `make bench` builds and runs everything in bench/.
 # bench/pipeline.sh (the issue-9 table: bare libipt loop, mt-decode, perf
-# script, the whole pipeline, peak RSS) walks build/programs/fnptr with
+# script, the whole pipeline, peak RSS) walks $(BUILD)/programs/fnptr with
 # mt-ptgen; BENCH_INSNS (default 50M) and BENCH_REPS (default 3) size it.
 # Every benchmark program, here only: bench/NAME.c -> $(BUILD)/bench/NAME
 # (seg_gen feeds bench/segment.sh, symbolize_gen bench/symbolize.sh).

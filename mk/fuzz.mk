@@ -1,20 +1,20 @@
 # Fuzzing: libFuzzer targets in fuzz/fuzz_*.c, built with clang (ASan + UBSan)
-# against the library sources compiled again into build/fuzz/.
+# against the library sources compiled again into $(BUILD)/fuzz/.
 #
-#   make fuzz            build every target (build/fuzz/fuzz_NAME)
+#   make fuzz            build every target ($(BUILD)/fuzz/fuzz_NAME)
 #   make fuzz-smoke      run each target FUZZ_SECONDS (30) seconds, FUZZ_JOBS (2) at a time
 #   make fuzz-run T=NAME run one target FUZZ_SECONDS seconds
 #   make fuzz-campaign T="NAME..." RUNS=N  run targets to N executions each (FUZZ_DIR)
 #
 # The corpus that grows while fuzzing is fuzz/corpus-NAME/ (git-ignored); the
-# seeds are assembled from the tests into build/fuzz/seeds-NAME/ by
+# seeds are assembled from the tests into $(BUILD)/fuzz/seeds-NAME/ by
 # fuzz/seeds.sh.  When clang's libFuzzer runtime is installed, the targets are
 # built before `make test` and tests/robustness.bats replays the seed corpora
 # and the kept findings tests/corrupt/fuzz-* once each (smoke.sh -r): no
 # campaign runs in `make test`.
 
 FUZZ_CC ?= clang
-FUZZ_BUILD := build/fuzz
+FUZZ_BUILD := $(BUILD)/fuzz
 FUZZ_SECONDS ?= 30
 FUZZ_JOBS ?= 2
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer

@@ -5,6 +5,7 @@
 #   PROG: fatal: unable to read IN: REASON    (truncated, garbage, a read error)
 # one line, and no output file.  Usage errors are one line pointing to --help.
 # Every stage reads -i FILE (issue 18 item 7).
+. "$BATS_TEST_DIRNAME/../mk/build-dir.sh"
 
 setup() {
 	ROOT="$BATS_TEST_DIRNAME/.."
@@ -225,7 +226,7 @@ expect() {
 		mt-summary) "$BIN/mt-summary" "$2" > /dev/null ;;
 		esac
 	}
-	head -c 100000 "$BATS_TEST_DIRNAME/../build/programs/recursion" > "$T/cut.elf" 2> /dev/null ||
+	head -c 100000 "$MT_BUILD/programs/recursion" > "$T/cut.elf" 2> /dev/null ||
 		head -c 100000 "$BIN/mt-cat" > "$T/cut.elf"
 	printf 'MTPTSIM1\001\000' > "$T/cut.run"
 	for tool in mt-ptsim mt-ptgen mt-summary; do

@@ -6,11 +6,12 @@
 # tests/.cache/ptsim-exact/runs/ (mk/ptsim.mk); every configuration here is a
 # --replay of that run (no stepping).  Judged against mt-ptsim's truth with
 # the honest window (-b truth.mt: the truth's own window).
+. "$BATS_TEST_DIRNAME/../mk/build-dir.sh"
 
 setup() {
 	BIN="$BATS_TEST_DIRNAME/../bin"
 	R="$BATS_TEST_DIRNAME/.cache/ptsim-exact/runs"
-	P="$BATS_TEST_DIRNAME/../build/programs/exact"
+	P="$MT_BUILD/programs/exact"
 	T="$BATS_TEST_TMPDIR"
 	[ -f "$R/qsort.run" ] || skip "no cached runs (make exact-cache)"
 }

@@ -4,6 +4,7 @@
 # here (small scripts) or kept under tests/corrupt/.  Memory bounds are checked
 # with `ulimit -v`: a stage that sized something by a number it read fails
 # under the bound; one that follows what it holds runs.
+. "$BATS_TEST_DIRNAME/../mk/build-dir.sh"
 
 setup() {
 	ROOT="$BATS_TEST_DIRNAME/.."
@@ -217,8 +218,8 @@ b[o:o + 8] = (64).to_bytes(8, "little"); sys.stdout.buffer.write(b)' "$P" "$off"
 }
 
 @test "mt-decode: exit 1 always comes with a line saying what was damaged and where (raw PT fuzz inputs)" {
-	img="$ROOT/build/programs/recursion"
-	[ -f "$img" ] || skip "build/programs/recursion not built"
+	img="$MT_BUILD/programs/recursion"
+	[ -f "$img" ] || skip "$MT_BUILD/programs/recursion not built"
 	n=0
 	for f in "$C"/fuzz-ptdecode-*.pt; do
 		run "$BIN/mt-decode" --cpu 6/94/3 --image "$img:0x1000:0x78000@0x401000" --pt "$f" -o "$T/o.mt"
@@ -286,8 +287,8 @@ b[o:o + 8] = (64).to_bytes(8, "little"); sys.stdout.buffer.write(b)' "$P" "$off"
 # ---- an iret has its resume address (formats/mtev-semantics.md) ----
 
 @test "mt-decode: an asynchronous branch whose TIP has no address gives an interrupt, then a trace-start where tracing goes on; never iret to=0" {
-	img="$ROOT/build/programs/recursion"
-	[ -f "$img" ] || skip "build/programs/recursion not built"
+	img="$MT_BUILD/programs/recursion"
+	[ -f "$img" ] || skip "$MT_BUILD/programs/recursion not built"
 	# PSB, PSBEND, TIP.PGE 0x401000, FUP 0x401000, TIP with no ip bytes
 	f="$C/fuzz-ptdecode-async-branch-no-resume.pt"
 	run "$BIN/mt-decode" --cpu 6/94/3 --image "$img:0x1000:0x78000@0x401000" --pt "$f" -o "$T/o.mt"
@@ -318,8 +319,8 @@ b[o:o + 8] = (64).to_bytes(8, "little"); sys.stdout.buffer.write(b)' "$P" "$off"
 
 # sym_input: a stream mt-symbolize must ask the symbolizer about
 sym_input() {
-	PROGS="$(cd "$ROOT" && pwd)/build/programs"
-	[ -x "$PROGS/sym_inline" ] || skip "build/programs/sym_inline not built"
+	PROGS="$MT_BUILD/programs"
+	[ -x "$PROGS/sym_inline" ] || skip "$MT_BUILD/programs/sym_inline not built"
 	export XDG_CACHE_HOME="$T/cache"
 	"$BATS_TEST_DIRNAME/symbolize-gen.sh" "$PROGS/sym_inline" 0x555555554000 sym_mixed > "$T/in.txt"
 	"$BIN/mt-undump" -o "$T/in.mt" "$T/in.txt"
@@ -375,8 +376,8 @@ sym_input() {
 # ---- 18. leaks (LeakSanitizer) ----
 
 @test "LeakSanitizer: mt-decode's raw mode (image specs) and mt-cat's error paths free what they allocate" {
-	L="$ROOT/build/fuzz/lsan"
-	[ -x "$L/mt-decode" ] && [ -x "$L/mt-cat" ] || skip "no clang/LSan build (make fuzz: build/fuzz/lsan/)"
+	L="$MT_BUILD/fuzz/lsan"
+	[ -x "$L/mt-decode" ] && [ -x "$L/mt-cat" ] || skip "no clang/LSan build (make fuzz: $MT_BUILD/fuzz/lsan/)"
 	# LeakSanitizer cannot run under ptrace (strace, gdb): it fails on any input
 	grep -q '^TracerPid:[[:space:]]*0$' /proc/self/status || skip "traced: LeakSanitizer cannot run under ptrace"
 	export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1
@@ -386,8 +387,8 @@ sym_input() {
 	# raw mode: two image specs, a PT input that decodes
 	pt=$(ls "$ROOT"/build/fuzz/seeds-ptdecode/aux-clean.* 2>/dev/null | head -1)
 	[ -n "$pt" ] || pt="$C/fuzz-ptdecode-enabled-at-0.pt"
-	run "$L/mt-decode" --pt "$pt" --image "$ROOT/build/programs/recursion:0x1000:0x78000@0x401000" \
-		--image "$ROOT/build/programs/recursion:0x1000:0x1000@0x10000000" -o "$T/o.mt"
+	run "$L/mt-decode" --pt "$pt" --image "$MT_BUILD/programs/recursion:0x1000:0x78000@0x401000" \
+		--image "$MT_BUILD/programs/recursion:0x1000:0x1000@0x10000000" -o "$T/o.mt"
 	[ "$status" -le 1 ] && [[ "$output" != *LeakSanitizer* ]] || { echo "$output"; return 1; }
 	# mt-cat: a missing second input, a truncated one, garbage, an unwritable output
 	for args in "$T/g.mt /nonexistent" "$T/g.mt $T/cut.mt" "$T/g.mt $T/junk" "-o /nonexistent/dir/o.mt $T/g.mt"; do

@@ -3,6 +3,7 @@
 # file; a program built with `pkg-config --cflags --libs magictrace` against
 # the shared library is watched by the trigger (tests/unit/test_trigger.c:
 # it sees exactly the calls the program documents, with their arguments).
+. "$BATS_TEST_DIRNAME/../mk/build-dir.sh"
 
 setup() {
 	ROOT="$(cd "$BATS_TEST_DIRNAME/.." && pwd)"
@@ -21,7 +22,7 @@ setup() {
 	# really the shared library, and not a copy of the function in the program
 	LD_LIBRARY_PATH="$T/inst/lib" ldd "$T/calls" | grep -q "libmagictrace.so.1 => $T/inst/lib/libmagictrace.so.1"
 	! nm "$T/calls" | grep -q " T magic_trace_stop_indicator"
-	LD_LIBRARY_PATH="$T/inst/lib" "$ROOT/build/tests/test_trigger" "$T/calls" > "$T/tap"
+	LD_LIBRARY_PATH="$T/inst/lib" "$MT_BUILD/tests/test_trigger" "$T/calls" > "$T/tap"
 	cat "$T/tap"
 	! grep -q "^not ok" "$T/tap"
 	# where the stop indicator was found: in the installed shared library

@@ -2,11 +2,12 @@
 # mt-ptgen: its PT is valid for the real binary it walks.  Judged by libipt
 # (mt-decode, against the binary's own code) and by perf's decoder, both
 # against the generated truth; plus determinism and bad use.
+. "$BATS_TEST_DIRNAME/../mk/build-dir.sh"
 
 setup() {
 	cd "$BATS_TEST_DIRNAME/.." || exit 1
 	T=$BATS_TEST_TMPDIR
-	B=build/programs/fnptr
+	B=$MT_BUILD/programs/fnptr
 }
 
 # Branch records of an MTEV stream, each thread's in order, threads one after

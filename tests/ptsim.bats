@@ -2,6 +2,7 @@
 # mt-ptsim: its PT decodes (libipt, perf) to exactly its truth; faults change
 # the PT and never the truth; bad use fails cleanly.  Uses the cached runs
 # built by mk/ptsim.mk (make test builds them first).
+. "$BATS_TEST_DIRNAME/../mk/build-dir.sh"
 
 setup() {
 	cd "$BATS_TEST_DIRNAME/.." || exit 1
@@ -51,7 +52,7 @@ truth_branches() {
 
 @test "libipt decodes the clean PT of every program to exactly the truth (flow and times)" {
 	for p in $PROGS; do
-		run build/tests/ptcheck "$C/clean/$p"
+		run "$MT_BUILD/tests/ptcheck" "$C/clean/$p"
 		echo "$p: $output"
 		[ "$status" -eq 0 ]
 	done
@@ -59,7 +60,7 @@ truth_branches() {
 
 @test "libipt: windowed (snapshot) PT decodes to exactly the window's truth" {
 	for p in $PROGS; do
-		run build/tests/ptcheck "$C/window/$p"
+		run "$MT_BUILD/tests/ptcheck" "$C/window/$p"
 		echo "$p: $output"
 		[ "$status" -eq 0 ]
 	done
@@ -67,7 +68,7 @@ truth_branches() {
 
 @test "libipt: PT without return compression decodes to exactly the truth" {
 	for p in $PROGS; do
-		run build/tests/ptcheck "$C/noretcomp/$p"
+		run "$MT_BUILD/tests/ptcheck" "$C/noretcomp/$p"
 		echo "$p: $output"
 		[ "$status" -eq 0 ]
 	done
@@ -121,7 +122,7 @@ truth_branches() {
 			[ "$v/$p" = truncate/longjmp ] && { echo "# known issue: $v/$p skipped"; continue; }
 			off=$(awk '!/^#/{print $6; exit}' "$C/$v/$p/faults.txt")
 			[ -n "$off" ]
-			run build/tests/ptcheck "$C/$v/$p" --fault --at-offset "$off"
+			run "$MT_BUILD/tests/ptcheck" "$C/$v/$p" --fault --at-offset "$off"
 			echo "$v/$p (offset $off): $output"
 			[ "$status" -eq 0 ]
 			[[ "$output" == *"fault-at"* ]]
@@ -131,7 +132,7 @@ truth_branches() {
 }
 
 @test "replay re-synthesizes exactly what the stepped run wrote" {
-	bin/mt-ptsim --save-run "$T/r.run" -o "$T/a" -- build/programs/tailcall
+	bin/mt-ptsim --save-run "$T/r.run" -o "$T/a" -- "$MT_BUILD/programs/tailcall"
 	bin/mt-ptsim --replay "$T/r.run" -o "$T/b"
 	for f in perf.data truth.mt truth-spans.mt; do cmp "$T/a/$f" "$T/b/$f"; done
 }
@@ -152,7 +153,7 @@ truth_branches() {
 	[[ "$output" == *"cannot execute"* ]]
 	run bin/mt-ptsim -o "$T/x" --inject bogus@1 -- /bin/true
 	[ "$status" -eq 2 ]
-	run bin/mt-ptsim -o "$T/x" --start-at no_such_symbol -- build/programs/tailcall
+	run bin/mt-ptsim -o "$T/x" --start-at no_such_symbol -- "$MT_BUILD/programs/tailcall"
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"no_such_symbol"* ]]
 	run bin/mt-ptsim --replay /dev/null -o "$T/x"
@@ -166,7 +167,7 @@ truth_branches() {
 	[ "$status" -eq 1 ]
 	[[ "$output" == *"killed by signal 11"* ]]
 	[ "${#lines[@]}" -eq 1 ]
-	run build/tests/ptcheck "$T/c"
+	run "$MT_BUILD/tests/ptcheck" "$T/c"
 	[ "$status" -eq 0 ]
 	! pgrep -f "$T/crash"
 }
@@ -179,24 +180,24 @@ truth_branches() {
 	[[ "$output" == *"--max-insns"* ]]
 	[ "${#lines[@]}" -eq 1 ]
 	! pgrep -f "$T/spin"
-	run build/tests/ptcheck "$T/s"
+	run "$MT_BUILD/tests/ptcheck" "$T/s"
 	[ "$status" -eq 0 ]
 }
 
 @test "--stop-at and the default stop indicator end the trace at the trigger" {
 	run bin/mt-dump "$C/clean/snapshot/truth.mt"
 	[[ "$output" == *'trigger '*'symbol="magic_trace_stop_indicator"'* ]]
-	addr=$(nm build/programs/snapshot | awk '$3=="magic_trace_stop_indicator"{print $1}' | sed 's/^0*//')
+	addr=$(nm "$MT_BUILD/programs/snapshot" | awk '$3=="magic_trace_stop_indicator"{print $1}' | sed 's/^0*//')
 	last=$(echo "$output" | grep '^branch' | tail -1)
 	[[ "$last" == *"type=trace-end from=0x$addr "* ]]
-	bin/mt-ptsim --stop-at busy -o "$T/b" -- build/programs/snapshot
+	bin/mt-ptsim --stop-at busy -o "$T/b" -- "$MT_BUILD/programs/snapshot"
 	run bin/mt-dump "$T/b/truth.mt"
-	addr=$(nm build/programs/snapshot | awk '$3=="busy"{print $1}' | sed 's/^0*//')
+	addr=$(nm "$MT_BUILD/programs/snapshot" | awk '$3=="busy"{print $1}' | sed 's/^0*//')
 	[[ "$(echo "$output" | grep '^branch' | tail -1)" == *"type=trace-end from=0x$addr "* ]]
 }
 
 @test "truth spans: nesting, pre-order, and each program's known call tree" {
-	S=build/tests/spancheck; P=build/programs
+	S=$MT_BUILD/tests/spancheck; P=$MT_BUILD/programs
 	for p in $PROGS; do
 		for v in clean window; do
 			run $S "$C/$v/$p/truth-spans.mt" "$P/$p"

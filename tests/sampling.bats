@@ -5,6 +5,7 @@
 # Judged by Perfetto's trace processor (tests/perfetto/tp.js) and perf.
 # Assertions hold whatever the load: cpu-clock samples follow CPU time, and
 # no test counts samples exactly.
+. "$BATS_TEST_DIRNAME/../mk/build-dir.sh"
 
 setup_file() {
 	P="$BATS_FILE_TMPDIR/prog"
@@ -158,7 +159,10 @@ all_threads_under() {
 }
 
 @test "xz -T2: its worker threads are threads of the xz process, named, not separate processes" {
-	"$MT" run --dir "$T/x" -- xz -T2 -6 -c "$IN/big.txt" > /dev/null 2> "$T/err" || { cat "$T/err"; return 1; }
+	# 1 MiB blocks: the 7 MB input is 7 blocks, so both workers compress (big.txt, 22 MB, was
+	# one -6 block of 24 MiB: one worker, 41 s of CPU; this is 5 s)
+	"$MT" run --dir "$T/x" -- xz -T2 -6 --block-size=1MiB -c "$IN/lines.txt" > /dev/null 2> "$T/err" ||
+		{ cat "$T/err"; return 1; }
 	pid=$("$BIN/mt-dump" -k process "$T/x/hits.mt" | sed -n 's/.*pid=\([0-9]*\).*/\1/p' | head -1)
 	all_threads_under "$T/x/trace.fxt" "$pid"
 	# the compressing threads (not the main thread) have samples
@@ -303,8 +307,8 @@ all_threads_under() {
 
 @test "singlestep on a terminal shows progress: instructions, rate, time to --max-insns; nothing when not a terminal" {
 	command -v script > /dev/null || skip "script(1) (util-linux) gives the terminal"
-	script -qec "'$MT' run --mode singlestep --dir '$T/ss' -- '$ROOT/build/programs/fnptr'" "$T/tty" > /dev/null
+	script -qec "'$MT' run --mode singlestep --dir '$T/ss' -- '$MT_BUILD/programs/fnptr'" "$T/tty" > /dev/null
 	tr '\r' '\n' < "$T/tty" | grep -q '^mt-ptsim: [0-9]* instructions, [0-9]*/s; --max-insns 2000000 in <= [0-9]* s'
-	"$MT" run --mode singlestep --dir "$T/ss2" -- "$ROOT/build/programs/fnptr" 2> "$T/err" > /dev/null
+	"$MT" run --mode singlestep --dir "$T/ss2" -- "$MT_BUILD/programs/fnptr" 2> "$T/err" > /dev/null
 	! grep -q 'instructions, ' "$T/err"
 }

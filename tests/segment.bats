@@ -2,13 +2,14 @@
 # mt-segment and mt-stitch on hand-written streams (tests/golden/segment:
 # NAME.in.txt, and NAME.want.txt written by hand from the rules), bad input,
 # and mt-compare on known differences.
+. "$BATS_TEST_DIRNAME/../mk/build-dir.sh"
 
 setup() {
 	BIN="$BATS_TEST_DIRNAME/../bin"
 	G="$BATS_TEST_DIRNAME/golden/segment"
 	T="$BATS_TEST_TMPDIR"
-	SYMFS="$BATS_TEST_DIRNAME/../build/tests/segment"
-	[ -x "$SYMFS/segfuncs" ] || skip "build/tests/segment/segfuncs not built (make test builds it)"
+	SYMFS="$MT_BUILD/tests/segment"
+	[ -x "$SYMFS/segfuncs" ] || skip "$MT_BUILD/tests/segment/segfuncs not built (make test builds it)"
 }
 
 # golden NAME PIPELINE...: undump NAME.in.txt, run it through the stages, dump, diff

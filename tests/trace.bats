@@ -1,6 +1,7 @@
 #!/usr/bin/env bats
 # `make trace` and the `mt` front end, judged by Perfetto's trace processor
 # (tests/perfetto/tp.js) and by the trigger hit mt-capture recorded.
+. "$BATS_TEST_DIRNAME/../mk/build-dir.sh"
 
 setup_file() {
 	sh "$BATS_TEST_DIRNAME/perfetto/install.sh"
@@ -111,7 +112,7 @@ trigger_time() {
 
 @test "mt run --mode singlestep: exactly the truth's spans (mt-compare), Perfetto loads the trace" {
 	for p in snapshot fnptr; do
-		"$MT" run --mode singlestep --dir "$T/$p" -- "$ROOT/build/programs/$p" > /dev/null 2> "$T/err" ||
+		"$MT" run --mode singlestep --dir "$T/$p" -- "$MT_BUILD/programs/$p" > /dev/null 2> "$T/err" ||
 			{ cat "$T/err"; return 1; }
 		[ -s "$T/$p/truth-spans.mt" ]
 		"$BIN/mt-compare" --min-precision 1 --min-recall 1 --max-wrong 0 \

@@ -3,6 +3,7 @@
 # after the start and threads that existed before an attach), by symbol or
 # address, and the snapshot ends at it.  Judged by the programs' documented
 # calls and by perf's own reader.
+. "$BATS_TEST_DIRNAME/../mk/build-dir.sh"
 
 setup() {
 	ROOT="$BATS_TEST_DIRNAME/.."
@@ -139,7 +140,7 @@ start_capture() {
 # Judged by the program's own calls: snapshot.c's main calls interesting(),
 # which calls the stop indicator; below main, static glibc's start code.
 @test "the trigger's hit carries its call chain, unwound from the stack copy, every caller down to _start" {
-	prog="$ROOT/build/programs/snapshot"
+	prog="$MT_BUILD/programs/snapshot"
 	"$BIN/mt-capture" run --mode sample -o "$T/d" -- "$prog" 2> "$T/err" || { cat "$T/err"; return 1; }
 	"$BIN/mt-dump" -k sample "$T/d/hits.mt" > "$T/s"
 	cat "$T/s"

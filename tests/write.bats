@@ -3,6 +3,7 @@
 # trace processor (v20.1 wasm, tests/perfetto/tp.js) and its slices must equal
 # the spans given to mt-write, derived from the input text by
 # tests/write/expect-slices.awk (never from mt-write's own output).
+. "$BATS_TEST_DIRNAME/../mk/build-dir.sh"
 
 load perfetto/lib
 
@@ -155,8 +156,8 @@ check_slices() {
 }
 
 @test "pipeline: mt-segment and mt-stitch outputs (tests/golden/segment inputs) load exactly, nothing dropped" {
-	SYMFS="$BATS_TEST_DIRNAME/../build/tests/segment"
-	[ -x "$SYMFS/segfuncs" ] || skip "build/tests/segment/segfuncs not built (make test builds it)"
+	SYMFS="$MT_BUILD/tests/segment"
+	[ -x "$SYMFS/segfuncs" ] || skip "$MT_BUILD/tests/segment/segfuncs not built (make test builds it)"
 	G="$BATS_TEST_DIRNAME/golden/segment"
 	for n in seg-empty-return seg-tailcalls seg-recursion seg-longjmp seg-signal seg-thread-life seg-smear stitch-gap-depth0 stitch-gap-depth10; do
 		"$BIN/mt-undump" "$G/$n.in.txt" | "$BIN/mt-segment" --symfs "$SYMFS" --no-waypoints > "$T/seg.mt"

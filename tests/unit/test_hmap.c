@@ -1,12 +1,75 @@
-/* hmap and arena, the helpers mt-symbolize's modules share: every key put is
- * found with its first value, a missing key is HMAP_NONE, growth keeps all
- * entries; arena memory never moves and copies hold embedded NULs. */
+/* hmap, strpool (on hidx) and arena, the table helpers every stage shares:
+ * every key put is found with its first value, a missing key is HMAP_NONE,
+ * growth and removal keep all other entries; a string interned twice has one
+ * number and one copy; arena memory never moves and copies hold embedded NULs. */
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "arena.h"
 #include "hmap.h"
+#include "strpool.h"
 #include "t.h"
+
+static void test_del(void)
+{
+	/* 50k keys in a half-full table: long probe runs; deleting every other
+	 * key leaves holes the backward shift must close without losing one */
+	struct hmap m = {0};
+	enum { N = 50000 };
+	for (uint32_t i = 0; i < N; i++)
+		hmap_put(&m, i % 97, i, i);
+	for (uint32_t i = 0; i < N; i += 2)
+		hmap_del(&m, i % 97, i);
+	hmap_del(&m, 1, 2); /* never put: nothing happens */
+	int ok = 1;
+	for (uint32_t i = 0; i < N; i++)
+		if (hmap_get(&m, i % 97, i) != (i & 1 ? i : HMAP_NONE))
+			ok = 0;
+	T_CHECK(ok && m.n == N / 2, "deleting every other key of 50k: the others all found (%zu)", m.n);
+	ok = 1;
+	for (uint32_t i = 0; i < N; i += 2)
+		if (hmap_put(&m, i % 97, i, i + 1) != i + 1 || hmap_get(&m, i % 97, i) != i + 1)
+			ok = 0;
+	T_CHECK(ok && m.n == N, "a deleted key can be put again with a new value");
+	hmap_fini(&m);
+}
+
+static void test_strpool(void)
+{
+	struct strpool p = {0};
+	char buf[32];
+	enum { N = 100000 };
+	int ok = 1;
+	for (uint32_t i = 0; i < N; i++) {
+		int fresh = -1;
+		snprintf(buf, sizeof buf, "name%u", i);
+		if (strpool_add(&p, buf, strlen(buf), &fresh) != i || fresh != 1)
+			ok = 0;
+	}
+	T_CHECK(ok && p.n == N, "100k distinct strings: numbered 0, 1, ... in order, each fresh");
+	const char *first = p.v[0].p;
+	ok = 1;
+	for (uint32_t i = 0; i < N; i++) {
+		int fresh = -1;
+		snprintf(buf, sizeof buf, "name%u", i);
+		if (strpool_add(&p, buf, strlen(buf), &fresh) != i || fresh != 0 ||
+		    strcmp(p.v[i].p, buf) || p.v[i].len != strlen(buf))
+			ok = 0;
+	}
+	T_CHECK(ok && p.n == N, "each again: the same number, not fresh, the same text");
+	T_CHECK(first == p.v[0].p && !strcmp(first, "name0"), "the first copy has not moved");
+	uint32_t a = strpool_add(&p, "a\0b", 3, NULL), b = strpool_add(&p, "a\0c", 3, NULL);
+	T_CHECK(a != b && a != HMAP_NONE && !memcmp(p.v[a].p, "a\0b", 4),
+		"strings differing after a NUL are different, copied whole with a NUL after");
+	uint32_t e = strpool_add(&p, NULL, 0, NULL);
+	T_CHECK(e != HMAP_NONE && e == strpool_add(&p, "", 0, NULL) && p.v[e].p[0] == 0,
+		"the empty string (also as NULL, 0) is one entry");
+	const char *x = strpool_intern(&p, "name7");
+	T_CHECK(x == p.v[7].p, "strpool_intern gives the pool's copy");
+	strpool_fini(&p);
+	T_CHECK(p.n == 0 && !p.v, "fini empties it");
+}
 
 int main(void)
 {
@@ -30,6 +93,8 @@ int main(void)
 	T_CHECK(hmap_get(&m, N, (uint64_t)N * 7919) == HMAP_NONE, "a key never put: missing");
 	hmap_fini(&m);
 	T_CHECK(m.cap == 0 && hmap_get(&m, 1, 7919) == HMAP_NONE, "fini empties it");
+	test_del();
+	test_strpool();
 
 	struct arena a = {0};
 	char *first = arena_strndup(&a, "a\0b", 3);
