@@ -928,17 +928,36 @@ static int on_gap_stack(const struct thr *t, uint64_t f)
 	return 0;
 }
 
-/* An exception lands at @to in a segment that began after a gap.  When the
- * landing function or the segment's root was on the stack before the gap,
- * mt-stitch aligns them by function (the throw, or the landing caller, came
- * before the gap): a new segment begins at the landing.  When neither was,
- * the gap swallowed the call and the throw, nothing can align the
- * unwinder's frames, and the landing goes below the root as in a thread's
- * first segment. */
-static int land_after_gap(segmenter *s, struct thr *t, uint64_t to)
+/* An exception lands in a segment that began after a gap.  When the
+ * segment's root was on the stack before the gap, mt-stitch aligns it by
+ * function (the throw came before the gap): a new segment begins at the
+ * landing caller, aligned by function too.  When it was not (nor was the
+ * earlier root on the segment's start stack) (the gap
+ * swallowed the call of the root, or of the throw), the root cannot align,
+ * and a segment of its own would be placed by a guess: the landing goes
+ * below the root as in a thread's first segment, and mt-stitch aligns the
+ * landing function (when it was on the earlier stack: the catcher survived
+ * the gap) or places the whole by its rules for a gap with no common frame
+ * (when it was not either). */
+static int land_after_gap(struct thr *t)
 {
-	return t->next_reason && !on_gap_stack(t, landing_func(s, t, to)) &&
-	       !on_gap_stack(t, t->fr[t->stk[0]].func);
+	if (!t->next_reason)
+		return 0;
+	/* the segment's start stack, as mt-stitch sees it: its frames live
+	 * since the segment began (a root a tail call replaced included).
+	 * mt-stitch aligns it when its outermost frame is on the earlier
+	 * stack, or the earlier stack's root is in it. */
+	const struct frame *o = NULL;
+	for (size_t i = 0; i < t->nfr; i++) {
+		const struct frame *f = &t->fr[i];
+		if (f->kind != FK_FUNC || !(f->flags & MTEV_SPAN_INFERRED_START))
+			continue;
+		if (t->ngapfn && f->func == t->gapfn[0])
+			return 0;
+		if (!o || f->level < o->level)
+			o = f;
+	}
+	return !o || !on_gap_stack(t, o->func);
 }
 
 static int land_below_root(segmenter *s, struct thr *t, uint64_t from, uint64_t to, uint64_t time)
@@ -1041,7 +1060,7 @@ static int classify_jump(segmenter *s, struct thr *t, uint64_t from, uint64_t to
 		 * function goes below the root, and mt-stitch aligns it with
 		 * the earlier segment's stack.  Otherwise a new segment
 		 * begins at the landing caller, aligned by function. */
-		if ((!t->nseg || land_after_gap(s, t, to)) && (fi.cold || unwinder_frame(s, t, cur)))
+		if ((!t->nseg || land_after_gap(t)) && (fi.cold || unwinder_frame(s, t, cur)))
 			return land_below_root(s, t, from, to, time);
 		if (close_seg(s, t))
 			return s->err;
