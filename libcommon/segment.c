@@ -895,9 +895,11 @@ static int unwinder_frame(segmenter *s, struct thr *t, uint32_t fi)
  * the landing frame).  Every frame ends; the landing function (a .cold
  * part names it) is revealed below the root.  When the root is the
  * unwinder's own code, between them lie unwound frames no branch showed
- * (at least one: the unwinder's caller): [unwound] spans stand for them,
- * as many as g++'s code puts there (docs/exactness.md); else the root is
- * taken for the landing function's callee. */
+ * (at least one: the unwinder's caller): an [unwound] span stands for the
+ * one that surely was there; else the root is taken for the landing
+ * function's callee.  Unless the code says so, how many frames lay between
+ * is unknown: the frames before the landing are flagged min-depth
+ * (docs/exactness.md, unwinding). */
 static uint64_t landing_func(segmenter *s, struct thr *t, uint64_t to)
 {
 	struct fn_info fo;
@@ -963,22 +965,27 @@ static int land_after_gap(struct thr *t)
 static int land_below_root(segmenter *s, struct thr *t, uint64_t from, uint64_t to, uint64_t time)
 {
 	uint64_t x = landing_func(s, t, to);
+	uint64_t root = t->fr[t->stk[0]].func;
 	/* the root is the unwinder's own code (the object that jumps to the
-	 * landing pad): its caller was unwound too */
-	int unwound = from && fnmap_same_file(s->o.fns, t->tid, t->fr[t->stk[0]].func, from);
-	if (unwound) {
-		/* g++'s callers of the entries: the cleanup's frame calls
-		 * _Unwind_Resume; __cxa_throw and the thrower,
-		 * __cxa_rethrow and the catcher the other two */
-		struct fn_info g;
-		if (fnmap_lookup(s->o.fns, t->tid, t->fr[t->stk[0]].func, &g) && g.name &&
-		    (!strcmp(g.name, "_Unwind_RaiseException") ||
-		     !strcmp(g.name, "_Unwind_Resume_or_Rethrow")))
-			unwound = 2;
-	}
+	 * landing pad): its caller was unwound too, at least that one frame
+	 * (__cxa_throw, __cxa_rethrow, or the frame whose cleanup called
+	 * _Unwind_Resume); how many more (the thrower, the catcher that
+	 * rethrew, frames of a recursion between) no branch shows */
+	int unwound = from && fnmap_same_file(s->o.fns, t->tid, root, from);
+	/* else the root was the landing function's callee if its code calls
+	 * the root's function directly (as mt-stitch's returned_root reads
+	 * it); without that, frames may lie between as well */
+	int exact = !unwound && s->o.fns && fnmap_calls(s->o.fns, t->tid, x, root);
 	if (pop_to(s, t, 0, time))
 		return s->err;
-	for (int k = 0; k < unwound; k++) {
+	/* every frame so far hangs at an unknown distance above the landing
+	 * function: its depth is a lower bound (min-depth; mt-stitch never
+	 * joins such a frame, mt-compare judges it at that depth or deeper) */
+	if (!exact)
+		for (size_t i = 0; i < t->nfr; i++)
+			if (t->fr[i].kind != FK_DELETED)
+				t->fr[i].flags |= MTEV_SPAN_MIN_DEPTH;
+	if (unwound) {
 		if (new_frame(s, t, FK_UNWOUND, 0, 0, t->seg_begin, t->min_level - 1,
 			      MTEV_SPAN_INFERRED_START))
 			return s->err;

@@ -450,6 +450,80 @@ static int boundaries(struct work *W, const struct spanset *actual)
 	return 0;
 }
 
+/* by thread, function, name, begin: the truth spans a min-depth span may be */
+static int fkey_cmp(const void *x, const void *y)
+{
+	const struct sc_span *a = *(const struct sc_span *const *)x, *b = *(const struct sc_span *const *)y;
+	if (a->tid != b->tid)
+		return a->tid < b->tid ? -1 : 1;
+	if (a->func != b->func)
+		return a->func < b->func ? -1 : 1;
+	if (a->name != b->name)
+		return a->name < b->name ? -1 : 1;
+	return (a->begin > b->begin) - (a->begin < b->begin);
+}
+
+/* Actual spans flagged min-depth (their depth is a lower bound: unseen
+ * frames may lie below them) take the depth, at or below the one they
+ * claim, of the truth span of the same thread and function that they
+ * match in time (the shallowest such), else of the one they overlap most;
+ * none: they keep theirs (and are wrong).  Then judged as any span. */
+static int resolve_min_depth(struct work *W)
+{
+	size_t nf = 0;
+	for (size_t i = 0; i < W->nA; i++)
+		nf += (W->A[i].flags & MTEV_SPAN_MIN_DEPTH) != 0;
+	if (!nf)
+		return 0;
+	const struct sc_span **ix = malloc((W->nT + 1) * sizeof *ix);
+	if (!ix)
+		return -ENOMEM;
+	for (size_t j = 0; j < W->nT; j++)
+		ix[j] = &W->T[j];
+	qsort(ix, W->nT, sizeof *ix, fkey_cmp);
+	for (size_t i = 0; i < W->nA; i++) {
+		struct sc_span *x = &W->A[i];
+		if (!(x->flags & MTEV_SPAN_MIN_DEPTH))
+			continue;
+		/* the first truth span of x's thread, function and name */
+		struct sc_span k = *x;
+		k.begin = 0;
+		const struct sc_span *kp = &k;
+		size_t lo = 0, hi = W->nT;
+		while (lo < hi) {
+			size_t m = lo + (hi - lo) / 2;
+			if (fkey_cmp(&ix[m], &kp) < 0)
+				lo = m + 1;
+			else
+				hi = m;
+		}
+		uint32_t best = UINT32_MAX;
+		int exact = 0;
+		uint64_t most = 0;
+		for (size_t j = lo; j < W->nT; j++) {
+			const struct sc_span *u = ix[j];
+			if (u->tid != x->tid || u->func != x->func || u->name != x->name || u->begin > x->end)
+				break;
+			if (u->depth < x->depth || u->end < x->begin)
+				continue;
+			int e = tmatch(&W->c, x->tid, u->begin, x->begin) &&
+				tmatch(&W->c, x->tid, u->end, x->end);
+			uint64_t b = u->begin > x->begin ? u->begin : x->begin;
+			uint64_t o = (u->end < x->end ? u->end : x->end) - b + 1;
+			if (e > exact || (e == exact && (e ? u->depth < best : o > most))) {
+				exact = e;
+				best = u->depth;
+				most = o;
+			}
+		}
+		if (best != UINT32_MAX)
+			x->depth = best;
+	}
+	free(ix);
+	qsort(W->A, W->nA, sizeof *W->A, span_cmp);
+	return 0;
+}
+
 /* The latest-beginning unmatched truth span of the group @t[0..nt) whose
  * times match actual span @s's, or NULL. */
 static struct sc_span *best_match(const struct ctx *c, struct sc_span *t, size_t nt,
@@ -553,6 +627,8 @@ int spancmp_run(struct spanset *truth, struct spanset *actual, const struct span
 	qsort(W.T, W.nT, sizeof *W.T, span_cmp);
 	qsort(W.A, W.nA, sizeof *W.A, span_cmp);
 	if (boundaries(&W, actual))
+		goto out;
+	if (resolve_min_depth(&W))
 		goto out;
 
 	/* walk the groups (same thread, depth, function) */
