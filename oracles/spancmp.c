@@ -325,11 +325,45 @@ static int clip_truth(struct work *W, const struct spanset *truth, const struct 
 		}
 		if (push_span(&W->T, &W->nT, &W->capT, &x))
 			return -ENOMEM;
-		if ((x.cflags & (SC_BEFORE | SC_AFTER)) == (SC_BEFORE | SC_AFTER)) {
+	}
+	return 0;
+}
+
+/* The truth frames live across the part of each thread's window that the
+ * actual result recorded (from its first span to its last, gap markers
+ * aside: trace lost at a window's edge shows no frame either), into
+ * W->cov.  A frame counts when it began before that part (before the
+ * window: clipped there, or live when the truth began) and ended after it. */
+static int covering(struct work *W, const struct spanset *actual)
+{
+	for (size_t i = 0; i < actual->nwin; i++) {
+		const struct sc_win *w = &actual->win[i];
+		uint64_t ab = UINT64_MAX, ae = 0;
+		for (size_t j = 0; j < actual->n; j++) {
+			const struct sc_span *a = &actual->v[j];
+			if (a->tid != w->tid || (a->flags & MTEV_SPAN_ERROR))
+				continue;
+			ab = a->begin < ab ? a->begin : ab;
+			ae = a->end > ae ? a->end : ae;
+		}
+		if (ab == UINT64_MAX || ab < w->begin)
+			ab = w->begin;
+		if (ae < ab || ae > w->end)
+			ae = w->end;
+		for (size_t j = 0; j < W->nT; j++) {
+			const struct sc_span *x = &W->T[j];
+			if (x->tid != w->tid)
+				continue;
+			int b = ab > w->begin ? x->begin < ab
+					      : (x->cflags & SC_BEFORE) ||
+							(x->begin == ab && (x->flags & MTEV_SPAN_INFERRED_START));
+			int e = ae < w->end ? x->end > ae : (x->cflags & SC_AFTER) != 0;
+			if (!b || !e)
+				continue;
 			if (mt_grow((void **)&W->cov, &W->capcov, W->ncov + 1, sizeof *W->cov))
 				return -ENOMEM;
-			W->cov[W->ncov].tid = x.tid;
-			W->cov[W->ncov++].depth = x.depth;
+			W->cov[W->ncov].tid = x->tid;
+			W->cov[W->ncov++].depth = x->depth;
 		}
 	}
 	return 0;
@@ -618,8 +652,11 @@ int spancmp_run(struct spanset *truth, struct spanset *actual, const struct span
 
 	if (default_windows(actual) || clip_truth(&W, truth, actual))
 		goto out;
-	if (!o->absolute_depth)
+	if (!o->absolute_depth) {
+		if (covering(&W, actual))
+			goto out;
 		hide_outer(&W, actual, res);
+	}
 	if (judged_actual(&W, actual, res))
 		goto out;
 	res->truth = W.nT;
