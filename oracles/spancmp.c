@@ -276,8 +276,7 @@ struct work {
 	struct sc_span *T, *A;
 	size_t nT, nA, capT, capA, capw, capm;
 	struct iv *ut, *ua;
-	struct { uint32_t tid, depth; } *cov; /* truth frames live across a window */
-	size_t ncov, capcov;
+	uint32_t *hid; /* outer frames hidden, per window (covering()) */
 	uint8_t *tnames; /* names of synthetic truth spans */
 };
 
@@ -329,64 +328,99 @@ static int clip_truth(struct work *W, const struct spanset *truth, const struct 
 	return 0;
 }
 
-/* The truth frames live across the part of each thread's window that the
- * actual result recorded (from its first span to its last, gap markers
- * aside: trace lost at a window's edge shows no frame either), into
- * W->cov.  A frame counts when it began before that part (before the
- * window: clipped there, or live when the truth began) and ended after it. */
-static int covering(struct work *W, const struct spanset *actual)
+/* The parts of the window @w that the actual result recorded: from its
+ * first span to its last, cut at its gap markers (flag error): the
+ * stretches' bounds into @out (pairs), their count. */
+static size_t recorded(const struct spanset *actual, const struct sc_win *w, uint64_t *out,
+		       size_t cap)
 {
-	for (size_t i = 0; i < actual->nwin; i++) {
-		const struct sc_win *w = &actual->win[i];
-		uint64_t ab = UINT64_MAX, ae = 0;
+	uint64_t ab = UINT64_MAX, ae = 0;
+	for (size_t j = 0; j < actual->n; j++) {
+		const struct sc_span *a = &actual->v[j];
+		if (a->tid != w->tid || (a->flags & MTEV_SPAN_ERROR))
+			continue;
+		ab = a->begin < ab ? a->begin : ab;
+		ae = a->end > ae ? a->end : ae;
+	}
+	if (ab == UINT64_MAX || ab < w->begin)
+		ab = w->begin;
+	if (ae < ab || ae > w->end)
+		ae = w->end;
+	size_t n = 0;
+	out[n++] = ab;
+	for (;;) { /* the earliest gap marker inside the current stretch */
+		uint64_t gb = UINT64_MAX, ge = 0;
 		for (size_t j = 0; j < actual->n; j++) {
 			const struct sc_span *a = &actual->v[j];
-			if (a->tid != w->tid || (a->flags & MTEV_SPAN_ERROR))
-				continue;
-			ab = a->begin < ab ? a->begin : ab;
-			ae = a->end > ae ? a->end : ae;
+			if (a->tid == w->tid && (a->flags & MTEV_SPAN_ERROR) && a->begin >= out[n - 1] &&
+			    a->end > a->begin && a->begin < ae && a->begin < gb) {
+				gb = a->begin;
+				ge = a->end;
+			}
 		}
-		if (ab == UINT64_MAX || ab < w->begin)
-			ab = w->begin;
-		if (ae < ab || ae > w->end)
-			ae = w->end;
+		if (gb == UINT64_MAX || n + 2 > cap)
+			break;
+		out[n++] = gb;
+		out[n++] = ge < ae ? ge : ae;
+	}
+	out[n++] = ae;
+	return n / 2;
+}
+
+/* How many outer frames of each window's thread no recorded trace can see
+ * (into W->hid): depth k is hidden when, in every stretch the actual result
+ * recorded (recorded()), a truth frame of depth k and one of depth k + 1
+ * are live across it: such frames executed nothing there.  Live across a
+ * stretch: began before it (before the window: clipped there, or live when
+ * the truth began) and ended after it (after the window: clipped there). */
+static int covering(struct work *W, const struct spanset *actual)
+{
+	W->hid = calloc(actual->nwin + 1, sizeof *W->hid);
+	if (!W->hid)
+		return -ENOMEM;
+	enum { MAXST = 64 };
+	uint64_t st[2 * MAXST];
+	uint64_t mask[MAXST];
+	for (size_t i = 0; i < actual->nwin; i++) {
+		const struct sc_win *w = &actual->win[i];
+		size_t ns = recorded(actual, w, st, 2 * MAXST);
+		memset(mask, 0, sizeof mask);
 		for (size_t j = 0; j < W->nT; j++) {
 			const struct sc_span *x = &W->T[j];
-			if (x->tid != w->tid)
+			if (x->tid != w->tid || x->depth >= 64)
 				continue;
-			int b = ab > w->begin ? x->begin < ab
-					      : (x->cflags & SC_BEFORE) ||
-							(x->begin == ab && (x->flags & MTEV_SPAN_INFERRED_START));
-			int e = ae < w->end ? x->end > ae : (x->cflags & SC_AFTER) != 0;
-			if (!b || !e)
-				continue;
-			if (mt_grow((void **)&W->cov, &W->capcov, W->ncov + 1, sizeof *W->cov))
-				return -ENOMEM;
-			W->cov[W->ncov].tid = x->tid;
-			W->cov[W->ncov++].depth = x->depth;
+			for (size_t k = 0; k < ns; k++) {
+				uint64_t ab = st[2 * k], ae = st[2 * k + 1];
+				int b = ab > w->begin ? x->begin < ab
+						      : (x->cflags & SC_BEFORE) ||
+								(x->begin == ab &&
+								 (x->flags & MTEV_SPAN_INFERRED_START));
+				int e = ae < w->end ? x->end > ae : (x->cflags & SC_AFTER) != 0;
+				if (b && e)
+					mask[k] |= 1ull << x->depth;
+			}
 		}
+		uint32_t k = 0;
+		for (;;) {
+			int all = ns > 0 && k + 1 < 64;
+			for (size_t z = 0; z < ns && all; z++)
+				all = (mask[z] >> k & 3) == 3;
+			if (!all)
+				break;
+			k++;
+		}
+		W->hid[i] = k;
 	}
 	return 0;
 }
 
-/* Frames no trace can see (a covering frame whose child covers too) are
- * dropped and the depths below them renumbered. */
+/* Frames no trace can see (covering()) are dropped and the depths below
+ * them renumbered. */
 static void hide_outer(struct work *W, const struct spanset *actual, struct spancmp_res *res)
 {
 	struct sc_span *T = W->T;
 	for (size_t i = 0; i < actual->nwin; i++) {
-		uint32_t tid = actual->win[i].tid, k = 0;
-		for (;;) {
-			int h0 = 0, h1 = 0;
-			for (size_t j = 0; j < W->ncov; j++)
-				if (W->cov[j].tid == tid) {
-					h0 |= W->cov[j].depth == k;
-					h1 |= W->cov[j].depth == k + 1;
-				}
-			if (!(h0 && h1))
-				break;
-			k++;
-		}
+		uint32_t tid = actual->win[i].tid, k = W->hid[i];
 		if (k > res->max_hidden)
 			res->max_hidden = k;
 		if (!k)
@@ -693,7 +727,7 @@ out:
 	free(W.ut);
 	free(W.ua);
 	free(W.c.tb);
-	free(W.cov);
+	free(W.hid);
 	free(W.tnames);
 	return ret;
 }
