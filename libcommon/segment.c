@@ -1550,10 +1550,10 @@ static int close_seg(segmenter *s, struct thr *t)
 	if (f && f->kind == FK_UNTRACED) { /* tracing never resumed */
 		f->kind = FK_DELETED;
 		t->nstk--;
-	} else if (f && f->stub && f->begin == t->last_time) {
-		/* entered a PLT stub at the segment's last instant and its jump
-		 * out was lost: the target is unknown, and stubs are never
-		 * shown (docs/exactness.md) */
+	} else if (f && f->stub) {
+		/* still in PLT stub code (the stub, its lazy path through PLT0)
+		 * when the segment ends: its jump out was lost, the target is
+		 * unknown, and stubs are never shown (docs/exactness.md) */
 		f->kind = FK_DELETED;
 		t->nstk--;
 	}
