@@ -275,7 +275,8 @@ gap_at() {
 		"except drop@59%:64" "except drop@71%:64" "except corrupt@29%:16" \
 		"except truncate-aux@74%" "except_O0 drop@2%:64" "except_O0 drop@23%:64" \
 		"except_O0 drop@53%:64" "except_O0 drop@77%:64" "except_O0 drop@86%:64" \
-		"except_O0 drop@95%:64" "except_O0 corrupt@56%:16" "except_O0 truncate-aux@92%"; do
+		"except_O0 drop@95%:64" "except_O0 corrupt@47%:16" "except_O0 corrupt@56%:16" \
+		"except_O0 truncate-aux@92%"; do
 		replay ${f% *} "$T/f" --inject ${f#* }
 		CMP="--max-wrong 0" judge "$T/f" decode
 		# no frame of a function the truth never ran at all
