@@ -91,6 +91,7 @@ enum mtev_span_flags {
 	MTEV_SPAN_SYSCALL = 1u << 7,	    /* [syscall] */
 	MTEV_SPAN_SAMPLED = 1u << 8,	    /* from stack samples: times are bounds */
 	MTEV_SPAN_CALLCHAIN = 1u << 9,	    /* an outer frame from a call chain, no branch seen */
+	MTEV_SPAN_MIN_DEPTH = 1u << 10,	    /* depth is a lower bound: unseen frames may lie below */
 };
 
 enum mtev_sample_flags {

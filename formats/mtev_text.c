@@ -11,6 +11,7 @@
 static const char *const span_flag_names[] = {
 	"inferred-start", "open-at-end", "untraced", "error", "inline",
 	"stitched",	  "interrupt",	 "syscall",  "sampled",	"callchain",
+	"min-depth",
 };
 #define N_SPAN_FLAGS (sizeof span_flag_names / sizeof *span_flag_names)
 

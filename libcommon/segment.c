@@ -834,9 +834,11 @@ static int unwinder_frame(segmenter *s, struct thr *t, uint32_t fi)
  * the landing frame).  Every frame ends; the landing function (a .cold
  * part names it) is revealed below the root.  When the root is the
  * unwinder's own code, between them lie unwound frames no branch showed
- * (at least one: the unwinder's caller): [unwound] spans stand for them,
- * as many as g++'s code puts there (docs/exactness.md); else the root is
- * taken for the landing function's callee. */
+ * (at least one: the unwinder's caller): an [unwound] span stands for the
+ * one that surely was there; else the root is taken for the landing
+ * function's callee.  Unless the code says so, how many frames lay between
+ * is unknown: the frames before the landing are flagged min-depth
+ * (docs/exactness.md, unwinding). */
 static uint64_t landing_func(segmenter *s, struct thr *t, uint64_t to)
 {
 	struct fn_info fo;
@@ -867,38 +869,62 @@ static int on_gap_stack(const struct thr *t, uint64_t f)
 	return 0;
 }
 
-/* An exception lands at @to in a segment that began after a gap.  When the
- * landing function or the segment's root was on the stack before the gap,
- * mt-stitch aligns them by function (the throw, or the landing caller, came
- * before the gap): a new segment begins at the landing.  When neither was,
- * the gap swallowed the call and the throw, nothing can align the
- * unwinder's frames, and the landing goes below the root as in a thread's
- * first segment. */
-static int land_after_gap(segmenter *s, struct thr *t, uint64_t to)
+/* An exception lands in a segment that began after a gap.  When the
+ * segment's root was on the stack before the gap, mt-stitch aligns it by
+ * function (the throw came before the gap): a new segment begins at the
+ * landing caller, aligned by function too.  When it was not (nor was the
+ * earlier root on the segment's start stack) (the gap
+ * swallowed the call of the root, or of the throw), the root cannot align,
+ * and a segment of its own would be placed by a guess: the landing goes
+ * below the root as in a thread's first segment, and mt-stitch aligns the
+ * landing function (when it was on the earlier stack: the catcher survived
+ * the gap) or places the whole by its rules for a gap with no common frame
+ * (when it was not either). */
+static int land_after_gap(struct thr *t)
 {
-	return t->next_reason && !on_gap_stack(t, landing_func(s, t, to)) &&
-	       !on_gap_stack(t, t->fr[t->stk[0]].func);
+	if (!t->next_reason)
+		return 0;
+	/* the segment's start stack, as mt-stitch sees it: its frames live
+	 * since the segment began (a root a tail call replaced included).
+	 * mt-stitch aligns it when its outermost frame is on the earlier
+	 * stack, or the earlier stack's root is in it. */
+	const struct frame *o = NULL;
+	for (size_t i = 0; i < t->nfr; i++) {
+		const struct frame *f = &t->fr[i];
+		if (f->kind != FK_FUNC || !(f->flags & MTEV_SPAN_INFERRED_START))
+			continue;
+		if (t->ngapfn && f->func == t->gapfn[0])
+			return 0;
+		if (!o || f->level < o->level)
+			o = f;
+	}
+	return !o || !on_gap_stack(t, o->func);
 }
 
 static int land_below_root(segmenter *s, struct thr *t, uint64_t from, uint64_t to, uint64_t time)
 {
 	uint64_t x = landing_func(s, t, to);
+	uint64_t root = t->fr[t->stk[0]].func;
 	/* the root is the unwinder's own code (the object that jumps to the
-	 * landing pad): its caller was unwound too */
-	int unwound = from && fnmap_same_file(s->o.fns, t->tid, t->fr[t->stk[0]].func, from);
-	if (unwound) {
-		/* g++'s callers of the entries: the cleanup's frame calls
-		 * _Unwind_Resume; __cxa_throw and the thrower,
-		 * __cxa_rethrow and the catcher the other two */
-		struct fn_info g;
-		if (fnmap_lookup(s->o.fns, t->tid, t->fr[t->stk[0]].func, &g) && g.name &&
-		    (!strcmp(g.name, "_Unwind_RaiseException") ||
-		     !strcmp(g.name, "_Unwind_Resume_or_Rethrow")))
-			unwound = 2;
-	}
+	 * landing pad): its caller was unwound too, at least that one frame
+	 * (__cxa_throw, __cxa_rethrow, or the frame whose cleanup called
+	 * _Unwind_Resume); how many more (the thrower, the catcher that
+	 * rethrew, frames of a recursion between) no branch shows */
+	int unwound = from && fnmap_same_file(s->o.fns, t->tid, root, from);
+	/* else the root was the landing function's callee if its code calls
+	 * the root's function directly (as mt-stitch's returned_root reads
+	 * it); without that, frames may lie between as well */
+	int exact = !unwound && s->o.fns && fnmap_calls(s->o.fns, t->tid, x, root);
 	if (pop_to(s, t, 0, time))
 		return s->err;
-	for (int k = 0; k < unwound; k++) {
+	/* every frame so far hangs at an unknown distance above the landing
+	 * function: its depth is a lower bound (min-depth; mt-stitch never
+	 * joins such a frame, mt-compare judges it at that depth or deeper) */
+	if (!exact)
+		for (size_t i = 0; i < t->nfr; i++)
+			if (t->fr[i].kind != FK_DELETED)
+				t->fr[i].flags |= MTEV_SPAN_MIN_DEPTH;
+	if (unwound) {
 		if (new_frame(s, t, FK_UNWOUND, 0, 0, t->seg_begin, t->min_level - 1,
 			      MTEV_SPAN_INFERRED_START))
 			return s->err;
@@ -980,7 +1006,7 @@ static int classify_jump(segmenter *s, struct thr *t, uint64_t from, uint64_t to
 		 * function goes below the root, and mt-stitch aligns it with
 		 * the earlier segment's stack.  Otherwise a new segment
 		 * begins at the landing caller, aligned by function. */
-		if ((!t->nseg || land_after_gap(s, t, to)) && (fi.cold || unwinder_frame(s, t, cur)))
+		if ((!t->nseg || land_after_gap(t)) && (fi.cold || unwinder_frame(s, t, cur)))
 			return land_below_root(s, t, from, to, time);
 		if (close_seg(s, t))
 			return s->err;
@@ -1463,10 +1489,10 @@ static int close_seg(segmenter *s, struct thr *t)
 	if (f && f->kind == FK_UNTRACED) { /* tracing never resumed */
 		f->kind = FK_DELETED;
 		t->nstk--;
-	} else if (f && f->stub && f->begin == t->last_time) {
-		/* entered a PLT stub at the segment's last instant and its jump
-		 * out was lost: the target is unknown, and stubs are never
-		 * shown (docs/exactness.md) */
+	} else if (f && f->stub) {
+		/* still in PLT stub code (the stub, its lazy path through PLT0)
+		 * when the segment ends: its jump out was lost, the target is
+		 * unknown, and stubs are never shown (docs/exactness.md) */
 		f->kind = FK_DELETED;
 		t->nstk--;
 	}

@@ -557,7 +557,9 @@ static NO_SLP int flush_group(stitcher *s, struct sthr *t, size_t nmeta)
 
 static int same_frame(const struct sthr *t, const struct hspan *a, const struct hspan *b)
 {
-	if (a->func != b->func)
+	/* a frame whose depth is a lower bound (an unwind with unseen frames
+	 * below it) is joined with no other: its place is unknown */
+	if (a->func != b->func || ((a->flags | b->flags) & MTEV_SPAN_MIN_DEPTH))
 		return 0;
 	if (!a->func && (a->namelen != b->namelen ||
 			 memcmp(t->pool + a->name, t->ppool + b->name, a->namelen)))

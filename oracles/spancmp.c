@@ -276,8 +276,7 @@ struct work {
 	struct sc_span *T, *A;
 	size_t nT, nA, capT, capA, capw, capm;
 	struct iv *ut, *ua;
-	struct { uint32_t tid, depth; } *cov; /* truth frames live across a window */
-	size_t ncov, capcov;
+	uint32_t *hid; /* outer frames hidden, per window (covering()) */
 	uint8_t *tnames; /* names of synthetic truth spans */
 };
 
@@ -325,34 +324,103 @@ static int clip_truth(struct work *W, const struct spanset *truth, const struct 
 		}
 		if (push_span(&W->T, &W->nT, &W->capT, &x))
 			return -ENOMEM;
-		if ((x.cflags & (SC_BEFORE | SC_AFTER)) == (SC_BEFORE | SC_AFTER)) {
-			if (mt_grow((void **)&W->cov, &W->capcov, W->ncov + 1, sizeof *W->cov))
-				return -ENOMEM;
-			W->cov[W->ncov].tid = x.tid;
-			W->cov[W->ncov++].depth = x.depth;
-		}
 	}
 	return 0;
 }
 
-/* Frames no trace can see (a covering frame whose child covers too) are
- * dropped and the depths below them renumbered. */
+/* The parts of the window @w that the actual result recorded: from its
+ * first span to its last, cut at its gap markers (flag error): the
+ * stretches' bounds into @out (pairs), their count. */
+static size_t recorded(const struct spanset *actual, const struct sc_win *w, uint64_t *out,
+		       size_t cap)
+{
+	uint64_t ab = UINT64_MAX, ae = 0;
+	for (size_t j = 0; j < actual->n; j++) {
+		const struct sc_span *a = &actual->v[j];
+		if (a->tid != w->tid || (a->flags & MTEV_SPAN_ERROR))
+			continue;
+		ab = a->begin < ab ? a->begin : ab;
+		ae = a->end > ae ? a->end : ae;
+	}
+	if (ab == UINT64_MAX || ab < w->begin)
+		ab = w->begin;
+	if (ae < ab || ae > w->end)
+		ae = w->end;
+	size_t n = 0;
+	out[n++] = ab;
+	for (;;) { /* the earliest gap marker inside the current stretch */
+		uint64_t gb = UINT64_MAX, ge = 0;
+		for (size_t j = 0; j < actual->n; j++) {
+			const struct sc_span *a = &actual->v[j];
+			if (a->tid == w->tid && (a->flags & MTEV_SPAN_ERROR) && a->begin >= out[n - 1] &&
+			    a->end > a->begin && a->begin < ae && a->begin < gb) {
+				gb = a->begin;
+				ge = a->end;
+			}
+		}
+		if (gb == UINT64_MAX || n + 2 > cap)
+			break;
+		out[n++] = gb;
+		out[n++] = ge < ae ? ge : ae;
+	}
+	out[n++] = ae;
+	return n / 2;
+}
+
+/* How many outer frames of each window's thread no recorded trace can see
+ * (into W->hid): depth k is hidden when, in every stretch the actual result
+ * recorded (recorded()), a truth frame of depth k and one of depth k + 1
+ * are live across it: such frames executed nothing there.  Live across a
+ * stretch: began before it (before the window: clipped there, or live when
+ * the truth began) and ended after it (after the window: clipped there). */
+static int covering(struct work *W, const struct spanset *actual)
+{
+	W->hid = calloc(actual->nwin + 1, sizeof *W->hid);
+	if (!W->hid)
+		return -ENOMEM;
+	enum { MAXST = 64 };
+	uint64_t st[2 * MAXST];
+	uint64_t mask[MAXST];
+	for (size_t i = 0; i < actual->nwin; i++) {
+		const struct sc_win *w = &actual->win[i];
+		size_t ns = recorded(actual, w, st, 2 * MAXST);
+		memset(mask, 0, sizeof mask);
+		for (size_t j = 0; j < W->nT; j++) {
+			const struct sc_span *x = &W->T[j];
+			if (x->tid != w->tid || x->depth >= 64)
+				continue;
+			for (size_t k = 0; k < ns; k++) {
+				uint64_t ab = st[2 * k], ae = st[2 * k + 1];
+				int b = ab > w->begin ? x->begin < ab
+						      : (x->cflags & SC_BEFORE) ||
+								(x->begin == ab &&
+								 (x->flags & MTEV_SPAN_INFERRED_START));
+				int e = ae < w->end ? x->end > ae : (x->cflags & SC_AFTER) != 0;
+				if (b && e)
+					mask[k] |= 1ull << x->depth;
+			}
+		}
+		uint32_t k = 0;
+		for (;;) {
+			int all = ns > 0 && k + 1 < 64;
+			for (size_t z = 0; z < ns && all; z++)
+				all = (mask[z] >> k & 3) == 3;
+			if (!all)
+				break;
+			k++;
+		}
+		W->hid[i] = k;
+	}
+	return 0;
+}
+
+/* Frames no trace can see (covering()) are dropped and the depths below
+ * them renumbered. */
 static void hide_outer(struct work *W, const struct spanset *actual, struct spancmp_res *res)
 {
 	struct sc_span *T = W->T;
 	for (size_t i = 0; i < actual->nwin; i++) {
-		uint32_t tid = actual->win[i].tid, k = 0;
-		for (;;) {
-			int h0 = 0, h1 = 0;
-			for (size_t j = 0; j < W->ncov; j++)
-				if (W->cov[j].tid == tid) {
-					h0 |= W->cov[j].depth == k;
-					h1 |= W->cov[j].depth == k + 1;
-				}
-			if (!(h0 && h1))
-				break;
-			k++;
-		}
+		uint32_t tid = actual->win[i].tid, k = W->hid[i];
 		if (k > res->max_hidden)
 			res->max_hidden = k;
 		if (!k)
@@ -450,6 +518,80 @@ static int boundaries(struct work *W, const struct spanset *actual)
 	return 0;
 }
 
+/* by thread, function, name, begin: the truth spans a min-depth span may be */
+static int fkey_cmp(const void *x, const void *y)
+{
+	const struct sc_span *a = *(const struct sc_span *const *)x, *b = *(const struct sc_span *const *)y;
+	if (a->tid != b->tid)
+		return a->tid < b->tid ? -1 : 1;
+	if (a->func != b->func)
+		return a->func < b->func ? -1 : 1;
+	if (a->name != b->name)
+		return a->name < b->name ? -1 : 1;
+	return (a->begin > b->begin) - (a->begin < b->begin);
+}
+
+/* Actual spans flagged min-depth (their depth is a lower bound: unseen
+ * frames may lie below them) take the depth, at or below the one they
+ * claim, of the truth span of the same thread and function that they
+ * match in time (the shallowest such), else of the one they overlap most;
+ * none: they keep theirs (and are wrong).  Then judged as any span. */
+static int resolve_min_depth(struct work *W)
+{
+	size_t nf = 0;
+	for (size_t i = 0; i < W->nA; i++)
+		nf += (W->A[i].flags & MTEV_SPAN_MIN_DEPTH) != 0;
+	if (!nf)
+		return 0;
+	const struct sc_span **ix = malloc((W->nT + 1) * sizeof *ix);
+	if (!ix)
+		return -ENOMEM;
+	for (size_t j = 0; j < W->nT; j++)
+		ix[j] = &W->T[j];
+	qsort(ix, W->nT, sizeof *ix, fkey_cmp);
+	for (size_t i = 0; i < W->nA; i++) {
+		struct sc_span *x = &W->A[i];
+		if (!(x->flags & MTEV_SPAN_MIN_DEPTH))
+			continue;
+		/* the first truth span of x's thread, function and name */
+		struct sc_span k = *x;
+		k.begin = 0;
+		const struct sc_span *kp = &k;
+		size_t lo = 0, hi = W->nT;
+		while (lo < hi) {
+			size_t m = lo + (hi - lo) / 2;
+			if (fkey_cmp(&ix[m], &kp) < 0)
+				lo = m + 1;
+			else
+				hi = m;
+		}
+		uint32_t best = UINT32_MAX;
+		int exact = 0;
+		uint64_t most = 0;
+		for (size_t j = lo; j < W->nT; j++) {
+			const struct sc_span *u = ix[j];
+			if (u->tid != x->tid || u->func != x->func || u->name != x->name || u->begin > x->end)
+				break;
+			if (u->depth < x->depth || u->end < x->begin)
+				continue;
+			int e = tmatch(&W->c, x->tid, u->begin, x->begin) &&
+				tmatch(&W->c, x->tid, u->end, x->end);
+			uint64_t b = u->begin > x->begin ? u->begin : x->begin;
+			uint64_t o = (u->end < x->end ? u->end : x->end) - b + 1;
+			if (e > exact || (e == exact && (e ? u->depth < best : o > most))) {
+				exact = e;
+				best = u->depth;
+				most = o;
+			}
+		}
+		if (best != UINT32_MAX)
+			x->depth = best;
+	}
+	free(ix);
+	qsort(W->A, W->nA, sizeof *W->A, span_cmp);
+	return 0;
+}
+
 /* The latest-beginning unmatched truth span of the group @t[0..nt) whose
  * times match actual span @s's, or NULL. */
 static struct sc_span *best_match(const struct ctx *c, struct sc_span *t, size_t nt,
@@ -544,8 +686,11 @@ int spancmp_run(struct spanset *truth, struct spanset *actual, const struct span
 
 	if (default_windows(actual) || clip_truth(&W, truth, actual))
 		goto out;
-	if (!o->absolute_depth)
+	if (!o->absolute_depth) {
+		if (covering(&W, actual))
+			goto out;
 		hide_outer(&W, actual, res);
+	}
 	if (judged_actual(&W, actual, res))
 		goto out;
 	res->truth = W.nT;
@@ -553,6 +698,8 @@ int spancmp_run(struct spanset *truth, struct spanset *actual, const struct span
 	qsort(W.T, W.nT, sizeof *W.T, span_cmp);
 	qsort(W.A, W.nA, sizeof *W.A, span_cmp);
 	if (boundaries(&W, actual))
+		goto out;
+	if (resolve_min_depth(&W))
 		goto out;
 
 	/* walk the groups (same thread, depth, function) */
@@ -580,7 +727,7 @@ out:
 	free(W.ut);
 	free(W.ua);
 	free(W.c.tb);
-	free(W.cov);
+	free(W.hid);
 	free(W.tnames);
 	return ret;
 }

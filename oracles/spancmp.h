@@ -7,9 +7,11 @@
  * before wb matches an actual span with begin = wb and flag inferred-start;
  * likewise at we with open-at-end.
  *
- * Depth: frames live across the whole window whose child is also live across
- * the whole window executed nothing in it, so no trace can see them; they
- * are the outermost frames.  Unless @absolute_depth, they are dropped and
+ * Depth: frames live across the whole recorded part of the window whose
+ * child is also live across it executed nothing there, so no trace can see
+ * them; they are the outermost frames.  The recorded part: each stretch of
+ * the actual result between its gap markers (from its first span to its
+ * last); a frame is hidden when that holds in every stretch.  Unless @absolute_depth, they are dropped and
  * the truth's depths renumbered from the outermost observable frame (the
  * root a perfect segmenter finds); the actual spans flagged callchain (those
  * frames, from a trigger's call chain) are then set aside (not judged) and
@@ -26,7 +28,9 @@
  * Judged actual spans: functions (func != 0), and synthetic spans whose name
  * occurs in the truth ([syscall] ...).  Gap markers (flag error) are not
  * judged.  A judged span is wrong when no truth span of the same thread,
- * depth and function intersects it.  Coverage: the fraction of the truth's
+ * depth and function intersects it.  A span flagged min-depth (its depth a
+ * lower bound) is first given the depth, at or below its own, of the truth
+ * span of the same function that it matches in time (else overlaps most).  Coverage: the fraction of the truth's
  * frame-time (sum of clipped durations over all depths) during which an
  * actual span of the same thread, depth and function is live. */
 #ifndef MT_SPANCMP_H

@@ -39,9 +39,9 @@ wrong() { sed -n 's/.* wrong=\([0-9]*\) .*/\1/p' "$1" | tail -1; }
 		d=${d%/}
 		p=$(basename "$d")
 		# traced from main (--start-at): its truth knows no frame below
-		# __libc_start_call_main, and its window begins inside the C++
-		# unwinder, whose [unwound] frames the chain at the end cannot
-		# count (docs/exactness.md)
+		# __libc_start_call_main, so its root is not _start (its window,
+		# which begins inside the C++ unwinder, is judged in
+		# segment-ptsim.bats: min-depth frames, docs/exactness.md)
 		[ "$p" = exception ] && continue
 		[ -s "$d/hits.mt" ] || { echo "$p: no hits.mt"; return 1; }
 		for src in truth decode; do
