@@ -48,6 +48,9 @@ static void usage(FILE *f)
 	      "                        (default: the recording's CPUID; raw mode: none)\n"
 	      "      --pid N, --tid N  raw mode: the thread to attribute the trace to (0)\n"
 	      "      --records         list every perf.data record as text (no decoding)\n"
+	      "      --decoder NAME    libipt (default: libipt's block decoder) or walk (the\n"
+	      "                        cached code walk over libipt's query decoder, same\n"
+	      "                        output; queues it cannot walk use libipt): docs/decode.md\n"
 	      "      --partial         decode a truncated perf.data (a killed recorder) as far\n"
 	      "                        as it goes (exit 1); by default it is refused (exit 2)\n"
 	      "  -s, --stats           print counts (records, AUX bytes, branches, gaps) to stderr\n"
@@ -125,7 +128,7 @@ static void input_failed(int ret, const char *in, const char *msg)
 int main(int argc, char **argv)
 {
 	enum { O_IMAGES = 256, O_NOIMG, O_PT, O_IMAGE, O_CPU, O_PID, O_TID, O_RECORDS,
-	       O_PARTIAL };
+	       O_PARTIAL, O_DECODER };
 	static const struct option lo[] = {
 		{"output", required_argument, NULL, 'o'},
 		{"input", required_argument, NULL, 'i'},
@@ -141,6 +144,7 @@ int main(int argc, char **argv)
 		{"pid", required_argument, NULL, O_PID},
 		{"tid", required_argument, NULL, O_TID},
 		{"records", no_argument, NULL, O_RECORDS},
+		{"decoder", required_argument, NULL, O_DECODER},
 		{"stats", no_argument, NULL, 's'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -201,6 +205,14 @@ int main(int argc, char **argv)
 			break;
 		case O_TID:
 			opts.raw_tid = parse_id(optarg, "--tid");
+			break;
+		case O_DECODER:
+			if (!strcmp(optarg, "walk"))
+				opts.walk = 1;
+			else if (!strcmp(optarg, "libipt"))
+				opts.walk = 0;
+			else
+				drv_usage("bad --decoder %s (want walk or libipt)", optarg);
 			break;
 		case O_RECORDS:
 			records = 1;

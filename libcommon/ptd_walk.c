@@ -1,0 +1,1007 @@
+/* ptd_walk: the cached walk stepper (issue 20, first step).
+ *
+ * The libipt stepper asks libipt's block decoder for every block; most of
+ * that decoder's cost is walking the code (its block cache, its section
+ * lookups, its proceed logic), not reading the trace (docs/decode.md,
+ * "Cost").  This stepper keeps libipt's query decoder for the trace (TNT,
+ * TIP, events, timing: the same queries in the same order, so libipt's own
+ * time computation gives every branch its time) and walks the code itself
+ * from a cache: per start address, the straight-line run up to the next
+ * instruction that needs trace or ends a block, decoded once.  It emulates
+ * the block decoder's contract as the libipt stepper uses it (blocks end at
+ * every branch, direct calls and jumps included, and where the section
+ * changes; events bind where libipt binds them) and feeds the libipt
+ * stepper's own record logic (ptd_handle_block, ptd_handle_event), so the
+ * records, gaps, retractions and times are made by the same code.
+ *
+ * What it does not emulate is never walked: a queue whose trace holds any
+ * packet outside the set below (overflow, an FUP outside PSB+ -- interrupts,
+ * TSX -- paging, VMCS, PTWRITE, power events, a non-64-bit mode, or a packet
+ * that does not parse) and every per-cpu queue is decoded by the libipt
+ * stepper from its start; the decision is made per queue before its first
+ * record.  Code bytes come from the image files only (mt-decode never reads
+ * process memory), which do not change while mapped; the cache is dropped
+ * whenever the queue's image changes (exec, fork, a new map): code that
+ * changes (JIT, perf-map regions) has no image file, is a no-image gap on
+ * both paths and is never cached. */
+#include "ptd_int.h"
+
+#include <capstone/capstone.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* cache sizes (log2 entries): a fixed cap, a new entry evicts the one in
+ * its slot (direct-mapped) */
+#define WB_BITS 15 /* blocks, 40 bytes each: 1.25 MiB */
+#define WI_BITS 13 /* instructions, 32 bytes each: 256 KiB */
+
+/* how a cached block ends */
+enum {
+	K_COND,	  /* jcc: a TNT bit */
+	K_DJMP,	  /* direct jmp: to next */
+	K_DCALL,  /* direct call: to next, pushes the return unless a call to the next insn */
+	K_ICALL,  /* indirect call: pushes, a TIP */
+	K_RET,	  /* ret: a TNT bit (compressed) or a TIP */
+	K_IND,	  /* indirect jmp, far transfers: a TIP */
+	K_SECEND, /* no branch: the next instruction (next) is in another section */
+	K_ERR,	  /* the instruction at next cannot be decoded: err */
+};
+
+/* pseudo error: something the walk does not emulate (never for an input
+ * the pre-scan let through, short of code the classifier cannot size) */
+#define WK_UNSUP (-1000)
+
+struct wblk {
+	uint64_t ip, end_ip, next;
+	int32_t isid;
+	int32_t err;
+	uint16_t ninsn;
+	uint8_t kind, isize, iclass, push, valid;
+};
+
+struct winsn {
+	uint64_t ip, target;
+	int32_t isid, err;
+	uint8_t size, cls, direct, valid;
+};
+
+struct ptd_walkq {
+	struct ptd *d;
+	int decided, libipt, skd022;
+	struct pt_query_decoder *qry;
+	/* the emulated block decoder */
+	uint64_t ip;
+	int enabled, status, process_event, mode;
+	struct pt_event ev;
+	uint64_t rs[65];
+	uint8_t top, bottom;
+	/* caches, for the image img with nisids sections */
+	const struct pt_image *img;
+	size_t nisids;
+	int pidx; /* d->proc index of img's process, -1 none */
+	struct wblk *bc;
+	struct winsn *ic;
+	csh cs;
+	cs_insn *csi;
+	int cs_ok;
+};
+
+void ptd_walk_free(struct ptq *q)
+{
+	struct ptd_walkq *w = q->walk;
+	if (!w)
+		return;
+	if (w->qry)
+		pt_qry_free_decoder(w->qry);
+	if (w->cs_ok) {
+		cs_free(w->csi, 1);
+		cs_close(&w->cs);
+	}
+	free(w->bc);
+	free(w->ic);
+	free(w);
+	q->walk = NULL;
+}
+
+/* ---- the pre-scan: may this queue be walked? ---- */
+
+static int walkable(struct ptd *d, struct ptq *q)
+{
+	size_t k;
+	if (d->per_cpu)
+		return 0;
+	for (k = 0; k < q->nsegs; k++) {
+		struct pt_config cfg;
+		struct pt_packet_decoder *pd;
+		struct pt_packet pk;
+		int st, in_psb = 0, ok = 1, fup = 0;
+
+		pt_config_init(&cfg);
+		cfg.begin = q->stream + q->segs[k].begin;
+		cfg.end = q->stream + q->segs[k].end;
+		if (cfg.begin == cfg.end)
+			continue;
+		pd = pt_pkt_alloc_decoder(&cfg);
+		if (!pd)
+			return 0;
+		st = pt_pkt_sync_forward(pd);
+		while (ok && st >= 0 && (st = pt_pkt_next(pd, &pk, sizeof pk)) >= 0) {
+			switch (pk.type) {
+			case ppt_psb:
+				in_psb = 1;
+				break;
+			case ppt_psbend:
+				in_psb = 0;
+				break;
+			case ppt_pad:
+			case ppt_tsc:
+			case ppt_cbr:
+			case ppt_tma:
+			case ppt_mtc:
+			case ppt_cyc:
+				break;
+			case ppt_tnt_8:
+			case ppt_tnt_64:
+			case ppt_tip:
+			case ppt_tip_pge:
+				ok = !fup; /* an FUP binds to a TIP.PGD only (an async disable) */
+				break;
+			case ppt_tip_pgd:
+				fup = 0;
+				break;
+			case ppt_fup:
+				if (!in_psb)
+					fup = 1;
+				break;
+			case ppt_mode:
+				ok = !fup && pk.payload.mode.leaf == pt_mol_exec &&
+				     pk.payload.mode.bits.exec.csl && !pk.payload.mode.bits.exec.csd;
+				break;
+			default:
+				ok = 0;
+			}
+			if (pk.type == ppt_psb)
+				ok = ok && !fup;
+		}
+		pt_pkt_free_decoder(pd);
+		if (!ok || (st < 0 && st != -pte_eos))
+			return 0;
+	}
+	return 1;
+}
+
+/* ---- code: sections, instructions, blocks ---- */
+
+static void cache_check(struct ptd *d, struct ptq *q, struct ptd_walkq *w)
+{
+	size_t i;
+	const struct proc *p = NULL;
+	if (w->img == q->img && w->pidx >= 0 && (size_t)w->pidx < d->nproc &&
+	    d->proc[w->pidx].img == q->img && d->proc[w->pidx].nisids == w->nisids)
+		return;
+	w->pidx = -1;
+	for (i = 0; i < d->nproc; i++)
+		if (d->proc[i].img == q->img && q->img) {
+			w->pidx = (int)i;
+			p = &d->proc[i];
+		}
+	w->img = q->img;
+	w->nisids = p ? p->nisids : 0;
+	memset(w->bc, 0, sizeof *w->bc << WB_BITS);
+	memset(w->ic, 0, sizeof *w->ic << WI_BITS);
+}
+
+/* Up to 15 bytes of code at @ip from its section in the queue's image
+ * (the newest section holding it, as in libipt's image): how many (0: no
+ * section, *isid -1), *isid its section. */
+static int code_at(struct ptd *d, const struct ptd_walkq *w, uint64_t ip, uint8_t *buf,
+		   int32_t *isid)
+{
+	const struct proc *p = w->pidx >= 0 ? &d->proc[w->pidx] : NULL;
+	const struct secview *v = NULL;
+	size_t k;
+	int n;
+
+	*isid = -1;
+	for (k = p ? p->nisids : 0; k-- > 0;) {
+		int32_t s = p->isids[k];
+		if (s > 0 && (size_t)s < d->nsecs && d->secs[s].addr <= ip &&
+		    ip - d->secs[s].addr < d->secs[s].size) {
+			*isid = s;
+			v = &d->secs[s];
+			break;
+		}
+	}
+	if (!v)
+		return 0;
+	if (v->data) {
+		uint64_t left = v->size - (ip - v->addr);
+		n = left < 15 ? (int)left : 15;
+		memcpy(buf, v->data + (ip - v->addr), (size_t)n);
+		return n;
+	}
+	n = pt_iscache_read(d->isc, buf, 15, *isid, ip);
+	if (n <= 0)
+		*isid = -1;
+	return n > 0 ? n : 0;
+}
+
+/* Erratum SKD022: an async disable at VMLAUNCH/VMRESUME is a sync one
+ * (libipt rewrites the event; not emulated). */
+static int vmentry_at(struct ptd_walkq *w, uint64_t ip)
+{
+	uint8_t buf[16];
+	int32_t isid;
+	int n = code_at(w->d, w, ip, buf, &isid);
+	return n >= 3 && buf[0] == 0x0f && buf[1] == 0x01 && (buf[2] == 0xc2 || buf[2] == 0xc3);
+}
+
+/* The instruction at @ip (cached). */
+static const struct winsn *insn_at(struct ptd *d, struct ptd_walkq *w, uint64_t ip)
+{
+	struct winsn *in = &w->ic[(ip ^ (ip >> WI_BITS)) & ((1u << WI_BITS) - 1)];
+	uint8_t buf[16];
+	int n;
+	int32_t isid;
+
+	if (in->valid && in->ip == ip)
+		return in;
+	memset(in, 0, sizeof *in);
+	in->ip = ip;
+	in->valid = 1;
+	in->err = -pte_nomap;
+	n = code_at(d, w, ip, buf, &isid);
+	if (isid < 0)
+		return in;
+	in->isid = isid;
+	{
+		struct x86br_insn xi;
+		const uint8_t *code = buf;
+		size_t len = (size_t)n;
+		uint64_t addr = ip;
+		x86br_decode(buf, (size_t)n, 64, ip, &xi);
+		if (xi.cls != X86BR_NONE && xi.size) {
+			in->size = xi.size;
+			in->cls = (uint8_t)xi.cls;
+			in->direct = xi.direct;
+			in->target = xi.target;
+		} else if (xi.cls == X86BR_NONE && w->cs_ok &&
+			   cs_disasm_iter(w->cs, &code, &len, &addr, w->csi)) {
+			in->size = (uint8_t)w->csi->size;
+			in->cls = X86BR_NONE;
+		} else {
+			/* cut by the section's end: libipt would read on into
+			 * the next section; not emulated */
+			in->err = n < 15 ? WK_UNSUP : -pte_bad_insn;
+			return in;
+		}
+	}
+	in->err = 0;
+	return in;
+}
+
+static uint8_t iclass_of(uint8_t cls, int direct)
+{
+	switch (cls) {
+	case X86BR_JCC:
+		return ptic_cond_jump;
+	case X86BR_JMP:
+		return ptic_jump;
+	case X86BR_CALL:
+		return ptic_call;
+	case X86BR_RET:
+		return ptic_return;
+	case X86BR_NONE:
+		return ptic_other;
+	default:
+		(void)direct;
+		return ptic_error; /* libipt's cached blocks: class unknown */
+	}
+}
+
+/* The cached block starting at @ip. */
+static const struct wblk *blk_at(struct ptd *d, struct ptd_walkq *w, uint64_t ip)
+{
+	struct wblk *b = &w->bc[(ip ^ (ip >> WB_BITS)) & ((1u << WB_BITS) - 1)];
+	uint64_t cur = ip;
+	uint32_t n = 0;
+
+	if (b->valid && b->ip == ip)
+		return b;
+	memset(b, 0, sizeof *b);
+	b->ip = ip;
+	b->valid = 1;
+	b->isid = 0;
+	b->iclass = ptic_error;
+	for (;;) {
+		const struct winsn *in = insn_at(d, w, cur);
+		if (in->err) {
+			b->kind = K_ERR;
+			b->err = in->err;
+			b->next = cur;
+			break;
+		}
+		if (n && in->isid != b->isid) {
+			b->kind = K_SECEND;
+			b->next = cur;
+			break;
+		}
+		if (n == 0xffff) {
+			/* libipt's block is full: it ends here */
+			b->kind = K_SECEND;
+			b->next = cur;
+			break;
+		}
+		b->isid = in->isid;
+		b->end_ip = cur;
+		b->isize = in->size;
+		b->iclass = iclass_of(in->cls, in->direct);
+		n++;
+		if (in->cls == X86BR_NONE) {
+			cur += in->size;
+			continue;
+		}
+		b->next = in->target;
+		switch (in->cls) {
+		case X86BR_JCC:
+			b->kind = K_COND;
+			break;
+		case X86BR_JMP:
+			b->kind = in->direct ? K_DJMP : K_IND;
+			break;
+		case X86BR_CALL:
+			b->kind = in->direct ? K_DCALL : K_ICALL;
+			/* a call to the next instruction (position-independent
+			 * code) is not a call to return from */
+			b->push = !in->direct || in->target != cur + in->size;
+			break;
+		case X86BR_RET:
+			b->kind = K_RET;
+			break;
+		default:
+			b->kind = K_IND;
+		}
+		break;
+	}
+	b->ninsn = (uint16_t)n;
+	return b;
+}
+
+/* ---- the emulated block decoder (pt_blk_* as the libipt stepper uses it) ---- */
+
+static void rs_push(struct ptd_walkq *w, uint64_t ip)
+{
+	w->rs[w->top] = ip;
+	w->top = w->top == 64 ? 0 : (uint8_t)(w->top + 1);
+	if (w->bottom == w->top)
+		w->bottom = w->bottom == 64 ? 0 : (uint8_t)(w->bottom + 1);
+}
+
+static int rs_pop(struct ptd_walkq *w, uint64_t *ip)
+{
+	if (w->top == w->bottom)
+		return -pte_retstack_empty;
+	w->top = w->top ? (uint8_t)(w->top - 1) : 64;
+	*ip = w->rs[w->top];
+	return 0;
+}
+
+static int wd_status(const struct ptd_walkq *w, int flags)
+{
+	if (!w->enabled)
+		flags |= pts_ip_suppressed;
+	if ((w->status & pts_eos) && !w->process_event)
+		flags |= pts_eos;
+	return flags;
+}
+
+static int wd_fetch_event(struct ptd_walkq *w)
+{
+	int st;
+	if (w->process_event)
+		return 1;
+	if (!(w->status & pts_event_pending))
+		return 0;
+	st = pt_qry_event(w->qry, &w->ev, sizeof w->ev);
+	if (st < 0)
+		return st;
+	w->process_event = 1;
+	w->status = st;
+	return 1;
+}
+
+static int wd_trailing(struct ptd_walkq *w)
+{
+	int st = wd_fetch_event(w);
+	if (st <= 0)
+		return st < 0 ? st : wd_status(w, 0);
+	switch (w->ev.type) {
+	case ptev_disabled:
+		break; /* bound on the event flow */
+	case ptev_enabled:
+	case ptev_tick:
+	case ptev_cbr:
+	case ptev_mnt:
+		return wd_status(w, pts_event_pending);
+	case ptev_exec_mode:
+		if (!w->ev.ip_suppressed && w->ip != w->ev.variant.exec_mode.ip)
+			break;
+		return wd_status(w, pts_event_pending);
+	case ptev_async_disabled:
+		if (w->ip != w->ev.variant.async_disabled.at)
+			break;
+		if (w->skd022 && vmentry_at(w, w->ev.variant.async_disabled.at))
+			return WK_UNSUP;
+		return wd_status(w, pts_event_pending);
+	default:
+		return WK_UNSUP;
+	}
+	return wd_status(w, 0);
+}
+
+static void wd_reset(struct ptd_walkq *w)
+{
+	w->ip = 0;
+	w->enabled = 0;
+	w->status = 0;
+	w->process_event = 0;
+	w->mode = ptem_unknown;
+	w->top = w->bottom = 0;
+	memset(&w->ev, 0, sizeof w->ev);
+}
+
+static int wd_start(struct ptd_walkq *w, int st)
+{
+	if (st < 0)
+		return st;
+	w->status = st;
+	if (!(st & pts_ip_suppressed))
+		w->enabled = 1;
+	return wd_trailing(w);
+}
+
+static int wd_sync_forward(struct ptd_walkq *w)
+{
+	wd_reset(w);
+	return wd_start(w, pt_qry_sync_forward(w->qry, &w->ip));
+}
+
+static int wd_sync_set(struct ptd_walkq *w, uint64_t off)
+{
+	wd_reset(w);
+	return wd_start(w, pt_qry_sync_set(w->qry, &w->ip, off));
+}
+
+/* One instruction of the event flow (pt_blk_proceed_one_insn): 1 added, 0
+ * the block ends before it (another section), or an error. */
+static int wd_one_insn(struct ptd *d, struct ptd_walkq *w, struct pt_block *b,
+		       const struct winsn **pin)
+{
+	const struct winsn *in = insn_at(d, w, w->ip);
+	if (in->err)
+		return in->err;
+	if (in->isid != b->isid) {
+		if (b->ninsn)
+			return 0;
+		b->isid = in->isid;
+	}
+	if (in->cls == X86BR_CALL && (!in->direct || in->target != in->ip + in->size))
+		rs_push(w, in->ip + in->size);
+	b->iclass = in->cls == X86BR_SYSCALL ? ptic_far_call
+		    : in->cls == X86BR_SYSRET ? ptic_far_return
+		    : in->cls == X86BR_FARJMP ? ptic_far_jump
+					      : iclass_of(in->cls, in->direct);
+	b->end_ip = in->ip;
+	b->ninsn++;
+	*pin = in;
+	return 1;
+}
+
+/* pt_insn_next_ip: where @in goes without trace, or -pte_bad_query. */
+static int wd_next_ip(const struct winsn *in, uint64_t *ip)
+{
+	switch (in->cls) {
+	case X86BR_NONE:
+		*ip = in->ip + in->size;
+		return 0;
+	case X86BR_JMP:
+	case X86BR_CALL:
+		if (in->direct) {
+			*ip = in->target;
+			return 0;
+		}
+		return -pte_bad_query;
+	default:
+		return -pte_bad_query;
+	}
+}
+
+static int wd_ends_block(const struct winsn *in)
+{
+	return in->cls == X86BR_JMP || in->cls == X86BR_CALL;
+}
+
+/* To a synchronous disable: the next instruction that needs trace (ip
+ * suppressed), or the disable ip.  1 reached, 0 the block ended first,
+ * -pte_bad_query: it binds to *pin (needs trace), or an error. */
+static int wd_to_disabled(struct ptd *d, struct ptd_walkq *w, struct pt_block *b,
+			  const struct winsn **pin)
+{
+	int st;
+	if (w->ev.ip_suppressed) {
+		for (;;) {
+			st = wd_one_insn(d, w, b, pin);
+			if (st <= 0)
+				return st;
+			st = wd_next_ip(*pin, &w->ip);
+			if (st < 0)
+				return st;
+			if (wd_ends_block(*pin))
+				return 0;
+		}
+	}
+	for (;;) {
+		if (w->ip == w->ev.variant.disabled.ip)
+			return 1;
+		st = wd_one_insn(d, w, b, pin);
+		if (st <= 0)
+			return st;
+		st = wd_next_ip(*pin, &w->ip);
+		if (st < 0)
+			return st;
+		if (wd_ends_block(*pin))
+			return w->ip == w->ev.variant.disabled.ip;
+	}
+}
+
+static int wd_proceed_event(struct ptd *d, struct ptd_walkq *w, struct pt_block *b)
+{
+	const struct winsn *in = NULL;
+	int st;
+
+	switch (w->ev.type) {
+	case ptev_enabled:
+	case ptev_tick:
+	case ptev_cbr:
+	case ptev_mnt:
+		break;
+	case ptev_disabled:
+		st = wd_to_disabled(d, w, b, &in);
+		if (st <= 0) {
+			if (st != -pte_bad_query)
+				return st;
+			/* it binds to the instruction that needs trace: tracing
+			 * is expected back after a call, else who knows */
+			if (in && (in->cls == X86BR_CALL || in->cls == X86BR_SYSCALL))
+				w->ip = in->ip + in->size;
+			else
+				w->ip = 0;
+		}
+		break;
+	case ptev_async_disabled:
+		/* to the FUP's ip without trace; needing trace is an error */
+		for (;;) {
+			if (w->ip == w->ev.variant.async_disabled.at)
+				break;
+			st = wd_one_insn(d, w, b, &in);
+			if (st <= 0)
+				return st;
+			st = wd_next_ip(in, &w->ip);
+			if (st < 0)
+				return st;
+			if (wd_ends_block(in)) {
+				if (w->ip == w->ev.variant.async_disabled.at)
+					break;
+				return 0;
+			}
+		}
+		if (w->skd022 && vmentry_at(w, w->ev.variant.async_disabled.at))
+			return WK_UNSUP;
+		break;
+	case ptev_exec_mode:
+		if (w->ev.ip_suppressed)
+			break;
+		return WK_UNSUP; /* a mode change at a far branch: excluded */
+	default:
+		return WK_UNSUP;
+	}
+	return wd_status(w, pts_event_pending);
+}
+
+/* The steady state (libipt's cached path): one block from the cache. */
+static inline int wd_no_event(struct ptd *d, struct ptd_walkq *w, struct pt_block *b)
+{
+	const struct wblk *c;
+	int st, taken;
+
+	if (w->mode != ptem_64bit)
+		return WK_UNSUP;
+	c = blk_at(d, w, w->ip);
+	b->isid = c->isid;
+	b->ninsn = c->ninsn;
+	b->end_ip = c->end_ip;
+	b->iclass = (enum pt_insn_class)c->iclass;
+	switch (c->kind) {
+	case K_COND:
+		st = pt_qry_cond_branch(w->qry, &taken);
+		if (st < 0)
+			return st;
+		w->status = st;
+		w->ip = taken ? c->next : c->end_ip + c->isize;
+		return 0;
+	case K_DJMP:
+		w->ip = c->next;
+		return 0;
+	case K_DCALL:
+		if (c->push)
+			rs_push(w, c->end_ip + c->isize);
+		w->ip = c->next;
+		return 0;
+	case K_ICALL:
+		rs_push(w, c->end_ip + c->isize);
+		st = pt_qry_indirect_branch(w->qry, &w->ip);
+		if (st < 0)
+			return st;
+		w->status = st;
+		return 0;
+	case K_RET:
+		st = pt_qry_cond_branch(w->qry, &taken);
+		if (st < 0) {
+			if (st != -pte_bad_query)
+				return st;
+			st = pt_qry_indirect_branch(w->qry, &w->ip);
+			if (st < 0)
+				return st;
+			w->status = st;
+			return 0;
+		}
+		w->status = st;
+		if (!taken)
+			return -pte_bad_retcomp;
+		return rs_pop(w, &w->ip);
+	case K_IND:
+		st = pt_qry_indirect_branch(w->qry, &w->ip);
+		if (st < 0)
+			return st;
+		w->status = st;
+		return 0;
+	case K_SECEND:
+		w->ip = c->next;
+		return 0;
+	default: /* K_ERR */
+		w->ip = c->next;
+		return c->err;
+	}
+}
+
+static int wd_next(struct ptd *d, struct ptd_walkq *w, struct pt_block *b)
+{
+	int st;
+
+	memset(b, 0, sizeof *b);
+	b->ip = w->ip;
+	b->mode = (enum pt_exec_mode)w->mode;
+	st = wd_fetch_event(w);
+	if (st != 0)
+		return st < 0 ? st : wd_proceed_event(d, w, b);
+	if (!w->enabled)
+		return (w->status & pts_eos) ? -pte_eos : -pte_no_enable;
+	st = wd_no_event(d, w, b);
+	if (st < 0)
+		return st;
+	return wd_trailing(w);
+}
+
+static int wd_event(struct ptd_walkq *w, struct pt_event *ev)
+{
+	struct pt_event *e = &w->ev;
+	if (!w->process_event)
+		return -pte_bad_query;
+	switch (e->type) {
+	case ptev_enabled:
+		if (e->variant.enabled.ip == w->ip)
+			e->variant.enabled.resumed = 1;
+		if (e->status_update)
+			return -pte_bad_context;
+		if (e->ip_suppressed)
+			return -pte_noip;
+		if (w->enabled)
+			return -pte_bad_context;
+		w->ip = e->variant.enabled.ip;
+		w->enabled = 1;
+		w->process_event = 0;
+		break;
+	case ptev_async_disabled:
+		if (w->ip != e->variant.async_disabled.at)
+			return -pte_bad_query;
+		/* fallthrough */
+	case ptev_disabled:
+		if (e->status_update || !w->enabled)
+			return -pte_bad_context;
+		w->enabled = 0;
+		w->process_event = 0;
+		break;
+	case ptev_exec_mode:
+		if (!e->ip_suppressed && w->ip != e->variant.exec_mode.ip)
+			return -pte_bad_query;
+		if (e->status_update && w->enabled && w->mode != ptem_unknown &&
+		    w->mode != (int)e->variant.exec_mode.mode)
+			return -pte_bad_status_update;
+		w->mode = e->variant.exec_mode.mode;
+		w->process_event = 0;
+		break;
+	case ptev_tick:
+	case ptev_cbr:
+	case ptev_mnt:
+		w->process_event = 0;
+		break;
+	default:
+		return WK_UNSUP;
+	}
+	*ev = *e;
+	return wd_trailing(w);
+}
+
+/* ---- the stepper: ptd_step.c's q_step with the walk for pt_blk_* ---- */
+
+/* q_now with the query decoder's time (what pt_blk_time returns). */
+static inline void wk_now(struct ptd *d, struct ptq *q, struct ptd_walkq *w)
+{
+	uint64_t tsc;
+	uint32_t lm, lc;
+	if (pt_qry_time(w->qry, &tsc, &lm, &lc) >= 0) {
+		if (tsc != q->last_tsc) {
+			uint64_t t = ptd_conv(d, tsc);
+			q->last_tsc = tsc;
+			if (t > q->time)
+				q->time = t;
+		}
+		q->lost_timing = lm + lc;
+	}
+}
+
+static void wk_error(struct ptd *d, struct ptq *q, struct ptd_walkq *w, int err, uint64_t ip)
+{
+	uint64_t off = 0;
+	if (err == WK_UNSUP) {
+		ptd_warn(d, "cached walk: code or trace it does not emulate at 0x%" PRIx64
+			    " (use --decoder libipt)", ip);
+		err = -pte_internal;
+	}
+	pt_qry_get_offset(w->qry, &off);
+	ptd_q_error_at(d, q, err, ip, off);
+}
+
+static inline int wk_spin_check(uint64_t off, uint64_t ninsns, uint64_t *spin_off,
+				uint64_t *spin_mark, uint64_t *spin_insns)
+{
+#ifndef PTD_MAX_SPIN
+#define PTD_MAX_SPIN (1u << 17)
+#endif
+	if (off != *spin_off) {
+		*spin_off = off;
+		*spin_insns = 0;
+	} else {
+		*spin_insns += ninsns - *spin_mark;
+	}
+	*spin_mark = ninsns;
+	return *spin_insns > PTD_MAX_SPIN;
+}
+
+static int wk_open_seg(struct ptd *d, struct ptq *q, struct ptd_walkq *w)
+{
+	struct pt_config cfg;
+
+	ptd_seg_config(d, q, &cfg);
+	memset(&cfg.flags, 0, sizeof cfg.flags); /* what the block decoder gives its query decoder */
+	w->skd022 = cfg.errata.skd022;
+	w->qry = pt_qry_alloc_decoder(&cfg);
+	if (!w->qry)
+		return ptd_fail(d, PTD_ESYS, "cannot allocate a PT decoder");
+	if (ptd_seg_psbs(d, q, cfg.begin, cfg.end) < 0)
+		return -1;
+	q->img = NULL;
+	q->swi = 0;
+	wd_reset(w);
+	return 0;
+}
+
+static void wk_sync(struct ptd *d, struct ptq *q, struct ptd_walkq *w)
+{
+	int st = wd_sync_forward(w);
+	if (st < 0 && st != -pte_eos) {
+		uint64_t off = 0;
+		pt_qry_get_offset(w->qry, &off);
+		if (!q->synced_once || off > q->last_sync_off) {
+			q->synced_once = 1;
+			q->last_sync_off = off;
+			wk_error(d, q, w, st, 0);
+			return;
+		}
+	}
+	if (st < 0) {
+		q_commit(q);
+		if (q->curseg + 1 < q->nsegs && q->segs[q->curseg + 1].lost_before) {
+			const struct seg *n = &q->segs[q->curseg + 1];
+			char m[128];
+			snprintf(m, sizeof m, "trace data lost (AUX offset %" PRIu64 ")", n->lost_at);
+			if (q->th >= 0)
+				ptd_set_gap(d, q, MTEV_GAP_LOST, 0, n->begin, d->thr[q->th].last_ip, m);
+			q->pend.valid = 0;
+		} else if (q->curseg + 1 < q->nsegs) {
+			size_t k;
+			for (k = 0; k < d->nthr; k++)
+				if (d->thr[k].lastq == (int)(q - d->q))
+					thr_finish(d, q, &d->thr[k]);
+		}
+		pt_qry_free_decoder(w->qry);
+		w->qry = NULL;
+		q->img = NULL;
+		q->curseg++;
+		q->state = Q_SEG;
+		return;
+	}
+	q->status = st;
+	q->pend.valid = 0;
+	q->need_start = 1;
+	wk_now(d, q, w);
+	q->start_time = q->time;
+	{
+		size_t before = d->sb_apply;
+		struct pt_image *img = q->img;
+		uint64_t soff;
+		sb_apply_until(d, q->time);
+		ptd_set_thread(d, q, q->start_time);
+		if ((before != d->sb_apply || img != q->img) &&
+		    pt_qry_get_sync_offset(w->qry, &soff) >= 0) {
+			st = wd_sync_set(w, soff);
+			if (st < 0)
+				return;
+			q->status = st;
+		}
+	}
+	q->state = Q_RUN;
+}
+
+static int wk_blocks(struct ptd *d, struct ptq *q, struct ptd_walkq *w, uint64_t limit,
+		     struct pt_block *blk)
+{
+	int st;
+
+	for (;;) {
+		cache_check(d, q, w);
+		st = wd_next(d, w, blk);
+		if (st < 0)
+			return st;
+		q->status = st;
+		if (blk->ninsn)
+			wk_now(d, q, w);
+		ptd_handle_block(d, q, blk, 1);
+		if (!(q->nblocks & 15)) {
+			uint64_t off = 0;
+			if (pt_qry_get_offset(w->qry, &off) >= 0 && q->psbi < q->npsbs &&
+			    off > q->psbs[q->psbi]) {
+				while (q->psbi < q->npsbs && off > q->psbs[q->psbi])
+					q->psbi++;
+				q_commit(q);
+			}
+			if (wk_spin_check(off, q->ninsns, &q->spin_off, &q->spin_mark,
+					  &q->spin_insns)) {
+				ptd_spin_error(d, q, blk->end_ip);
+				return st;
+			}
+		}
+		if ((st & pts_event_pending) || q->nready >= PTD_BATCH || q->time > limit ||
+		    (d->sb_apply < d->nsb && d->sb[d->sb_apply].time <= q->time) ||
+		    q->state != Q_RUN || d->err)
+			return st;
+	}
+}
+
+static void wk_run(struct ptd *d, struct ptq *q, struct ptd_walkq *w, uint64_t limit)
+{
+	struct pt_block blk;
+	struct pt_event ev;
+	int st;
+
+	if (q->status & pts_event_pending) {
+		st = wd_event(w, &ev);
+		if (st < 0) {
+			wk_error(d, q, w, st, q->pend.valid ? q->pend.from : 0);
+			return;
+		}
+		q->status = st;
+		wk_now(d, q, w);
+		ptd_handle_event(d, q, &ev);
+		return;
+	}
+	st = wk_blocks(d, q, w, limit, &blk);
+	if (st >= 0)
+		return;
+	if (blk.ninsn)
+		wk_now(d, q, w);
+	ptd_handle_block(d, q, &blk, 0);
+	if (st == -pte_eos) {
+		q_commit(q);
+		q->state = Q_SYNC;
+		if (q->th >= 0 && q->pend.valid)
+			q->pend.valid = 0;
+		return;
+	}
+	wk_error(d, q, w, st, blk.ninsn ? blk.end_ip : blk.ip);
+}
+
+static struct ptd_walkq *wk_new(void)
+{
+	struct ptd_walkq *w = calloc(1, sizeof *w);
+	if (!w)
+		return NULL;
+	w->bc = calloc((size_t)1 << WB_BITS, sizeof *w->bc);
+	w->ic = calloc((size_t)1 << WI_BITS, sizeof *w->ic);
+	if (!w->bc || !w->ic) {
+		free(w->bc);
+		free(w->ic);
+		free(w);
+		return NULL;
+	}
+	w->pidx = -1;
+	if (cs_open(CS_ARCH_X86, CS_MODE_64, &w->cs) == CS_ERR_OK) {
+		w->csi = cs_malloc(w->cs);
+		if (w->csi)
+			w->cs_ok = 1;
+		else
+			cs_close(&w->cs);
+	}
+	return w;
+}
+
+static void wk_step(struct ptd *d, struct ptq *q, uint64_t limit)
+{
+	struct ptd_walkq *w = q->walk;
+
+	if (!w) {
+		w = q->walk = wk_new();
+		if (!w) {
+			ptd_fail(d, PTD_ESYS, "out of memory");
+			return;
+		}
+		w->d = d;
+	}
+	if (!w->decided) {
+		w->decided = 1;
+		w->libipt = !walkable(d, q);
+	}
+	if (w->libipt) {
+		ptd_step_libipt.step(d, q, limit);
+		return;
+	}
+	while (q->nready < PTD_BATCH && q->state != Q_DONE && !d->err &&
+	       (q->time <= limit || q->state == Q_SEG)) {
+		if (d->sb_apply < d->nsb && d->sb[d->sb_apply].time <= q->time)
+			sb_apply_until(d, q->time);
+		switch (q->state) {
+		case Q_SEG:
+			q_commit(q);
+			if (q->curseg >= q->nsegs) {
+				q->state = Q_DONE;
+				break;
+			}
+			if (wk_open_seg(d, q, w) < 0)
+				return;
+			q->state = Q_SYNC;
+			break;
+		case Q_SYNC:
+			wk_sync(d, q, w);
+			break;
+		case Q_RUN:
+			wk_run(d, q, w, limit);
+			break;
+		default:
+			q->state = Q_DONE;
+		}
+	}
+}
+
+const struct ptd_stepper ptd_step_walk = {"walk", wk_step};
