@@ -291,6 +291,7 @@ struct ptd {
 	/* sb_to_rec's records, for the merge to write */
 	struct mtev_rec *sbout;
 	size_t nsbout, sboutcap;
+	struct ptd_walk *walk; /* the cached walk's shared state (ptd_walk.c), or NULL */
 	unsigned nkmissing; /* kernel images not found */
 	const char *kmissing_first;
 };
@@ -314,6 +315,7 @@ struct ptd_stepper {
 extern const struct ptd_stepper ptd_step_libipt;
 extern const struct ptd_stepper ptd_step_walk; /* ptd_walk.c */
 void ptd_walk_free(struct ptq *q);
+void ptd_walk_fini(struct ptd *d);
 
 /* ---- ptdecode.c ---- */
 void ptd_warn(struct ptd *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

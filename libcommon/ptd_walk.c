@@ -52,6 +52,7 @@ enum {
 /* pseudo error: something the walk does not emulate (never for an input
  * the pre-scan let through, short of code the classifier cannot size) */
 #define WK_UNSUP (-1000)
+#define WK_AGAIN (-1001) /* wd_first: go on as for a known block */
 
 struct wblk {
 	uint64_t ip, end_ip, next;
@@ -65,6 +66,18 @@ struct winsn {
 	uint64_t ip, target;
 	int32_t isid, err;
 	uint8_t size, cls, direct, valid;
+};
+
+/* What all queues share: whether the walk runs at all (every queue
+ * walkable, else none: libipt's block cache is shared by all its decoders,
+ * so a queue decoded by libipt would change where the others' blocks end),
+ * and, per section, which instructions libipt's block cache knows (a bit
+ * per byte of code: 128 KiB per MiB of code mapped), because libipt ends a
+ * block early the first time it walks into code it walked before. */
+struct ptd_walk {
+	int walk;
+	uint8_t **known; /* by isid */
+	size_t nknown;
 };
 
 struct ptd_walkq {
@@ -105,13 +118,51 @@ void ptd_walk_free(struct ptq *q)
 	q->walk = NULL;
 }
 
+void ptd_walk_fini(struct ptd *d)
+{
+	size_t i;
+	if (!d->walk)
+		return;
+	for (i = 0; i < d->walk->nknown; i++)
+		free(d->walk->known[i]);
+	free(d->walk->known);
+	free(d->walk);
+	d->walk = NULL;
+}
+
+/* The bit of @ip in libipt's block cache of section @isid (NULL: out of
+ * memory, d->err set). */
+static uint8_t *known_byte(struct ptd *d, int32_t isid, uint64_t ip, uint8_t *mask)
+{
+	struct ptd_walk *s = d->walk;
+	const struct secview *v = &d->secs[isid];
+	uint64_t off = ip - v->addr;
+	if ((size_t)isid >= s->nknown) {
+		size_t n = (size_t)isid + 1;
+		uint8_t **k = realloc(s->known, n * sizeof *k);
+		if (!k)
+			goto oom;
+		memset(k + s->nknown, 0, (n - s->nknown) * sizeof *k);
+		s->known = k;
+		s->nknown = n;
+	}
+	if (!s->known[isid]) {
+		s->known[isid] = calloc((size_t)(v->size + 7) / 8, 1);
+		if (!s->known[isid])
+			goto oom;
+	}
+	*mask = (uint8_t)(1u << (off & 7));
+	return &s->known[isid][off >> 3];
+oom:
+	ptd_fail(d, PTD_ESYS, "out of memory");
+	return NULL;
+}
+
 /* ---- the pre-scan: may this queue be walked? ---- */
 
-static int walkable(struct ptd *d, struct ptq *q)
+static int walkable(struct ptq *q)
 {
 	size_t k;
-	if (d->per_cpu)
-		return 0;
 	for (k = 0; k < q->nsegs; k++) {
 		struct pt_config cfg;
 		struct pt_packet_decoder *pd;
@@ -610,6 +661,71 @@ static int wd_proceed_event(struct ptd *d, struct ptd_walkq *w, struct pt_block 
 	return wd_status(w, pts_event_pending);
 }
 
+/* The first time libipt walks from @c->ip (its block cache knows no
+ * entry there): it remembers every instruction it passes and ends the
+ * block after one whose successor it knew already, or after 1024
+ * instructions; a block that reaches its branch is the cached one, but an
+ * indirect branch's TIP must then carry an ip. */
+static int wd_first(struct ptd *d, struct ptd_walkq *w, struct pt_block *b, const struct wblk *c)
+{
+	uint64_t cur = c->ip;
+	unsigned n = 0;
+	int st;
+
+	for (;;) {
+		const struct winsn *in = insn_at(d, w, cur);
+		uint8_t m, *kb = known_byte(d, c->isid, cur, &m);
+		uint64_t next = cur + in->size;
+		if (!kb)
+			return -pte_nomem;
+		*kb |= m;
+		n++;
+		if (cur == c->end_ip)
+			break; /* the whole run */
+		if (n == 0x400 || !(kb = known_byte(d, c->isid, next, &m)) || (*kb & m)) {
+			if (!kb)
+				return -pte_nomem;
+			b->ninsn = (uint16_t)n;
+			b->end_ip = cur;
+			b->iclass = ptic_other;
+			w->ip = next;
+			return 0;
+		}
+		cur = next;
+	}
+	switch (c->kind) {
+	case K_ICALL:
+	case K_IND:
+		if (c->kind == K_ICALL)
+			rs_push(w, c->end_ip + c->isize);
+		st = pt_qry_indirect_branch(w->qry, &w->ip);
+		if (st < 0)
+			return st;
+		w->status = st;
+		return (st & pts_ip_suppressed) ? -pte_noip : 0;
+	case K_RET: {
+		int taken;
+		st = pt_qry_cond_branch(w->qry, &taken);
+		if (st >= 0) {
+			w->status = st;
+			if (!taken)
+				return -pte_bad_retcomp;
+			st = rs_pop(w, &w->ip);
+			return st;
+		}
+		if (st != -pte_bad_query)
+			return st;
+		st = pt_qry_indirect_branch(w->qry, &w->ip);
+		if (st < 0)
+			return st;
+		w->status = st;
+		return (st & pts_ip_suppressed) ? -pte_noip : 0;
+	}
+	default:
+		return WK_AGAIN; /* as cached */
+	}
+}
+
 /* The steady state (libipt's cached path): one block from the cache. */
 static inline int wd_no_event(struct ptd *d, struct ptd_walkq *w, struct pt_block *b)
 {
@@ -623,6 +739,16 @@ static inline int wd_no_event(struct ptd *d, struct ptd_walkq *w, struct pt_bloc
 	b->ninsn = c->ninsn;
 	b->end_ip = c->end_ip;
 	b->iclass = (enum pt_insn_class)c->iclass;
+	if (c->ninsn) {
+		uint8_t m, *kb = known_byte(d, c->isid, c->ip, &m);
+		if (!kb)
+			return -pte_nomem;
+		if (!(*kb & m)) {
+			st = wd_first(d, w, b, c);
+			if (st != WK_AGAIN)
+				return st;
+		}
+	}
 	switch (c->kind) {
 	case K_COND:
 		st = pt_qry_cond_branch(w->qry, &taken);
@@ -969,9 +1095,20 @@ static void wk_step(struct ptd *d, struct ptq *q, uint64_t limit)
 		}
 		w->d = d;
 	}
+	if (!d->walk) {
+		size_t k;
+		d->walk = calloc(1, sizeof *d->walk);
+		if (!d->walk) {
+			ptd_fail(d, PTD_ESYS, "out of memory");
+			return;
+		}
+		d->walk->walk = !d->per_cpu;
+		for (k = 0; k < d->nq && d->walk->walk; k++)
+			d->walk->walk = walkable(&d->q[k]);
+	}
 	if (!w->decided) {
 		w->decided = 1;
-		w->libipt = !walkable(d, q);
+		w->libipt = !d->walk->walk;
 	}
 	if (w->libipt) {
 		ptd_step_libipt.step(d, q, limit);

@@ -75,6 +75,7 @@ static void ptd_fini(struct ptd *d)
 		ptd_walk_free(q);
 	}
 	free(d->q);
+	ptd_walk_fini(d);
 	free(d->auxlost);
 	pd_close(d->reader);
 	for (i = 0; i < d->nproc; i++) {
