@@ -33,7 +33,7 @@
 
 /* cache sizes (log2 entries): a fixed cap, a new entry evicts the one in
  * its slot (direct-mapped) */
-#define WB_BITS 15 /* blocks, 40 bytes each: 1.25 MiB */
+#define WB_BITS 16 /* blocks, 40 bytes each: 2.5 MiB */
 #define WI_BITS 13 /* instructions, 32 bytes each: 256 KiB */
 
 /* how a cached block ends */
@@ -59,6 +59,7 @@ struct wblk {
 	int32_t err;
 	uint16_t ninsn;
 	uint8_t kind, isize, iclass, push, valid;
+	uint8_t known; /* libipt's block cache knows ip (it never forgets) */
 };
 
 struct winsn {
@@ -888,7 +889,7 @@ static inline int wd_no_event(struct ptd *d, struct ptd_walkq *w, struct pt_bloc
 	b->ninsn = c->ninsn;
 	b->end_ip = c->end_ip;
 	b->iclass = (enum pt_insn_class)c->iclass;
-	if (c->ninsn) {
+	if (!c->known && c->ninsn) {
 		uint8_t m, *kb = known_byte(d, c->isid, c->ip, &m);
 		if (!kb)
 			return -pte_nomem;
@@ -897,6 +898,7 @@ static inline int wd_no_event(struct ptd *d, struct ptd_walkq *w, struct pt_bloc
 			if (st != WK_AGAIN)
 				return st;
 		}
+		((struct wblk *)c)->known = 1;
 	}
 	switch (c->kind) {
 	case K_COND:
@@ -1140,6 +1142,250 @@ static void wk_sync(struct ptd *d, struct ptq *q, struct ptd_walkq *w)
 	q->state = Q_RUN;
 }
 
+/* Whether wk_fast may run: q_fast's conditions (thread known and
+ * announced, no gap waiting, timing exact, no trace-start owed), no branch
+ * pending, no event, tracing on. */
+static inline int wk_fast_ok(const struct ptd *d, const struct ptq *q, const struct ptd_walkq *w)
+{
+	const struct thr *t;
+	if (q->th < 0 || q->untimed || q->need_start || q->pend.valid || w->process_event ||
+	    (w->status & pts_event_pending) || !w->enabled || w->mode != ptem_64bit)
+		return 0;
+	t = &d->thr[q->th];
+	return t->announced && !t->gap_pending;
+}
+
+/* The steady state without the block and pend structures: ptd_step.c's
+ * q_fast over cached blocks.  A block's branch is known when its query
+ * returns, but its record is pushed where the libipt stepper pushes it,
+ * when the next block has been decoded (before that block's checks), so
+ * commits hold the same records.  Leaves (1: do the checks of wk_blocks,
+ * 0: exit to the merge, *stp the status) before any block it does not
+ * handle: one not yet in libipt's block cache, far branches.  Returns
+ * WF_EXIT (the batch, time limit, sideband or an event: *stp the status),
+ * WF_GENERAL (the next block is the general path's) or WF_ERROR (the block
+ * in *blk failed with *stp). */
+enum { WF_EXIT, WF_GENERAL, WF_ERROR };
+
+static int wk_fast(struct ptd *d, struct ptq *q, struct ptd_walkq *w, uint64_t limit,
+		   struct pt_block *blk, int *stp)
+{
+	struct thr *th = &d->thr[q->th];
+	const uint32_t tid = th->tid;
+	uint64_t now = q->time, last_tsc = q->last_tsc;
+	uint64_t nblocks = q->nblocks, ninsns = q->ninsns;
+	uint64_t spin_off = q->spin_off, spin_insns = q->spin_insns, spin_mark = q->spin_mark;
+	uint32_t lost = q->lost_timing;
+	uint64_t last_ip = 0, br_time = 0, nbr = 0, stop;
+	/* the held branch: type (0 none), from, to, time; its class for q->pend */
+	unsigned htype = 0;
+	int hvalid = 0, hrec = 0; /* a branch pending; with a record */
+	uint8_t hcls = 0, hsize = 0;
+	int32_t hisid = 0;
+	uint64_t hfrom = 0, hto = 0, htime = 0;
+	int touched = 0, full = 0, spin = 0, st = q->status, ret = WF_EXIT;
+
+	stop = d->sb_apply < d->nsb ? d->sb[d->sb_apply].time : UINT64_MAX;
+	if (limit < stop)
+		stop = limit + 1;
+	for (;;) {
+		const struct wblk *c = blk_at(d, w, w->ip);
+		uint64_t from_ip = w->ip, tsc;
+		uint32_t lm, lc;
+		int taken;
+
+		if (!c->known || c->kind == K_ERR || (c->kind == K_IND && c->iclass == ptic_error)) {
+			ret = WF_GENERAL;
+			break;
+		}
+		/* the query (wd_no_event) */
+		switch (c->kind) {
+		case K_COND:
+			st = pt_qry_cond_branch(w->qry, &taken);
+			if (st >= 0) {
+				w->status = st;
+				w->ip = taken ? c->next : c->end_ip + c->isize;
+			}
+			break;
+		case K_DJMP:
+			w->ip = c->next;
+			st = 0;
+			break;
+		case K_DCALL:
+			if (c->push)
+				rs_push(w, c->end_ip + c->isize);
+			w->ip = c->next;
+			st = 0;
+			break;
+		case K_ICALL:
+			rs_push(w, c->end_ip + c->isize);
+			st = pt_qry_indirect_branch(w->qry, &w->ip);
+			if (st >= 0)
+				w->status = st;
+			break;
+		case K_RET:
+			st = pt_qry_cond_branch(w->qry, &taken);
+			if (st >= 0) {
+				w->status = st;
+				st = !taken ? -pte_bad_retcomp : rs_pop(w, &w->ip);
+			} else if (st == -pte_bad_query) {
+				st = pt_qry_indirect_branch(w->qry, &w->ip);
+				if (st >= 0)
+					w->status = st;
+			}
+			break;
+		case K_IND:
+			st = pt_qry_indirect_branch(w->qry, &w->ip);
+			if (st >= 0)
+				w->status = st;
+			break;
+		default: /* K_SECEND */
+			w->ip = c->next;
+			st = 0;
+		}
+		if (st >= 0)
+			st = wd_trailing(w);
+		if (st < 0) {
+			/* the block as pt_blk_next reports it with the error */
+			memset(blk, 0, sizeof *blk);
+			blk->ip = from_ip;
+			blk->mode = ptem_64bit;
+			blk->isid = c->isid;
+			blk->ninsn = c->ninsn;
+			blk->end_ip = c->end_ip;
+			blk->iclass = (enum pt_insn_class)c->iclass;
+			ret = WF_ERROR;
+			break;
+		}
+		q->status = st;
+		/* the held branch goes to the ring (resolve) */
+		if (hrec) {
+			struct mtev_rec *r = q_push(d, q);
+			if (r) {
+				r->kind = MTEV_BRANCH;
+				r->br.tid = tid;
+				r->br.time = htime;
+				r->br.type = htype;
+				r->br.from = hfrom;
+				r->br.to = hto;
+				br_time = htime;
+				nbr++;
+			} else {
+				full = 1;
+			}
+		}
+		hvalid = 0;
+		hrec = 0;
+		nblocks++;
+		ninsns += c->ninsn;
+		if (pt_qry_time(w->qry, &tsc, &lm, &lc) >= 0) {
+			if (tsc != last_tsc) {
+				uint64_t t = ptd_conv(d, tsc);
+				last_tsc = tsc;
+				if (t > now)
+					now = t;
+			}
+			lost = lm + lc;
+		}
+		last_ip = c->end_ip;
+		touched = 1;
+		/* this block's branch, held */
+		switch (c->kind) {
+		case K_COND:
+			/* a jcc that fell through stays pending too (an event
+			 * could resolve it elsewhere), without a record */
+			htype = MTEV_BR_JCC;
+			hrec = w->ip != c->end_ip + c->isize;
+			hcls = X86BR_JCC;
+			hvalid = 1;
+			break;
+		case K_DJMP:
+		case K_IND:
+			htype = MTEV_BR_JUMP;
+			hrec = 1;
+			hcls = X86BR_JMP;
+			hvalid = 1;
+			break;
+		case K_DCALL:
+		case K_ICALL:
+			htype = MTEV_BR_CALL;
+			hrec = 1;
+			hcls = X86BR_CALL;
+			hvalid = 1;
+			break;
+		case K_RET:
+			htype = MTEV_BR_RETURN;
+			hrec = 1;
+			hcls = X86BR_RET;
+			hvalid = 1;
+			break;
+		default:
+			break;
+		}
+		if (hvalid) {
+			hfrom = c->end_ip;
+			hto = w->ip;
+			htime = now;
+			hsize = c->kind == K_COND ? c->isize : 0;
+			hisid = c->isid;
+		}
+		if (!(nblocks & 15)) {
+			uint64_t off = 0;
+			if (pt_qry_get_offset(w->qry, &off) >= 0 && q->psbi < q->npsbs &&
+			    off > q->psbs[q->psbi]) {
+				while (q->psbi < q->npsbs && off > q->psbs[q->psbi])
+					q->psbi++;
+				q_commit(q);
+				full |= q->nready >= PTD_BATCH;
+			}
+			if (wk_spin_check(off, ninsns, &spin_off, &spin_mark, &spin_insns)) {
+				spin = 1;
+				break;
+			}
+		}
+		if ((st & pts_event_pending) || full || now >= stop)
+			break;
+		if (!w->enabled || w->process_event) {
+			ret = WF_GENERAL;
+			break;
+		}
+	}
+	/* write back (q_fast's QF_FLUSH) */
+	if (nbr) {
+		th->last_time = br_time;
+		th->has_rec = 1;
+		th->lastq = (int)(q - d->q);
+		d->st->branches += nbr;
+	}
+	if (touched) {
+		th->state = TS_ON;
+		th->last_ip = last_ip;
+	}
+	q->time = now;
+	q->last_tsc = last_tsc;
+	q->lost_timing = lost;
+	q->nblocks = nblocks;
+	q->ninsns = ninsns;
+	q->spin_off = spin_off;
+	q->spin_insns = spin_insns;
+	q->spin_mark = spin_mark;
+	if (hvalid) {
+		/* the general path resolves it at the next block or event */
+		struct pend *p = &q->pend;
+		p->valid = 1;
+		p->cls = hcls;
+		p->size = hsize;
+		p->isid = hisid;
+		p->mode = ptem_64bit;
+		p->from = hfrom;
+		p->time = htime;
+	}
+	if (spin)
+		ptd_spin_error(d, q, last_ip);
+	*stp = st;
+	return ret;
+}
+
 static int wk_blocks(struct ptd *d, struct ptq *q, struct ptd_walkq *w, uint64_t limit,
 		     struct pt_block *blk)
 {
@@ -1147,6 +1393,16 @@ static int wk_blocks(struct ptd *d, struct ptq *q, struct ptd_walkq *w, uint64_t
 
 	for (;;) {
 		cache_check(d, q, w);
+		if (wk_fast_ok(d, q, w)) {
+			switch (wk_fast(d, q, w, limit, blk, &st)) {
+			case WF_EXIT:
+				return st;
+			case WF_ERROR:
+				return st;
+			default:
+				break;
+			}
+		}
 		st = wd_next(d, w, blk);
 		if (st < 0)
 			return st;
