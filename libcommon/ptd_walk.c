@@ -1143,12 +1143,15 @@ static void wk_sync(struct ptd *d, struct ptq *q, struct ptd_walkq *w)
 }
 
 /* Whether wk_fast may run: q_fast's conditions (thread known and
- * announced, no gap waiting, timing exact, no trace-start owed), no branch
- * pending, no event, tracing on. */
+ * announced, no gap waiting, timing exact, no trace-start owed), no far
+ * branch pending, no event, tracing on. */
 static inline int wk_fast_ok(const struct ptd *d, const struct ptq *q, const struct ptd_walkq *w)
 {
 	const struct thr *t;
-	if (q->th < 0 || q->untimed || q->need_start || q->pend.valid || w->process_event ||
+	if (q->pend.valid && q->pend.cls != X86BR_JCC && q->pend.cls != X86BR_CALL &&
+	    q->pend.cls != X86BR_RET && q->pend.cls != X86BR_JMP && q->pend.cls != X86BR_FARJMP)
+		return 0;
+	if (q->th < 0 || q->untimed || q->need_start || w->process_event ||
 	    (w->status & pts_event_pending) || !w->enabled || w->mode != ptem_64bit)
 		return 0;
 	t = &d->thr[q->th];
@@ -1180,6 +1183,7 @@ static int wk_fast(struct ptd *d, struct ptq *q, struct ptd_walkq *w, uint64_t l
 	/* the held branch: type (0 none), from, to, time; its class for q->pend */
 	unsigned htype = 0;
 	int hvalid = 0, hrec = 0; /* a branch pending; with a record */
+	struct pend saved = {0};    /* the general path's, taken over */
 	uint8_t hcls = 0, hsize = 0;
 	int32_t hisid = 0;
 	uint64_t hfrom = 0, hto = 0, htime = 0;
@@ -1188,6 +1192,30 @@ static int wk_fast(struct ptd *d, struct ptq *q, struct ptd_walkq *w, uint64_t l
 	stop = d->sb_apply < d->nsb ? d->sb[d->sb_apply].time : UINT64_MAX;
 	if (limit < stop)
 		stop = limit + 1;
+	if (q->pend.valid) {
+		/* a branch of the general path, to the next block (fast_br_type) */
+		struct pend *p = &q->pend;
+		saved = *p;
+		hvalid = 1;
+		hrec = 1;
+		hto = w->ip;
+		hfrom = p->from;
+		htime = p->time;
+		if (p->cls == X86BR_JCC) {
+			htype = MTEV_BR_JCC;
+			if (!p->size) {
+				uint64_t delta = w->ip - p->from;
+				if (delta >= 2 && delta <= 15)
+					classify_ip_slow(d, p->from, p->isid, p->mode, &p->size);
+			}
+			hrec = !(p->size && w->ip == p->from + p->size);
+		} else {
+			htype = p->cls == X86BR_CALL  ? MTEV_BR_CALL
+				: p->cls == X86BR_RET ? MTEV_BR_RETURN
+						      : MTEV_BR_JUMP;
+		}
+		p->valid = 0;
+	}
 	for (;;) {
 		const struct wblk *c = blk_at(d, w, w->ip);
 		uint64_t from_ip = w->ip, tsc;
@@ -1276,6 +1304,7 @@ static int wk_fast(struct ptd *d, struct ptq *q, struct ptd_walkq *w, uint64_t l
 		}
 		hvalid = 0;
 		hrec = 0;
+		saved.valid = 0;
 		nblocks++;
 		ninsns += c->ninsn;
 		if (pt_qry_time(w->qry, &tsc, &lm, &lc) >= 0) {
@@ -1369,7 +1398,9 @@ static int wk_fast(struct ptd *d, struct ptq *q, struct ptd_walkq *w, uint64_t l
 	q->spin_off = spin_off;
 	q->spin_insns = spin_insns;
 	q->spin_mark = spin_mark;
-	if (hvalid) {
+	if (saved.valid) {
+		q->pend = saved; /* given back untouched */
+	} else if (hvalid) {
 		/* the general path resolves it at the next block or event */
 		struct pend *p = &q->pend;
 		p->valid = 1;
