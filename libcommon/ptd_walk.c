@@ -1534,6 +1534,14 @@ static void wk_step(struct ptd *d, struct ptq *q, uint64_t limit)
 		d->walk->walk = !d->per_cpu;
 		for (k = 0; k < d->nq && d->walk->walk; k++)
 			d->walk->walk = walkable(&d->q[k]);
+		if (!d->walk->walk && d->opts->walk > 1) {
+			ptd_fail(d, PTD_EINPUT,
+				 "the cached walk cannot decode this recording (%s)",
+				 d->per_cpu ? "per-cpu trace"
+					    : "packets it does not emulate: overflow, interrupts, "
+					      "TSX, paging, power events or a damaged packet");
+			return;
+		}
 	}
 	if (!w->decided) {
 		w->decided = 1;

@@ -42,7 +42,8 @@ struct ptd_options {
 	size_t nimages;
 	int cpu_family, cpu_model, cpu_stepping; /* 0: unknown vendor */
 	uint32_t raw_pid, raw_tid;
-	int walk; /* decode with the cached walk (ptd_walk.c), not libipt's block decoder */
+	int walk; /* 1: decode with the cached walk (ptd_walk.c) where it can, else
+		   * libipt's block decoder; 2: the walk or fail (-PTD_EINPUT) */
 	/* diagnostics: called once per problem with a one-line message */
 	void (*warn)(void *ctx, const char *msg);
 	void *warn_ctx;

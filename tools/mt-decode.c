@@ -50,7 +50,8 @@ static void usage(FILE *f)
 	      "      --records         list every perf.data record as text (no decoding)\n"
 	      "      --decoder NAME    libipt (default: libipt's block decoder) or walk (the\n"
 	      "                        cached code walk over libipt's query decoder, same\n"
-	      "                        output; queues it cannot walk use libipt): docs/decode.md\n"
+	      "                        output; a recording it cannot walk uses libipt), or\n"
+	      "                        walk-only (exit 2 instead): docs/decode.md\n"
 	      "      --partial         decode a truncated perf.data (a killed recorder) as far\n"
 	      "                        as it goes (exit 1); by default it is refused (exit 2)\n"
 	      "  -s, --stats           print counts (records, AUX bytes, branches, gaps) to stderr\n"
@@ -209,10 +210,12 @@ int main(int argc, char **argv)
 		case O_DECODER:
 			if (!strcmp(optarg, "walk"))
 				opts.walk = 1;
+			else if (!strcmp(optarg, "walk-only"))
+				opts.walk = 2;
 			else if (!strcmp(optarg, "libipt"))
 				opts.walk = 0;
 			else
-				drv_usage("bad --decoder %s (want walk or libipt)", optarg);
+				drv_usage("bad --decoder %s (want libipt, walk or walk-only)", optarg);
 			break;
 		case O_RECORDS:
 			records = 1;
