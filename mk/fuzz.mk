@@ -71,7 +71,7 @@ $(FUZZ_BUILD)/fuzz/%.o: fuzz/%.c
 # at 4096 entries (64 KiB: the sanitizer allocator reuses it; 1 MiB was a
 # fresh mmap, its shadow poisoned, per decode) and the packet-less loop limit
 # at 2^12 instructions (same path, 32 times shorter runs and record queues).
-$(FUZZ_BUILD)/libcommon/ptdecode.o $(FUZZ_BUILD)/libcommon/ptd_step.o: FUZZ_CFLAGS += -DPTD_CC2_BITS=12 '-DPTD_MAX_SPIN=(1u << 12)'
+$(FUZZ_BUILD)/libcommon/ptdecode.o $(FUZZ_BUILD)/libcommon/ptd_step.o $(FUZZ_BUILD)/libcommon/ptd_walk.o: FUZZ_CFLAGS += -DPTD_CC2_BITS=12 '-DPTD_MAX_SPIN=(1u << 12)'
 
 $(FUZZ_LIB): $(FUZZ_LIBOBJ)
 	$(Q)rm -f $@ && ar rcs $@ $^
