@@ -44,6 +44,9 @@ struct ptd_options {
 	uint32_t raw_pid, raw_tid;
 	int walk; /* 1: decode with the cached walk (ptd_walk.c) where it can, else
 		   * libipt's block decoder; 2: the walk or fail (-PTD_EINPUT) */
+	/* sampling: frame-pointer stacks are not completed with their
+	 * thread's root chain (docs/sampling.md) */
+	int no_root_join;
 	/* diagnostics: called once per problem with a one-line message */
 	void (*warn)(void *ctx, const char *msg);
 	void *warn_ctx;
@@ -57,6 +60,9 @@ struct ptd_stats {
 	uint64_t aux_bytes;		/* AUXTRACE payload bytes */
 	uint64_t branches, gaps, samples, triggers;
 	uint64_t unwound; /* samples whose user stack copy was unwound (--call-graph dwarf) */
+	uint64_t roots;	  /* root samples (a stack-copy stream beside frame-pointer samples) */
+	uint64_t roots_whole; /* of those, unwound to the thread's outermost frame */
+	uint64_t rooted;  /* frame-pointer samples completed with their thread's root chain */
 	uint64_t blocks, insns;		/* from the block decoder */
 	uint64_t retracted;		/* branches dropped: decoded from trace found corrupt later */
 	uint64_t warnings;
