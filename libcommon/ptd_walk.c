@@ -55,6 +55,8 @@ enum {
 
 struct wblk {
 	uint64_t ip, end_ip, next;
+	const struct pt_image *img; /* valid for this image */
+	size_t gen;		    /* with this many sections */
 	int32_t isid;
 	int32_t err;
 	uint16_t ninsn;
@@ -64,6 +66,8 @@ struct wblk {
 
 struct winsn {
 	uint64_t ip, target;
+	const struct pt_image *img;
+	size_t gen;
 	int32_t isid, err;
 	uint8_t size, cls, direct, valid;
 };
@@ -78,6 +82,10 @@ struct ptd_walk {
 	int walk;
 	uint8_t **known; /* by isid */
 	size_t nknown;
+	/* the caches, shared by all queues, an entry valid for the image and
+	 * section count it was made with */
+	struct wblk *bc;
+	struct winsn *ic;
 };
 
 struct ptd_walkq {
@@ -94,7 +102,7 @@ struct ptd_walkq {
 	const struct pt_image *img;
 	size_t nisids;
 	int pidx; /* d->proc index of img's process, -1 none */
-	struct wblk *bc;
+	struct wblk *bc; /* d->walk's */
 	struct winsn *ic;
 };
 
@@ -105,8 +113,6 @@ void ptd_walk_free(struct ptq *q)
 		return;
 	if (w->qry)
 		pt_qry_free_decoder(w->qry);
-	free(w->bc);
-	free(w->ic);
 	free(w);
 	q->walk = NULL;
 }
@@ -119,6 +125,8 @@ void ptd_walk_fini(struct ptd *d)
 	for (i = 0; i < d->walk->nknown; i++)
 		free(d->walk->known[i]);
 	free(d->walk->known);
+	free(d->walk->bc);
+	free(d->walk->ic);
 	free(d->walk);
 	d->walk = NULL;
 }
@@ -233,8 +241,6 @@ static void cache_check(struct ptd *d, struct ptq *q, struct ptd_walkq *w)
 		}
 	w->img = q->img;
 	w->nisids = p ? p->nisids : 0;
-	memset(w->bc, 0, sizeof *w->bc << WB_BITS);
-	memset(w->ic, 0, sizeof *w->ic << WI_BITS);
 }
 
 /* The length of the 64-bit-mode instruction in @b (@n bytes, n <= 15): 0
@@ -452,10 +458,12 @@ static const struct winsn *insn_at(struct ptd *d, struct ptd_walkq *w, uint64_t 
 	int n;
 	int32_t isid;
 
-	if (in->valid && in->ip == ip)
+	if (in->valid && in->ip == ip && in->img == w->img && in->gen == w->nisids)
 		return in;
 	memset(in, 0, sizeof *in);
 	in->ip = ip;
+	in->img = w->img;
+	in->gen = w->nisids;
 	in->valid = 1;
 	in->err = -pte_nomap;
 	n = code_at(d, w, ip, buf, &isid);
@@ -509,10 +517,12 @@ static const struct wblk *blk_at(struct ptd *d, struct ptd_walkq *w, uint64_t ip
 	uint64_t cur = ip;
 	uint32_t n = 0;
 
-	if (b->valid && b->ip == ip)
+	if (b->valid && b->ip == ip && b->img == w->img && b->gen == w->nisids)
 		return b;
 	memset(b, 0, sizeof *b);
 	b->ip = ip;
+	b->img = w->img;
+	b->gen = w->nisids;
 	b->valid = 1;
 	b->isid = 0;
 	b->iclass = ptic_error;
@@ -1498,17 +1508,8 @@ static void wk_run(struct ptd *d, struct ptq *q, struct ptd_walkq *w, uint64_t l
 static struct ptd_walkq *wk_new(void)
 {
 	struct ptd_walkq *w = calloc(1, sizeof *w);
-	if (!w)
-		return NULL;
-	w->bc = calloc((size_t)1 << WB_BITS, sizeof *w->bc);
-	w->ic = calloc((size_t)1 << WI_BITS, sizeof *w->ic);
-	if (!w->bc || !w->ic) {
-		free(w->bc);
-		free(w->ic);
-		free(w);
-		return NULL;
-	}
-	w->pidx = -1;
+	if (w)
+		w->pidx = -1;
 	return w;
 }
 
@@ -1531,6 +1532,12 @@ static void wk_step(struct ptd *d, struct ptq *q, uint64_t limit)
 			ptd_fail(d, PTD_ESYS, "out of memory");
 			return;
 		}
+		d->walk->bc = calloc((size_t)1 << WB_BITS, sizeof *d->walk->bc);
+		d->walk->ic = calloc((size_t)1 << WI_BITS, sizeof *d->walk->ic);
+		if (!d->walk->bc || !d->walk->ic) {
+			ptd_fail(d, PTD_ESYS, "out of memory");
+			return;
+		}
 		d->walk->walk = !d->per_cpu;
 		for (k = 0; k < d->nq && d->walk->walk; k++)
 			d->walk->walk = walkable(&d->q[k]);
@@ -1546,6 +1553,8 @@ static void wk_step(struct ptd *d, struct ptq *q, uint64_t limit)
 	if (!w->decided) {
 		w->decided = 1;
 		w->libipt = !d->walk->walk;
+		w->bc = d->walk->bc;
+		w->ic = d->walk->ic;
 	}
 	if (w->libipt) {
 		ptd_step_libipt.step(d, q, limit);
