@@ -33,8 +33,8 @@
 
 /* cache sizes (log2 entries): a fixed cap, a new entry evicts the one in
  * its slot (direct-mapped) */
-#define WB_BITS 16 /* blocks, 40 bytes each: 2.5 MiB */
-#define WI_BITS 13 /* instructions, 32 bytes each: 256 KiB */
+#define WB_BITS 16 /* blocks, 56 bytes each: 3.5 MiB */
+#define WI_BITS 13 /* instructions, 48 bytes each: 384 KiB */
 
 /* how a cached block ends */
 enum {
