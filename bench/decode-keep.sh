@@ -6,6 +6,9 @@
 # the goal is 0) and the truth's count.
 #   sh bench/decode-keep.sh [CACHE [OLD-MT-DECODE]]
 # With OLD-MT-DECODE (another build's mt-decode) its kept count is shown too.
+# DECODE_OPTS: options for this build's mt-decode (e.g. --resync; OLD-MT-DECODE
+# may then be bin/mt-decode itself); WINDOWS: the configurations, "whole"
+# and --window sizes (default: "whole 10000").
 set -u
 C=${1:-tests/.cache/ptsim}
 OLD=${2:-}
@@ -16,7 +19,8 @@ printf '%-10s %-7s %-22s %7s %6s %7s %7s\n' program window fault kept wrong trut
 tk=0 tw=0 tt=0 to=0
 for r in "$C"/runs/*.run; do
 	p=$(basename "$r" .run)
-	for w in "" 10000; do
+	for w in ${WINDOWS:-whole 10000}; do
+		[ "$w" = whole ] && w=
 		for f in overflow@10% overflow@50% overflow@90% drop@10%:64 drop@50%:64 drop@90%:64 \
 			corrupt@10%:16 corrupt@50%:16 corrupt@90%:16 corrupt@99%:16 \
 			truncate-aux@10% truncate-aux@50% truncate-aux@90%; do
@@ -24,7 +28,8 @@ for r in "$C"/runs/*.run; do
 			nice "$B/mt-ptsim" --replay "$r" --psb-period 2048 ${w:+--window $w} --inject "$f" \
 				-o "$T/d" >/dev/null 2>&1
 			[ -f "$T/d/truth.mt" ] || continue
-			"$B/mt-decode" --buildid-dir "$T/d/images" -o "$T/dec.mt" "$T/d/perf.data" 2>/dev/null
+			# shellcheck disable=SC2086
+			"$B/mt-decode" ${DECODE_OPTS:-} --buildid-dir "$T/d/images" -o "$T/dec.mt" "$T/d/perf.data" 2>/dev/null
 			set -- $("$B/mt-compare" --kept-branches "$T/d/truth.mt" "$T/dec.mt" | tail -1 |
 				sed 's/.*kept=\([0-9]*\) wrong=\([0-9]*\) truth=\([0-9]*\)/\1 \2 \3/')
 			o=-

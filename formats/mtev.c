@@ -467,6 +467,16 @@ static mtev_reader *reader_new(void)
 	return r;
 }
 
+/* the writer's buffer and a descriptor reader's first buffer (it grows);
+ * the fuzz build makes them small (mk/fuzz.mk): more flushes and refills,
+ * the same bytes, and no 64 KiB allocated and poisoned per reader under ASan */
+#ifndef W_BUFSZ
+#define W_BUFSZ (1u << 16)
+#endif
+#ifndef R_BUFSZ
+#define R_BUFSZ (1u << 16)
+#endif
+
 mtev_reader *mtev_reader_alloc(int fd, int *err)
 {
 	mtev_reader *r = reader_new();
@@ -475,7 +485,7 @@ mtev_reader *mtev_reader_alloc(int fd, int *err)
 		return NULL;
 	}
 	r->fd = fd;
-	r->cap = 1 << 16;
+	r->cap = R_BUFSZ;
 	r->buf = malloc(r->cap);
 	r->own_buf = 1;
 	if (!r->buf) {
@@ -1052,7 +1062,6 @@ struct mtev_writer {
 	struct strtab st; /* string records written */
 };
 
-#define W_BUFSZ (1u << 16)
 
 int mtev_writer_flush(mtev_writer *w)
 {

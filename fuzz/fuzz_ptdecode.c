@@ -31,6 +31,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <intel-pt.h>
+
 #include "memfd.h"
 #include "mtev.h"
 #include "ptdecode.h"
@@ -38,6 +40,9 @@
 static char pt_path[64];
 static struct ptd_image_spec image;
 static int have_image;
+/* libipt's section cache, kept for the process: the image's section and its
+ * block cache are built once, not per input (a cache: same output) */
+static struct pt_image_section_cache *isc;
 static mtev_writer *cur_w;
 
 static int open_out(void *ctx, uint32_t flags, mtev_writer **w)
@@ -58,6 +63,8 @@ static void warn_cb(void *ctx, const char *msg)
 static void init(void)
 {
 	snprintf(pt_path, sizeof pt_path, "/dev/shm/mt-fuzz-pt.%d", (int)getpid());
+	isc = pt_iscache_alloc("fuzz_ptdecode");
+	FUZZ_ASSERT(isc, "pt_iscache_alloc");
 	const char *spec = getenv("FUZZ_PT_IMAGE");
 	if (spec) {
 		FUZZ_ASSERT(ptd_parse_image_spec(spec, &image) == 0, "bad FUZZ_PT_IMAGE %s", spec);
@@ -228,6 +235,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memset(&st, 0, sizeof st);
 	o.images = have_image ? &image : NULL;
 	o.nimages = have_image ? 1 : 0;
+	o.iscache = isc;
 	o.raw_pid = 1;
 	o.raw_tid = 1;
 	o.cpu_family = 6; /* an Intel part with the usual errata workarounds */

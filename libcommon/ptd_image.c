@@ -119,8 +119,14 @@ static void image_add(struct ptd *d, uint32_t pid, const struct sb *s)
 	me.start = s->mmap.addr;
 	me.end = s->mmap.addr + s->mmap.len;
 	me.path = strpool_intern(&d->strs, path);
-	if (!strncmp(path, "//anon", 6) || !strcmp(path, "[heap]") || !strcmp(path, "[stack]"))
+	if (!strncmp(path, "//anon", 6) || !strcmp(path, "[heap]") || !strcmp(path, "[stack]")) {
+		/* no file: code there is a gap; the resync's address rule
+		 * (ptd_resync.c) must not assume it away */
+		struct proc *p = pid == UINT32_MAX ? NULL : proc_get(d, pid);
+		if (p)
+			p->anon_exec = 1;
 		return;
+	}
 	file = find_image(d, path, bid, bidlen, &why);
 	if (file) {
 		isid = pt_iscache_add_file(d->isc, file, s->mmap.pgoff, s->mmap.len, s->mmap.addr);
@@ -200,7 +206,7 @@ enum x86br classify_ip_slow(struct ptd *d, uint64_t ip, int32_t isid, uint8_t mo
 	enum x86br cls;
 
 	e2 = &d->cc[(ip ^ (ip >> 13)) & d->ccmask];
-	if (e2->valid && e2->ip == ip && e2->isid == isid) {
+	if (e2->valid && e2->ip == ip && e2->isid == isid && e2->mode == mode) {
 		*e = *e2;
 		*size = e->size;
 		return (enum x86br)e->cls;
@@ -228,6 +234,7 @@ enum x86br classify_ip_slow(struct ptd *d, uint64_t ip, int32_t isid, uint8_t mo
 	e->isid = isid;
 	e->cls = (uint8_t)cls;
 	e->size = *size;
+	e->mode = mode;
 	e->valid = 1;
 	*e2 = *e;
 	return cls;

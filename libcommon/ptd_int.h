@@ -121,6 +121,7 @@ struct proc {
 	size_t nmaps, mapcap;
 	const char *name;
 	int announced;
+	int anon_exec;	   /* has anonymous executable memory (not in maps) */
 	struct sb *sbmaps; /* sampling: the executable mmaps it has */
 	size_t nsbmaps, sbmapcap;
 	/* the iscache sections of img, in the order they were added (the
@@ -190,22 +191,47 @@ struct ptq {
 	uint64_t *psbs;	     /* PSB offsets in the current segment */
 	size_t npsbs, psbi;
 	struct ptd_walkq *walk; /* the cached walk's state (ptd_walk.c), or NULL */
+	/* after a resync before the next PSB (ptd_resync.c): q->dec decodes
+	 * rsbuf: a PSB+ made for the resync packet, the segment's bytes from
+	 * it to that PSB (rs_psb), and when tracing is on there (at rs_fup),
+	 * FUP + TIP.PGD, so that libipt stops exactly where the PSB takes
+	 * over; segdec, the segment's own decoder, goes on from rs_psb.  A
+	 * decoder offset + dec_bias is the offset in the segment.  rs_active:
+	 * a copy is decoded; rs_end: it reached its end */
+	uint8_t *rsbuf;
+	int64_t dec_bias;
+	int rs_active, rs_end;
+	uint64_t rs_psb, rs_start, rs_fup; /* rs_start: the resync packet's offset */
+	struct pt_block_decoder *segdec;
+	int rs_th;		/* the thread whose gap the resync closed (-1 none) */
+	struct mtev_rec rs_gap; /* that gap, open again if the copy fails */
 };
 
 enum { Q_SEG, Q_SYNC, Q_RUN, Q_DONE };
 
-/* entries of the classifier's hot table (16 bytes each, in struct ptd) */
+/* The offset in the queue's current segment of decoder offset @off. */
+static inline uint64_t q_off(const struct ptq *q, uint64_t off)
+{
+	return (uint64_t)((int64_t)off + q->dec_bias);
+}
+
+/* entries of the classifier's hot table (16 bytes each, in struct ptd,
+ * zeroed per decode) */
+#ifndef PTD_CC1
 #define PTD_CC1 8192
+#endif
 /* entries of the second-level cache, allocated per decode: log2 (the fuzz
- * build makes it small, mk/fuzz.mk: a cache, its size changes no result) */
+ * build makes both small, mk/fuzz.mk: caches, their size changes no result) */
 #ifndef PTD_CC2_BITS
 #define PTD_CC2_BITS 16
 #endif
 
+/* an instruction's class and length: by address, section and mode (a
+ * corrupt MODE.Exec can have the same bytes decoded as 16-bit code) */
 struct ccache_ent {
 	uint64_t ip;
 	int32_t isid;
-	uint8_t cls, size, valid;
+	uint8_t cls, size, valid, mode;
 };
 
 struct secview { /* an iscache section as libipt sees it (pt_mk_section) */
@@ -399,11 +425,15 @@ static inline uint64_t rec_time(const struct mtev_rec *r)
 	}
 }
 
-/* Everything decoded so far is final. */
+/* Everything decoded so far is final.  ready_time is where a retract
+ * puts the threads' last time back: a gap's end, not its begin (a gap
+ * after a retract must not begin before the last final one ends). */
 static inline void q_commit(struct ptq *q)
 {
-	if (q->fcount > q->nready)
-		q->ready_time = rec_time(&q->fifo[(q->fhead + q->fcount - 1) & (q->fcap - 1)]);
+	if (q->fcount > q->nready) {
+		const struct mtev_rec *r = &q->fifo[(q->fhead + q->fcount - 1) & (q->fcap - 1)];
+		q->ready_time = r->kind == MTEV_GAP ? r->gap.end : rec_time(r);
+	}
 	q->nready = q->fcount;
 }
 
@@ -424,6 +454,14 @@ void ptd_set_gap(struct ptd *d, struct ptq *q, unsigned reason, int code, uint64
 void ptd_q_error_at(struct ptd *d, struct ptq *q, int err, uint64_t ip, uint64_t off);
 /* A section joins process @p's image (pt_image_add_cached and the list). */
 void proc_add_isid(struct ptd *d, struct proc *p, int32_t isid);
+
+/* ---- ptd_resync.c ---- */
+/* The thread running on @q at @time, its process image for the decoder. */
+void q_set_thread(struct ptd *d, struct ptq *q, uint64_t time);
+/* Damage ends somewhere after offset @lo of the current segment: q->dec set
+ * up to go on from the first packet after it with a full IP, behind a PSB+
+ * made for it (1), or nothing changed (0; d->err may be set). */
+int q_resync(struct ptd *d, struct ptq *q, uint64_t lo);
 
 /* ---- ptd_sideband.c ---- */
 /* Sideband record @s as MTEV records appended to d->sbout (0 or more). */

@@ -109,6 +109,7 @@ void proc_exec(struct ptd *d, uint32_t pid)
 	p->img = pt_image_alloc(NULL);
 	p->nmaps = 0;
 	p->nisids = 0;
+	p->anon_exec = 0;
 	for (i = 0; i < d->nkmaps; i++) {
 		map_note(&p->maps, &p->nmaps, &p->mapcap, &d->kmaps[i]);
 	}
@@ -133,6 +134,7 @@ void proc_fork(struct ptd *d, uint32_t pid, uint32_t ppid)
 			    sizeof *child->isids) == 0)
 			child->isids[child->nisids++] = parent->isids[i];
 	child->nmaps = 0;
+	child->anon_exec = parent->anon_exec;
 	for (i = 0; i < parent->nmaps; i++)
 		map_note(&child->maps, &child->nmaps, &child->mapcap, &parent->maps[i]);
 }

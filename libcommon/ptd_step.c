@@ -101,7 +101,6 @@ static inline void emit_br(struct ptd *d, struct ptq *q, unsigned type, uint64_t
 	push_br(d, q, t, type, from, to, time);
 }
 
-static void q_set_thread(struct ptd *d, struct ptq *q, uint64_t time);
 
 static void set_gap(struct ptd *d, struct ptq *q, unsigned reason, int code, uint64_t offset,
 		    uint64_t ip, const char *msg)
@@ -168,7 +167,7 @@ static inline uint64_t q_now(struct ptd *d, struct ptq *q)
 
 /* Picks the thread running on the queue at @time (per-cpu: from the switch
  * timeline) and points the decoder at its process image. */
-static void q_set_thread(struct ptd *d, struct ptq *q, uint64_t time)
+void q_set_thread(struct ptd *d, struct ptq *q, uint64_t time)
 {
 	uint32_t tid = q->tid0, pid = q->pid0;
 	struct proc *p;
@@ -214,7 +213,7 @@ static inline enum x86br classify_ip(struct ptd *d, uint64_t ip, int32_t isid, u
 					   uint8_t *size)
 {
 	const struct ccache_ent *e = &d->cc1[(ip ^ (ip >> 11)) & (PTD_CC1 - 1)];
-	if (e->valid && e->ip == ip && e->isid == isid) {
+	if (e->valid && e->ip == ip && e->isid == isid && e->mode == mode) {
 		*size = e->size;
 		return (enum x86br)e->cls;
 	}
@@ -299,7 +298,11 @@ static inline void resolve(struct ptd *d, struct ptq *q, uint64_t next)
 		emit_br(d, q, MTEV_BR_SYSRET, 0, next, p->time);
 		return;
 	case X86BR_SYSRET:
-		emit_br(d, q, MTEV_BR_SYSRET, 0, next, p->time);
+		/* sysret, iret or far ret that tracing went on through (a
+		 * corrupt trace, or a far ret in traced code): no syscall
+		 * came before it, and a sysret comes only right after its
+		 * syscall (mtev-semantics); like a far jmp, a jump */
+		emit_br(d, q, MTEV_BR_JUMP, p->from, next, p->time);
 		return;
 	default:
 		break;
@@ -332,14 +335,79 @@ static int err_keeps(int code)
 	}
 }
 
-/* The decoder failed with @err at @off (in the segment), after @ip. */
+/* A resync's copy is done with: the segment's decoder is q->dec again. */
+static void q_resync_free(struct ptq *q)
+{
+	if (q->segdec) {
+		pt_blk_free_decoder(q->dec);
+		q->dec = q->segdec;
+		q->segdec = NULL;
+	}
+	free(q->rsbuf);
+	q->rsbuf = NULL;
+	q->dec_bias = 0;
+	q->rs_active = 0;
+	q->rs_end = 0;
+}
+
+/* q_resync set q->dec up at a PSB+ made for the resync packet, with its
+ * time: the queue runs from there (a TIP.PGE: the trace starts again at its
+ * address, closing the gap). */
+static void q_resynced(struct ptd *d, struct ptq *q)
+{
+	uint64_t t = q->time;
+	q->rs_th = -1;
+	if (q->th >= 0 && d->thr[q->th].gap_pending) {
+		/* the gap the resync closes, for q_resync_drop */
+		q->rs_th = q->th;
+		q->rs_gap = d->thr[q->th].gap;
+	}
+	q->pend.valid = 0;
+	q->need_start = 0;
+	q->last_tsc = 0;
+	q->spin_insns = 0;
+	t = q_now(d, q);
+	sb_apply_until(d, t);
+	q_set_thread(d, q, t);
+	q->state = Q_RUN;
+}
+
+/* Any error in a resync's copy (a compressed return whose call came before
+ * the resync packet, or anything else): what the copy gave is dropped, the
+ * gap it closed is open again, and the segment's decoder goes on at the
+ * copy's PSB as without the resync.  A stretch kept must reach its PSB: a
+ * piece that ends early is a segment too short to be placed in the stack
+ * (mt-stitch finds no common frame). */
+static void q_resync_drop(struct ptd *d, struct ptq *q)
+{
+	q_retract(d, q);
+	if (q->rs_th >= 0) {
+		struct thr *t = &d->thr[q->rs_th];
+		t->gap = q->rs_gap;
+		t->gap_pending = 1;
+		t->state = TS_GAP;
+	}
+	d->st->resyncs--;
+	q->rs_active = 0; /* q_sync: the segment's decoder at rs_psb */
+	q->pend.valid = 0;
+	q->state = Q_SYNC;
+}
+
+/* The decoder failed with @err at its offset @off, after @ip. */
 void ptd_q_error_at(struct ptd *d, struct ptq *q, int err, uint64_t ip, uint64_t off)
 {
 	char msg[512];
 	unsigned reason = MTEV_GAP_DECODE_ERROR;
 	int code = pt_errcode(err);
 
-	off += q->segs[q->curseg].begin;
+	off = q_off(q, off);
+	if (q->rs_active) {
+		/* dropped; a later resync packet may still reach the PSB */
+		q_resync_drop(d, q);
+		if (q_resync(d, q, off + 1))
+			q_resynced(d, q);
+		return;
+	}
 	if (err_keeps(code))
 		q_commit(q);
 	else
@@ -355,9 +423,17 @@ void ptd_q_error_at(struct ptd *d, struct ptq *q, int err, uint64_t ip, uint64_t
 	} else {
 		snprintf(msg, sizeof msg, "%s", pt_errstr(code));
 	}
-	set_gap(d, q, reason, -code, off, ip, msg);
+	set_gap(d, q, reason, -code, off + q->segs[q->curseg].begin, ip, msg);
 	q->pend.valid = 0;
 	q->state = Q_SYNC;
+	if (code == pte_bad_opc || code == pte_bad_packet) {
+		/* the packets after the damage, before the next PSB (not
+		 * again after a resync's return without its call: piece after
+		 * piece of a stretch that keeps returning to older frames
+		 * makes segments too short to be placed in the stack) */
+		if (q_resync(d, q, off + 1))
+			q_resynced(d, q);
+	}
 }
 
 static void q_error(struct ptd *d, struct ptq *q, int err, uint64_t ip)
@@ -397,6 +473,10 @@ static inline int q_spin_check(uint64_t off, uint64_t ninsns, uint64_t *spin_off
 static void q_spin_error(struct ptd *d, struct ptq *q, uint64_t ip)
 {
 	char msg[128];
+	if (q->rs_active) {
+		q_resync_drop(d, q);
+		return;
+	}
 	snprintf(msg, sizeof msg, "never-ending loop: %" PRIu64 " instructions without trace packets",
 		 q->spin_insns);
 	q_retract(d, q); /* what it decoded since the last PSB is not trusted */
@@ -555,7 +635,7 @@ static void handle_event(struct ptd *d, struct ptq *q, const struct pt_event *ev
 		q_commit(q); /* the hardware lost what came after, not before */
 		q->pend.valid = 0;
 		pt_blk_get_offset(q->dec, &off);
-		off += q->segs[q->curseg].begin;
+		off = q_off(q, off) + q->segs[q->curseg].begin;
 		set_gap(d, q, MTEV_GAP_OVERFLOW, 0, off, 0, "overflow");
 		if (!ev->ip_suppressed) {
 			q->need_start = 1;
@@ -831,8 +911,9 @@ static int q_fast(struct ptd *d, struct ptq *q, uint64_t limit, struct pt_block 
 		 * spinning; a full batch, the time limit, sideband due */
 		if (!(nblocks & 15)) {
 			off = 0;
-			if (pt_blk_get_offset(dec, &off) >= 0 && q->psbi < q->npsbs &&
-			    off > q->psbs[q->psbi]) {
+			if (pt_blk_get_offset(dec, &off) >= 0)
+				off = q_off(q, off);
+			if (q->psbi < q->npsbs && off > q->psbs[q->psbi] && !q->rs_active) {
 				while (q->psbi < q->npsbs && off > q->psbs[q->psbi])
 					q->psbi++;
 				q_commit(q);
@@ -861,14 +942,33 @@ static int q_open_seg(struct ptd *d, struct ptq *q);
  * (a gap where data was lost, trace-ends at a snapshot's end). */
 static void q_sync(struct ptd *d, struct ptq *q)
 {
-	int st;
+	int st, cont = 0;
 
-	st = pt_blk_sync_forward(q->dec);
+	if (q->rsbuf) {
+		/* a resync's copy is done: the segment's decoder goes on at
+		 * the PSB the copy led to; when the copy ran to its end (libipt
+		 * stopped exactly at the PSB's address) the trace goes on
+		 * there without a new start */
+		uint64_t psb = q->rs_psb;
+		if (q->rs_end && q->rs_fup && q->th >= 0) {
+			struct thr *t = &d->thr[q->th];
+			cont = 1;
+			t->state = TS_ON;
+			t->last_ip = q->rs_fup;
+		}
+		q_resync_free(q);
+		if (q->img)
+			pt_blk_set_image(q->dec, q->img);
+		st = pt_blk_sync_set(q->dec, psb);
+	} else {
+		st = pt_blk_sync_forward(q->dec);
+	}
 	if (st < 0 && st != -pte_eos) {
 		/* a broken PSB+: report it and look further on; the
 		 * offset check guarantees progress */
 		uint64_t off = 0;
 		pt_blk_get_offset(q->dec, &off);
+		off = q_off(q, off);
 		if (!q->synced_once || off > q->last_sync_off) {
 			q->synced_once = 1;
 			q->last_sync_off = off;
@@ -901,13 +1001,14 @@ static void q_sync(struct ptd *d, struct ptq *q)
 		pt_blk_free_decoder(q->dec);
 		q->dec = NULL;
 		q->img = NULL;
+		q_resync_free(q);
 		q->curseg++;
 		q->state = Q_SEG;
 		return;
 	}
 	q->status = st;
 	q->pend.valid = 0;
-	q->need_start = 1;
+	q->need_start = !cont;
 	q->start_time = q_now(d, q);
 	{
 		/* libipt may already have looked at code while
@@ -952,8 +1053,9 @@ static int q_blocks(struct ptd *d, struct ptq *q, uint64_t limit, struct pt_bloc
 			/* checked every 16 blocks: a commit a few blocks late
 			 * is as good */
 			uint64_t off = 0;
-			if (pt_blk_get_offset(q->dec, &off) >= 0 && q->psbi < q->npsbs &&
-			    off > q->psbs[q->psbi]) {
+			if (pt_blk_get_offset(q->dec, &off) >= 0)
+				off = q_off(q, off);
+			if (q->psbi < q->npsbs && off > q->psbs[q->psbi] && !q->rs_active) {
 				while (q->psbi < q->npsbs && off > q->psbs[q->psbi])
 					q->psbi++;
 				q_commit(q);
@@ -995,6 +1097,10 @@ static void q_run(struct ptd *d, struct ptq *q, uint64_t limit)
 	if (st == -pte_eos) {
 		q_commit(q);
 		q->state = Q_SYNC; /* sync_forward will say eos */
+		if (q->rsbuf) {
+			q->rs_end = 1; /* a resync's copy ends at its PSB */
+			return;
+		}
 		if (q->th >= 0 && q->pend.valid)
 			q->pend.valid = 0; /* tracing ran to the end of the data */
 		return;
@@ -1019,6 +1125,8 @@ static void q_step(struct ptd *d, struct ptq *q, uint64_t limit)
 			if (q_open_seg(d, q) < 0)
 				return;
 			q->state = Q_SYNC;
+			if (q->segs[q->curseg].lost_before && q_resync(d, q, 0))
+				q_resynced(d, q);
 			break;
 		case Q_SYNC:
 			q_sync(d, q);
@@ -1120,6 +1228,7 @@ static int q_open_seg(struct ptd *d, struct ptq *q)
 {
 	struct pt_config cfg;
 
+	q_resync_free(q);
 	ptd_seg_config(d, q, &cfg);
 	q->dec = pt_blk_alloc_decoder(&cfg);
 	if (!q->dec)

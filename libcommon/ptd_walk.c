@@ -1538,13 +1538,16 @@ static void wk_step(struct ptd *d, struct ptq *q, uint64_t limit)
 			ptd_fail(d, PTD_ESYS, "out of memory");
 			return;
 		}
-		d->walk->walk = !d->per_cpu;
+		/* a caller's section cache keeps libipt's block cache
+		 * from earlier decodes: not emulated */
+		d->walk->walk = !d->per_cpu && !d->opts->resync && !d->opts->iscache;
 		for (k = 0; k < d->nq && d->walk->walk; k++)
 			d->walk->walk = walkable(&d->q[k]);
 		if (!d->walk->walk && d->opts->walk > 1) {
 			ptd_fail(d, PTD_EINPUT,
 				 "the cached walk cannot decode this recording (%s)",
 				 d->per_cpu ? "per-cpu trace"
+				 : d->opts->resync ? "--resync"
 					    : "packets it does not emulate: overflow, interrupts, "
 					      "TSX, paging, power events or a damaged packet");
 			return;

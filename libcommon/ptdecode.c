@@ -45,7 +45,7 @@ static int ptd_init(struct ptd *d, struct ptd_options *opts, struct ptd_stats *s
 	d->opts = opts;
 	d->st = st;
 	d->step = opts->walk ? &ptd_step_walk : &ptd_step_libipt;
-	d->isc = pt_iscache_alloc(NULL);
+	d->isc = opts->iscache ? opts->iscache : pt_iscache_alloc(NULL);
 	d->ccmask = (1u << PTD_CC2_BITS) - 1;
 	d->cc = calloc(d->ccmask + 1, sizeof *d->cc);
 	if (!d->isc || !d->cc)
@@ -63,6 +63,8 @@ static void ptd_fini(struct ptd *d)
 		d->st->insns += q->ninsns;
 		if (q->dec)
 			pt_blk_free_decoder(q->dec);
+		if (q->segdec)
+			pt_blk_free_decoder(q->segdec);
 		for (k = 0; k < q->nbufs; k++)
 			if (q->bufs[k].file_off >> 63)
 				free((void *)q->bufs[k].data);
@@ -73,6 +75,7 @@ static void ptd_fini(struct ptd *d)
 		free(q->fifo);
 		free(q->psbs);
 		ptd_walk_free(q);
+		free(q->rsbuf);
 	}
 	free(d->q);
 	ptd_walk_fini(d);
@@ -89,7 +92,8 @@ static void ptd_fini(struct ptd *d)
 		pt_image_free(d->oldimgs[i]);
 	free(d->oldimgs);
 	free(d->kmaps);
-	pt_iscache_free(d->isc);
+	if (d->isc != d->opts->iscache)
+		pt_iscache_free(d->isc);
 	free(d->cc);
 	for (i = 0; i < d->nfmaps; i++) {
 		if (d->fmaps[i].base)

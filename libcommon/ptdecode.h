@@ -26,6 +26,8 @@ enum ptd_err {
 	PTD_EUSAGE = 4,	 /* bad options (e.g. --image spec) */
 };
 
+struct pt_image_section_cache; /* libipt's */
+
 struct ptd_image_spec { /* raw mode: FILE[:OFFSET[:SIZE]]@VADDR */
 	const char *file;
 	uint64_t offset, size; /* size 0: to the end of the file */
@@ -44,6 +46,12 @@ struct ptd_options {
 	uint32_t raw_pid, raw_tid;
 	int walk; /* 1: decode with the cached walk (ptd_walk.c) where it can, else
 		   * libipt's block decoder; 2: the walk or fail (-PTD_EINPUT) */
+	/* NULL: a fresh libipt section cache per decode.  Else the caller's,
+	 * kept between decodes: the same file section is added once and keeps
+	 * its block cache (a cache of the code's blocks: no result depends on
+	 * it).  The fuzz target's, which decodes one image over and over. */
+	struct pt_image_section_cache *iscache;
+	int resync; /* after damage, go on before the next PSB where exact (docs/decode.md) */
 	/* sampling: frame-pointer stacks are not completed with their
 	 * thread's root chain (docs/sampling.md) */
 	int no_root_join;
@@ -65,6 +73,8 @@ struct ptd_stats {
 	uint64_t rooted;  /* frame-pointer samples completed with their thread's root chain */
 	uint64_t blocks, insns;		/* from the block decoder */
 	uint64_t retracted;		/* branches dropped: decoded from trace found corrupt later */
+	uint64_t resync_tries, resyncs; /* resyncs before the next PSB: tried, done */
+	uint64_t resync_skipped;	/* bytes from the damage to where packets were found */
 	uint64_t warnings;
 	int degraded; /* the data had errors: gaps, missing images, truncation */
 };

@@ -67,11 +67,18 @@ $(FUZZ_BUILD)/fuzz/%.o: fuzz/%.c
 	@$(if $(Q),echo "  FUZZCC  $<")
 	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) $(WARN) -c -o $@ $<
 
-# Speed only, no result changes: ptdecode's second-level classifier cache
-# at 4096 entries (64 KiB: the sanitizer allocator reuses it; 1 MiB was a
-# fresh mmap, its shadow poisoned, per decode) and the packet-less loop limit
-# at 2^12 instructions (same path, 32 times shorter runs and record queues).
-$(FUZZ_BUILD)/libcommon/ptdecode.o $(FUZZ_BUILD)/libcommon/ptd_step.o $(FUZZ_BUILD)/libcommon/ptd_walk.o: FUZZ_CFLAGS += -DPTD_CC2_BITS=12 '-DPTD_MAX_SPIN=(1u << 12)'
+# Speed only, no result changes: ptdecode's classifier caches at 256 entries
+# each (the hot table is in struct ptd, 128 KiB zeroed per decode; the
+# second level 1 MiB, a fresh mmap with its shadow poisoned per decode under
+# ASan) and the packet-less loop limit at 2^12 instructions (same path, 32
+# times shorter runs and record queues).  PTD_CC1 sizes struct ptd: every
+# ptd*.o gets it.
+$(FUZZ_BUILD)/libcommon/ptd%.o: FUZZ_CFLAGS += -DPTD_CC1=256 -DPTD_CC2_BITS=8 '-DPTD_MAX_SPIN=(1u << 12)'
+
+# The MTEV writer's buffer and a descriptor reader's first buffer at 4 KiB
+# (64 KiB each, allocated, poisoned and quarantined per reader and writer
+# under ASan): more flushes and refills of the same bytes.
+$(FUZZ_BUILD)/formats/mtev.o: FUZZ_CFLAGS += -DW_BUFSZ=4096u -DR_BUFSZ=4096u
 
 $(FUZZ_LIB): $(FUZZ_LIBOBJ)
 	$(Q)rm -f $@ && ar rcs $@ $^

@@ -352,14 +352,28 @@ decode_run() { # DIR -> DIR/decode.mt (images from the run's build-id cache)
 # formats/mtev-semantics.md (syscall, interrupt, trace-end: to 0; sysret,
 # iret, trace-start: from 0 and to not 0; call/return/jump/jcc: from set (a
 # call through a NULL pointer goes to 0);
-# after a gap or a trace-end, the thread's next branch is a trace-start);
+# after a gap or a trace-end, the thread's next branch is a trace-start; a
+# sysret/iret only right after its syscall/interrupt; each thread's records
+# in time order, a gap lasting from its begin to its end);
 # prints "checked N far M" last
 branch_semantics() {
-	awk '{ ty = ""; fr = ""; to = ""; tid = ""
-		for (i = 2; i <= NF; i++) { split($i, kv, "="); if (kv[1] == "type") ty = kv[2]; else if (kv[1] == "from") fr = kv[2]; else if (kv[1] == "to") to = kv[2]; else if (kv[1] == "tid") tid = kv[2] }
-		if ($1 == "gap") { restart[tid] = 1; next }
+	awk '{ ty = ""; fr = ""; to = ""; tid = ""; tm = ""; gb = ""; ge = ""
+		for (i = 2; i <= NF; i++) { split($i, kv, "="); if (kv[1] == "type") ty = kv[2]; else if (kv[1] == "from") fr = kv[2]; else if (kv[1] == "to") to = kv[2]; else if (kv[1] == "tid") tid = kv[2]; else if (kv[1] == "time") tm = kv[2]; else if (kv[1] == "begin") gb = kv[2]; else if (kv[1] == "end") ge = kv[2] }
+		# each thread in time order (a gap from its begin to its end;
+		# rounding to doubles can hide a step back, never invent one)
+		if ($1 == "gap") tm = gb
+		if ((tid in last) && tm + 0 < last[tid] + 0) print "bad (time goes back from " last[tid] "): " $0
+		last[tid] = $1 == "gap" ? ge : tm
+		if ($1 == "gap") { restart[tid] = 1; prev[tid] = ""; next }
 		if (restart[tid] && ty != "trace-start") print "bad (no trace-start after a gap or trace-end): " $0
 		restart[tid] = ty == "trace-end"
+		# a sysret (iret) only right after its syscall (interrupt), and
+		# after those only their return, a trace-end or a trace-start
+		if (ty == "sysret" && prev[tid] != "syscall") print "bad (sysret not after a syscall): " $0
+		if (ty == "iret" && prev[tid] != "interrupt") print "bad (iret not after an interrupt): " $0
+		if (prev[tid] == "syscall" && ty !~ /^(sysret|trace-end|trace-start)$/) print "bad (" ty " after a syscall): " $0
+		if (prev[tid] == "interrupt" && ty !~ /^(iret|trace-end|trace-start)$/) print "bad (" ty " after an interrupt): " $0
+		prev[tid] = ty
 		n++
 		if (ty ~ /^(syscall|interrupt|sysret|iret)$/) far++
 		if (ty ~ /^(syscall|interrupt|trace-end)$/ && to != "0x0") print "bad: " $0
@@ -369,7 +383,7 @@ branch_semantics() {
 		END { print "checked " n + 0 " far " far + 0 }'
 }
 
-@test "damaged traces keep the branch semantics: syscall/interrupt to 0, sysret/iret from 0, a trace-start after each gap (every record of every cached fault run and of the fuzzer-found PT)" {
+@test "damaged traces keep the branch semantics: syscall/interrupt to 0, sysret/iret from 0 and only right after their syscall/interrupt, a trace-start after each gap, time order (every record of every cached fault run and of the fuzzer-found PT)" {
 	local n=0 far=0 d f out
 	for d in $(ptsim_dirs '^(corrupt|drop|overflow|truncate)$'); do
 		run decode_run "$d"

@@ -58,6 +58,10 @@ static void usage(FILE *f)
 	      "      --no-root-join    sampling: leave frame-pointer stacks as the walk ended them\n"
 	      "      --partial         decode a truncated perf.data (a killed recorder) as far\n"
 	      "                        as it goes (exit 1); by default it is refused (exit 2)\n"
+	      "      --resync          after damaged or lost trace, go on before the next PSB\n"
+	      "                        from the first TIP with a known address when its time\n"
+	      "                        is known exactly (default: wait for the PSB;\n"
+	      "                        docs/decode.md)\n"
 	      "  -s, --stats           print counts (records, AUX bytes, branches, gaps) to stderr\n"
 	      "  -h, --help            this help\n"
 	      "\n"
@@ -133,7 +137,7 @@ static void input_failed(int ret, const char *in, const char *msg)
 int main(int argc, char **argv)
 {
 	enum { O_IMAGES = 256, O_NOIMG, O_PT, O_IMAGE, O_CPU, O_PID, O_TID, O_RECORDS,
-	       O_PARTIAL, O_DECODER, O_NOROOT };
+	       O_PARTIAL, O_DECODER, O_RESYNC, O_NOROOT };
 	static const struct option lo[] = {
 		{"output", required_argument, NULL, 'o'},
 		{"input", required_argument, NULL, 'i'},
@@ -143,6 +147,7 @@ int main(int argc, char **argv)
 		{"buildid-dir", required_argument, NULL, O_IMAGES},
 		{"no-images", no_argument, NULL, O_NOIMG},
 		{"partial", no_argument, NULL, O_PARTIAL},
+		{"resync", no_argument, NULL, O_RESYNC},
 		{"pt", required_argument, NULL, O_PT},
 		{"image", required_argument, NULL, O_IMAGE},
 		{"cpu", required_argument, NULL, O_CPU},
@@ -183,6 +188,9 @@ int main(int argc, char **argv)
 			break;
 		case O_PARTIAL:
 			opts.partial = 1;
+			break;
+		case O_RESYNC:
+			opts.resync = 1;
 			break;
 		case O_NOIMG:
 			opts.no_images = 1;
@@ -289,6 +297,11 @@ int main(int argc, char **argv)
 			fprintf(stderr, " roots=%" PRIu64 " roots_whole=%" PRIu64 " rooted=%" PRIu64,
 				st.roots, st.roots_whole, st.rooted);
 		fputc('\n', stderr);
+		if (st.resync_tries)
+			fprintf(stderr,
+				"mt-decode: resync before a PSB: tried=%" PRIu64 " done=%" PRIu64
+				" bytes-skipped=%" PRIu64 "\n",
+				st.resync_tries, st.resyncs, st.resync_skipped);
 	}
 	free(images);
 	return st.degraded || st.warnings ? MT_EXIT_DEGRADED : MT_EXIT_OK;
