@@ -15,7 +15,9 @@
  *       errors.  Prints bytes, blocks, instructions and seconds.  With
  *       "plain", blocks run through direct calls and jumps (libipt's
  *       default): the floor for any block-decoder loop, which cannot see
- *       every taken branch.
+ *       every taken branch.  With "packets", only libipt's packet decoder
+ *       (pt_pkt_next over every packet): the floor of any decoder that
+ *       parses packets with libipt.
  *
  *   ptdecode_bench par PERF.DATA IMAGEDIR JOBS
  *       The same loop (end_on_call/end_on_jump), serially and then with the
@@ -213,6 +215,40 @@ static int bare(const char *path, const char *imgdir, int plain, unsigned jobs)
 	}
 	if (jobs)
 		return par(q, nq, img, info, jobs);
+	if (plain == 2) {
+		/* the packet layer alone: every packet decoded, nothing walked */
+		uint64_t npkt = 0, tnt = 0;
+		t0 = now();
+		for (i = 0; i < nq; i++) {
+			struct pt_config cfg;
+			struct pt_packet_decoder *pd;
+			struct pt_packet pk;
+			int st;
+			pt_config_init(&cfg);
+			cfg.begin = q[i].buf;
+			cfg.end = q[i].buf + q[i].len;
+			pd = pt_pkt_alloc_decoder(&cfg);
+			bytes += q[i].len;
+			while (pt_pkt_sync_forward(pd) >= 0) {
+				while ((st = pt_pkt_next(pd, &pk, sizeof pk)) > 0) {
+					npkt++;
+					if (pk.type == ppt_tnt_8 || pk.type == ppt_tnt_64)
+						tnt += pk.payload.tnt.bit_size;
+				}
+				if (st != -pte_eos)
+					errors++;
+				else
+					break;
+			}
+			pt_pkt_free_decoder(pd);
+		}
+		t1 = now();
+		printf("packets: %" PRIu64 " bytes %" PRIu64 " packets %" PRIu64 " tnt bits %" PRIu64
+		       " errors %.3f s %.1f MB/s\n",
+		       bytes, npkt, tnt, errors, t1 - t0, (double)bytes / (t1 - t0) / 1e6);
+		pd_close(r);
+		return 0;
+	}
 	t0 = now();
 	for (i = 0; i < nq; i++) {
 		struct pt_config cfg;
@@ -463,9 +499,10 @@ int main(int argc, char **argv)
 	if (argc == 5 && !strcmp(argv[1], "amplify"))
 		return amplify(argv[2], argv[3], strtoul(argv[4], NULL, 0));
 	if ((argc == 4 || argc == 5) && !strcmp(argv[1], "bare"))
-		return bare(argv[2], argv[3], argc == 5 && !strcmp(argv[4], "plain"), 0);
+		return bare(argv[2], argv[3],
+			    argc == 5 ? !strcmp(argv[4], "plain") ? 1 : !strcmp(argv[4], "packets") ? 2 : 0 : 0, 0);
 	if (argc == 5 && !strcmp(argv[1], "par") && atoi(argv[4]) >= 1)
 		return bare(argv[2], argv[3], 0, (unsigned)atoi(argv[4]));
-	fprintf(stderr, "usage: ptdecode_bench amplify IN OUT N | bare PERF.DATA IMAGEDIR [plain] | par PERF.DATA IMAGEDIR JOBS\n");
+	fprintf(stderr, "usage: ptdecode_bench amplify IN OUT N | bare PERF.DATA IMAGEDIR [plain|packets] | par PERF.DATA IMAGEDIR JOBS\n");
 	return 2;
 }

@@ -46,7 +46,9 @@ for t in "$@"; do
 		done
 		for f in $(cached 'perf.data*') $(cached '*.data'); do MAXSEED=1048576 put "$d" "$f"; done
 		;;
-	ptdecode)
+	ptdecode | ptwalk)
+		[ "$t" = ptwalk ] && [ -d fuzz/seeds/ptdecode ] &&
+			for f in fuzz/seeds/ptdecode/*; do [ -f "$f" ] && put "$d" "$f"; done
 		for f in tests/corrupt/pt-* tests/corrupt/*.pt; do [ -f "$f" ] && put "$d" "$f"; done
 		# the AUX data of mt-ptsim's recordings of the program the target maps
 		# (build/programs/recursion): clean, windowed, faulted...

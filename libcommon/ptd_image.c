@@ -160,7 +160,7 @@ static void image_add(struct ptd *d, uint32_t pid, const struct sb *s)
 			struct proc *p = &d->proc[i];
 			map_note(&p->maps, &p->nmaps, &p->mapcap, &me);
 			if (isid >= 0)
-				pt_image_add_cached(p->img, d->isc, isid, NULL);
+				proc_add_isid(d, p, isid);
 		}
 		return;
 	}
@@ -170,7 +170,7 @@ static void image_add(struct ptd *d, uint32_t pid, const struct sb *s)
 			return;
 		map_note(&p->maps, &p->nmaps, &p->mapcap, &me);
 		if (isid >= 0)
-			pt_image_add_cached(p->img, d->isc, isid, NULL);
+			proc_add_isid(d, p, isid);
 	}
 }
 

@@ -124,6 +124,10 @@ struct proc {
 	int anon_exec;	   /* has anonymous executable memory (not in maps) */
 	struct sb *sbmaps; /* sampling: the executable mmaps it has */
 	size_t nsbmaps, sbmapcap;
+	/* the iscache sections of img, in the order they were added (the
+	 * cached walk finds an address's section itself: newest first) */
+	int32_t *isids;
+	size_t nisids, isidcap;
 };
 
 struct pend {
@@ -186,6 +190,7 @@ struct ptq {
 	uint64_t ready_time; /* time of the last record made final */
 	uint64_t *psbs;	     /* PSB offsets in the current segment */
 	size_t npsbs, psbi;
+	struct ptd_walkq *walk; /* the cached walk's state (ptd_walk.c), or NULL */
 	/* after a resync before the next PSB (ptd_resync.c): q->dec decodes
 	 * rsbuf: a PSB+ made for the resync packet, the segment's bytes from
 	 * it to that PSB (rs_psb), and when tracing is on there (at rs_fup),
@@ -327,6 +332,7 @@ struct ptd {
 	/* sb_to_rec's records, for the merge to write */
 	struct mtev_rec *sbout;
 	size_t nsbout, sboutcap;
+	struct ptd_walk *walk; /* the cached walk's shared state (ptd_walk.c), or NULL */
 	unsigned nkmissing; /* kernel images not found */
 	const char *kmissing_first;
 };
@@ -348,6 +354,9 @@ struct ptd_stepper {
 	void (*step)(struct ptd *d, struct ptq *q, uint64_t limit);
 };
 extern const struct ptd_stepper ptd_step_libipt;
+extern const struct ptd_stepper ptd_step_walk; /* ptd_walk.c */
+void ptd_walk_free(struct ptq *q);
+void ptd_walk_fini(struct ptd *d);
 
 /* ---- ptdecode.c ---- */
 void ptd_warn(struct ptd *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -432,6 +441,19 @@ static inline void q_commit(struct ptq *q)
 /* The thread's trace ends: its closing record (trace-end, or its pending
  * gap) into @q's ring, or with @q NULL into d->fin (the end of all data). */
 void thr_finish(struct ptd *d, struct ptq *q, struct thr *t);
+/* For the cached walk: the libipt stepper's record logic, fed blocks and
+ * events from elsewhere (q->dec NULL: q->time is the caller's). */
+void ptd_seg_config(struct ptd *d, struct ptq *q, struct pt_config *cfg);
+int ptd_seg_psbs(struct ptd *d, struct ptq *q, const uint8_t *b, const uint8_t *e);
+void ptd_handle_block(struct ptd *d, struct ptq *q, const struct pt_block *b, int ok);
+void ptd_handle_event(struct ptd *d, struct ptq *q, const struct pt_event *ev);
+void ptd_set_thread(struct ptd *d, struct ptq *q, uint64_t time);
+void ptd_spin_error(struct ptd *d, struct ptq *q, uint64_t ip);
+void ptd_set_gap(struct ptd *d, struct ptq *q, unsigned reason, int code, uint64_t offset,
+		 uint64_t ip, const char *msg);
+void ptd_q_error_at(struct ptd *d, struct ptq *q, int err, uint64_t ip, uint64_t off);
+/* A section joins process @p's image (pt_image_add_cached and the list). */
+void proc_add_isid(struct ptd *d, struct proc *p, int32_t isid);
 
 /* ---- ptd_resync.c ---- */
 /* The thread running on @q at @time, its process image for the decoder. */

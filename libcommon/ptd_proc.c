@@ -108,6 +108,7 @@ void proc_exec(struct ptd *d, uint32_t pid)
 		pt_image_free(p->img);
 	p->img = pt_image_alloc(NULL);
 	p->nmaps = 0;
+	p->nisids = 0;
 	p->anon_exec = 0;
 	for (i = 0; i < d->nkmaps; i++) {
 		map_note(&p->maps, &p->nmaps, &p->mapcap, &d->kmaps[i]);
@@ -128,8 +129,20 @@ void proc_fork(struct ptd *d, uint32_t pid, uint32_t ppid)
 		return;
 	parent = proc_get(d, ppid); /* proc_get may have moved it */
 	pt_image_copy(child->img, parent->img);
+	for (i = 0; i < parent->nisids; i++)
+		if (mt_grow((void **)&child->isids, &child->isidcap, child->nisids + 1,
+			    sizeof *child->isids) == 0)
+			child->isids[child->nisids++] = parent->isids[i];
 	child->nmaps = 0;
 	child->anon_exec = parent->anon_exec;
 	for (i = 0; i < parent->nmaps; i++)
 		map_note(&child->maps, &child->nmaps, &child->mapcap, &parent->maps[i]);
+}
+
+void proc_add_isid(struct ptd *d, struct proc *p, int32_t isid)
+{
+	if (pt_image_add_cached(p->img, d->isc, isid, NULL) < 0)
+		return;
+	if (mt_grow((void **)&p->isids, &p->isidcap, p->nisids + 1, sizeof *p->isids) == 0)
+		p->isids[p->nisids++] = isid;
 }

@@ -194,7 +194,8 @@ void q_set_thread(struct ptd *d, struct ptq *q, uint64_t time)
 	p = proc_get(d, pid);
 	if (p && p->img != q->img) {
 		q->img = p->img;
-		pt_blk_set_image(q->dec, p->img);
+		if (q->dec)
+			pt_blk_set_image(q->dec, p->img);
 	}
 }
 
@@ -401,14 +402,13 @@ static void q_resync_drop(struct ptd *d, struct ptq *q)
 	q->state = Q_SYNC;
 }
 
-static void q_error(struct ptd *d, struct ptq *q, int err, uint64_t ip)
+/* The decoder failed with @err at its offset @off, after @ip. */
+void ptd_q_error_at(struct ptd *d, struct ptq *q, int err, uint64_t ip, uint64_t off)
 {
-	uint64_t off = 0;
 	char msg[512];
 	unsigned reason = MTEV_GAP_DECODE_ERROR;
 	int code = pt_errcode(err);
 
-	pt_blk_get_offset(q->dec, &off);
 	off = q_off(q, off);
 	if (q->rs_active) {
 		/* dropped; a later resync packet may still reach the PSB */
@@ -443,6 +443,13 @@ static void q_error(struct ptd *d, struct ptq *q, int err, uint64_t ip)
 		if (q_resync(d, q, off + 1))
 			q_resynced(d, q);
 	}
+}
+
+static void q_error(struct ptd *d, struct ptq *q, int err, uint64_t ip)
+{
+	uint64_t off = 0;
+	pt_blk_get_offset(q->dec, &off);
+	ptd_q_error_at(d, q, err, ip, off);
 }
 
 /* Code that loops through direct branches only (`hlt; jmp .-1` in abort())
@@ -1136,52 +1143,53 @@ static const uint8_t *find_psb(const uint8_t *p, const uint8_t *e, const uint8_t
 	return NULL;
 }
 
-static int q_open_seg(struct ptd *d, struct ptq *q)
+/* The decoder configuration of @q's current segment (any libipt decoder). */
+void ptd_seg_config(struct ptd *d, struct ptq *q, struct pt_config *cfg)
 {
-	struct pt_config cfg;
 	const struct seg *s = &q->segs[q->curseg];
 
-	q_resync_free(q);
-	pt_config_init(&cfg);
-	cfg.begin = q->stream + s->begin;
-	cfg.end = q->stream + s->end;
+	pt_config_init(cfg);
+	cfg->begin = q->stream + s->begin;
+	cfg->end = q->stream + s->end;
 	if (d->opts->cpu_family) {
-		cfg.cpu.vendor = pcv_intel;
-		cfg.cpu.family = (uint16_t)d->opts->cpu_family;
-		cfg.cpu.model = (uint8_t)d->opts->cpu_model;
-		cfg.cpu.stepping = (uint8_t)d->opts->cpu_stepping;
+		cfg->cpu.vendor = pcv_intel;
+		cfg->cpu.family = (uint16_t)d->opts->cpu_family;
+		cfg->cpu.model = (uint8_t)d->opts->cpu_model;
+		cfg->cpu.stepping = (uint8_t)d->opts->cpu_stepping;
 	} else if (!strncmp(d->cpuid, "GenuineIntel,", 13)) {
 		unsigned fam = 0, mod = 0, step = 0;
 		if (sscanf(d->cpuid + 13, "%u,%u,%u", &fam, &mod, &step) >= 2) {
-			cfg.cpu.vendor = pcv_intel;
-			cfg.cpu.family = (uint16_t)fam;
-			cfg.cpu.model = (uint8_t)mod;
-			cfg.cpu.stepping = (uint8_t)step;
+			cfg->cpu.vendor = pcv_intel;
+			cfg->cpu.family = (uint16_t)fam;
+			cfg->cpu.model = (uint8_t)mod;
+			cfg->cpu.stepping = (uint8_t)step;
 		}
 	}
-	if (cfg.cpu.vendor == pcv_intel && pt_cpu_errata(&cfg.errata, &cfg.cpu) < 0)
-		memset(&cfg.errata, 0, sizeof cfg.errata);
+	if (cfg->cpu.vendor == pcv_intel && pt_cpu_errata(&cfg->errata, &cfg->cpu) < 0)
+		memset(&cfg->errata, 0, sizeof cfg->errata);
 	if (d->have_info && d->npriv > 15) {
 		uint64_t mtc_bits = d->priv[11];
 		uint64_t config = d->pt_attr ? d->pt_attr->config : 0;
 		if (mtc_bits) {
 			unsigned shift = (unsigned)__builtin_ctzll(mtc_bits);
-			cfg.mtc_freq = (uint8_t)((config & mtc_bits) >> shift);
+			cfg->mtc_freq = (uint8_t)((config & mtc_bits) >> shift);
 		}
-		cfg.cpuid_0x15_ebx = (uint32_t)d->priv[12];
-		cfg.cpuid_0x15_eax = (uint32_t)d->priv[13];
-		cfg.nom_freq = (uint8_t)d->priv[15];
+		cfg->cpuid_0x15_ebx = (uint32_t)d->priv[12];
+		cfg->cpuid_0x15_eax = (uint32_t)d->priv[13];
+		cfg->nom_freq = (uint8_t)d->priv[15];
 	}
-	cfg.flags.variant.block.end_on_call = 1;
-	cfg.flags.variant.block.end_on_jump = 1;
-	q->dec = pt_blk_alloc_decoder(&cfg);
-	if (!q->dec)
-		return ptd_fail(d, PTD_ESYS, "cannot allocate a PT decoder");
+	cfg->flags.variant.block.end_on_call = 1;
+	cfg->flags.variant.block.end_on_jump = 1;
+}
+
+/* Where the PSBs of @q's current segment [@b, @e) are (q->psbs). */
+int ptd_seg_psbs(struct ptd *d, struct ptq *q, const uint8_t *b, const uint8_t *e)
+{
 	{
 		/* where the PSBs are: passing one confirms what came before */
 		static const uint8_t psb[16] = {2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82,
 						2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82};
-		const uint8_t *p = cfg.begin, *e = cfg.end;
+		const uint8_t *p = b;
 		size_t cap = 0;
 		free(q->psbs);
 		q->psbs = NULL;
@@ -1189,7 +1197,7 @@ static int q_open_seg(struct ptd *d, struct ptq *q)
 		while (e - p >= 16 && (p = find_psb(p, e, psb)) != NULL) {
 			if (mt_grow((void **)&q->psbs, &cap, q->npsbs + 1, sizeof *q->psbs) < 0)
 				return ptd_fail(d, PTD_ESYS, "out of memory");
-			q->psbs[q->npsbs++] = (uint64_t)(p - cfg.begin);
+			q->psbs[q->npsbs++] = (uint64_t)(p - b);
 			p += 16;
 		}
 		if (!q->psbs) {
@@ -1200,9 +1208,52 @@ static int q_open_seg(struct ptd *d, struct ptq *q)
 				return ptd_fail(d, PTD_ESYS, "out of memory");
 		}
 	}
+	return 0;
+}
+
+static int q_open_seg(struct ptd *d, struct ptq *q)
+{
+	struct pt_config cfg;
+
+	q_resync_free(q);
+	ptd_seg_config(d, q, &cfg);
+	q->dec = pt_blk_alloc_decoder(&cfg);
+	if (!q->dec)
+		return ptd_fail(d, PTD_ESYS, "cannot allocate a PT decoder");
+	if (ptd_seg_psbs(d, q, cfg.begin, cfg.end) < 0)
+		return -1;
 	q->img = NULL;
 	q->swi = 0;
 	return 0;
 }
 
 const struct ptd_stepper ptd_step_libipt = {"libipt", q_step};
+
+/* The record logic for another source of blocks and events (the cached
+ * walk, ptd_walk.c): with q->dec NULL, q->time, q->last_tsc and
+ * q->lost_timing are the caller's (q_now reads them as they are). */
+void ptd_handle_block(struct ptd *d, struct ptq *q, const struct pt_block *b, int ok)
+{
+	handle_block(d, q, b, ok);
+}
+
+void ptd_handle_event(struct ptd *d, struct ptq *q, const struct pt_event *ev)
+{
+	handle_event(d, q, ev);
+}
+
+void ptd_set_thread(struct ptd *d, struct ptq *q, uint64_t time)
+{
+	q_set_thread(d, q, time);
+}
+
+void ptd_spin_error(struct ptd *d, struct ptq *q, uint64_t ip)
+{
+	q_spin_error(d, q, ip);
+}
+
+void ptd_set_gap(struct ptd *d, struct ptq *q, unsigned reason, int code, uint64_t offset,
+		 uint64_t ip, const char *msg)
+{
+	set_gap(d, q, reason, code, offset, ip, msg);
+}

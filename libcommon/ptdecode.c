@@ -44,7 +44,7 @@ static int ptd_init(struct ptd *d, struct ptd_options *opts, struct ptd_stats *s
 	opts->errmsg[0] = 0;
 	d->opts = opts;
 	d->st = st;
-	d->step = &ptd_step_libipt;
+	d->step = opts->walk ? &ptd_step_walk : &ptd_step_libipt;
 	d->isc = opts->iscache ? opts->iscache : pt_iscache_alloc(NULL);
 	d->ccmask = (1u << PTD_CC2_BITS) - 1;
 	d->cc = calloc(d->ccmask + 1, sizeof *d->cc);
@@ -74,15 +74,18 @@ static void ptd_fini(struct ptd *d)
 		free(q->segs);
 		free(q->fifo);
 		free(q->psbs);
+		ptd_walk_free(q);
 		free(q->rsbuf);
 	}
 	free(d->q);
+	ptd_walk_fini(d);
 	free(d->auxlost);
 	pd_close(d->reader);
 	for (i = 0; i < d->nproc; i++) {
 		pt_image_free(d->proc[i].img);
 		free(d->proc[i].maps);
 		free(d->proc[i].sbmaps);
+		free(d->proc[i].isids);
 	}
 	free(d->proc);
 	for (i = 0; i < d->noldimgs; i++)
@@ -290,7 +293,7 @@ int ptd_decode_raw(const char *pt_file, int (*open_out)(void *ctx, uint32_t flag
 					 pt_errstr(pt_errcode(isid)));
 				goto out;
 			}
-			pt_image_add_cached(p->img, d.isc, isid, NULL);
+			proc_add_isid(&d, p, isid);
 			me.start = im->vaddr;
 			me.end = im->vaddr + size;
 			me.path = strpool_intern(&d.strs, im->file);

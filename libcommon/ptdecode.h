@@ -44,6 +44,8 @@ struct ptd_options {
 	size_t nimages;
 	int cpu_family, cpu_model, cpu_stepping; /* 0: unknown vendor */
 	uint32_t raw_pid, raw_tid;
+	int walk; /* 1: decode with the cached walk (ptd_walk.c) where it can, else
+		   * libipt's block decoder; 2: the walk or fail (-PTD_EINPUT) */
 	/* NULL: a fresh libipt section cache per decode.  Else the caller's,
 	 * kept between decodes: the same file section is added once and keeps
 	 * its block cache (a cache of the code's blocks: no result depends on

@@ -51,6 +51,10 @@ static void usage(FILE *f)
 	      "                        (default: the recording's CPUID; raw mode: none)\n"
 	      "      --pid N, --tid N  raw mode: the thread to attribute the trace to (0)\n"
 	      "      --records         list every perf.data record as text (no decoding)\n"
+	      "      --decoder NAME    libipt (default: libipt's block decoder) or walk (the\n"
+	      "                        cached code walk over libipt's query decoder, same\n"
+	      "                        output; a recording it cannot walk uses libipt), or\n"
+	      "                        walk-only (exit 2 instead): docs/decode.md\n"
 	      "      --no-root-join    sampling: leave frame-pointer stacks as the walk ended them\n"
 	      "      --partial         decode a truncated perf.data (a killed recorder) as far\n"
 	      "                        as it goes (exit 1); by default it is refused (exit 2)\n"
@@ -133,7 +137,7 @@ static void input_failed(int ret, const char *in, const char *msg)
 int main(int argc, char **argv)
 {
 	enum { O_IMAGES = 256, O_NOIMG, O_PT, O_IMAGE, O_CPU, O_PID, O_TID, O_RECORDS,
-	       O_PARTIAL, O_RESYNC, O_NOROOT };
+	       O_PARTIAL, O_DECODER, O_RESYNC, O_NOROOT };
 	static const struct option lo[] = {
 		{"output", required_argument, NULL, 'o'},
 		{"input", required_argument, NULL, 'i'},
@@ -150,6 +154,7 @@ int main(int argc, char **argv)
 		{"pid", required_argument, NULL, O_PID},
 		{"tid", required_argument, NULL, O_TID},
 		{"records", no_argument, NULL, O_RECORDS},
+		{"decoder", required_argument, NULL, O_DECODER},
 		{"no-root-join", no_argument, NULL, O_NOROOT},
 		{"stats", no_argument, NULL, 's'},
 		{"help", no_argument, NULL, 'h'},
@@ -214,6 +219,16 @@ int main(int argc, char **argv)
 			break;
 		case O_TID:
 			opts.raw_tid = parse_id(optarg, "--tid");
+			break;
+		case O_DECODER:
+			if (!strcmp(optarg, "walk"))
+				opts.walk = 1;
+			else if (!strcmp(optarg, "walk-only"))
+				opts.walk = 2;
+			else if (!strcmp(optarg, "libipt"))
+				opts.walk = 0;
+			else
+				drv_usage("bad --decoder %s (want libipt, walk or walk-only)", optarg);
 			break;
 		case O_RECORDS:
 			records = 1;

@@ -1,0 +1,126 @@
+#!/bin/sh
+# bench/walk.sh [REPS] — issue 20's cached walk, one run on the same files:
+# the bare libipt block-decoder loop (build/bench/ptdecode_bench bare), its
+# packet decoder alone (the floor of anything that parses packets with
+# libipt), mt-decode --decoder libipt (the libipt stepper) and --decoder
+# walk.  CPU (user + sys) and wall seconds, median of REPS (default 5, env
+# BENCH_REPS), peak RSS; ratios.  Inputs: the 50M mt-ptgen trace of
+# build/programs/fnptr (bench/out/ptgen-50M, made as bench/pipeline.sh makes
+# it), a 4-thread one (bench/out/ptgen-20M-t4), the Skylake fixture (per-cpu:
+# the walk leaves it to libipt) and raw mode (the 50M trace's PT with
+# --image).  Each walked input is checked byte-identical to --decoder
+# libipt first, and decoded with --decoder walk-only (so the walk did run).
+# BENCH_CG=1 adds callgrind instruction counts (the stable figure) on the 5M
+# trace.
+set -e
+cd "$(dirname "$0")/.."
+R=${1:-${BENCH_REPS:-5}}
+FIX=/work/shared/fixtures/intel_pt-skylake-4.14
+[ -d "$FIX" ] || FIX=tests/fixtures/intel_pt-skylake-4.14
+N=50M
+. bench/ptgen-trace
+D50=$D
+DT=bench/out/ptgen-20M-t4
+if [ ! -f "$DT/perf.data" ] || [ bin/mt-ptgen -nt "$DT/perf.data" ] || [ "$BIN" -nt "$DT/perf.data" ]; then
+	rm -rf "$DT"
+	bin/mt-ptgen --threads 4 --no-spans -n 20M -o "$DT" "$BIN" >/dev/null 2>&1
+fi
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+
+median() { sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+
+# measure NAME CMD...: NAME.cpu, .wall (medians), .rss (KB, max)
+measure() {
+	name=$1
+	shift
+	: >"$TMP/$name.all"
+	i=0
+	while [ "$i" -lt "$R" ]; do
+		/usr/bin/time -f '%e %U %S %M' -o "$TMP/t" "$@" >/dev/null 2>"$TMP/$name.err" || [ $? -eq 1 ] ||
+			{ echo "walk.sh: $name failed:" >&2; cat "$TMP/$name.err" >&2; exit 1; }
+		tail -1 "$TMP/t" >>"$TMP/$name.all"
+		i=$((i + 1))
+	done
+	awk '{ print $2 + $3 }' "$TMP/$name.all" | median >"$TMP/$name.cpu"
+	awk '{ print $1 }' "$TMP/$name.all" | median >"$TMP/$name.wall"
+	awk '{ print $4 }' "$TMP/$name.all" | sort -n | tail -1 >"$TMP/$name.rss"
+}
+v() { cat "$TMP/$1"; }
+ratio() { awk -v a="$(v "$1")" -v b="$(v "$2")" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "-" }'; }
+
+# row LABEL BAREARGS DECODEARGS...: one input
+row() {
+	label=$1 bareargs=$2
+	shift 2
+	bin/mt-decode --decoder libipt -o "$TMP/a.mt" "$@" 2>"$TMP/a.err" || [ $? -eq 1 ]
+	bin/mt-decode --decoder walk -o "$TMP/b.mt" "$@" 2>"$TMP/b.err" || [ $? -eq 1 ]
+	cmp -s "$TMP/a.mt" "$TMP/b.mt" && cmp -s "$TMP/a.err" "$TMP/b.err" ||
+		{ echo "walk.sh: $label: --decoder walk differs from libipt" >&2; exit 1; }
+	walked=walked
+	bin/mt-decode --decoder walk-only -o /dev/null "$@" 2>/dev/null || [ $? -eq 1 ] || walked="libipt (fallback)"
+	if [ -n "$bareargs" ]; then
+		# shellcheck disable=SC2086
+		measure bare "$BARE" bare $bareargs
+		# shellcheck disable=SC2086
+		measure pkt "$BARE" bare $bareargs packets
+	else
+		echo - >"$TMP/bare.cpu"; echo - >"$TMP/bare.wall"; echo - >"$TMP/pkt.cpu"
+	fi
+	measure libipt bin/mt-decode --decoder libipt -o /dev/null "$@"
+	measure walk bin/mt-decode --decoder walk -o /dev/null "$@"
+	printf '%-22s %-18s %6s %6s | %6s %6s %6s | %6s %6s | %7s %7s %7s | %6s %6s\n' "$label" "$walked" \
+		"$(v bare.cpu)" "$(v pkt.cpu)" "$(v libipt.cpu)" "$(v walk.cpu)" \
+		"$(ratio libipt.cpu walk.cpu)" "$(ratio bare.cpu walk.cpu)" "$(ratio bare.cpu libipt.cpu)" \
+		"$(v bare.wall)" "$(v libipt.wall)" "$(v walk.wall)" \
+		"$(awk -v k="$(v libipt.rss)" 'BEGIN { printf "%.1f", k / 1024 }')" \
+		"$(awk -v k="$(v walk.rss)" 'BEGIN { printf "%.1f", k / 1024 }')"
+}
+
+echo "bench/walk.sh: $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cpus, load $(cut -d' ' -f1-3 /proc/loadavg), median of $R"
+echo "CPU s: bare = ptdecode_bench bare (pt_blk_next + pt_blk_time), pkt = its packet decoder alone;"
+echo "libipt / walk = mt-decode --decoder libipt / walk, writing MTEV to /dev/null.  walk/libipt and"
+echo "bare/walk: how many times faster the walk is; bare/libipt: today's path.  RSS MB: peak."
+printf '%-22s %-18s %6s %6s | %6s %6s %6s | %6s %6s | %7s %7s %7s | %6s %6s\n' input decoded-by bare pkt libipt walk \
+	"w/lib" "bare/w" "bare/l" "wall-b" "wall-l" "wall-w" "rss-l" "rss-w"
+row "ptgen 50M" "$D50/perf.data $D50/images" --buildid-dir "$D50/images" "$D50/perf.data"
+row "ptgen 20M, 4 threads" "$DT/perf.data $DT/images" --buildid-dir "$DT/images" "$DT/perf.data"
+if [ -d "$FIX" ]; then
+	row "skylake (no images)" "$FIX/perf.data.intel_pt-4.14 $TMP/none" --cpu 6/78/3 "$FIX/perf.data.intel_pt-4.14"
+fi
+# raw mode: the 50M trace's PT (its AUXTRACE payloads) and its one map
+bin/mt-decode --records "$D50/perf.data" | awk '$2 == "AUXTRACE" { for (i = 3; i <= NF; i++) {
+	split($i, kv, "="); if (kv[1] == "size") s = kv[2]; if (kv[1] == "aux_size") a = kv[2] } print $1, s, a }' |
+	while read -r off hs len; do tail -c +$((off + hs + 1)) "$D50/perf.data" | head -c "$len"; done >"$TMP/raw.pt"
+args=
+for m in $(bin/mt-decode --buildid-dir "$D50/images" "$D50/perf.data" 2>/dev/null | bin/mt-dump -k map |
+	sed 's/.* start=\([^ ]*\) len=\([^ ]*\) pgoff=\([^ ]*\) .* build_id=\([^ ]*\) path="\([^"]*\)"/\1,\2,\3,\4,\5/'); do
+	IFS=, read -r start len pgoff bid path <<EOT
+$m
+EOT
+	args="$args --image $D50/images$path/$bid/elf:$pgoff:$len@$start"
+done
+# shellcheck disable=SC2086
+row "raw PT 50M (--pt)" "$D50/perf.data $D50/images" --pt "$TMP/raw.pt" $args --cpu 6/106/6
+code=0
+for l in $(bin/mt-decode --buildid-dir "$D50/images" "$D50/perf.data" 2>/dev/null | bin/mt-dump -k map |
+	sed 's/.* len=\([^ ]*\) .*/\1/'); do
+	code=$((code + l))
+done
+code=$(awk -v c="$code" 'BEGIN { printf "%.2f", c / 1048576 }')
+echo "code mapped (50M trace): $code MB; the walk's caches: fixed, 2.75 MB (2^16 blocks x 40 B, 2^13"
+echo "instructions x 32 B, per queue) + libipt's block-cache map, 1 bit per code byte (0.125 MB per MB)"
+if [ "${BENCH_CG:-0}" = 1 ] && command -v valgrind >/dev/null 2>&1; then
+	N=5M
+	. bench/ptgen-trace
+	for x in bare libipt walk; do
+		case $x in
+		bare) set -- "$BARE" bare "$D/perf.data" "$D/images" ;;
+		*) set -- bin/mt-decode --decoder $x --buildid-dir "$D/images" -o /dev/null "$D/perf.data" ;;
+		esac
+		valgrind --tool=callgrind --callgrind-out-file=/dev/null "$@" 2>&1 >/dev/null |
+			sed -n 's/^==[0-9]*== I *refs: *//p' | tr -d , >"$TMP/$x.ir"
+	done
+	echo "instructions (callgrind, 5M trace): bare $(v bare.ir), libipt $(v libipt.ir), walk $(v walk.ir):" \
+		"bare/walk $(ratio bare.ir walk.ir), libipt/walk $(ratio libipt.ir walk.ir)"
+fi

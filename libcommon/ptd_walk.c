@@ -1,0 +1,1593 @@
+/* ptd_walk: the cached walk stepper (issue 20, first step).
+ *
+ * The libipt stepper asks libipt's block decoder for every block; most of
+ * that decoder's cost is walking the code (its block cache, its section
+ * lookups, its proceed logic), not reading the trace (docs/decode.md,
+ * "Cost").  This stepper keeps libipt's query decoder for the trace (TNT,
+ * TIP, events, timing: the same queries in the same order, so libipt's own
+ * time computation gives every branch its time) and walks the code itself
+ * from a cache: per start address, the straight-line run up to the next
+ * instruction that needs trace or ends a block, decoded once.  It emulates
+ * the block decoder's contract as the libipt stepper uses it (blocks end at
+ * every branch, direct calls and jumps included, and where the section
+ * changes; events bind where libipt binds them) and feeds the libipt
+ * stepper's own record logic (ptd_handle_block, ptd_handle_event), so the
+ * records, gaps, retractions and times are made by the same code.
+ *
+ * What it does not emulate is never walked: a queue whose trace holds any
+ * packet outside the set below (overflow, an FUP outside PSB+ -- interrupts,
+ * TSX -- paging, VMCS, PTWRITE, power events, a non-64-bit mode, or a packet
+ * that does not parse) and every per-cpu queue is decoded by the libipt
+ * stepper from its start; the decision is made per queue before its first
+ * record.  Code bytes come from the image files only (mt-decode never reads
+ * process memory), which do not change while mapped; the cache is dropped
+ * whenever the queue's image changes (exec, fork, a new map): code that
+ * changes (JIT, perf-map regions) has no image file, is a no-image gap on
+ * both paths and is never cached. */
+#include "ptd_int.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* cache sizes (log2 entries): a fixed cap, a new entry evicts the one in
+ * its slot (direct-mapped) */
+#define WB_BITS 16 /* blocks, 56 bytes each: 3.5 MiB */
+#define WI_BITS 13 /* instructions, 48 bytes each: 384 KiB */
+
+/* how a cached block ends */
+enum {
+	K_COND,	  /* jcc: a TNT bit */
+	K_DJMP,	  /* direct jmp: to next */
+	K_DCALL,  /* direct call: to next, pushes the return unless a call to the next insn */
+	K_ICALL,  /* indirect call: pushes, a TIP */
+	K_RET,	  /* ret: a TNT bit (compressed) or a TIP */
+	K_IND,	  /* indirect jmp, far transfers: a TIP */
+	K_SECEND, /* no branch: the next instruction (next) is in another section */
+	K_ERR,	  /* the instruction at next cannot be decoded: err */
+};
+
+/* pseudo error: something the walk does not emulate (never for an input
+ * the pre-scan let through, short of code the classifier cannot size) */
+#define WK_UNSUP (-1000)
+#define WK_AGAIN (-1001) /* wd_first: go on as for a known block */
+
+struct wblk {
+	uint64_t ip, end_ip, next;
+	const struct pt_image *img; /* valid for this image */
+	size_t gen;		    /* with this many sections */
+	int32_t isid;
+	int32_t err;
+	uint16_t ninsn;
+	uint8_t kind, isize, iclass, push, valid;
+	uint8_t known; /* libipt's block cache knows ip (it never forgets) */
+};
+
+struct winsn {
+	uint64_t ip, target;
+	const struct pt_image *img;
+	size_t gen;
+	int32_t isid, err;
+	uint8_t size, cls, direct, valid;
+};
+
+/* What all queues share: whether the walk runs at all (every queue
+ * walkable, else none: libipt's block cache is shared by all its decoders,
+ * so a queue decoded by libipt would change where the others' blocks end),
+ * and, per section, which instructions libipt's block cache knows (a bit
+ * per byte of code: 128 KiB per MiB of code mapped), because libipt ends a
+ * block early the first time it walks into code it walked before. */
+struct ptd_walk {
+	int walk;
+	uint8_t **known; /* by isid */
+	size_t nknown;
+	/* the caches, shared by all queues, an entry valid for the image and
+	 * section count it was made with */
+	struct wblk *bc;
+	struct winsn *ic;
+};
+
+struct ptd_walkq {
+	struct ptd *d;
+	int decided, libipt, skd022;
+	struct pt_query_decoder *qry;
+	/* the emulated block decoder */
+	uint64_t ip;
+	int enabled, status, process_event, mode;
+	struct pt_event ev;
+	uint64_t rs[65];
+	uint8_t top, bottom;
+	/* caches, for the image img with nisids sections */
+	const struct pt_image *img;
+	size_t nisids;
+	int pidx; /* d->proc index of img's process, -1 none */
+	struct wblk *bc; /* d->walk's */
+	struct winsn *ic;
+};
+
+void ptd_walk_free(struct ptq *q)
+{
+	struct ptd_walkq *w = q->walk;
+	if (!w)
+		return;
+	if (w->qry)
+		pt_qry_free_decoder(w->qry);
+	free(w);
+	q->walk = NULL;
+}
+
+void ptd_walk_fini(struct ptd *d)
+{
+	size_t i;
+	if (!d->walk)
+		return;
+	for (i = 0; i < d->walk->nknown; i++)
+		free(d->walk->known[i]);
+	free(d->walk->known);
+	free(d->walk->bc);
+	free(d->walk->ic);
+	free(d->walk);
+	d->walk = NULL;
+}
+
+/* The bit of @ip in libipt's block cache of section @isid (NULL: out of
+ * memory, d->err set). */
+static uint8_t *known_byte(struct ptd *d, int32_t isid, uint64_t ip, uint8_t *mask)
+{
+	struct ptd_walk *s = d->walk;
+	const struct secview *v = &d->secs[isid];
+	uint64_t off = ip - v->addr;
+	if ((size_t)isid >= s->nknown) {
+		size_t n = (size_t)isid + 1;
+		uint8_t **k = realloc(s->known, n * sizeof *k);
+		if (!k)
+			goto oom;
+		memset(k + s->nknown, 0, (n - s->nknown) * sizeof *k);
+		s->known = k;
+		s->nknown = n;
+	}
+	if (!s->known[isid]) {
+		s->known[isid] = calloc((size_t)(v->size + 7) / 8, 1);
+		if (!s->known[isid])
+			goto oom;
+	}
+	*mask = (uint8_t)(1u << (off & 7));
+	return &s->known[isid][off >> 3];
+oom:
+	ptd_fail(d, PTD_ESYS, "out of memory");
+	return NULL;
+}
+
+/* ---- the pre-scan: may this queue be walked? ---- */
+
+static int walkable(struct ptq *q)
+{
+	size_t k;
+	for (k = 0; k < q->nsegs; k++) {
+		struct pt_config cfg;
+		struct pt_packet_decoder *pd;
+		struct pt_packet pk;
+		int st, in_psb = 0, ok = 1, fup = 0;
+
+		pt_config_init(&cfg);
+		cfg.begin = q->stream + q->segs[k].begin;
+		cfg.end = q->stream + q->segs[k].end;
+		if (cfg.begin == cfg.end)
+			continue;
+		pd = pt_pkt_alloc_decoder(&cfg);
+		if (!pd)
+			return 0;
+		st = pt_pkt_sync_forward(pd);
+		while (ok && st >= 0 && (st = pt_pkt_next(pd, &pk, sizeof pk)) >= 0) {
+			switch (pk.type) {
+			case ppt_psb:
+				in_psb = 1;
+				break;
+			case ppt_psbend:
+				in_psb = 0;
+				break;
+			case ppt_pad:
+			case ppt_tsc:
+			case ppt_cbr:
+			case ppt_tma:
+			case ppt_mtc:
+			case ppt_cyc:
+				break;
+			case ppt_tnt_8:
+			case ppt_tnt_64:
+			case ppt_tip:
+			case ppt_tip_pge:
+				ok = !fup; /* an FUP binds to a TIP.PGD only (an async disable) */
+				break;
+			case ppt_tip_pgd:
+				fup = 0;
+				break;
+			case ppt_fup:
+				if (!in_psb)
+					fup = 1;
+				break;
+			case ppt_mode:
+				ok = !fup && pk.payload.mode.leaf == pt_mol_exec &&
+				     pk.payload.mode.bits.exec.csl && !pk.payload.mode.bits.exec.csd;
+				break;
+			default:
+				ok = 0;
+			}
+			if (pk.type == ppt_psb)
+				ok = ok && !fup;
+		}
+		pt_pkt_free_decoder(pd);
+		if (!ok || (st < 0 && st != -pte_eos))
+			return 0;
+	}
+	return 1;
+}
+
+/* ---- code: sections, instructions, blocks ---- */
+
+static void cache_check(struct ptd *d, struct ptq *q, struct ptd_walkq *w)
+{
+	size_t i;
+	const struct proc *p = NULL;
+	if (w->img == q->img && w->pidx >= 0 && (size_t)w->pidx < d->nproc &&
+	    d->proc[w->pidx].img == q->img && d->proc[w->pidx].nisids == w->nisids)
+		return;
+	w->pidx = -1;
+	for (i = 0; i < d->nproc; i++)
+		if (d->proc[i].img == q->img && q->img) {
+			w->pidx = (int)i;
+			p = &d->proc[i];
+		}
+	w->img = q->img;
+	w->nisids = p ? p->nisids : 0;
+}
+
+/* The length of the 64-bit-mode instruction in @b (@n bytes, n <= 15): 0
+ * when it cannot be decoded (or is cut by @n).  Legacy, REX, VEX, EVEX
+ * encodings; what libipt's length decoder accepts for code compilers
+ * emit (checked against objdump on the test programs, bench/walk.sh). */
+static unsigned len64(const uint8_t *b, unsigned n)
+{
+	/* one-byte map: has a ModRM (bit set) */
+	static const uint32_t m0_modrm[8] = {0x0f0f0f0f, 0x0f0f0f0f, 0x00000000, 0x00000a0c,
+					     0x0000ffff, 0x00000000, 0xff0f00f3, 0xc0c00000};
+	unsigned i = 0, op, map = 0, rexw = 0, p66 = 0, p67 = 0, modrm, imm = 0, len;
+	int vex = 0;
+
+	for (;; i++) {
+		if (i >= n)
+			return 0;
+		switch (b[i]) {
+		case 0x66:
+			p66 = 1;
+			continue;
+		case 0x67:
+			p67 = 1;
+			continue;
+		case 0x26: case 0x2e: case 0x36: case 0x3e: case 0x64: case 0x65:
+		case 0xf0: case 0xf2: case 0xf3:
+			continue;
+		}
+		break;
+	}
+	if ((b[i] & 0xf0) == 0x40) {
+		rexw = (b[i] >> 3) & 1;
+		if (++i >= n)
+			return 0;
+	}
+	op = b[i];
+	if (op == 0xc5 || op == 0xc4 || op == 0x62) {
+		/* VEX (2, 3 bytes), EVEX (4) */
+		unsigned plen = op == 0xc5 ? 2 : op == 0xc4 ? 3 : 4;
+		if (i + plen >= n)
+			return 0;
+		map = op == 0xc5 ? 1 : (b[i + 1] & (op == 0x62 ? 3 : 0x1f));
+		if (op == 0xc4)
+			rexw = b[i + 2] >> 7;
+		if (map < 1 || map > 3)
+			return 0;
+		i += plen;
+		op = b[i];
+		vex = 1;
+	} else if (op == 0x0f) {
+		if (++i >= n)
+			return 0;
+		op = b[i];
+		map = 1;
+		if (op == 0x38 || op == 0x3a) {
+			map = op == 0x38 ? 2 : 3;
+			if (++i >= n)
+				return 0;
+			op = b[i];
+		}
+	}
+	i++; /* past the opcode */
+	/* ModRM and immediate */
+	if (map == 0) {
+		modrm = (m0_modrm[op >> 5] >> (op & 31)) & 1;
+		switch (op) {
+		case 0x04: case 0x0c: case 0x14: case 0x1c: case 0x24: case 0x2c: case 0x34: case 0x3c:
+		case 0x6a: case 0x6b: case 0x80: case 0x83: case 0xa8: case 0xc0: case 0xc1: case 0xc6:
+		case 0xcd: case 0xeb:
+			imm = 1;
+			break;
+		case 0x05: case 0x0d: case 0x15: case 0x1d: case 0x25: case 0x2d: case 0x35: case 0x3d:
+		case 0x68: case 0x69: case 0x81: case 0xa9: case 0xc7:
+			imm = p66 ? 2 : 4;
+			break;
+		case 0xe8: case 0xe9:
+			imm = 4;
+			break;
+		case 0xc2: case 0xca:
+			imm = 2;
+			break;
+		case 0xc8:
+			imm = 3;
+			break;
+		case 0xa0: case 0xa1: case 0xa2: case 0xa3:
+			imm = p67 ? 4 : 8;
+			break;
+		case 0x06: case 0x07: case 0x0e: case 0x16: case 0x17: case 0x1e: case 0x1f:
+		case 0x27: case 0x2f: case 0x37: case 0x3f: case 0x60: case 0x61: case 0x82:
+		case 0x9a: case 0xce: case 0xd4: case 0xd5: case 0xd6: case 0xea:
+			return 0; /* invalid in 64-bit mode */
+		default:
+			if ((op & 0xf0) == 0x70 || (op >= 0xe0 && op <= 0xe7) || (op >= 0xb0 && op <= 0xb7))
+				imm = 1;
+			else if (op >= 0xb8 && op <= 0xbf)
+				imm = rexw ? 8 : p66 ? 2 : 4;
+		}
+		if ((op == 0xf6 || op == 0xf7) && i < n && ((b[i] >> 3) & 7) < 2)
+			imm = op == 0xf6 ? 1 : p66 ? 2 : 4;
+	} else if (map == 1) {
+		modrm = 1;
+		switch (op) {
+		case 0x05: case 0x06: case 0x07: case 0x08: case 0x09: case 0x0b: case 0x0e:
+		case 0x30: case 0x31: case 0x32: case 0x33: case 0x34: case 0x35: case 0x37:
+		case 0x77: case 0xa0: case 0xa1: case 0xa2: case 0xa8: case 0xa9: case 0xaa:
+			modrm = 0;
+			break;
+		case 0x0f:
+			imm = 1; /* 3DNow!: the opcode byte at the end */
+			break;
+		case 0x70: case 0x71: case 0x72: case 0x73: case 0xa4: case 0xac: case 0xba:
+		case 0xc2: case 0xc4: case 0xc5: case 0xc6:
+			imm = 1;
+			break;
+		case 0x04: case 0x0a: case 0x0c: case 0x24: case 0x25: case 0x26: case 0x27:
+		case 0x36: case 0x39: case 0x3b: case 0x3c: case 0x3d: case 0x3e: case 0x3f:
+		case 0x7a: case 0x7b: case 0xff:
+			if (!vex)
+				return 0;
+			break;
+		default:
+			if (op >= 0x80 && op <= 0x8f) {
+				modrm = 0;
+				imm = 4;
+			} else if (op >= 0xc8 && op <= 0xcf) {
+				modrm = 0;
+			}
+		}
+		if (vex && op == 0x77)
+			modrm = 0;
+	} else if (map == 2) {
+		modrm = 1;
+	} else {
+		modrm = 1;
+		imm = 1;
+	}
+	len = i;
+	if (modrm) {
+		unsigned mod, rm;
+		if (i >= n)
+			return 0;
+		mod = b[i] >> 6;
+		rm = b[i] & 7;
+		len++;
+		if (mod != 3) {
+			if (rm == 4) {
+				if (i + 1 >= n)
+					return 0;
+				len++;
+				if (mod == 0 && (b[i + 1] & 7) == 5)
+					len += 4;
+			}
+			if (mod == 0 && rm == 5)
+				len += 4;
+			else if (mod == 1)
+				len += 1;
+			else if (mod == 2)
+				len += 4;
+		}
+	}
+	len += imm;
+	return len <= n && len <= 15 ? len : 0;
+}
+
+/* Up to 15 bytes of code at @ip from its section in the queue's image
+ * (the newest section holding it, as in libipt's image): how many (0: no
+ * section, *isid -1), *isid its section. */
+static int code_at(struct ptd *d, const struct ptd_walkq *w, uint64_t ip, uint8_t *buf,
+		   int32_t *isid)
+{
+	const struct proc *p = w->pidx >= 0 ? &d->proc[w->pidx] : NULL;
+	const struct secview *v = NULL;
+	size_t k;
+	int n;
+
+	*isid = -1;
+	for (k = p ? p->nisids : 0; k-- > 0;) {
+		int32_t s = p->isids[k];
+		if (s > 0 && (size_t)s < d->nsecs && d->secs[s].addr <= ip &&
+		    ip - d->secs[s].addr < d->secs[s].size) {
+			*isid = s;
+			v = &d->secs[s];
+			break;
+		}
+	}
+	if (!v)
+		return 0;
+	if (v->data) {
+		uint64_t left = v->size - (ip - v->addr);
+		n = left < 15 ? (int)left : 15;
+		memcpy(buf, v->data + (ip - v->addr), (size_t)n);
+		return n;
+	}
+	n = pt_iscache_read(d->isc, buf, 15, *isid, ip);
+	if (n <= 0)
+		*isid = -1;
+	return n > 0 ? n : 0;
+}
+
+/* Erratum SKD022: an async disable at VMLAUNCH/VMRESUME is a sync one
+ * (libipt rewrites the event; not emulated). */
+static int vmentry_at(struct ptd_walkq *w, uint64_t ip)
+{
+	uint8_t buf[16];
+	int32_t isid;
+	int n = code_at(w->d, w, ip, buf, &isid);
+	return n >= 3 && buf[0] == 0x0f && buf[1] == 0x01 && (buf[2] == 0xc2 || buf[2] == 0xc3);
+}
+
+/* The instruction at @ip (cached). */
+static const struct winsn *insn_at(struct ptd *d, struct ptd_walkq *w, uint64_t ip)
+{
+	struct winsn *in = &w->ic[(ip ^ (ip >> WI_BITS)) & ((1u << WI_BITS) - 1)];
+	uint8_t buf[16];
+	int n;
+	int32_t isid;
+
+	if (in->valid && in->ip == ip && in->img == w->img && in->gen == w->nisids)
+		return in;
+	memset(in, 0, sizeof *in);
+	in->ip = ip;
+	in->img = w->img;
+	in->gen = w->nisids;
+	in->valid = 1;
+	in->err = -pte_nomap;
+	n = code_at(d, w, ip, buf, &isid);
+	if (isid < 0)
+		return in;
+	in->isid = isid;
+	{
+		struct x86br_insn xi;
+		x86br_decode(buf, (size_t)n, 64, ip, &xi);
+		if (xi.cls != X86BR_NONE && xi.size) {
+			in->size = xi.size;
+			in->cls = (uint8_t)xi.cls;
+			in->direct = xi.direct;
+			in->target = xi.target;
+		} else if (xi.cls == X86BR_NONE && (in->size = (uint8_t)len64(buf, (unsigned)n))) {
+			in->cls = X86BR_NONE;
+		} else {
+			/* cut by the section's end: libipt would read on into
+			 * the next section; not emulated */
+			in->err = n < 15 ? WK_UNSUP : -pte_bad_insn;
+			return in;
+		}
+	}
+	in->err = 0;
+	return in;
+}
+
+static uint8_t iclass_of(uint8_t cls, int direct)
+{
+	switch (cls) {
+	case X86BR_JCC:
+		return ptic_cond_jump;
+	case X86BR_JMP:
+		return ptic_jump;
+	case X86BR_CALL:
+		return ptic_call;
+	case X86BR_RET:
+		return ptic_return;
+	case X86BR_NONE:
+		return ptic_other;
+	default:
+		(void)direct;
+		return ptic_error; /* libipt's cached blocks: class unknown */
+	}
+}
+
+/* The cached block starting at @ip. */
+static const struct wblk *blk_at(struct ptd *d, struct ptd_walkq *w, uint64_t ip)
+{
+	struct wblk *b = &w->bc[(ip ^ (ip >> WB_BITS)) & ((1u << WB_BITS) - 1)];
+	uint64_t cur = ip;
+	uint32_t n = 0;
+
+	if (b->valid && b->ip == ip && b->img == w->img && b->gen == w->nisids)
+		return b;
+	memset(b, 0, sizeof *b);
+	b->ip = ip;
+	b->img = w->img;
+	b->gen = w->nisids;
+	b->valid = 1;
+	b->isid = 0;
+	b->iclass = ptic_error;
+	for (;;) {
+		const struct winsn *in = insn_at(d, w, cur);
+		if (in->err) {
+			b->kind = K_ERR;
+			b->err = in->err;
+			b->next = cur;
+			break;
+		}
+		if (n && in->isid != b->isid) {
+			b->kind = K_SECEND;
+			b->next = cur;
+			break;
+		}
+		if (n == 0xffff) {
+			/* libipt's block is full: it ends here */
+			b->kind = K_SECEND;
+			b->next = cur;
+			break;
+		}
+		b->isid = in->isid;
+		b->end_ip = cur;
+		b->isize = in->size;
+		b->iclass = iclass_of(in->cls, in->direct);
+		n++;
+		if (in->cls == X86BR_NONE) {
+			cur += in->size;
+			continue;
+		}
+		b->next = in->target;
+		switch (in->cls) {
+		case X86BR_JCC:
+			b->kind = K_COND;
+			break;
+		case X86BR_JMP:
+			b->kind = in->direct ? K_DJMP : K_IND;
+			break;
+		case X86BR_CALL:
+			b->kind = in->direct ? K_DCALL : K_ICALL;
+			/* a call to the next instruction (position-independent
+			 * code) is not a call to return from */
+			b->push = !in->direct || in->target != cur + in->size;
+			break;
+		case X86BR_RET:
+			b->kind = K_RET;
+			break;
+		default:
+			b->kind = K_IND;
+		}
+		break;
+	}
+	b->ninsn = (uint16_t)n;
+	return b;
+}
+
+/* ---- the emulated block decoder (pt_blk_* as the libipt stepper uses it) ---- */
+
+static void rs_push(struct ptd_walkq *w, uint64_t ip)
+{
+	w->rs[w->top] = ip;
+	w->top = w->top == 64 ? 0 : (uint8_t)(w->top + 1);
+	if (w->bottom == w->top)
+		w->bottom = w->bottom == 64 ? 0 : (uint8_t)(w->bottom + 1);
+}
+
+static int rs_pop(struct ptd_walkq *w, uint64_t *ip)
+{
+	if (w->top == w->bottom)
+		return -pte_retstack_empty;
+	w->top = w->top ? (uint8_t)(w->top - 1) : 64;
+	*ip = w->rs[w->top];
+	return 0;
+}
+
+static int wd_status(const struct ptd_walkq *w, int flags)
+{
+	if (!w->enabled)
+		flags |= pts_ip_suppressed;
+	if ((w->status & pts_eos) && !w->process_event)
+		flags |= pts_eos;
+	return flags;
+}
+
+static int wd_fetch_event(struct ptd_walkq *w)
+{
+	int st;
+	if (w->process_event)
+		return 1;
+	if (!(w->status & pts_event_pending))
+		return 0;
+	st = pt_qry_event(w->qry, &w->ev, sizeof w->ev);
+	if (st < 0)
+		return st;
+	w->process_event = 1;
+	w->status = st;
+	return 1;
+}
+
+static int wd_trailing(struct ptd_walkq *w)
+{
+	int st = wd_fetch_event(w);
+	if (st <= 0)
+		return st < 0 ? st : wd_status(w, 0);
+	switch (w->ev.type) {
+	case ptev_disabled:
+		break; /* bound on the event flow */
+	case ptev_enabled:
+	case ptev_tick:
+	case ptev_cbr:
+	case ptev_mnt:
+		return wd_status(w, pts_event_pending);
+	case ptev_exec_mode:
+		if (!w->ev.ip_suppressed && w->ip != w->ev.variant.exec_mode.ip)
+			break;
+		return wd_status(w, pts_event_pending);
+	case ptev_async_disabled:
+		if (w->ip != w->ev.variant.async_disabled.at)
+			break;
+		if (w->skd022 && vmentry_at(w, w->ev.variant.async_disabled.at))
+			return WK_UNSUP;
+		return wd_status(w, pts_event_pending);
+	default:
+		return WK_UNSUP;
+	}
+	return wd_status(w, 0);
+}
+
+static void wd_reset(struct ptd_walkq *w)
+{
+	w->ip = 0;
+	w->enabled = 0;
+	w->status = 0;
+	w->process_event = 0;
+	w->mode = ptem_unknown;
+	w->top = w->bottom = 0;
+	memset(&w->ev, 0, sizeof w->ev);
+}
+
+static int wd_start(struct ptd_walkq *w, int st)
+{
+	if (st < 0)
+		return st;
+	w->status = st;
+	if (!(st & pts_ip_suppressed))
+		w->enabled = 1;
+	return wd_trailing(w);
+}
+
+static int wd_sync_forward(struct ptd_walkq *w)
+{
+	wd_reset(w);
+	return wd_start(w, pt_qry_sync_forward(w->qry, &w->ip));
+}
+
+static int wd_sync_set(struct ptd_walkq *w, uint64_t off)
+{
+	wd_reset(w);
+	return wd_start(w, pt_qry_sync_set(w->qry, &w->ip, off));
+}
+
+/* One instruction of the event flow (pt_blk_proceed_one_insn): 1 added, 0
+ * the block ends before it (another section), or an error. */
+static int wd_one_insn(struct ptd *d, struct ptd_walkq *w, struct pt_block *b,
+		       const struct winsn **pin)
+{
+	const struct winsn *in = insn_at(d, w, w->ip);
+	if (in->err)
+		return in->err;
+	if (in->isid != b->isid) {
+		if (b->ninsn)
+			return 0;
+		b->isid = in->isid;
+	}
+	if (in->cls == X86BR_CALL && (!in->direct || in->target != in->ip + in->size))
+		rs_push(w, in->ip + in->size);
+	b->iclass = in->cls == X86BR_SYSCALL ? ptic_far_call
+		    : in->cls == X86BR_SYSRET ? ptic_far_return
+		    : in->cls == X86BR_FARJMP ? ptic_far_jump
+					      : iclass_of(in->cls, in->direct);
+	b->end_ip = in->ip;
+	b->ninsn++;
+	*pin = in;
+	return 1;
+}
+
+/* pt_insn_next_ip: where @in goes without trace, or -pte_bad_query. */
+static int wd_next_ip(const struct winsn *in, uint64_t *ip)
+{
+	switch (in->cls) {
+	case X86BR_NONE:
+		*ip = in->ip + in->size;
+		return 0;
+	case X86BR_JMP:
+	case X86BR_CALL:
+		if (in->direct) {
+			*ip = in->target;
+			return 0;
+		}
+		return -pte_bad_query;
+	default:
+		return -pte_bad_query;
+	}
+}
+
+static int wd_ends_block(const struct winsn *in)
+{
+	return in->cls == X86BR_JMP || in->cls == X86BR_CALL;
+}
+
+/* To a synchronous disable: the next instruction that needs trace (ip
+ * suppressed), or the disable ip.  1 reached, 0 the block ended first,
+ * -pte_bad_query: it binds to *pin (needs trace), or an error. */
+static int wd_to_disabled(struct ptd *d, struct ptd_walkq *w, struct pt_block *b,
+			  const struct winsn **pin)
+{
+	int st;
+	if (w->ev.ip_suppressed) {
+		for (;;) {
+			st = wd_one_insn(d, w, b, pin);
+			if (st <= 0)
+				return st;
+			st = wd_next_ip(*pin, &w->ip);
+			if (st < 0)
+				return st;
+			if (wd_ends_block(*pin))
+				return 0;
+		}
+	}
+	for (;;) {
+		if (w->ip == w->ev.variant.disabled.ip)
+			return 1;
+		st = wd_one_insn(d, w, b, pin);
+		if (st <= 0)
+			return st;
+		st = wd_next_ip(*pin, &w->ip);
+		if (st < 0)
+			return st;
+		if (wd_ends_block(*pin))
+			return w->ip == w->ev.variant.disabled.ip;
+	}
+}
+
+static int wd_proceed_event(struct ptd *d, struct ptd_walkq *w, struct pt_block *b)
+{
+	const struct winsn *in = NULL;
+	int st;
+
+	switch (w->ev.type) {
+	case ptev_enabled:
+	case ptev_tick:
+	case ptev_cbr:
+	case ptev_mnt:
+		break;
+	case ptev_disabled:
+		st = wd_to_disabled(d, w, b, &in);
+		if (st <= 0) {
+			if (st != -pte_bad_query)
+				return st;
+			/* it binds to the instruction that needs trace: tracing
+			 * is expected back after a call, else who knows */
+			if (in && (in->cls == X86BR_CALL || in->cls == X86BR_SYSCALL))
+				w->ip = in->ip + in->size;
+			else
+				w->ip = 0;
+		}
+		break;
+	case ptev_async_disabled:
+		/* to the FUP's ip without trace; needing trace is an error */
+		for (;;) {
+			if (w->ip == w->ev.variant.async_disabled.at)
+				break;
+			st = wd_one_insn(d, w, b, &in);
+			if (st <= 0)
+				return st;
+			st = wd_next_ip(in, &w->ip);
+			if (st < 0)
+				return st;
+			if (wd_ends_block(in)) {
+				if (w->ip == w->ev.variant.async_disabled.at)
+					break;
+				return 0;
+			}
+		}
+		if (w->skd022 && vmentry_at(w, w->ev.variant.async_disabled.at))
+			return WK_UNSUP;
+		break;
+	case ptev_exec_mode:
+		if (w->ev.ip_suppressed)
+			break;
+		return WK_UNSUP; /* a mode change at a far branch: excluded */
+	default:
+		return WK_UNSUP;
+	}
+	return wd_status(w, pts_event_pending);
+}
+
+/* The first time libipt walks from @c->ip (its block cache knows no
+ * entry there): it remembers every instruction it passes and ends the
+ * block after one whose successor it knew already, or after 1024
+ * instructions; a block that reaches its branch is the cached one, but an
+ * indirect branch's TIP must then carry an ip. */
+static int wd_first(struct ptd *d, struct ptd_walkq *w, struct pt_block *b, const struct wblk *c)
+{
+	uint64_t cur = c->ip;
+	unsigned n = 0;
+	int st;
+
+	for (;;) {
+		const struct winsn *in = insn_at(d, w, cur);
+		uint8_t m, *kb = known_byte(d, c->isid, cur, &m);
+		uint64_t next = cur + in->size;
+		if (!kb)
+			return -pte_nomem;
+		*kb |= m;
+		n++;
+		if (cur == c->end_ip)
+			break; /* the whole run */
+		if (n == 0x400 || !(kb = known_byte(d, c->isid, next, &m)) || (*kb & m)) {
+			if (!kb)
+				return -pte_nomem;
+			b->ninsn = (uint16_t)n;
+			b->end_ip = cur;
+			b->iclass = ptic_other;
+			w->ip = next;
+			return 0;
+		}
+		cur = next;
+	}
+	switch (c->kind) {
+	case K_ICALL:
+	case K_IND:
+		if (c->kind == K_ICALL)
+			rs_push(w, c->end_ip + c->isize);
+		st = pt_qry_indirect_branch(w->qry, &w->ip);
+		if (st < 0)
+			return st;
+		w->status = st;
+		return (st & pts_ip_suppressed) ? -pte_noip : 0;
+	case K_RET: {
+		int taken;
+		st = pt_qry_cond_branch(w->qry, &taken);
+		if (st >= 0) {
+			w->status = st;
+			if (!taken)
+				return -pte_bad_retcomp;
+			st = rs_pop(w, &w->ip);
+			return st;
+		}
+		if (st != -pte_bad_query)
+			return st;
+		st = pt_qry_indirect_branch(w->qry, &w->ip);
+		if (st < 0)
+			return st;
+		w->status = st;
+		return (st & pts_ip_suppressed) ? -pte_noip : 0;
+	}
+	default:
+		return WK_AGAIN; /* as cached */
+	}
+}
+
+/* The steady state (libipt's cached path): one block from the cache. */
+static inline int wd_no_event(struct ptd *d, struct ptd_walkq *w, struct pt_block *b)
+{
+	const struct wblk *c;
+	int st, taken;
+
+	if (w->mode != ptem_64bit)
+		return WK_UNSUP;
+	c = blk_at(d, w, w->ip);
+	b->isid = c->isid;
+	b->ninsn = c->ninsn;
+	b->end_ip = c->end_ip;
+	b->iclass = (enum pt_insn_class)c->iclass;
+	if (!c->known && c->ninsn) {
+		uint8_t m, *kb = known_byte(d, c->isid, c->ip, &m);
+		if (!kb)
+			return -pte_nomem;
+		if (!(*kb & m)) {
+			st = wd_first(d, w, b, c);
+			if (st != WK_AGAIN)
+				return st;
+		}
+		((struct wblk *)c)->known = 1;
+	}
+	switch (c->kind) {
+	case K_COND:
+		st = pt_qry_cond_branch(w->qry, &taken);
+		if (st < 0)
+			return st;
+		w->status = st;
+		w->ip = taken ? c->next : c->end_ip + c->isize;
+		return 0;
+	case K_DJMP:
+		w->ip = c->next;
+		return 0;
+	case K_DCALL:
+		if (c->push)
+			rs_push(w, c->end_ip + c->isize);
+		w->ip = c->next;
+		return 0;
+	case K_ICALL:
+		rs_push(w, c->end_ip + c->isize);
+		st = pt_qry_indirect_branch(w->qry, &w->ip);
+		if (st < 0)
+			return st;
+		w->status = st;
+		return 0;
+	case K_RET:
+		st = pt_qry_cond_branch(w->qry, &taken);
+		if (st < 0) {
+			if (st != -pte_bad_query)
+				return st;
+			st = pt_qry_indirect_branch(w->qry, &w->ip);
+			if (st < 0)
+				return st;
+			w->status = st;
+			return 0;
+		}
+		w->status = st;
+		if (!taken)
+			return -pte_bad_retcomp;
+		return rs_pop(w, &w->ip);
+	case K_IND:
+		st = pt_qry_indirect_branch(w->qry, &w->ip);
+		if (st < 0)
+			return st;
+		w->status = st;
+		return 0;
+	case K_SECEND:
+		w->ip = c->next;
+		return 0;
+	default: /* K_ERR */
+		w->ip = c->next;
+		return c->err;
+	}
+}
+
+static int wd_next(struct ptd *d, struct ptd_walkq *w, struct pt_block *b)
+{
+	int st;
+
+	memset(b, 0, sizeof *b);
+	b->ip = w->ip;
+	b->mode = (enum pt_exec_mode)w->mode;
+	st = wd_fetch_event(w);
+	if (st != 0)
+		return st < 0 ? st : wd_proceed_event(d, w, b);
+	if (!w->enabled)
+		return (w->status & pts_eos) ? -pte_eos : -pte_no_enable;
+	st = wd_no_event(d, w, b);
+	if (st < 0)
+		return st;
+	return wd_trailing(w);
+}
+
+static int wd_event(struct ptd_walkq *w, struct pt_event *ev)
+{
+	struct pt_event *e = &w->ev;
+	if (!w->process_event)
+		return -pte_bad_query;
+	switch (e->type) {
+	case ptev_enabled:
+		if (e->variant.enabled.ip == w->ip)
+			e->variant.enabled.resumed = 1;
+		if (e->status_update)
+			return -pte_bad_context;
+		if (e->ip_suppressed)
+			return -pte_noip;
+		if (w->enabled)
+			return -pte_bad_context;
+		w->ip = e->variant.enabled.ip;
+		w->enabled = 1;
+		w->process_event = 0;
+		break;
+	case ptev_async_disabled:
+		if (w->ip != e->variant.async_disabled.at)
+			return -pte_bad_query;
+		/* fallthrough */
+	case ptev_disabled:
+		if (e->status_update || !w->enabled)
+			return -pte_bad_context;
+		w->enabled = 0;
+		w->process_event = 0;
+		break;
+	case ptev_exec_mode:
+		if (!e->ip_suppressed && w->ip != e->variant.exec_mode.ip)
+			return -pte_bad_query;
+		if (e->status_update && w->enabled && w->mode != ptem_unknown &&
+		    w->mode != (int)e->variant.exec_mode.mode)
+			return -pte_bad_status_update;
+		w->mode = e->variant.exec_mode.mode;
+		w->process_event = 0;
+		break;
+	case ptev_tick:
+	case ptev_cbr:
+	case ptev_mnt:
+		w->process_event = 0;
+		break;
+	default:
+		return WK_UNSUP;
+	}
+	*ev = *e;
+	return wd_trailing(w);
+}
+
+/* ---- the stepper: ptd_step.c's q_step with the walk for pt_blk_* ---- */
+
+/* q_now with the query decoder's time (what pt_blk_time returns). */
+static inline void wk_now(struct ptd *d, struct ptq *q, struct ptd_walkq *w)
+{
+	uint64_t tsc;
+	uint32_t lm, lc;
+	if (pt_qry_time(w->qry, &tsc, &lm, &lc) >= 0) {
+		if (tsc != q->last_tsc) {
+			uint64_t t = ptd_conv(d, tsc);
+			q->last_tsc = tsc;
+			if (t > q->time)
+				q->time = t;
+		}
+		q->lost_timing = lm + lc;
+	}
+}
+
+static void wk_error(struct ptd *d, struct ptq *q, struct ptd_walkq *w, int err, uint64_t ip)
+{
+	uint64_t off = 0;
+	if (err == WK_UNSUP) {
+		ptd_warn(d, "cached walk: code or trace it does not emulate at 0x%" PRIx64
+			    " (use --decoder libipt)", ip);
+		err = -pte_internal;
+	}
+	pt_qry_get_offset(w->qry, &off);
+	ptd_q_error_at(d, q, err, ip, off);
+}
+
+static inline int wk_spin_check(uint64_t off, uint64_t ninsns, uint64_t *spin_off,
+				uint64_t *spin_mark, uint64_t *spin_insns)
+{
+#ifndef PTD_MAX_SPIN
+#define PTD_MAX_SPIN (1u << 17)
+#endif
+	if (off != *spin_off) {
+		*spin_off = off;
+		*spin_insns = 0;
+	} else {
+		*spin_insns += ninsns - *spin_mark;
+	}
+	*spin_mark = ninsns;
+	return *spin_insns > PTD_MAX_SPIN;
+}
+
+static int wk_open_seg(struct ptd *d, struct ptq *q, struct ptd_walkq *w)
+{
+	struct pt_config cfg;
+
+	ptd_seg_config(d, q, &cfg);
+	memset(&cfg.flags, 0, sizeof cfg.flags); /* what the block decoder gives its query decoder */
+	w->skd022 = cfg.errata.skd022;
+	w->qry = pt_qry_alloc_decoder(&cfg);
+	if (!w->qry)
+		return ptd_fail(d, PTD_ESYS, "cannot allocate a PT decoder");
+	if (ptd_seg_psbs(d, q, cfg.begin, cfg.end) < 0)
+		return -1;
+	q->img = NULL;
+	q->swi = 0;
+	wd_reset(w);
+	return 0;
+}
+
+static void wk_sync(struct ptd *d, struct ptq *q, struct ptd_walkq *w)
+{
+	int st = wd_sync_forward(w);
+	if (st < 0 && st != -pte_eos) {
+		uint64_t off = 0;
+		pt_qry_get_offset(w->qry, &off);
+		if (!q->synced_once || off > q->last_sync_off) {
+			q->synced_once = 1;
+			q->last_sync_off = off;
+			wk_error(d, q, w, st, 0);
+			return;
+		}
+	}
+	if (st < 0) {
+		q_commit(q);
+		if (q->curseg + 1 < q->nsegs && q->segs[q->curseg + 1].lost_before) {
+			const struct seg *n = &q->segs[q->curseg + 1];
+			char m[128];
+			snprintf(m, sizeof m, "trace data lost (AUX offset %" PRIu64 ")", n->lost_at);
+			if (q->th >= 0)
+				ptd_set_gap(d, q, MTEV_GAP_LOST, 0, n->begin, d->thr[q->th].last_ip, m);
+			q->pend.valid = 0;
+		} else if (q->curseg + 1 < q->nsegs) {
+			size_t k;
+			for (k = 0; k < d->nthr; k++)
+				if (d->thr[k].lastq == (int)(q - d->q))
+					thr_finish(d, q, &d->thr[k]);
+		}
+		pt_qry_free_decoder(w->qry);
+		w->qry = NULL;
+		q->img = NULL;
+		q->curseg++;
+		q->state = Q_SEG;
+		return;
+	}
+	q->status = st;
+	q->pend.valid = 0;
+	q->need_start = 1;
+	wk_now(d, q, w);
+	q->start_time = q->time;
+	{
+		size_t before = d->sb_apply;
+		struct pt_image *img = q->img;
+		uint64_t soff;
+		sb_apply_until(d, q->time);
+		ptd_set_thread(d, q, q->start_time);
+		if ((before != d->sb_apply || img != q->img) &&
+		    pt_qry_get_sync_offset(w->qry, &soff) >= 0) {
+			st = wd_sync_set(w, soff);
+			if (st < 0)
+				return;
+			q->status = st;
+		}
+	}
+	q->state = Q_RUN;
+}
+
+/* Whether wk_fast may run: q_fast's conditions (thread known and
+ * announced, no gap waiting, timing exact, no trace-start owed), no far
+ * branch pending, no event, tracing on. */
+static inline int wk_fast_ok(const struct ptd *d, const struct ptq *q, const struct ptd_walkq *w)
+{
+	const struct thr *t;
+	if (q->pend.valid && q->pend.cls != X86BR_JCC && q->pend.cls != X86BR_CALL &&
+	    q->pend.cls != X86BR_RET && q->pend.cls != X86BR_JMP && q->pend.cls != X86BR_FARJMP)
+		return 0;
+	if (q->th < 0 || q->untimed || q->need_start || w->process_event ||
+	    (w->status & pts_event_pending) || !w->enabled || w->mode != ptem_64bit)
+		return 0;
+	t = &d->thr[q->th];
+	return t->announced && !t->gap_pending;
+}
+
+/* The steady state without the block and pend structures: ptd_step.c's
+ * q_fast over cached blocks.  A block's branch is known when its query
+ * returns, but its record is pushed where the libipt stepper pushes it,
+ * when the next block has been decoded (before that block's checks), so
+ * commits hold the same records.  Leaves (1: do the checks of wk_blocks,
+ * 0: exit to the merge, *stp the status) before any block it does not
+ * handle: one not yet in libipt's block cache, far branches.  Returns
+ * WF_EXIT (the batch, time limit, sideband or an event: *stp the status),
+ * WF_GENERAL (the next block is the general path's) or WF_ERROR (the block
+ * in *blk failed with *stp). */
+enum { WF_EXIT, WF_GENERAL, WF_ERROR };
+
+static int wk_fast(struct ptd *d, struct ptq *q, struct ptd_walkq *w, uint64_t limit,
+		   struct pt_block *blk, int *stp)
+{
+	struct thr *th = &d->thr[q->th];
+	const uint32_t tid = th->tid;
+	uint64_t now = q->time, last_tsc = q->last_tsc;
+	uint64_t nblocks = q->nblocks, ninsns = q->ninsns;
+	uint64_t spin_off = q->spin_off, spin_insns = q->spin_insns, spin_mark = q->spin_mark;
+	uint32_t lost = q->lost_timing;
+	uint64_t last_ip = 0, br_time = 0, nbr = 0, stop;
+	/* the held branch: type (0 none), from, to, time; its class for q->pend */
+	unsigned htype = 0;
+	int hvalid = 0, hrec = 0; /* a branch pending; with a record */
+	struct pend saved = {0};    /* the general path's, taken over */
+	uint8_t hcls = 0, hsize = 0;
+	int32_t hisid = 0;
+	uint64_t hfrom = 0, hto = 0, htime = 0;
+	int touched = 0, full = 0, spin = 0, st = q->status, ret = WF_EXIT;
+
+	stop = d->sb_apply < d->nsb ? d->sb[d->sb_apply].time : UINT64_MAX;
+	if (limit < stop)
+		stop = limit + 1;
+	if (q->pend.valid) {
+		/* a branch of the general path, to the next block (fast_br_type) */
+		struct pend *p = &q->pend;
+		saved = *p;
+		hvalid = 1;
+		hrec = 1;
+		hto = w->ip;
+		hfrom = p->from;
+		htime = p->time;
+		if (p->cls == X86BR_JCC) {
+			htype = MTEV_BR_JCC;
+			if (!p->size) {
+				uint64_t delta = w->ip - p->from;
+				if (delta >= 2 && delta <= 15)
+					classify_ip_slow(d, p->from, p->isid, p->mode, &p->size);
+			}
+			hrec = !(p->size && w->ip == p->from + p->size);
+		} else {
+			htype = p->cls == X86BR_CALL  ? MTEV_BR_CALL
+				: p->cls == X86BR_RET ? MTEV_BR_RETURN
+						      : MTEV_BR_JUMP;
+		}
+		p->valid = 0;
+	}
+	for (;;) {
+		const struct wblk *c = blk_at(d, w, w->ip);
+		uint64_t from_ip = w->ip, tsc;
+		uint32_t lm, lc;
+		int taken;
+
+		if (!c->known || c->kind == K_ERR || (c->kind == K_IND && c->iclass == ptic_error)) {
+			ret = WF_GENERAL;
+			break;
+		}
+		/* the query (wd_no_event) */
+		switch (c->kind) {
+		case K_COND:
+			st = pt_qry_cond_branch(w->qry, &taken);
+			if (st >= 0) {
+				w->status = st;
+				w->ip = taken ? c->next : c->end_ip + c->isize;
+			}
+			break;
+		case K_DJMP:
+			w->ip = c->next;
+			st = 0;
+			break;
+		case K_DCALL:
+			if (c->push)
+				rs_push(w, c->end_ip + c->isize);
+			w->ip = c->next;
+			st = 0;
+			break;
+		case K_ICALL:
+			rs_push(w, c->end_ip + c->isize);
+			st = pt_qry_indirect_branch(w->qry, &w->ip);
+			if (st >= 0)
+				w->status = st;
+			break;
+		case K_RET:
+			st = pt_qry_cond_branch(w->qry, &taken);
+			if (st >= 0) {
+				w->status = st;
+				st = !taken ? -pte_bad_retcomp : rs_pop(w, &w->ip);
+			} else if (st == -pte_bad_query) {
+				st = pt_qry_indirect_branch(w->qry, &w->ip);
+				if (st >= 0)
+					w->status = st;
+			}
+			break;
+		case K_IND:
+			st = pt_qry_indirect_branch(w->qry, &w->ip);
+			if (st >= 0)
+				w->status = st;
+			break;
+		default: /* K_SECEND */
+			w->ip = c->next;
+			st = 0;
+		}
+		if (st >= 0)
+			st = wd_trailing(w);
+		if (st < 0) {
+			/* the block as pt_blk_next reports it with the error */
+			memset(blk, 0, sizeof *blk);
+			blk->ip = from_ip;
+			blk->mode = ptem_64bit;
+			blk->isid = c->isid;
+			blk->ninsn = c->ninsn;
+			blk->end_ip = c->end_ip;
+			blk->iclass = (enum pt_insn_class)c->iclass;
+			ret = WF_ERROR;
+			break;
+		}
+		q->status = st;
+		/* the held branch goes to the ring (resolve) */
+		if (hrec) {
+			struct mtev_rec *r = q_push(d, q);
+			if (r) {
+				r->kind = MTEV_BRANCH;
+				r->br.tid = tid;
+				r->br.time = htime;
+				r->br.type = htype;
+				r->br.from = hfrom;
+				r->br.to = hto;
+				br_time = htime;
+				nbr++;
+			} else {
+				full = 1;
+			}
+		}
+		hvalid = 0;
+		hrec = 0;
+		saved.valid = 0;
+		nblocks++;
+		ninsns += c->ninsn;
+		if (pt_qry_time(w->qry, &tsc, &lm, &lc) >= 0) {
+			if (tsc != last_tsc) {
+				uint64_t t = ptd_conv(d, tsc);
+				last_tsc = tsc;
+				if (t > now)
+					now = t;
+			}
+			lost = lm + lc;
+		}
+		last_ip = c->end_ip;
+		touched = 1;
+		/* this block's branch, held */
+		switch (c->kind) {
+		case K_COND:
+			/* a jcc that fell through stays pending too (an event
+			 * could resolve it elsewhere), without a record */
+			htype = MTEV_BR_JCC;
+			hrec = w->ip != c->end_ip + c->isize;
+			hcls = X86BR_JCC;
+			hvalid = 1;
+			break;
+		case K_DJMP:
+		case K_IND:
+			htype = MTEV_BR_JUMP;
+			hrec = 1;
+			hcls = X86BR_JMP;
+			hvalid = 1;
+			break;
+		case K_DCALL:
+		case K_ICALL:
+			htype = MTEV_BR_CALL;
+			hrec = 1;
+			hcls = X86BR_CALL;
+			hvalid = 1;
+			break;
+		case K_RET:
+			htype = MTEV_BR_RETURN;
+			hrec = 1;
+			hcls = X86BR_RET;
+			hvalid = 1;
+			break;
+		default:
+			break;
+		}
+		if (hvalid) {
+			hfrom = c->end_ip;
+			hto = w->ip;
+			htime = now;
+			hsize = c->kind == K_COND ? c->isize : 0;
+			hisid = c->isid;
+		}
+		if (!(nblocks & 15)) {
+			uint64_t off = 0;
+			if (pt_qry_get_offset(w->qry, &off) >= 0 && q->psbi < q->npsbs &&
+			    off > q->psbs[q->psbi]) {
+				while (q->psbi < q->npsbs && off > q->psbs[q->psbi])
+					q->psbi++;
+				q_commit(q);
+				full |= q->nready >= PTD_BATCH;
+			}
+			if (wk_spin_check(off, ninsns, &spin_off, &spin_mark, &spin_insns)) {
+				spin = 1;
+				break;
+			}
+		}
+		if ((st & pts_event_pending) || full || now >= stop)
+			break;
+		if (!w->enabled || w->process_event) {
+			ret = WF_GENERAL;
+			break;
+		}
+	}
+	/* write back (q_fast's QF_FLUSH) */
+	if (nbr) {
+		th->last_time = br_time;
+		th->has_rec = 1;
+		th->lastq = (int)(q - d->q);
+		d->st->branches += nbr;
+	}
+	if (touched) {
+		th->state = TS_ON;
+		th->last_ip = last_ip;
+	}
+	q->time = now;
+	q->last_tsc = last_tsc;
+	q->lost_timing = lost;
+	q->nblocks = nblocks;
+	q->ninsns = ninsns;
+	q->spin_off = spin_off;
+	q->spin_insns = spin_insns;
+	q->spin_mark = spin_mark;
+	if (saved.valid) {
+		q->pend = saved; /* given back untouched */
+	} else if (hvalid) {
+		/* the general path resolves it at the next block or event */
+		struct pend *p = &q->pend;
+		p->valid = 1;
+		p->cls = hcls;
+		p->size = hsize;
+		p->isid = hisid;
+		p->mode = ptem_64bit;
+		p->from = hfrom;
+		p->time = htime;
+	}
+	if (spin)
+		ptd_spin_error(d, q, last_ip);
+	*stp = st;
+	return ret;
+}
+
+static int wk_blocks(struct ptd *d, struct ptq *q, struct ptd_walkq *w, uint64_t limit,
+		     struct pt_block *blk)
+{
+	int st;
+
+	for (;;) {
+		cache_check(d, q, w);
+		if (wk_fast_ok(d, q, w)) {
+			switch (wk_fast(d, q, w, limit, blk, &st)) {
+			case WF_EXIT:
+				return st;
+			case WF_ERROR:
+				return st;
+			default:
+				break;
+			}
+		}
+		st = wd_next(d, w, blk);
+		if (st < 0)
+			return st;
+		q->status = st;
+		if (blk->ninsn)
+			wk_now(d, q, w);
+		ptd_handle_block(d, q, blk, 1);
+		if (!(q->nblocks & 15)) {
+			uint64_t off = 0;
+			if (pt_qry_get_offset(w->qry, &off) >= 0 && q->psbi < q->npsbs &&
+			    off > q->psbs[q->psbi]) {
+				while (q->psbi < q->npsbs && off > q->psbs[q->psbi])
+					q->psbi++;
+				q_commit(q);
+			}
+			if (wk_spin_check(off, q->ninsns, &q->spin_off, &q->spin_mark,
+					  &q->spin_insns)) {
+				ptd_spin_error(d, q, blk->end_ip);
+				return st;
+			}
+		}
+		if ((st & pts_event_pending) || q->nready >= PTD_BATCH || q->time > limit ||
+		    (d->sb_apply < d->nsb && d->sb[d->sb_apply].time <= q->time) ||
+		    q->state != Q_RUN || d->err)
+			return st;
+	}
+}
+
+static void wk_run(struct ptd *d, struct ptq *q, struct ptd_walkq *w, uint64_t limit)
+{
+	struct pt_block blk;
+	struct pt_event ev;
+	int st;
+
+	if (q->status & pts_event_pending) {
+		st = wd_event(w, &ev);
+		if (st < 0) {
+			wk_error(d, q, w, st, q->pend.valid ? q->pend.from : 0);
+			return;
+		}
+		q->status = st;
+		wk_now(d, q, w);
+		ptd_handle_event(d, q, &ev);
+		return;
+	}
+	st = wk_blocks(d, q, w, limit, &blk);
+	if (st >= 0)
+		return;
+	if (blk.ninsn)
+		wk_now(d, q, w);
+	ptd_handle_block(d, q, &blk, 0);
+	if (st == -pte_eos) {
+		q_commit(q);
+		q->state = Q_SYNC;
+		if (q->th >= 0 && q->pend.valid)
+			q->pend.valid = 0;
+		return;
+	}
+	wk_error(d, q, w, st, blk.ninsn ? blk.end_ip : blk.ip);
+}
+
+static struct ptd_walkq *wk_new(void)
+{
+	struct ptd_walkq *w = calloc(1, sizeof *w);
+	if (w)
+		w->pidx = -1;
+	return w;
+}
+
+static void wk_step(struct ptd *d, struct ptq *q, uint64_t limit)
+{
+	struct ptd_walkq *w = q->walk;
+
+	if (!w) {
+		w = q->walk = wk_new();
+		if (!w) {
+			ptd_fail(d, PTD_ESYS, "out of memory");
+			return;
+		}
+		w->d = d;
+	}
+	if (!d->walk) {
+		size_t k;
+		d->walk = calloc(1, sizeof *d->walk);
+		if (!d->walk) {
+			ptd_fail(d, PTD_ESYS, "out of memory");
+			return;
+		}
+		d->walk->bc = calloc((size_t)1 << WB_BITS, sizeof *d->walk->bc);
+		d->walk->ic = calloc((size_t)1 << WI_BITS, sizeof *d->walk->ic);
+		if (!d->walk->bc || !d->walk->ic) {
+			ptd_fail(d, PTD_ESYS, "out of memory");
+			return;
+		}
+		/* a caller's section cache keeps libipt's block cache
+		 * from earlier decodes: not emulated */
+		d->walk->walk = !d->per_cpu && !d->opts->resync && !d->opts->iscache;
+		for (k = 0; k < d->nq && d->walk->walk; k++)
+			d->walk->walk = walkable(&d->q[k]);
+		if (!d->walk->walk && d->opts->walk > 1) {
+			ptd_fail(d, PTD_EINPUT,
+				 "the cached walk cannot decode this recording (%s)",
+				 d->per_cpu ? "per-cpu trace"
+				 : d->opts->resync ? "--resync"
+					    : "packets it does not emulate: overflow, interrupts, "
+					      "TSX, paging, power events or a damaged packet");
+			return;
+		}
+	}
+	if (!w->decided) {
+		w->decided = 1;
+		w->libipt = !d->walk->walk;
+		w->bc = d->walk->bc;
+		w->ic = d->walk->ic;
+	}
+	if (w->libipt) {
+		ptd_step_libipt.step(d, q, limit);
+		return;
+	}
+	while (q->nready < PTD_BATCH && q->state != Q_DONE && !d->err &&
+	       (q->time <= limit || q->state == Q_SEG)) {
+		if (d->sb_apply < d->nsb && d->sb[d->sb_apply].time <= q->time)
+			sb_apply_until(d, q->time);
+		switch (q->state) {
+		case Q_SEG:
+			q_commit(q);
+			if (q->curseg >= q->nsegs) {
+				q->state = Q_DONE;
+				break;
+			}
+			if (wk_open_seg(d, q, w) < 0)
+				return;
+			q->state = Q_SYNC;
+			break;
+		case Q_SYNC:
+			wk_sync(d, q, w);
+			break;
+		case Q_RUN:
+			wk_run(d, q, w, limit);
+			break;
+		default:
+			q->state = Q_DONE;
+		}
+	}
+}
+
+const struct ptd_stepper ptd_step_walk = {"walk", wk_step};

@@ -1,0 +1,117 @@
+#!/usr/bin/env bats
+# mt-decode --decoder walk (issue 20's cached code walk, libcommon/ptd_walk.c)
+# against the libipt stepper, its oracle: every byte written (MTEV output,
+# stderr, exit status) must be the same, per-branch times included.  Inputs:
+# the cached mt-ptsim runs (clean, window, noretcomp and every fault kind),
+# the Skylake fixture, raw mode, the corrupt corpus and the fuzz_ptdecode
+# regressions.  `--decoder walk-only` proves the walk itself ran (it exits 2
+# where it would fall back to libipt).  bench/decode-walk.sh runs the same
+# comparison on the whole corpus, fuzz corpora included.
+
+setup() {
+	BIN="$BATS_TEST_DIRNAME/../bin"
+	T="$BATS_TEST_TMPDIR"
+	ROOT="$BATS_TEST_DIRNAME/.."
+	PTSIM_CACHE="$BATS_TEST_DIRNAME/.cache/ptsim"
+	FX=/work/shared/fixtures/intel_pt-skylake-4.14
+	[ -d "$FX" ] || FX="$BATS_TEST_DIRNAME/fixtures/intel_pt-skylake-4.14"
+}
+
+ptsim_dirs() { # VARIANT-REGEX: cached run dirs holding perf.data
+	local d v
+	for d in "$PTSIM_CACHE"/*/*/; do
+		d=$(readlink -f "$d")
+		v=$(basename "$(dirname "$d")")
+		[[ $v =~ $1 ]] && [ -f "$d/perf.data" ] && echo "$d"
+	done
+}
+
+# mt-decode ARGS... with --decoder libipt and --decoder $WALK (default
+# walk): output, stderr and exit status equal
+same() { # ARGS...
+	local dec rc
+	for dec in libipt walk; do
+		rm -f "$T/$dec.mt"
+		rc=0
+		"$BIN/mt-decode" --decoder "$([ $dec = walk ] && echo "${WALK:-walk}" || echo libipt)" \
+			-o "$T/$dec.mt" "$@" 2> "$T/$dec.err" || rc=$?
+		echo "exit $rc" >> "$T/$dec.err"
+		[ -f "$T/$dec.mt" ] || echo none > "$T/$dec.mt"
+	done
+	cmp "$T/libipt.mt" "$T/walk.mt" && diff "$T/libipt.err" "$T/walk.err"
+}
+
+@test "walk: byte-identical to libipt on every cached mt-ptsim run (clean, window, noretcomp, every fault kind); walked where no packet forbids it" {
+	local d n=0 walked=0
+	# four programs of every variant (bench/decode-walk.sh: all of them)
+	for d in $(ptsim_dirs '.' | grep -E '/(fnptr|threads|signal|snapshot)$'); do
+		case $d in
+		*/corrupt/* | */overflow/*) WALK=walk ;; # packets it leaves to libipt
+		*) WALK=walk-only walked=$((walked + 1)) ;;
+		esac
+		WALK=$WALK same --buildid-dir "$d/images" -s "$d/perf.data" || { echo "differ: $d"; return 1; }
+		n=$((n + 1))
+	done
+	[ "$n" -gt 0 ] || skip "no mt-ptsim runs cached in $PTSIM_CACHE"
+	echo "runs $n, walked $walked"
+	[ "$walked" -ge 20 ]
+}
+
+@test "walk: the same without images (every block a no-image gap)" {
+	local d
+	for d in $(ptsim_dirs '^(clean|drop)$' | head -6); do
+		WALK=walk-only same --no-images "$d/perf.data" || { echo "differ: $d"; return 1; }
+	done
+	[ -n "$d" ] || skip "no mt-ptsim runs cached"
+}
+
+@test "walk: walk-only refuses what it cannot walk (overflow, per-cpu) with one line, exit 2" {
+	local d
+	d=$(ptsim_dirs '^overflow$' | head -1)
+	[ -n "$d" ] || skip "no overflow runs cached"
+	run "$BIN/mt-decode" --decoder walk-only --buildid-dir "$d/images" -o "$T/x.mt" "$d/perf.data"
+	[ "$status" -eq 2 ]
+	[ "${#lines[@]}" -eq 1 ]
+	[[ $output == *"cannot decode this recording"* ]]
+	[ ! -f "$T/x.mt" ]
+	run "$BIN/mt-decode" --decoder nonsense "$d/perf.data"
+	[ "$status" -eq 2 ]
+}
+
+@test "walk: the Skylake fixture (per-cpu, no binaries) in file and pipe mode" {
+	[ -d "$FX" ] || skip "no Skylake fixture"
+	same --cpu 6/78/3 "$FX/perf.data.intel_pt-4.14"
+	same --cpu 6/78/3 --no-images "$FX/perf.data.piped.intel_pt-4.14"
+}
+
+@test "walk: raw mode (--pt --image) on a clean run's PT with its images, walked" {
+	local d line off sz args k pid tm start len pgoff prot bid path f
+	d=$(ptsim_dirs '^clean$' | grep fnptr | head -1)
+	[ -n "$d" ] || skip "no mt-ptsim runs cached"
+	line=$("$BIN/mt-decode" --records "$d/perf.data" | grep ' AUXTRACE ' | head -1)
+	off=${line%% *}
+	sz=$(echo "$line" | sed 's/.*aux_size=\([0-9]*\).*/\1/')
+	tail -c +$((off + 48 + 1)) "$d/perf.data" | head -c "$sz" > "$T/raw.pt"
+	"$BIN/mt-decode" --buildid-dir "$d/images" "$d/perf.data" 2> /dev/null | "$BIN/mt-dump" -k map > "$T/maps"
+	args=""
+	while read -r k pid tm start len pgoff prot bid path; do
+		path=${path#path=}; path=${path//\"/}
+		f=$(ls "$d/images/$path/${bid#build_id=}/elf" "$d/images/$path/${bid#build_id=}/vdso" 2>/dev/null | head -1)
+		args="$args --image $f:${pgoff#pgoff=}:${len#len=}@${start#start=}"
+	done < "$T/maps"
+	WALK=walk-only same --pt "$T/raw.pt" $args --cpu 6/106/6
+	[ "$(wc -c < "$T/walk.mt")" -gt 10000 ]
+}
+
+@test "walk: the corrupt corpus and the fuzz_ptdecode regressions (raw mode) give the same bytes and exit codes" {
+	local f rec="$ROOT/build/programs/recursion"
+	for f in "$ROOT"/tests/corrupt/decode-*.data; do
+		same --no-images "$f" || { echo "differ: $f"; return 1; }
+		same --partial --no-images "$f" || { echo "differ: --partial $f"; return 1; }
+	done
+	[ -f "$rec" ] || skip "build/programs/recursion not built"
+	for f in "$ROOT"/tests/corrupt/fuzz-ptdecode-*.pt "$ROOT"/fuzz/seeds/ptdecode/*; do
+		[ -f "$f" ] || continue
+		same --cpu 6/94/3 --image "$rec:0x1000:0x78000@0x401000" --pt "$f" || { echo "differ: $f"; return 1; }
+	done
+}
