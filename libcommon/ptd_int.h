@@ -171,6 +171,12 @@ struct ptq {
 	uint64_t ready_time; /* time of the last record made final */
 	uint64_t *psbs;	     /* PSB offsets in the current segment */
 	size_t npsbs, psbi;
+
+	/* PSB-parallel decoding (ptd_par.c): while set, the stepper's libipt
+	 * calls on dec are answered from chunks decoded ahead on other
+	 * threads; par_seg: 1 + the segment it was last considered for */
+	struct parq *par;
+	size_t par_seg;
 };
 
 enum { Q_SEG, Q_SYNC, Q_RUN, Q_DONE };
@@ -286,6 +292,9 @@ struct ptd {
 	/* sb_to_rec's records, for the merge to write */
 	struct mtev_rec *sbout;
 	size_t nsbout, sboutcap;
+	struct ppool *pool; /* PSB-parallel decoding: worker threads (ptd_par.c) */
+	size_t sb_imglast;  /* 1 + the last sideband record that changes an image */
+	int sb_imgscan;	    /* sb_imglast is known */
 	unsigned nkmissing; /* kernel images not found */
 	const char *kmissing_first;
 };
@@ -387,6 +396,24 @@ static inline void q_commit(struct ptq *q)
 /* The thread's trace ends: its closing record (trace-end, or its pending
  * gap) into @q's ring, or with @q NULL into d->fin (the end of all data). */
 void thr_finish(struct ptd *d, struct ptq *q, struct thr *t);
+
+/* ---- ptd_par.c: PSB-parallel decoding (docs/decode.md) ---- */
+/* After @q's first sync in a segment: decode the rest of the segment in
+ * chunks on the worker threads if that gives the same output. */
+void ptd_par_start(struct ptd *d, struct ptq *q);
+/* Ends @q's parallel decoding (its decoder is about to be freed). */
+void ptd_par_stop(struct ptd *d, struct ptq *q);
+/* Stops every queue's parallel decoding and the threads. */
+void ptd_par_fini(struct ptd *d);
+/* The stepper's libipt calls while q->par is set (ptd_par.h maps them). */
+int par_next(struct ptq *q, struct pt_block *b);
+int par_event(struct ptq *q, struct pt_event *ev);
+int par_time(struct ptq *q, uint64_t *tsc, uint32_t *lm, uint32_t *lc);
+int par_offset(struct ptq *q, uint64_t *off);
+int par_sync_forward(struct ptq *q);
+int par_sync_offset(struct ptq *q, uint64_t *off);
+int par_sync_set(struct ptq *q, uint64_t off);
+int par_set_image(struct ptq *q, struct pt_image *img);
 
 /* ---- ptd_sideband.c ---- */
 /* Sideband record @s as MTEV records appended to d->sbout (0 or more). */

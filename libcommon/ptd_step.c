@@ -5,6 +5,7 @@
  * cached) says what that instruction is and how long, and the next block's
  * ip says where it went.  Records go into the queue's ring only. */
 #include "ptd_int.h"
+#include "ptd_par.h" /* -j N: libipt's calls answered by ptd_par.c */
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -920,6 +921,7 @@ static void q_sync(struct ptd *d, struct ptq *q)
 		}
 	}
 	q->state = Q_RUN;
+	ptd_par_start(d, q); /* -j N: the rest of the segment on other threads */
 }
 
 /* Blocks until an event, an error, a full batch, the time limit or

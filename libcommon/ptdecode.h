@@ -42,6 +42,10 @@ struct ptd_options {
 	size_t nimages;
 	int cpu_family, cpu_model, cpu_stepping; /* 0: unknown vendor */
 	uint32_t raw_pid, raw_tid;
+	/* threads decoding PT (PSB-parallel, docs/decode.md): 0 or 1 serial */
+	int jobs;
+	uint64_t chunk_bytes; /* bytes of trace per chunk at least; 0: 64 KiB */
+	int par_fallback;     /* test: never switch chunks, take the serial fallback */
 	/* diagnostics: called once per problem with a one-line message */
 	void (*warn)(void *ctx, const char *msg);
 	void *warn_ctx;
@@ -58,6 +62,9 @@ struct ptd_stats {
 	uint64_t blocks, insns;		/* from the block decoder */
 	uint64_t retracted;		/* branches dropped: decoded from trace found corrupt later */
 	uint64_t warnings;
+	/* -j N: chunks decoded on threads, switched to at a PSB, and serial
+	 * fallbacks (the records could not answer) */
+	uint64_t par_chunks, par_spliced, par_fallbacks;
 	int degraded; /* the data had errors: gaps, missing images, truncation */
 };
 
