@@ -157,6 +157,13 @@ struct ptq {
 	uint32_t lost_timing; /* libipt's lost mtc + cyc count */
 	uint64_t last_tsc;    /* q->time is its perf time (or later) */
 	uint64_t nblocks, ninsns;
+	/* blocks that ended at a branch (a pending branch was set): the PSB
+	 * and spin checks run at every 16th, a count that does not depend on
+	 * where libipt splits straight-line code (its block cache), so that
+	 * chunks decoded on other threads check at the same places (-j N);
+	 * decided: the last block was one */
+	uint64_t ndec;
+	int decided;
 	int untimed;	      /* after an overflow, until timing is exact again */
 	/* spinning, checked every 16 blocks (q_spinning): the offset and the
 	 * instruction count at the last check, and how many instructions ran
@@ -393,6 +400,8 @@ static inline void q_commit(struct ptq *q)
 }
 
 /* ---- ptd_step.c ---- */
+/* Whether block @b ends at a branch (the stepper's classifier). */
+int ptd_block_branches(struct ptd *d, const struct pt_block *b);
 /* The thread's trace ends: its closing record (trace-end, or its pending
  * gap) into @q's ring, or with @q NULL into d->fin (the end of all data). */
 void thr_finish(struct ptd *d, struct ptq *q, struct thr *t);

@@ -24,7 +24,6 @@
 #include "ptd_int.h"
 
 #include <pthread.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,6 +33,9 @@
 #define PAR_CHUNK (d->opts->chunk_bytes ? d->opts->chunk_bytes : 64u << 10)
 /* answers recorded past the next chunk's PSB, to find the splice */
 #define PAR_OVL 64
+/* instructions without trace after which a chunk ends (the stepper's own
+ * limit, PTD_MAX_SPIN, is lower: it reports the loop) */
+#define PAR_SPIN (1u << 20)
 
 enum { PR_NEXT, PR_EVENT, PR_SYNC };
 
@@ -67,13 +69,6 @@ struct pjob {
 	int oom;
 };
 
-enum { L_NEXT, L_EVENT, L_SYNCF, L_SYNCS };
-
-struct plog { /* the stepper's calls that move the decoder, in order */
-	uint8_t op;
-	uint64_t arg; /* L_NEXT/L_EVENT: how many in a row; L_SYNCS: offset */
-};
-
 struct parq {
 	struct ptd *d;
 	struct ptq *q;
@@ -96,8 +91,6 @@ struct parq {
 	uint64_t soff;
 	int sret;
 	int last_sync; /* the last call was a sync (sync_set may repeat it) */
-	struct plog *log;
-	size_t nlog, logcap;
 };
 
 struct ppool {
@@ -153,7 +146,7 @@ static struct prec *rec_sync(struct pt_block_decoder *dec, struct pjob *j, int s
 static void job_run(struct parq *pq, struct pjob *j, int slot)
 {
 	struct pt_block_decoder *dec = pq->dec[slot];
-	uint64_t failoff = UINT64_MAX;
+	uint64_t failoff = UINT64_MAX, spinoff = UINT64_MAX, spin = 0;
 	size_t past = 0;
 	struct prec *r;
 	int st;
@@ -197,6 +190,16 @@ static void job_run(struct parq *pq, struct pjob *j, int slot)
 			}
 			rec_after(dec, r);
 			st = r->ret;
+			/* code that loops without trace: the stepper stops it
+			 * (q_spin_error), here it ends the chunk */
+			if (r->op == PR_NEXT && r->off == spinoff) {
+				spin += r->u.b.ninsn;
+				if (spin > PAR_SPIN)
+					break;
+			} else {
+				spinoff = r->off;
+				spin = 0;
+			}
 		}
 		if (!j->last && r->oret >= 0 && r->off > j->ovl) {
 			if (!past++)
@@ -334,23 +337,60 @@ static struct pjob *job_wait(struct ptd *d, struct parq *pq, size_t k)
 	return j;
 }
 
-static int prec_eq(const struct prec *a, const struct prec *b)
+/* The answers that matter to the stepper: events, syncs, errors and blocks
+ * that end at a branch.  libipt ends other blocks (straight-line code) at
+ * places that depend on its block cache, shared by the decoders of a
+ * section: the stepper does the same with or without them (ptd_int.h,
+ * ndec), so chunks are compared and counted by these units only. */
+static int unit(struct ptd *d, const struct prec *r)
+{
+	return r->op != PR_NEXT || r->ret < 0 || ptd_block_branches(d, &r->u.b);
+}
+
+/* Events by what they say (libipt leaves bytes of the union unset). */
+static int ev_eq(const struct pt_event *a, const struct pt_event *b)
+{
+	if (a->type != b->type || a->ip_suppressed != b->ip_suppressed ||
+	    a->status_update != b->status_update || a->has_tsc != b->has_tsc ||
+	    (a->has_tsc && (a->tsc != b->tsc || a->lost_mtc != b->lost_mtc ||
+			    a->lost_cyc != b->lost_cyc)))
+		return 0;
+	switch (a->type) {
+	case ptev_enabled:
+		return a->variant.enabled.ip == b->variant.enabled.ip &&
+		       a->variant.enabled.resumed == b->variant.enabled.resumed;
+	case ptev_disabled:
+		return a->variant.disabled.ip == b->variant.disabled.ip;
+	case ptev_async_disabled:
+		return a->variant.async_disabled.at == b->variant.async_disabled.at &&
+		       a->variant.async_disabled.ip == b->variant.async_disabled.ip;
+	case ptev_async_branch:
+		return a->variant.async_branch.from == b->variant.async_branch.from &&
+		       a->variant.async_branch.to == b->variant.async_branch.to;
+	case ptev_overflow:
+		return a->variant.overflow.ip == b->variant.overflow.ip;
+	case ptev_exec_mode:
+		return a->variant.exec_mode.ip == b->variant.exec_mode.ip &&
+		       a->variant.exec_mode.mode == b->variant.exec_mode.mode;
+	default:
+		return 1; /* the stepper reads nothing else */
+	}
+}
+
+static int unit_eq(const struct prec *a, const struct prec *b)
 {
 	if (a->op != b->op || a->ret != b->ret || a->tret != b->tret || a->oret != b->oret ||
 	    a->off != b->off || a->tsc != b->tsc || a->lm != b->lm || a->lc != b->lc)
 		return 0;
 	switch (a->op) {
-	case PR_NEXT: {
-		const struct pt_block *x = &a->u.b, *y = &b->u.b;
-		return x->ip == y->ip && x->end_ip == y->end_ip && x->isid == y->isid &&
-		       x->mode == y->mode && x->iclass == y->iclass && x->ninsn == y->ninsn &&
-		       x->size == y->size && x->speculative == y->speculative &&
-		       x->truncated == y->truncated && !memcmp(x->raw, y->raw, sizeof x->raw);
-	}
+	case PR_NEXT:
+		return a->ret < 0 ||
+		       (a->u.b.end_ip == b->u.b.end_ip && a->u.b.isid == b->u.b.isid &&
+			a->u.b.mode == b->u.b.mode);
 	case PR_EVENT:
-		return !memcmp(&a->u.ev, &b->u.ev, sizeof a->u.ev);
-	default:
-		return a->u.sy.soff == b->u.sy.soff && a->u.sy.sret == b->u.sy.sret;
+		return ev_eq(&a->u.ev, &b->u.ev);
+	default: /* the sync offset is asked for after a successful sync only */
+		return a->ret < 0 || (a->u.sy.soff == b->u.sy.soff && a->u.sy.sret == b->u.sy.sret);
 	}
 }
 
@@ -369,28 +409,42 @@ static size_t find_off(const struct pjob *b, uint64_t off)
 	return lo;
 }
 
-/* Where the stepper leaves job cur for job cur + 1: the first answer of
- * cur's overlap from which on cur's answers are the next job's, to the end
- * of the overlap.  0: found; -1 none. */
+/* The next unit of @j at or after @k (j->n: none). */
+static size_t next_unit(struct ptd *d, const struct pjob *j, size_t k)
+{
+	while (k < j->n && !unit(d, &j->r[k]))
+		k++;
+	return k;
+}
+
+/* Where the stepper leaves job cur for job cur + 1: a unit of cur's
+ * overlap from which on cur's units are the next job's, to the end of the
+ * overlap.  0: found; -1 none. */
 static int splice(struct ptd *d, struct parq *pq)
 {
 	const struct pjob *a = &pq->job[pq->cur], *b;
-	size_t j, i, k;
+	size_t j, i, x, y;
 	if (pq->cur + 1 >= pq->njob || d->opts->par_fallback)
 		return -1;
 	b = job_wait(d, pq, pq->cur + 1);
 	if (a->oom || b->oom)
 		return -1;
-	for (j = a->ovl0 > pq->pos ? a->ovl0 : pq->pos; j < a->n; j++) {
+	for (j = next_unit(d, a, a->ovl0 > pq->pos ? a->ovl0 : pq->pos); j < a->n;
+	     j = next_unit(d, a, j + 1)) {
 		if (a->r[j].oret < 0)
 			continue;
 		for (i = find_off(b, a->r[j].off); i < b->n && b->r[i].off == a->r[j].off; i++) {
-			if (b->r[i].oret < 0 || !prec_eq(&a->r[j], &b->r[i]))
+			if (!unit(d, &b->r[i]) || !unit_eq(&a->r[j], &b->r[i]))
 				continue;
-			for (k = 1; j + k < a->n; k++)
-				if (i + k >= b->n || !prec_eq(&a->r[j + k], &b->r[i + k]))
+			x = j;
+			y = i;
+			for (;;) {
+				x = next_unit(d, a, x + 1);
+				y = next_unit(d, b, y + 1);
+				if (x == a->n || y == b->n || !unit_eq(&a->r[x], &b->r[y]))
 					break;
-			if (j + k == a->n) {
+			}
+			if (x == a->n) {
 				d->st->par_spliced++;
 				pq->stop = j;
 				pq->entry = i;
@@ -399,21 +453,6 @@ static int splice(struct ptd *d, struct parq *pq)
 		}
 	}
 	return -1;
-}
-
-static void log_op(struct ptd *d, struct parq *pq, uint8_t op, uint64_t arg)
-{
-	if (pq->nlog && (op == L_NEXT || op == L_EVENT) && pq->log[pq->nlog - 1].op == op) {
-		pq->log[pq->nlog - 1].arg++;
-		return;
-	}
-	if (mt_grow((void **)&pq->log, &pq->logcap, pq->nlog + 1, sizeof *pq->log) < 0) {
-		ptd_fail(d, PTD_ESYS, "out of memory");
-		return;
-	}
-	pq->log[pq->nlog].op = op;
-	pq->log[pq->nlog].arg = op == L_SYNCS ? arg : 1;
-	pq->nlog++;
 }
 
 static void pq_free(struct ptd *d, struct parq *pq)
@@ -431,7 +470,6 @@ static void pq_free(struct ptd *d, struct parq *pq)
 	}
 	free(pq->dec);
 	free(pq->img);
-	free(pq->log);
 	free(pq);
 }
 
@@ -456,46 +494,56 @@ void ptd_par_stop(struct ptd *d, struct ptq *q)
 	pq_free(d, pq);
 }
 
-/* The records cannot answer: the queue's own decoder repeats the
- * stepper's calls since the chunks began and takes over. */
+/* The records cannot answer: the queue's own decoder is synchronized where
+ * the current job began and run, as the job's worker ran, to the units the
+ * stepper has had; it answers from there on (the rest of the segment is
+ * decoded serially). */
 static void fallback(struct ptd *d, struct ptq *q)
 {
 	struct parq *pq = q->par;
 	struct pt_block_decoder *dec = q->dec;
-	const struct prec *last = pq->last;
-	int st = pq->status0;
-	size_t i;
-	uint64_t k, off = 0;
+	const struct pjob *j = &pq->job[pq->cur];
+	const struct prec *want = NULL;
+	struct prec r;
+	size_t k, target = 0, n = 0;
+	uint64_t failoff = UINT64_MAX;
+	int st;
 
-	if (getenv("PAR_DEBUG")) for (i = 0; i < pq->nlog && i < 12; i++) fprintf(stderr, "log %zu: op %d arg %llu\n", i, pq->log[i].op, (unsigned long long)pq->log[i].arg);
-	for (i = 0; i < pq->nlog; i++) {
-		const struct plog *l = &pq->log[i];
-		switch (l->op) {
-		case L_NEXT:
-		case L_EVENT:
-			for (k = 0; k < l->arg; k++) {
-				if (l->op == L_NEXT) {
-					struct pt_block b;
-					st = pt_blk_next(dec, &b, sizeof b);
-				} else {
-					struct pt_event ev;
-					st = pt_blk_event(dec, &ev, sizeof ev);
-				}
-				if (getenv("PAR_DEBUG") && (st < 0 || (l->op == L_NEXT && (st & pts_event_pending) && k + 1 < l->arg))) fprintf(stderr, "par: replay log %zu op %d call %llu of %llu: st %d\n", i, l->op, (unsigned long long)k, (unsigned long long)l->arg, st);
-			}
-			break;
-		case L_SYNCF:
-			st = pt_blk_sync_forward(dec);
-			break;
-		default:
-			st = pt_blk_sync_set(dec, l->arg);
-			break;
+	for (k = 1; k < pq->pos && k < j->n; k++)
+		if (unit(d, &j->r[k])) {
+			target++;
+			want = &j->r[k];
 		}
-	}
-	(void)st;
 	d->st->par_fallbacks++;
-	if (getenv("PAR_DEBUG")) { int o = pt_blk_get_offset(dec, &off); fprintf(stderr, "par: fallback nlog %zu off %d %llu want %d %llu\n", pq->nlog, o, (unsigned long long)off, last->oret, (unsigned long long)last->off); }
-	if (pt_blk_get_offset(dec, &off) != last->oret || (last->oret >= 0 && off != last->off))
+	memset(&r, 0, sizeof r);
+	st = pt_blk_sync_set(dec, j->begin);
+	r.op = PR_SYNC;
+	r.ret = st;
+	rec_after(dec, &r);
+	while (n < target) {
+		if (st < 0 && r.op == PR_SYNC) {
+			/* as job_run: the end, or a broken PSB+ */
+			if (st == -pte_eos || r.oret < 0 || r.off == failoff)
+				break;
+			failoff = r.off;
+		}
+		memset(&r, 0, sizeof r);
+		if (st < 0) {
+			r.op = PR_SYNC;
+			r.ret = st = pt_blk_sync_forward(dec);
+			r.u.sy.sret = pt_blk_get_sync_offset(dec, &r.u.sy.soff);
+		} else if (st & pts_event_pending) {
+			r.op = PR_EVENT;
+			r.ret = st = pt_blk_event(dec, &r.u.ev, sizeof r.u.ev);
+		} else {
+			r.op = PR_NEXT;
+			r.ret = st = pt_blk_next(dec, &r.u.b, sizeof r.u.b);
+		}
+		rec_after(dec, &r);
+		if (unit(d, &r))
+			n++;
+	}
+	if (n != target || (want && !unit_eq(&r, want)))
 		ptd_fail(d, PTD_ESYS, "parallel decoding: queue %u lost its place", q->idx);
 	ptd_par_stop(d, q);
 }
@@ -529,30 +577,13 @@ static const struct prec *take(struct ptq *q, uint8_t op)
 			job_wait(d, pq, pq->cur);
 			continue;
 		}
-		if (j->oom || pq->pos >= j->n) {
-			if (getenv("PAR_DEBUG")) fprintf(stderr, "par: out of answers job %zu pos %zu n %zu ovl0 %zu stop %zu\n", pq->cur, pq->pos, j->n, j->ovl0, pq->stop);
+		if (j->oom || pq->pos >= j->n)
 			break;
-		}
 		r = &j->r[pq->pos];
-		if (r->op != op) {
-			if (getenv("PAR_DEBUG")) fprintf(stderr, "par: op %d want %d job %zu pos %zu n %zu\n", r->op, op, pq->cur, pq->pos, j->n);
+		if (r->op != op)
 			break;
-		}
 		pq->pos++;
 		pq->last = r;
-		if (getenv("PAR_CHECK")) {
-			struct prec x;
-			memset(&x, 0, sizeof x);
-			x.op = op;
-			if (op == PR_NEXT) x.ret = pt_blk_next(q->dec, &x.u.b, sizeof x.u.b);
-			else if (op == PR_EVENT) x.ret = pt_blk_event(q->dec, &x.u.ev, sizeof x.u.ev);
-			else { x.ret = pt_blk_sync_forward(q->dec); x.u.sy.sret = pt_blk_get_sync_offset(q->dec, &x.u.sy.soff); }
-			rec_after(q->dec, &x);
-			if (!prec_eq(&x, r)) {
-				fprintf(stderr, "par check: job %zu pos %zu (stop %zu entry %zu ovl0 %zu n %zu begin %llu end %llu ovl %llu): op %d ret %d/%d off %llu/%llu tsc %llu/%llu ip %llx/%llx\n", pq->cur, pq->pos - 1, pq->stop, pq->entry, j->ovl0, j->n, (unsigned long long)j->begin, (unsigned long long)j->end, (unsigned long long)j->ovl, op, x.ret, r->ret, (unsigned long long)x.off, (unsigned long long)r->off, (unsigned long long)x.tsc, (unsigned long long)r->tsc, (unsigned long long)x.u.b.ip, (unsigned long long)r->u.b.ip);
-				fprintf(stderr, "  end %llx/%llx isid %d/%d ninsn %u/%u iclass %d/%d mode %d/%d size %d/%d trunc %d/%d spec %d/%d lm %u/%u lc %u/%u tret %d/%d\n", (unsigned long long)x.u.b.end_ip, (unsigned long long)r->u.b.end_ip, x.u.b.isid, r->u.b.isid, x.u.b.ninsn, r->u.b.ninsn, x.u.b.iclass, r->u.b.iclass, x.u.b.mode, r->u.b.mode, x.u.b.size, r->u.b.size, x.u.b.truncated, r->u.b.truncated, x.u.b.speculative, r->u.b.speculative, x.lm, r->lm, x.lc, r->lc, x.tret, r->tret); abort();
-			}
-		}
 		return r;
 	}
 	fallback(d, q);
@@ -565,7 +596,6 @@ int par_next(struct ptq *q, struct pt_block *b)
 	const struct prec *r = take(q, PR_NEXT);
 	if (!r)
 		return pt_blk_next(q->dec, b, sizeof *b);
-	log_op(pq->d, pq, L_NEXT, 0);
 	pq->last_sync = 0;
 	*b = r->u.b;
 	return r->ret;
@@ -577,7 +607,6 @@ int par_event(struct ptq *q, struct pt_event *ev)
 	const struct prec *r = take(q, PR_EVENT);
 	if (!r)
 		return pt_blk_event(q->dec, ev, sizeof *ev);
-	log_op(pq->d, pq, L_EVENT, 0);
 	pq->last_sync = 0;
 	*ev = r->u.ev;
 	return r->ret;
@@ -589,7 +618,6 @@ int par_sync_forward(struct ptq *q)
 	const struct prec *r = take(q, PR_SYNC);
 	if (!r)
 		return pt_blk_sync_forward(q->dec);
-	log_op(pq->d, pq, L_SYNCF, 0);
 	pq->soff = r->u.sy.soff;
 	pq->sret = r->u.sy.sret;
 	pq->last_sync = 1;
@@ -624,10 +652,8 @@ int par_sync_set(struct ptq *q, uint64_t off)
 {
 	struct parq *pq = q->par;
 	if (pq->last_sync && pq->sret >= 0 && off == pq->soff && pq->last->ret >= 0) {
-		log_op(pq->d, pq, L_SYNCS, off);
 		return pq->last->ret;
 	}
-	if (getenv("PAR_DEBUG")) fprintf(stderr, "par: sync_set %llu last_sync %d soff %llu\n", (unsigned long long)off, pq->last_sync, (unsigned long long)pq->soff);
 	fallback(pq->d, q);
 	return pt_blk_sync_set(q->dec, off);
 }
@@ -635,10 +661,8 @@ int par_sync_set(struct ptq *q, uint64_t off)
 int par_set_image(struct ptq *q, struct pt_image *img)
 {
 	struct parq *pq = q->par;
-	if (img != pq->img0) {
-		if (getenv("PAR_DEBUG")) fprintf(stderr, "par: image changes %p -> %p\n", (void*)pq->img0, (void*)img);
+	if (img != pq->img0)
 		fallback(pq->d, q);
-	}
 	return pt_blk_set_image(q->dec, img);
 }
 

@@ -373,7 +373,7 @@ static void q_error(struct ptd *d, struct ptq *q, int err, uint64_t ip)
 #define PTD_MAX_SPIN (1u << 17)
 #endif
 
-/* At a check (q->nblocks a multiple of 16), the decoder at @off (0 if
+/* At a check (q->ndec a multiple of 16), the decoder at @off (0 if
  * unknown): whether the queue is spinning. */
 static inline int q_spin_check(uint64_t off, uint64_t ninsns, uint64_t *spin_off,
 			       uint64_t *spin_mark, uint64_t *spin_insns)
@@ -579,6 +579,7 @@ static inline __attribute__((always_inline)) void handle_block_tail(struct ptd *
 	enum x86br cls;
 	struct thr *th;
 
+	q->decided = 0;
 	if (q_cpu_needs_switch(d, q, t))
 		q_set_thread(d, q, t);
 	if (q->th < 0)
@@ -600,6 +601,8 @@ static inline __attribute__((always_inline)) void handle_block_tail(struct ptd *
 	cls = classify_at(d, b, &size);
 	if (cls == X86BR_NONE)
 		return;
+	q->decided = 1;
+	q->ndec++;
 	q->pend.valid = 1;
 	q->pend.cls = (uint8_t)cls;
 	q->pend.size = size;
@@ -614,6 +617,7 @@ static inline __attribute__((always_inline)) void handle_block(struct ptd *d, st
 {
 	uint64_t t;
 
+	q->decided = 0;
 	if (q->pend.valid)
 		resolve(d, q, b->ip);
 	if (!b->ninsn)
@@ -713,6 +717,7 @@ static inline __attribute__((always_inline)) enum x86br fast_classify(struct ptd
 		q->last_tsc = last_tsc;                                                            \
 		q->lost_timing = lost;                                                             \
 		q->nblocks = nblocks;                                                              \
+		q->ndec = ndec;                                                                    \
 		q->ninsns = ninsns;                                                                \
 		q->spin_off = spin_off;                                                            \
 		q->spin_insns = spin_insns;                                                        \
@@ -735,7 +740,7 @@ static int q_fast(struct ptd *d, struct ptq *q, uint64_t limit, struct pt_block 
 	struct pend *p = &q->pend;
 	const uint32_t tid = th->tid;
 	uint64_t now = q->time, last_tsc = q->last_tsc;
-	uint64_t nblocks = q->nblocks, ninsns = q->ninsns;
+	uint64_t nblocks = q->nblocks, ninsns = q->ninsns, ndec = q->ndec;
 	uint64_t spin_off = q->spin_off, spin_insns = q->spin_insns, spin_mark = q->spin_mark;
 	uint32_t lost = q->lost_timing;
 	uint64_t last_ip = 0, br_time = 0, nbr = 0, stop, sw_next = UINT64_MAX;
@@ -756,6 +761,7 @@ static int q_fast(struct ptd *d, struct ptq *q, uint64_t limit, struct pt_block 
 		uint32_t lm, lc;
 		uint8_t size;
 		enum x86br cls;
+		int decided = 0;
 
 		st = pt_blk_next(dec, b, sizeof *b);
 		if (st < 0)
@@ -812,6 +818,8 @@ static int q_fast(struct ptd *d, struct ptq *q, uint64_t limit, struct pt_block 
 			touched = 1;
 			cls = fast_classify(d, b, &size);
 			if (cls != X86BR_NONE) {
+				decided = 1;
+				ndec++;
 				p->valid = 1;
 				p->cls = (uint8_t)cls;
 				p->size = size;
@@ -821,9 +829,9 @@ static int q_fast(struct ptd *d, struct ptq *q, uint64_t limit, struct pt_block 
 				p->time = now;
 			}
 		}
-		/* q_step's checks: every 16 blocks a PSB passed and
-		 * spinning; a full batch, the time limit, sideband due */
-		if (!(nblocks & 15)) {
+		/* q_step's checks: every 16 branch blocks a PSB passed
+		 * and spinning; a full batch, the time limit, sideband due */
+		if (decided && !(ndec & 15)) {
 			off = 0;
 			if (pt_blk_get_offset(dec, &off) >= 0 && q->psbi < q->npsbs &&
 			    off > q->psbs[q->psbi]) {
@@ -943,9 +951,9 @@ static int q_blocks(struct ptd *d, struct ptq *q, uint64_t limit, struct pt_bloc
 		q->status = st;
 		handle_block(d, q, blk, 1);
 	checks:
-		if (!(q->nblocks & 15)) {
-			/* checked every 16 blocks: a commit a few blocks late
-			 * is as good */
+		if (q->decided && !(q->ndec & 15)) {
+			/* checked every 16 blocks ending at a branch (ndec):
+			 * a commit a few blocks late is as good */
 			uint64_t off = 0;
 			if (pt_blk_get_offset(q->dec, &off) >= 0 && q->psbi < q->npsbs &&
 			    off > q->psbs[q->psbi]) {
@@ -1112,3 +1120,11 @@ static int q_open_seg(struct ptd *d, struct ptq *q)
 }
 
 const struct ptd_stepper ptd_step_libipt = {"libipt", q_step};
+
+/* For ptd_par.c: whether block @b ends at a branch (what sets a pending
+ * branch), the stepper's own rule. */
+int ptd_block_branches(struct ptd *d, const struct pt_block *b)
+{
+	uint8_t size;
+	return classify_at(d, b, &size) != X86BR_NONE;
+}
