@@ -91,6 +91,13 @@ struct parq {
 	uint64_t soff;
 	int sret;
 	int last_sync; /* the last call was a sync (sync_set may repeat it) */
+	/* record buffers of jobs consumed, for the next jobs (fresh memory
+	 * would be page faults all over again), under the lock */
+	struct spare {
+		struct prec *r;
+		size_t cap;
+	} spare[8];
+	int nspare;
 };
 
 struct ppool {
@@ -230,6 +237,11 @@ static void job_do(struct ppool *p, struct parq *pq, struct pjob *j, int slot)
 {
 	j->state = J_RUN;
 	pq->running++;
+	if (!j->r && pq->nspare) {
+		pq->nspare--;
+		j->r = pq->spare[pq->nspare].r;
+		j->cap = pq->spare[pq->nspare].cap;
+	}
 	pthread_mutex_unlock(&p->mu);
 	job_run(pq, j, slot);
 	pthread_mutex_lock(&p->mu);
@@ -461,6 +473,8 @@ static void pq_free(struct ptd *d, struct parq *pq)
 	int s, ns = d->pool->nth + 1;
 	for (i = 0; i < pq->njob; i++)
 		free(pq->job[i].r);
+	while (pq->nspare)
+		free(pq->spare[--pq->nspare].r);
 	free(pq->job);
 	for (s = 0; s < ns; s++) {
 		if (pq->dec && pq->dec[s])
@@ -566,7 +580,12 @@ static const struct prec *take(struct ptq *q, uint8_t op)
 				pq->last = &pq->act;
 			}
 			pthread_mutex_lock(&p->mu);
-			free(pq->job[pq->cur].r);
+			if (pq->nspare < (int)(sizeof pq->spare / sizeof pq->spare[0])) {
+				pq->spare[pq->nspare].r = pq->job[pq->cur].r;
+				pq->spare[pq->nspare++].cap = pq->job[pq->cur].cap;
+			} else {
+				free(pq->job[pq->cur].r);
+			}
 			pq->job[pq->cur].r = NULL;
 			pq->job[pq->cur].n = pq->job[pq->cur].cap = 0;
 			pq->cur++;
