@@ -116,7 +116,7 @@ struct ppool {
 static struct prec *rec_add(struct pjob *j)
 {
 	if (j->n == j->cap) {
-		size_t nc = j->cap ? 2 * j->cap : 4096;
+		size_t nc = j->cap ? 2 * j->cap : 1024;
 		struct prec *v = realloc(j->r, nc * sizeof *v);
 		if (!v) {
 			j->oom = 1;
