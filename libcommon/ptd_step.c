@@ -365,10 +365,11 @@ static void q_error(struct ptd *d, struct ptq *q, int err, uint64_t ip)
  * needs no packets: libipt would decode it forever from a trace that leads
  * there (a corrupt one: real hardware faults on the hlt).  No real code runs
  * this many instructions without a conditional or indirect branch, which
- * consume trace.  Checked with the PSB check, every 16 blocks (asking
- * libipt for the offset after every block cost 2% of all instructions): the
- * count starts at the first check that sees the offset where it stays, so a
- * loop is caught at most 16 blocks after it passes the limit. */
+ * consume trace.  Checked with the PSB check, every 16 blocks that end at
+ * a branch (asking libipt for the offset after every block cost 2% of all
+ * instructions): the count starts at the first check that sees the offset
+ * where it stays, so a loop is caught at most 16 branches after it passes
+ * the limit. */
 #ifndef PTD_MAX_SPIN /* the fuzz build lowers it (mk/fuzz.mk): same paths, shorter runs */
 #define PTD_MAX_SPIN (1u << 17)
 #endif
