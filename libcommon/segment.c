@@ -77,6 +77,11 @@ struct thr {
 	struct sigctx *sig;
 	size_t nsig, capsig;
 
+	/* the functions on the stack when the last gap began (while the
+	 * segment after it runs: next_reason != 0), for land_after_gap */
+	uint64_t *gapfn;
+	size_t ngapfn, capgapfn;
+
 	uint64_t lin; /* where the straight-line run since the last branch began (0: unknown) */
 
 	/* the range of frame rfi (the last frame asked; UINT32_MAX: none) */
@@ -206,6 +211,7 @@ static void thr_free(struct thr *t)
 	free(t->sig);
 	free(t->blk);
 	free(t->chain);
+	free(t->gapfn);
 	if (t->rc != t->rc0)
 		free(t->rc);
 	free(t);
@@ -892,10 +898,52 @@ static int unwinder_frame(segmenter *s, struct thr *t, uint32_t fi)
  * (at least one: the unwinder's caller): [unwound] spans stand for them,
  * as many as g++'s code puts there (docs/exactness.md); else the root is
  * taken for the landing function's callee. */
-static int land_below_root(segmenter *s, struct thr *t, uint64_t from, uint64_t to, uint64_t time)
+static uint64_t landing_func(segmenter *s, struct thr *t, uint64_t to)
 {
 	struct fn_info fo;
-	uint64_t x = s->o.fns && fnmap_owner(s->o.fns, t->tid, to, &fo) ? fo.entry : func_entry(s, t, to);
+	return s->o.fns && fnmap_owner(s->o.fns, t->tid, to, &fo) ? fo.entry : func_entry(s, t, to);
+}
+
+/* A gap begins: remember the functions on the stack (an empty stack, a
+ * segment with no frame between two gaps, keeps the earlier list). */
+static int keep_gap_stack(struct thr *t)
+{
+	if (!t->nstk)
+		return 0;
+	if (mt_grow((void **)&t->gapfn, &t->capgapfn, t->nstk, sizeof *t->gapfn))
+		return -1;
+	t->ngapfn = 0;
+	for (size_t i = 0; i < t->nstk; i++)
+		if (t->fr[t->stk[i]].kind == FK_FUNC)
+			t->gapfn[t->ngapfn++] = t->fr[t->stk[i]].func;
+	return 0;
+}
+
+/* Was function @f on the stack when the gap before this segment began? */
+static int on_gap_stack(const struct thr *t, uint64_t f)
+{
+	for (size_t i = 0; i < t->ngapfn; i++)
+		if (t->gapfn[i] == f)
+			return 1;
+	return 0;
+}
+
+/* An exception lands at @to in a segment that began after a gap.  When the
+ * landing function or the segment's root was on the stack before the gap,
+ * mt-stitch aligns them by function (the throw, or the landing caller, came
+ * before the gap): a new segment begins at the landing.  When neither was,
+ * the gap swallowed the call and the throw, nothing can align the
+ * unwinder's frames, and the landing goes below the root as in a thread's
+ * first segment. */
+static int land_after_gap(segmenter *s, struct thr *t, uint64_t to)
+{
+	return t->next_reason && !on_gap_stack(t, landing_func(s, t, to)) &&
+	       !on_gap_stack(t, t->fr[t->stk[0]].func);
+}
+
+static int land_below_root(segmenter *s, struct thr *t, uint64_t from, uint64_t to, uint64_t time)
+{
+	uint64_t x = landing_func(s, t, to);
 	/* the root is the unwinder's own code (the object that jumps to the
 	 * landing pad): its caller was unwound too */
 	int unwound = from && fnmap_same_file(s->o.fns, t->tid, t->fr[t->stk[0]].func, from);
@@ -986,11 +1034,14 @@ static int classify_jump(segmenter *s, struct thr *t, uint64_t from, uint64_t to
 			  : !fnmap_is_return_site(s->o.fns, t->tid, to)))
 			return 0;
 		s->st.unwinds++;
-		/* an exception landing: in the thread's first segment nothing
-		 * earlier can tell the frames between (a snapshot that began
-		 * inside the unwinder); after a gap mt-stitch aligns the
-		 * landing caller with the earlier segment's stack */
-		if (!t->nseg && (fi.cold || unwinder_frame(s, t, cur)))
+		/* an exception landing: in the thread's first segment, or in
+		 * one that began after a gap, nothing in the segment can tell
+		 * the frames between (a snapshot that began inside the
+		 * unwinder; a throw whose call the gap swallowed): the landing
+		 * function goes below the root, and mt-stitch aligns it with
+		 * the earlier segment's stack.  Otherwise a new segment
+		 * begins at the landing caller, aligned by function. */
+		if ((!t->nseg || land_after_gap(s, t, to)) && (fi.cold || unwinder_frame(s, t, cur)))
 			return land_below_root(s, t, from, to, time);
 		if (close_seg(s, t))
 			return s->err;
@@ -1785,6 +1836,8 @@ int seg_feed(segmenter *s, const struct mtev_rec *r)
 	case MTEV_GAP: {
 		struct thr *t = get_thr(s, r->gap.tid);
 		if (!t)
+			return s->err = -SEG_ENOMEM;
+		if (keep_gap_stack(t))
 			return s->err = -SEG_ENOMEM;
 		if (close_seg(s, t))
 			return s->err;
