@@ -29,8 +29,11 @@
 
 #include "vec.h"
 
-/* a chunk is at least this many bytes of trace (to the next PSB) */
-#define PAR_CHUNK (d->opts->chunk_bytes ? d->opts->chunk_bytes : 64u << 10)
+/* a chunk is at least this many bytes of trace (to the next PSB): small,
+ * so that a chunk's answers are still in the cache when the stepper reads
+ * them (64 KiB cost 1.5x the CPU of 4 KiB on the 50M trace, 2.6x on four
+ * threads: bench/decode-par.sh) */
+#define PAR_CHUNK_DEFAULT (4u << 10)
 /* answers recorded past the next chunk's PSB, to find the splice */
 #define PAR_OVL 64
 /* instructions without trace after which a chunk ends (the stepper's own
@@ -706,7 +709,7 @@ void ptd_par_start(struct ptd *d, struct ptq *q)
 {
 	struct parq *pq;
 	struct ppool *p;
-	uint64_t soff = 0, last;
+	uint64_t soff = 0, last, chunk;
 	size_t i, nj = 0, ns;
 	int ok = 1, cyc;
 
@@ -714,18 +717,23 @@ void ptd_par_start(struct ptd *d, struct ptq *q)
 		return;
 	q->par_seg = q->curseg + 1;
 	/* per-cpu queues change threads (and images) inside a chunk;
-	 * without TSC in PSB+, or with CYC (calibrated across PSBs), a
-	 * decoder synchronized at a PSB may time blocks differently */
+	 * without TSC in PSB+ a decoder synchronized at a PSB times blocks
+	 * differently until the next TSC */
 	if (d->per_cpu || q->cpu >= 0 || !d->pt_attr || !(d->pt_attr->config & (1u << 10)) ||
 	    sb_images_change(d))
 		return;
 	cyc = (d->pt_attr->config & (1u << 1)) != 0;
 	if (pt_blk_get_sync_offset(q->dec, &soff) < 0)
 		return;
-	/* chunks: from the sync, cut at the first PSB PAR_CHUNK on */
+	/* chunks: from the sync, cut at the first PSB chunk bytes on; with
+	 * CYC, whose overlap is a PSB interval more, at least 8 intervals */
+	chunk = d->opts->chunk_bytes ? d->opts->chunk_bytes : PAR_CHUNK_DEFAULT;
+	if (cyc && !d->opts->chunk_bytes && q->npsbs &&
+	    chunk < 8 * (q->segs[q->curseg].end - q->segs[q->curseg].begin) / q->npsbs)
+		chunk = 8 * (q->segs[q->curseg].end - q->segs[q->curseg].begin) / q->npsbs;
 	last = soff;
 	for (i = 0; i < q->npsbs; i++)
-		if (q->psbs[i] >= last + PAR_CHUNK) {
+		if (q->psbs[i] >= last + chunk) {
 			nj++;
 			last = q->psbs[i];
 		}
@@ -761,7 +769,7 @@ void ptd_par_start(struct ptd *d, struct ptq *q)
 	last = soff;
 	pq->job[0].begin = soff;
 	for (i = 0; i < q->npsbs; i++)
-		if (q->psbs[i] >= last + PAR_CHUNK) {
+		if (q->psbs[i] >= last + chunk) {
 			struct pjob *j = &pq->job[pq->njob];
 			j->end = j->ovl = q->psbs[i];
 			if (cyc) /* the overlap from the PSB after */

@@ -44,7 +44,7 @@ struct ptd_options {
 	uint32_t raw_pid, raw_tid;
 	/* threads decoding PT (PSB-parallel, docs/decode.md): 0 or 1 serial */
 	int jobs;
-	uint64_t chunk_bytes; /* bytes of trace per chunk at least; 0: 64 KiB */
+	uint64_t chunk_bytes; /* bytes of trace per chunk at least; 0: 4 KiB */
 	int par_fallback;     /* test: never switch chunks, take the serial fallback */
 	/* diagnostics: called once per problem with a one-line message */
 	void (*warn)(void *ctx, const char *msg);

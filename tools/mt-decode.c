@@ -53,7 +53,7 @@ static void usage(FILE *f)
 	      "  -j, --jobs N          decode PT on N threads (default: the online cpus): each\n"
 	      "                        trace cut at PSBs into chunks decoded ahead; the output\n"
 	      "                        is the same as with -j 1 (docs/decode.md)\n"
-	      "      --chunk-bytes N   -j: cut chunks at the first PSB N bytes on (64 KiB)\n"
+	      "      --chunk-bytes N   -j: cut chunks at the first PSB N bytes on (4 KiB)\n"
 	      "      --par-fallback    -j: test the serial fallback (no chunk is switched to)\n"
 	      "  -s, --stats           print counts (records, AUX bytes, branches, gaps) to stderr\n"
 	      "  -h, --help            this help\n"
