@@ -245,6 +245,12 @@ static void job_do(struct ppool *p, struct parq *pq, struct pjob *j, int slot)
 		j->r = pq->spare[pq->nspare].r;
 		j->cap = pq->spare[pq->nspare].cap;
 	}
+	if (!j->r && !j->last) {
+		/* about 1.3 blocks a byte of trace: no growing on the way */
+		size_t cap = (size_t)(2 * (j->end - j->begin)) + 2 * PAR_OVL + 256;
+		j->r = malloc(cap * sizeof *j->r);
+		j->cap = j->r ? cap : 0;
+	}
 	pthread_mutex_unlock(&p->mu);
 	job_run(pq, j, slot);
 	pthread_mutex_lock(&p->mu);
