@@ -97,6 +97,11 @@ enum mtev_sample_flags {
 	/* the call chain at a trigger or at the end of a thread's trace (joined
 	 * to the trace's stack by mt-segment), not a periodic stack sample */
 	MTEV_SAMPLE_CHAIN = 1u << 0,
+	/* bits 8-15: how many of the outermost ips are not from this sample's
+	 * own chain but from its thread's root chain (mt-decode: a
+	 * frame-pointer sample completed to the thread's root) */
+	MTEV_SAMPLE_ROOTED_SHIFT = 8,
+	MTEV_SAMPLE_ROOTED_MASK = 0xffu << 8,
 };
 
 struct mtev_str {

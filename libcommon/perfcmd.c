@@ -87,6 +87,16 @@ int perfcmd_build(const struct perfcmd_opts *o, char **argv, size_t max, char *b
 		add(&a, "--event=", tmp);
 		snprintf(tmp, sizeof tmp, "%s/overwrite,%s,freq=%u/%s", ev, cg, o->freq ? o->freq : 10000, pl);
 		add(&a, "--event=", tmp);
+		/* fp: a sparse stream of samples with a stack copy, in the same
+		 * ring, from which mt-decode learns each thread's root frames
+		 * (glibc's start code keeps no frame pointer: no fp walk gets
+		 * there; docs/sampling.md) */
+		if (!strcmp(g, "fp") && o->root_freq) {
+			snprintf(tmp, sizeof tmp,
+				 "%s/overwrite,call-graph=dwarf,stack-size=%u,freq=%u/u", ev,
+				 o->stack_size ? o->stack_size : 8192, o->root_freq);
+			add(&a, "--event=", tmp);
+		}
 		add(&a, "--timestamp", NULL);
 		if (o->multi)
 			add(&a, "--switch-output=signal", NULL);

@@ -28,6 +28,7 @@ struct perfcmd_opts {
 	unsigned freq;		    /* samples per second */
 	const char *call_graph;	    /* "fp", "dwarf", "lbr" */
 	unsigned stack_size;	    /* dwarf: bytes of user stack per sample (0: 8192) */
+	unsigned root_freq;	    /* fp: stack-copy samples per second beside (0: none) */
 };
 
 /* Fills @argv (NULL-terminated, at most @max entries including the NULL)

@@ -54,6 +54,7 @@ struct sb {
 			uint32_t nips;
 			size_t ips;  /* index into the ips arena */
 			size_t ustk; /* 1 + offset of its user regs and stack in d->ustk; 0 none */
+			uint8_t fp;  /* a frame-pointer walk's chain (no stack copy, no LBR) */
 		} sample;
 		struct {
 			uint64_t addr, arg0, arg1;
@@ -93,6 +94,19 @@ struct thr {
 	int has_rec;
 	int lastq;
 	uint64_t out_time; /* time of its last record written (per-cpu clamp) */
+	/* sampling: the thread's root chain (ptd_sideband.c, sb_roots) by
+	 * generation (a new one at its fork and at each exec), counted by the
+	 * learning pass [0] and the writing pass [1] alike */
+	uint32_t rgen[2];
+	struct rchain *rc;
+	size_t nrc, rccap;
+};
+
+/* The return addresses, root first, that every whole unwound stack of a
+ * thread (one generation of it) began with. */
+struct rchain {
+	uint32_t gen, nseen, n;
+	uint64_t *ra;
 };
 
 struct mapent {
@@ -250,6 +264,7 @@ struct ptd {
 	uint64_t *ips;
 	size_t nips, ipscap;
 	unw *unw;      /* --call-graph dwarf: the stack unwinder */
+	int roots;     /* frame-pointer samples and a stack-copy stream of roots */
 	uint8_t *ustk; /* per sample: have u64, regs u64[UNW_NREGS], len u64, bytes */
 	size_t nustk, ustkcap;
 	size_t sb_emit, sb_apply;
@@ -427,6 +442,10 @@ int par_set_image(struct ptq *q, struct pt_image *img);
 /* ---- ptd_sideband.c ---- */
 /* Sideband record @s as MTEV records appended to d->sbout (0 or more). */
 int sb_to_rec(struct ptd *d, const struct sb *s);
+/* Sampling recordings, before the first record is written: learns each
+ * thread's root chain from the samples with a stack copy when there are
+ * frame-pointer samples to complete with it. */
+void sb_roots(struct ptd *d);
 
 /* ---- ptd_merge.c ---- */
 int write_rec(struct ptd *d, const struct mtev_rec *r);

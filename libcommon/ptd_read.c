@@ -494,6 +494,8 @@ static int rd_sample(struct ptd *d, const struct pd_event *ev, struct sb *s)
 	if (n == 0)
 		return 0;
 	s->sample.nips = (uint32_t)n;
+	s->sample.fp = sm.nr_ips && !(ev->attr->sample_type & (PD_SAMPLE_STACK_USER |
+								 PD_SAMPLE_BRANCH_STACK));
 	d->nips += n;
 	if (sm.stack_user && sm.stack_size && sm.regs_abi) {
 		/* --call-graph dwarf: keep the registers and the stack
@@ -552,6 +554,7 @@ static int rd_finish(struct ptd *d, pd_reader *r)
 	}
 	if (d->nsb > 1) /* qsort(NULL, 0) is undefined */
 		qsort(d->sb, d->nsb, sizeof *d->sb, sb_cmp);
+	sb_roots(d);
 	for (k = 0; k < d->ncpus; k++)
 		if (d->cpus[k].n > 1)
 			qsort(d->cpus[k].v, d->cpus[k].n, sizeof *d->cpus[k].v, sw_cmp);

@@ -170,7 +170,7 @@ static int sb_fork_rec(struct ptd *d, const struct sb *s, struct mtev_rec *r, st
 }
 
 /* --call-graph dwarf: the unwinder learns the maps in time order ... */
-static void unw_note(struct ptd *d, const struct sb *s)
+static void unw_note(struct ptd *d, unw *uw, const struct sb *s)
 {
 	if (s->kind == SB_MMAP && (s->mmap.prot & PROT_X)) {
 		const uint8_t *bid = s->mmap.bid;
@@ -181,12 +181,12 @@ static void unw_note(struct ptd *d, const struct sb *s)
 			if (b)
 				bid = b->id, bidlen = b->len;
 		}
-		unw_map(d->unw, s->pid, s->mmap.addr, s->mmap.len, s->mmap.pgoff,
+		unw_map(uw, s->pid, s->mmap.addr, s->mmap.len, s->mmap.pgoff,
 			find_image(d, s->mmap.path, bid, bidlen, &why));
 	} else if (s->kind == SB_COMM && s->comm.exec) {
-		unw_exec(d->unw, s->pid);
+		unw_exec(uw, s->pid);
 	} else if (s->kind == SB_FORK) {
-		unw_fork(d->unw, s->pid, s->fork.ppid);
+		unw_fork(uw, s->pid, s->fork.ppid);
 	}
 }
 
@@ -209,11 +209,195 @@ static void unw_chain(struct ptd *d, const struct sb *s, struct mtev_rec *r)
 		nk++;
 	memcpy(d->ips + d->nips, r->sample.ips, nk * sizeof *d->ips);
 	size_t n = unw_sample(d->unw, s->pid, s->tid, regs, have, u + 16 + sizeof regs, len,
-			      d->ips + d->nips + nk, 512);
+			      d->ips + d->nips + nk, 512, NULL);
 	if (nk + n > r->sample.nips) {
 		r->sample.ips = d->ips + d->nips;
 		r->sample.nips = (uint32_t)(nk + n);
 		d->st->unwound++;
+	}
+}
+
+/* ---- root chains: whole stacks from frame-pointer samples ----
+ * (docs/sampling.md, "Whole stacks under fp").  A frame-pointer walk stops
+ * at the first function below it that keeps no frame pointer; on Debian
+ * that is glibc's start code under main (or start_thread under a thread's
+ * function), so no fp sample shows its thread's root.  Those outermost
+ * frames live as long as the thread: a sparse stream of samples with a
+ * stack copy, recorded beside the fp samples (mt-capture -g fp), unwound to
+ * the thread's outermost frame, shows them.  Each thread's root chain is
+ * the return addresses, root first, that all its whole unwound stacks
+ * begin with; an fp sample whose chain holds one of them gets the frames
+ * below it from the chain.  Nothing is guessed: the join is at the same
+ * return address of the same thread (the same generation of it: a new one
+ * at its fork and at each exec), and a root chain stops before the first
+ * return address that an unwound stack holds twice (a recursive function,
+ * whose depth varies: the same address does not say the same level). */
+
+/* A new generation of the thread a FORK (the child) or an exec begins;
+ * @pass 0 the learning pass, 1 the writing pass (both see every sideband
+ * record in the same order). */
+static void root_gen(struct ptd *d, const struct sb *s, int pass)
+{
+	if (s->kind == SB_FORK || (s->kind == SB_COMM && s->comm.exec)) {
+		int th = thr_get(d, s->tid, s->pid);
+		if (th >= 0)
+			d->thr[th].rgen[pass]++;
+	}
+}
+
+static struct rchain *rchain_of(struct thr *t, uint32_t gen)
+{
+	for (size_t i = 0; i < t->nrc; i++)
+		if (t->rc[i].gen == gen)
+			return &t->rc[i];
+	return NULL;
+}
+
+/* The root chains of a process's threads other than its first pooled:
+ * kept in its first thread's list under this bit (the base every thread
+ * of the process begins with: clone3, start_thread). */
+#define RC_POOL 0x80000000u
+
+/* A whole unwound stack (@c: the ip, then return addresses, innermost
+ * first) into the root chain @gen of @t: the chain keeps what it shares
+ * with it. */
+static void root_learn(struct thr *t, uint32_t gen, const uint64_t *c, size_t n)
+{
+	struct rchain *rc = rchain_of(t, gen);
+	size_t m = 0;
+	/* root first, up to the first return address seen twice */
+	while (m + 1 < n) {
+		uint64_t a = c[n - 1 - m];
+		size_t k;
+		for (k = 1; k < n - 1 - m && c[k] != a; k++)
+			;
+		if (k < n - 1 - m)
+			break;
+		m++;
+	}
+	if (!rc) {
+		if (mt_grow((void **)&t->rc, &t->rccap, t->nrc + 1, sizeof *t->rc) < 0)
+			return;
+		rc = &t->rc[t->nrc];
+		*rc = (struct rchain){gen, 0, 0, malloc((m ? m : 1) * sizeof *rc->ra)};
+		if (!rc->ra)
+			return;
+		t->nrc++;
+		for (size_t i = 0; i < m; i++)
+			rc->ra[i] = c[n - 1 - i];
+		rc->n = (uint32_t)m;
+	} else {
+		uint32_t i = 0;
+		while (i < rc->n && i < m && rc->ra[i] == c[n - 1 - i])
+			i++;
+		rc->n = i;
+	}
+	rc->nseen++;
+}
+
+void sb_roots(struct ptd *d)
+{
+	size_t nfp = 0, nstk = 0, i;
+	if (d->nq || d->have_info)
+		return;
+	for (i = 0; i < d->nsb; i++)
+		if (d->sb[i].kind == SB_SAMPLE) {
+			nfp += d->sb[i].sample.fp;
+			nstk += d->sb[i].sample.ustk != 0;
+		}
+	if (!nfp || !nstk)
+		return;
+	d->roots = 1; /* root samples, not stack samples, joined or not */
+	if (d->opts->no_root_join)
+		return;
+	unw *uw = unw_new();
+	uint64_t *c = malloc(512 * sizeof *c);
+	if (!uw || !c)
+		goto out;
+	for (i = 0; i < d->nsb; i++) {
+		const struct sb *s = &d->sb[i];
+		root_gen(d, s, 0);
+		unw_note(d, uw, s);
+		if (s->kind != SB_SAMPLE || !s->sample.ustk)
+			continue;
+		const uint8_t *u = d->ustk + s->sample.ustk - 1;
+		uint64_t have, len, regs[UNW_NREGS];
+		int whole, th;
+		memcpy(&have, u, 8);
+		memcpy(regs, u + 8, sizeof regs);
+		memcpy(&len, u + 8 + sizeof regs, 8);
+		size_t n = unw_sample(uw, s->pid, s->tid, regs, have, u + 16 + sizeof regs, len, c,
+				      512, &whole);
+		d->st->roots++;
+		if (!whole || n < 2 || (th = thr_get(d, s->tid, s->pid)) < 0)
+			continue;
+		d->st->roots_whole++;
+		root_learn(&d->thr[th], d->thr[th].rgen[0], c, n);
+		int lt = s->tid != s->pid ? thr_get(d, s->pid, s->pid) : -1;
+		if (lt >= 0) /* a thread other than the process's first */
+			root_learn(&d->thr[lt], d->thr[lt].rgen[0] | RC_POOL, c, n);
+	}
+out:
+	free(c);
+	unw_free(uw);
+}
+
+/* An fp sample's chain (@r, the user part from @lf, its leaf) completed
+ * with its thread's root chain: at the innermost return address that is
+ * in the chain, the rest of the sample's chain (what the walk read past
+ * the frame without a frame pointer) is replaced by the root chain's
+ * frames below it.  Two whole stacks must have agreed on the root chain
+ * (one alone might be a moment's stack, not the thread's root): the
+ * thread's own, else those of the other threads of its process (their
+ * common base), as far as the thread's own whole stack agrees. */
+static void root_join(struct ptd *d, const struct sb *s, struct mtev_rec *r, uint32_t lf)
+{
+	int th = thr_get(d, s->tid, s->pid);
+	int lt = s->tid != s->pid ? thr_get(d, s->pid, s->pid) : -1;
+	size_t off = s->sample.ips; /* its chain in the arena (no stack copy: as read) */
+	if (th < 0)
+		return;
+	const struct rchain *own = rchain_of(&d->thr[th], d->thr[th].rgen[1]), *rc = own;
+	uint32_t nrc;
+	if (!own || own->nseen < 2) {
+		/* too few of its own: those of its process's other threads */
+		const struct rchain *pool =
+			lt >= 0 ? rchain_of(&d->thr[lt], d->thr[lt].rgen[1] | RC_POOL) : NULL;
+		if (!pool || pool->nseen - (own ? own->nseen : 0) < 2)
+			return;
+		rc = pool;
+	}
+	nrc = rc->n;
+	if (own && rc != own) /* and what its own whole stack shares with them */
+		for (nrc = 0; nrc < rc->n && nrc < own->n && rc->ra[nrc] == own->ra[nrc]; nrc++)
+			;
+	for (uint32_t k = lf + 1; k < r->sample.nips; k++) {
+		uint32_t j;
+		for (j = 0; j < nrc && rc->ra[j] != d->ips[off + k]; j++)
+			;
+		if (j == nrc)
+			continue;
+		/* rc->ra[j] is ips[k]: the frames below are rc->ra[j-1] ... [0] */
+		if (!j || j > 255)
+			return;
+		if (mt_grow((void **)&d->ips, &d->ipscap, d->nips + k + 1 + j, sizeof *d->ips) < 0)
+			return;
+		const uint64_t *src = d->ips + off; /* the arena may have moved */
+		uint64_t *dst = d->ips + d->nips;
+		/* where the walk went on the right way, those frames are its own */
+		uint32_t had = 0;
+		while (had < j && k + 1 + had < r->sample.nips && src[k + 1 + had] == rc->ra[j - 1 - had])
+			had++;
+		memmove(dst, src, (k + 1) * sizeof *dst);
+		for (uint32_t q = 0; q < j; q++)
+			dst[k + 1 + q] = rc->ra[j - 1 - q];
+		r->sample.ips = dst;
+		r->sample.nips = k + 1 + j;
+		if (had == j)
+			return; /* it had them all */
+		r->sample.flags |= (j - had) << MTEV_SAMPLE_ROOTED_SHIFT;
+		d->st->rooted++;
+		return;
 	}
 }
 
@@ -225,7 +409,8 @@ static int sb_recs(struct ptd *d, const struct sb *s, struct mtev_rec *r, struct
 	if (!d->nq && !d->have_info) {
 		smap_apply(d, s);
 		if (d->unw || (d->unw = unw_new()))
-			unw_note(d, s);
+			unw_note(d, d->unw, s);
+		root_gen(d, s, 1);
 	}
 	switch (s->kind) {
 	case SB_MMAP:
@@ -279,6 +464,10 @@ static int sb_recs(struct ptd *d, const struct sb *s, struct mtev_rec *r, struct
 				n = 1;
 			}
 		}
+		/* beside fp samples, a stack copy is a root sample (sb_roots),
+		 * not a stack sample of its own */
+		if (d->roots && s->sample.ustk)
+			return n;
 		r->kind = MTEV_SAMPLE;
 		r->sample.pid = s->pid;
 		r->sample.tid = s->tid;
@@ -296,6 +485,8 @@ static int sb_recs(struct ptd *d, const struct sb *s, struct mtev_rec *r, struct
 				k++;
 			if (k == r->sample.nips)
 				return n;
+			if (d->roots && s->sample.fp)
+				root_join(d, s, r, k);
 		}
 		d->st->samples++;
 		return n + 1;

@@ -103,6 +103,11 @@ static void ptd_fini(struct ptd *d)
 	for (i = 0; i < d->ncpus; i++)
 		free(d->cpus[i].v);
 	free(d->cpus);
+	for (i = 0; i < d->nthr; i++) {
+		for (size_t k = 0; k < d->thr[i].nrc; k++)
+			free(d->thr[i].rc[k].ra);
+		free(d->thr[i].rc);
+	}
 	free(d->thr);
 	free(d->thr_idx);
 	free(d->bids);

@@ -46,6 +46,9 @@ struct ptd_options {
 	int jobs;
 	uint64_t chunk_bytes; /* bytes of trace per chunk at least; 0: 4 KiB */
 	int par_fallback;     /* test: never switch chunks, take the serial fallback */
+	/* sampling: frame-pointer stacks are not completed with their
+	 * thread's root chain (docs/sampling.md) */
+	int no_root_join;
 	/* diagnostics: called once per problem with a one-line message */
 	void (*warn)(void *ctx, const char *msg);
 	void *warn_ctx;
@@ -59,6 +62,9 @@ struct ptd_stats {
 	uint64_t aux_bytes;		/* AUXTRACE payload bytes */
 	uint64_t branches, gaps, samples, triggers;
 	uint64_t unwound; /* samples whose user stack copy was unwound (--call-graph dwarf) */
+	uint64_t roots;	  /* root samples (a stack-copy stream beside frame-pointer samples) */
+	uint64_t roots_whole; /* of those, unwound to the thread's outermost frame */
+	uint64_t rooted;  /* frame-pointer samples completed with their thread's root chain */
 	uint64_t blocks, insns;		/* from the block decoder */
 	uint64_t retracted;		/* branches dropped: decoded from trace found corrupt later */
 	uint64_t warnings;

@@ -88,7 +88,7 @@ static int same(const struct sstk_frame *a, const struct sstk_frame *b)
 }
 
 size_t sampstack_build(struct fnmap *fns, uint32_t tid, const uint64_t *ips, uint32_t n,
-		       const struct sstk_frame *prev, size_t nprev, struct sstk_frame *out,
+		       uint32_t nroot, const struct sstk_frame *prev, size_t nprev, struct sstk_frame *out,
 		       size_t max, unsigned flags)
 {
 	int repair = !(flags & SSTK_NO_REPAIR);
@@ -116,6 +116,10 @@ size_t sampstack_build(struct fnmap *fns, uint32_t tid, const uint64_t *ips, uin
 		out[w++] = (struct sstk_frame){entry_of(fns, tid, k && k != lf ? ip - 1 : ip),
 					       d ? ips[m - d] : 0, 0};
 	}
+	/* the root chain's frames: the functions of its return addresses
+	 * (what rule 1 cut of them is gone) */
+	for (uint32_t d = 0; nroot > n - m && d < nroot - (n - m); d++)
+		out[d].inferred = SSTK_ROOTED;
 	/* rule 2: the user leaf's hidden caller (out[u]: the user leaf) */
 	if (repair && m >= lf + 2) {
 		size_t u = m - 1 - lf;
@@ -130,7 +134,7 @@ size_t sampstack_build(struct fnmap *fns, uint32_t tid, const uint64_t *ips, uin
 		    fp_prologue(fns, tid, tgt) > 0) {
 			memmove(out + u + 1, out + u, (w - u) * sizeof *out);
 			out[u + 1].link = 0; /* called from somewhere in tgt */
-			out[u] = (struct sstk_frame){tgt, ret, 1};
+			out[u] = (struct sstk_frame){tgt, ret, SSTK_STITCHED};
 			w++;
 		}
 	}
@@ -150,7 +154,7 @@ size_t sampstack_build(struct fnmap *fns, uint32_t tid, const uint64_t *ips, uin
 			memmove(out + best, out, w * sizeof *out);
 			for (size_t j = 0; j < best; j++) {
 				out[j] = prev[j];
-				out[j].inferred = 1;
+				out[j].inferred = SSTK_STITCHED;
 			}
 			out[best].link = prev[best].link;
 			w += best;

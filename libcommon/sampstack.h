@@ -38,16 +38,22 @@ struct fnmap;
 
 struct sstk_frame {
 	uint64_t func, link;
-	uint8_t inferred;
+	uint8_t inferred; /* SSTK_STITCHED (rules 2, 3) or SSTK_ROOTED */
 };
+
+/* How a frame the sample's own chain did not show was found: a repair
+ * (rules 2 and 3), or the thread's root chain (mt-decode joined it to the
+ * chain at the same return address: the sample's @nroot outermost ips). */
+enum { SSTK_STITCHED = 1, SSTK_ROOTED = 2 };
 
 enum { SSTK_NO_REPAIR = 1 }; /* frames as the chain gives them (the "before") */
 
-/* @ips: @n addresses, leaf first.  @prev: the thread's previous stack, root
+/* @ips: @n addresses, leaf first, the outermost @nroot of them from the
+ * thread's root chain (their frames are marked SSTK_ROOTED).  @prev: the thread's previous stack, root
  * first.  Writes at most @max frames, root first, to @out; returns how many
  * (at most n + 1 + nprev are needed). */
 size_t sampstack_build(struct fnmap *fns, uint32_t tid, const uint64_t *ips, uint32_t n,
-		       const struct sstk_frame *prev, size_t nprev, struct sstk_frame *out,
+		       uint32_t nroot, const struct sstk_frame *prev, size_t nprev, struct sstk_frame *out,
 		       size_t max, unsigned flags);
 
 #endif

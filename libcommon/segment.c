@@ -1620,6 +1620,13 @@ static int close_seg(segmenter *s, struct thr *t)
  * sample that no longer does (the last sample of the thread for frames still
  * shown then, flag open-at-end); frames of the first sample began before it
  * (flag inferred-start). */
+static uint32_t inferred_flag(uint8_t how)
+{
+	return how == SSTK_STITCHED ? MTEV_SPAN_STITCHED
+	       : how == SSTK_ROOTED ? MTEV_SPAN_CALLCHAIN
+				    : 0;
+}
+
 static int seg_sample(segmenter *s, const struct mtev_rec *r)
 {
 	struct thr *t = get_thr(s, r->sample.tid);
@@ -1644,7 +1651,8 @@ static int seg_sample(segmenter *s, const struct mtev_rec *r)
 		const struct frame *f = &t->fr[t->stk[d]];
 		s->sprev[d] = (struct sstk_frame){f->func, f->callsite, 0};
 	}
-	size_t n = sampstack_build(s->o.fns, t->tid, r->sample.ips, r->sample.nips, s->sprev,
+	uint32_t nroot = (r->sample.flags & MTEV_SAMPLE_ROOTED_MASK) >> MTEV_SAMPLE_ROOTED_SHIFT;
+	size_t n = sampstack_build(s->o.fns, t->tid, r->sample.ips, r->sample.nips, nroot, s->sprev,
 				   t->nstk, s->sout, max,
 				   s->o.no_sample_repair ? SSTK_NO_REPAIR : 0);
 	const struct sstk_frame *st = s->sout;
@@ -1654,17 +1662,16 @@ static int seg_sample(segmenter *s, const struct mtev_rec *r)
 		struct frame *f = &t->fr[t->stk[d]];
 		if (f->callsite != st[d].link || f->func != st[d].func)
 			break;
-		if (st[d].inferred)
-			f->flags |= MTEV_SPAN_STITCHED;
+		f->flags |= inferred_flag(st[d].inferred);
 	}
 	while (t->nstk > d)
 		t->fr[t->stk[--t->nstk]].end = time;
 	for (; d < n; d++)
 		if (new_frame(s, t, FK_FUNC, st[d].func, st[d].link, time, (int32_t)d,
 			      MTEV_SPAN_SAMPLED | (first ? MTEV_SPAN_INFERRED_START : 0) |
-				      (st[d].inferred ? MTEV_SPAN_STITCHED : 0)))
+				      inferred_flag(st[d].inferred)))
 			return s->err;
-	s->st.sample_inferred += n && st[0].inferred;
+	s->st.sample_inferred += n && st[0].inferred == SSTK_STITCHED;
 	if (n && !s->o.no_waypoints)
 		return wp_append(s, t, time, r->sample.ips[0], (int32_t)n - 1);
 	return 0;

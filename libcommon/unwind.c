@@ -277,14 +277,22 @@ static int frame_cb(Dwfl_Frame *state, void *arg)
 }
 
 size_t unw_sample(unw *u, uint32_t pid, uint32_t tid, const uint64_t regs[UNW_NREGS],
-		  uint64_t have, const uint8_t *stack, uint64_t len, uint64_t *ips, size_t max)
+		  uint64_t have, const uint8_t *stack, uint64_t len, uint64_t *ips, size_t max,
+		  int *whole)
 {
 	const uint64_t need = 1u << 6 | 1u << 7 | 1u << 8; /* BP SP IP */
 	struct upid *p = upid_get(u, pid, 0);
+	if (whole)
+		*whole = 0;
 	if (!max || (have & need) != need || !p || upid_ready(u, p) < 0)
 		return 0;
 	u->cur = (struct usample){tid, regs, stack, regs[7], len};
 	struct collect c = {ips, 0, max};
-	dwfl_getthread_frames(p->dwfl, (pid_t)tid, frame_cb, &c);
+	/* 0: the last frame's return address is undefined (its CFI says so:
+	 * the outermost frame); -1 an error (memory outside the copy, no
+	 * CFI), or frame_cb stopped it */
+	int r = dwfl_getthread_frames(p->dwfl, (pid_t)tid, frame_cb, &c);
+	if (whole)
+		*whole = r == 0 && c.n > 0;
 	return c.n;
 }

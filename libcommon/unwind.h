@@ -36,8 +36,12 @@ enum { UNW_NREGS = 24 };
  * (AX 0 ... IP 8 ..., R8 16 ... R15 23; @have says which are set), @stack
  * the @len bytes of user stack from the sampled sp.  Writes at most @max
  * addresses to @ips.  Returns how many (0: nothing known, e.g. no file for
- * the ip; the ip alone when nothing describes its frame). */
+ * the ip; the ip alone when nothing describes its frame).  *@whole (when not
+ * NULL): 1 when the unwinding reached the thread's outermost frame, the one
+ * whose call frame information says it has no caller (_start, a thread's
+ * clone), 0 when it stopped before (the copy ended, a frame had no CFI). */
 size_t unw_sample(unw *u, uint32_t pid, uint32_t tid, const uint64_t regs[UNW_NREGS],
-		  uint64_t have, const uint8_t *stack, uint64_t len, uint64_t *ips, size_t max);
+		  uint64_t have, const uint8_t *stack, uint64_t len, uint64_t *ips, size_t max,
+		  int *whole);
 
 #endif

@@ -140,9 +140,16 @@ one_fatal_line() {
 
 @test "sampling mode: the perf command line, printed with -v" {
 	"$BIN/mt-capture" run -v --mode sample -g fp -t none -o "$T/d" -- true 2> "$T/err"
-	grep -q -- "running: .*perf record --output=$T/d/perf.data --event=dummy:u --event=cpu-clock/overwrite,call-graph=fp,freq=10000/u --timestamp --delay=-1 --control=fd:[0-9]*,[0-9]* --pid=[0-9]*$" "$T/err"
+	grep -q -- "running: .*perf record --output=$T/d/perf.data --event=dummy:u --event=cpu-clock/overwrite,call-graph=fp,freq=10000/u --event=cpu-clock/overwrite,call-graph=dwarf,stack-size=8192,freq=40/u --timestamp\( --mmap-pages=[12]M\)\? --delay=-1 --control=fd:[0-9]*,[0-9]* --pid=[0-9]*$" "$T/err"
+	# as root, a ring big enough for a few stack copies per thread
+	[ "$(id -u)" -ne 0 ] || grep -q -- "--mmap-pages=[12]M " "$T/err"
 	run "$BIN/mt-capture" run -n --mode sample --perf perf --multi-snapshot -F 2000 -g dwarf -s 1M -o /tmp/cap -- ./prog
 	[ "$output" = "perf record --output=/tmp/cap/perf.data --event=dummy:u --event=cpu-clock/overwrite,call-graph=dwarf,stack-size=8192,freq=2000/u --timestamp --switch-output=signal --mmap-pages=1M --delay=-1 --control=fd:3,4 --pid=PID" ]
+	# -g fp: the root stream beside (--root-freq, 0: none)
+	run "$BIN/mt-capture" run -n --mode sample --perf perf -F 2000 -g fp --root-freq 5 -o /tmp/cap -- ./prog
+	echo "$output" | grep -q -- "--event=cpu-clock/overwrite,call-graph=fp,freq=2000/u --event=cpu-clock/overwrite,call-graph=dwarf,stack-size=8192,freq=5/u "
+	run "$BIN/mt-capture" run -n --mode sample --perf perf -g fp --root-freq 0 -o /tmp/cap -- ./prog
+	! echo "$output" | grep -q -- "call-graph=dwarf"
 }
 
 @test "CMD with spaces and quotes in its arguments; its exit status is passed through" {

@@ -61,6 +61,7 @@ struct opts {
 	unsigned freq;
 	const char *event;
 	const char *call_graph;
+	int root_freq; /* -1: the default (freq / 250, at least 10) */
 	enum perfcmd_timing timing;
 	int kernel;
 	int per_thread;
@@ -107,6 +108,9 @@ static void usage(FILE *f)
 	      "                          dwarf where the program or a library lacks frame\n"
 	      "                          pointers, else fp (says which and why; -n shows fp);\n"
 	      "                          or fp, dwarf, lbr (docs/sampling.md)\n"
+	      "      --root-freq HZ      -g fp: stack-copy samples per second beside the fp ones,\n"
+	      "                          for each thread's root frames (default: --freq / 250,\n"
+	      "                          at least 10; 0: none)\n"
 	      "      --timing RES        pt: low, normal (default) or high\n"
 	      "      --kernel            record the kernel too (root, or perf_event_paranoid <= 1)\n"
 	      "      --per-thread        pt: one buffer per thread (-t) instead of per CPU\n"
@@ -475,6 +479,16 @@ static int perf_command(struct capture *c, const char *cmd)
 	return wait_ack(c, 10000);
 }
 
+/* -g fp: the rate of the stack-copy samples that give each thread's root
+ * frames (docs/sampling.md); 0 none. */
+static unsigned root_freq(const struct opts *o)
+{
+	unsigned hz = o->freq ? o->freq : 10000;
+	if (o->root_freq >= 0)
+		return (unsigned)o->root_freq;
+	return hz / 250 > 10 ? hz / 250 : 10;
+}
+
 static void build_perf_argv(struct capture *c, char **argv, size_t max, char *buf, size_t buflen,
 			    const char *perf, enum mode mode, int ctl_r, int ack_w)
 {
@@ -522,6 +536,7 @@ static void build_perf_argv(struct capture *c, char **argv, size_t max, char *bu
 		.event = o->event,
 		.freq = o->freq,
 		.call_graph = o->call_graph && strcmp(o->call_graph, "auto") ? o->call_graph : NULL,
+		.root_freq = root_freq(o),
 	};
 	if (perfcmd_build(&po, argv, max, buf, buflen) < 0)
 		mt_fatal(MT_EXIT_USAGE, "perf command line too long");
@@ -878,7 +893,7 @@ static void keep_chain(struct capture *c, const struct trigger_hit *h)
 	}
 	uint64_t *ips = c->chain_ips + c->nchain_ips;
 	size_t n = unw_sample(u, h->pid, h->tid, h->uregs, h->have, h->ustack, h->ustack_len, ips,
-			      MAXF);
+			      MAXF, NULL);
 	unw_free(u);
 	if (n < 2)
 		return;
@@ -1158,6 +1173,7 @@ enum {
 	O_PERF,
 	O_PTSIM,
 	O_PTSIM_ARGS,
+	O_ROOTFREQ,
 };
 
 /* One option of the command line into @o. */
@@ -1232,6 +1248,14 @@ static void parse_option(struct opts *o, int ch, const char **pidlist, char **ar
 				 optarg);
 		o->call_graph = optarg;
 		break;
+	case O_ROOTFREQ: {
+		char *end;
+		unsigned long v = strtoul(optarg, &end, 10);
+		if (*end || !*optarg || v > 10000)
+			drv_usage("bad --root-freq '%s'", optarg);
+		o->root_freq = (int)v;
+		break;
+	}
 	case O_TIMING:
 		if (!strcmp(optarg, "low"))
 			o->timing = PERFCMD_TIMING_LOW;
@@ -1287,6 +1311,7 @@ static const char *parse_args(struct opts *o, int argc, char **argv)
 		{"event", required_argument, 0, 'e'},
 		{"call-graph", required_argument, 0, 'g'},
 		{"timing", required_argument, 0, O_TIMING},
+		{"root-freq", required_argument, 0, O_ROOTFREQ},
 		{"kernel", no_argument, 0, O_KERNEL},
 		{"per-thread", no_argument, 0, O_PERTHREAD},
 		{"perf", required_argument, 0, O_PERF},
@@ -1460,6 +1485,12 @@ static void start_recording(struct capture *c, struct opts *o, enum mode mode, c
 			o->snapshot_size = ncpu <= 8 ? "32M" : ncpu <= 16 ? "16M" : ncpu <= 32 ? "8M" : "4M";
 		}
 	}
+	/* -g fp with the root stream: perf's default ring holds ~0.3 s at 10 kHz,
+	 * a thread's share of it too few stack copies to learn its root from
+	 * (two whole ones); as root a ring four times as big */
+	if (mode == MODE_SAMPLE && o->call_graph && !strcmp(o->call_graph, "fp") && root_freq(o) &&
+	    !o->snapshot_size && geteuid() == 0)
+		o->snapshot_size = sysconf(_SC_NPROCESSORS_ONLN) <= 16 ? "2M" : "1M";
 	int have_trigger = setup_trigger(c) == 0;
 	/* React to a hit before the program runs far past it: a real-time
 	 * priority when allowed (root), not passed on to perf or CMD. */
@@ -1665,7 +1696,7 @@ static int finish(struct capture *c, enum mode mode, int interrupted, int frozen
 
 int main(int argc, char **argv)
 {
-	static struct opts o = {.mode = MODE_AUTO, .freq = 10000, .timing = PERFCMD_TIMING_NORMAL};
+	static struct opts o = {.mode = MODE_AUTO, .freq = 10000, .root_freq = -1, .timing = PERFCMD_TIMING_NORMAL};
 	static struct capture c;
 	drv_init(argc, argv);
 	const char *pidlist = parse_args(&o, argc, argv);

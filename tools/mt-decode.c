@@ -28,7 +28,10 @@ static void usage(FILE *f)
 	      "thread or per cpu (threads from the context-switch sideband), snapshots with\n"
 	      "overlapping data removed.  A sampling recording gives stack samples (callchains,\n"
 	      "fp or lbr; dwarf: the user stack copies are unwound with libdw); hardware-\n"
-	      "breakpoint samples give trigger records.\n"
+	      "breakpoint samples give trigger records.  Beside frame-pointer samples, a\n"
+	      "stream of samples with a stack copy (mt-capture -g fp) gives each thread's\n"
+	      "root frames, joined to the fp stacks at the same return address\n"
+	      "(docs/sampling.md).\n"
 	      "\n"
 	      "Code images come from the MMAP/MMAP2 records: the file of that path and\n"
 	      "build-id in the --images directories, else at its path, else in ~/.debug\n"
@@ -48,6 +51,7 @@ static void usage(FILE *f)
 	      "                        (default: the recording's CPUID; raw mode: none)\n"
 	      "      --pid N, --tid N  raw mode: the thread to attribute the trace to (0)\n"
 	      "      --records         list every perf.data record as text (no decoding)\n"
+	      "      --no-root-join    sampling: leave frame-pointer stacks as the walk ended them\n"
 	      "      --partial         decode a truncated perf.data (a killed recorder) as far\n"
 	      "                        as it goes (exit 1); by default it is refused (exit 2)\n"
 	      "  -j, --jobs N          decode PT on N threads (default: the online cpus): each\n"
@@ -130,7 +134,7 @@ static void input_failed(int ret, const char *in, const char *msg)
 int main(int argc, char **argv)
 {
 	enum { O_IMAGES = 256, O_NOIMG, O_PT, O_IMAGE, O_CPU, O_PID, O_TID, O_RECORDS,
-	       O_PARTIAL, O_CHUNK, O_PARFB };
+	       O_PARTIAL, O_NOROOT, O_CHUNK, O_PARFB };
 	static const struct option lo[] = {
 		{"output", required_argument, NULL, 'o'},
 		{"input", required_argument, NULL, 'i'},
@@ -146,6 +150,7 @@ int main(int argc, char **argv)
 		{"pid", required_argument, NULL, O_PID},
 		{"tid", required_argument, NULL, O_TID},
 		{"records", no_argument, NULL, O_RECORDS},
+		{"no-root-join", no_argument, NULL, O_NOROOT},
 		{"stats", no_argument, NULL, 's'},
 		{"jobs", required_argument, NULL, 'j'},
 		{"chunk-bytes", required_argument, NULL, O_CHUNK},
@@ -216,6 +221,9 @@ int main(int argc, char **argv)
 			break;
 		case O_RECORDS:
 			records = 1;
+			break;
+		case O_NOROOT:
+			opts.no_root_join = 1;
 			break;
 		case 's':
 			stats = 1;
@@ -290,9 +298,13 @@ int main(int argc, char **argv)
 		fprintf(stderr,
 			"mt-decode: records=%" PRIu64 " aux_bytes=%" PRIu64 " blocks=%" PRIu64
 			" instructions=%" PRIu64 " branches=%" PRIu64 " gaps=%" PRIu64
-			" samples=%" PRIu64 " triggers=%" PRIu64 " unwound=%" PRIu64 "\n",
+			" samples=%" PRIu64 " triggers=%" PRIu64 " unwound=%" PRIu64,
 			st.records, st.aux_bytes, st.blocks, st.insns, st.branches, st.gaps,
 			st.samples, st.triggers, st.unwound); /* unwound: samples from their stack copy */
+		if (st.roots) /* root samples beside fp ones: whole, fp samples joined */
+			fprintf(stderr, " roots=%" PRIu64 " roots_whole=%" PRIu64 " rooted=%" PRIu64,
+				st.roots, st.roots_whole, st.rooted);
+		fputc('\n', stderr);
 		if (st.par_chunks)
 			fprintf(stderr,
 				"mt-decode: parallel: chunks=%" PRIu64 " spliced=%" PRIu64
