@@ -176,6 +176,13 @@ struct ptq {
 	uint32_t lost_timing; /* libipt's lost mtc + cyc count */
 	uint64_t last_tsc;    /* q->time is its perf time (or later) */
 	uint64_t nblocks, ninsns;
+	/* blocks that ended at a branch (a pending branch was set): the PSB
+	 * and spin checks run at every 16th, a count that does not depend on
+	 * where libipt splits straight-line code (its block cache), so that
+	 * chunks decoded on other threads check at the same places (-j N);
+	 * decided: the last block was one */
+	uint64_t ndec;
+	int decided;
 	int untimed;	      /* after an overflow, until timing is exact again */
 	/* spinning, checked every 16 blocks (q_spinning): the offset and the
 	 * instruction count at the last check, and how many instructions ran
@@ -205,6 +212,12 @@ struct ptq {
 	struct pt_block_decoder *segdec;
 	int rs_th;		/* the thread whose gap the resync closed (-1 none) */
 	struct mtev_rec rs_gap; /* that gap, open again if the copy fails */
+
+	/* PSB-parallel decoding (ptd_par.c): while set, the stepper's libipt
+	 * calls on dec are answered from chunks decoded ahead on other
+	 * threads; par_seg: 1 + the segment it was last considered for */
+	struct parq *par;
+	size_t par_seg;
 };
 
 enum { Q_SEG, Q_SYNC, Q_RUN, Q_DONE };
@@ -333,6 +346,9 @@ struct ptd {
 	struct mtev_rec *sbout;
 	size_t nsbout, sboutcap;
 	struct ptd_walk *walk; /* the cached walk's shared state (ptd_walk.c), or NULL */
+	struct ppool *pool; /* PSB-parallel decoding: worker threads (ptd_par.c) */
+	size_t sb_imglast;  /* 1 + the last sideband record that changes an image */
+	int sb_imgscan;	    /* sb_imglast is known */
 	unsigned nkmissing; /* kernel images not found */
 	const char *kmissing_first;
 };
@@ -438,6 +454,8 @@ static inline void q_commit(struct ptq *q)
 }
 
 /* ---- ptd_step.c ---- */
+/* Whether block @b ends at a branch (the stepper's classifier). */
+int ptd_block_branches(struct ptd *d, const struct pt_block *b);
 /* The thread's trace ends: its closing record (trace-end, or its pending
  * gap) into @q's ring, or with @q NULL into d->fin (the end of all data). */
 void thr_finish(struct ptd *d, struct ptq *q, struct thr *t);
@@ -462,6 +480,24 @@ void q_set_thread(struct ptd *d, struct ptq *q, uint64_t time);
  * up to go on from the first packet after it with a full IP, behind a PSB+
  * made for it (1), or nothing changed (0; d->err may be set). */
 int q_resync(struct ptd *d, struct ptq *q, uint64_t lo);
+
+/* ---- ptd_par.c: PSB-parallel decoding (docs/decode.md) ---- */
+/* After @q's first sync in a segment: decode the rest of the segment in
+ * chunks on the worker threads if that gives the same output. */
+void ptd_par_start(struct ptd *d, struct ptq *q);
+/* Ends @q's parallel decoding (its decoder is about to be freed). */
+void ptd_par_stop(struct ptd *d, struct ptq *q);
+/* Stops every queue's parallel decoding and the threads. */
+void ptd_par_fini(struct ptd *d);
+/* The stepper's libipt calls while q->par is set (ptd_par.h maps them). */
+int par_next(struct ptq *q, struct pt_block *b);
+int par_event(struct ptq *q, struct pt_event *ev);
+int par_time(struct ptq *q, uint64_t *tsc, uint32_t *lm, uint32_t *lc);
+int par_offset(struct ptq *q, uint64_t *off);
+int par_sync_forward(struct ptq *q);
+int par_sync_offset(struct ptq *q, uint64_t *off);
+int par_sync_set(struct ptq *q, uint64_t off);
+int par_set_image(struct ptq *q, struct pt_image *img);
 
 /* ---- ptd_sideband.c ---- */
 /* Sideband record @s as MTEV records appended to d->sbout (0 or more). */

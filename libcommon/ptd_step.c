@@ -5,6 +5,7 @@
  * cached) says what that instruction is and how long, and the next block's
  * ip says where it went.  Records go into the queue's ring only. */
 #include "ptd_int.h"
+#include "ptd_par.h" /* -j N: libipt's calls answered by ptd_par.c */
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -348,7 +349,8 @@ static int err_keeps(int code)
 static void q_resync_free(struct ptq *q)
 {
 	if (q->segdec) {
-		pt_blk_free_decoder(q->dec);
+		/* the copy's decoder: never parallel (ptd_par_start) */
+		(pt_blk_free_decoder)(q->dec);
 		q->dec = q->segdec;
 		q->segdec = NULL;
 	}
@@ -456,15 +458,16 @@ static void q_error(struct ptd *d, struct ptq *q, int err, uint64_t ip)
  * needs no packets: libipt would decode it forever from a trace that leads
  * there (a corrupt one: real hardware faults on the hlt).  No real code runs
  * this many instructions without a conditional or indirect branch, which
- * consume trace.  Checked with the PSB check, every 16 blocks (asking
- * libipt for the offset after every block cost 2% of all instructions): the
- * count starts at the first check that sees the offset where it stays, so a
- * loop is caught at most 16 blocks after it passes the limit. */
+ * consume trace.  Checked with the PSB check, every 16 blocks that end at
+ * a branch (asking libipt for the offset after every block cost 2% of all
+ * instructions): the count starts at the first check that sees the offset
+ * where it stays, so a loop is caught at most 16 branches after it passes
+ * the limit. */
 #ifndef PTD_MAX_SPIN /* the fuzz build lowers it (mk/fuzz.mk): same paths, shorter runs */
 #define PTD_MAX_SPIN (1u << 17)
 #endif
 
-/* At a check (q->nblocks a multiple of 16), the decoder at @off (0 if
+/* At a check (q->ndec a multiple of 16), the decoder at @off (0 if
  * unknown): whether the queue is spinning. */
 static inline int q_spin_check(uint64_t off, uint64_t ninsns, uint64_t *spin_off,
 			       uint64_t *spin_mark, uint64_t *spin_insns)
@@ -674,6 +677,7 @@ static inline __attribute__((always_inline)) void handle_block_tail(struct ptd *
 	enum x86br cls;
 	struct thr *th;
 
+	q->decided = 0;
 	if (q_cpu_needs_switch(d, q, t))
 		q_set_thread(d, q, t);
 	if (q->th < 0)
@@ -695,6 +699,8 @@ static inline __attribute__((always_inline)) void handle_block_tail(struct ptd *
 	cls = classify_at(d, b, &size);
 	if (cls == X86BR_NONE)
 		return;
+	q->decided = 1;
+	q->ndec++;
 	q->pend.valid = 1;
 	q->pend.cls = (uint8_t)cls;
 	q->pend.size = size;
@@ -709,6 +715,7 @@ static inline __attribute__((always_inline)) void handle_block(struct ptd *d, st
 {
 	uint64_t t;
 
+	q->decided = 0;
 	if (q->pend.valid)
 		resolve(d, q, b->ip);
 	if (!b->ninsn)
@@ -786,6 +793,7 @@ static inline __attribute__((always_inline)) int fast_br_type(struct ptd *d, str
 		q->last_tsc = last_tsc;                                                            \
 		q->lost_timing = lost;                                                             \
 		q->nblocks = nblocks;                                                              \
+		q->ndec = ndec;                                                                    \
 		q->ninsns = ninsns;                                                                \
 		q->spin_off = spin_off;                                                            \
 		q->spin_insns = spin_insns;                                                        \
@@ -808,7 +816,7 @@ static int q_fast(struct ptd *d, struct ptq *q, uint64_t limit, struct pt_block 
 	struct pend *p = &q->pend;
 	const uint32_t tid = th->tid;
 	uint64_t now = q->time, last_tsc = q->last_tsc;
-	uint64_t nblocks = q->nblocks, ninsns = q->ninsns;
+	uint64_t nblocks = q->nblocks, ninsns = q->ninsns, ndec = q->ndec;
 	uint64_t spin_off = q->spin_off, spin_insns = q->spin_insns, spin_mark = q->spin_mark;
 	uint32_t lost = q->lost_timing;
 	uint64_t last_ip = 0, br_time = 0, nbr = 0, stop, sw_next = UINT64_MAX;
@@ -829,6 +837,7 @@ static int q_fast(struct ptd *d, struct ptq *q, uint64_t limit, struct pt_block 
 		uint32_t lm, lc;
 		uint8_t size;
 		enum x86br cls;
+		int decided = 0;
 
 		st = pt_blk_next(dec, b, sizeof *b);
 		if (st < 0)
@@ -885,6 +894,8 @@ static int q_fast(struct ptd *d, struct ptq *q, uint64_t limit, struct pt_block 
 			touched = 1;
 			cls = classify_at(d, b, &size);
 			if (cls != X86BR_NONE) {
+				decided = 1;
+				ndec++;
 				p->valid = 1;
 				p->cls = (uint8_t)cls;
 				p->size = size;
@@ -894,9 +905,9 @@ static int q_fast(struct ptd *d, struct ptq *q, uint64_t limit, struct pt_block 
 				p->time = now;
 			}
 		}
-		/* q_step's checks: every 16 blocks a PSB passed and
-		 * spinning; a full batch, the time limit, sideband due */
-		if (!(nblocks & 15)) {
+		/* q_step's checks: every 16 branch blocks a PSB passed
+		 * and spinning; a full batch, the time limit, sideband due */
+		if (decided && !(ndec & 15)) {
 			off = 0;
 			if (pt_blk_get_offset(dec, &off) >= 0)
 				off = q_off(q, off);
@@ -1015,6 +1026,7 @@ static void q_sync(struct ptd *d, struct ptq *q)
 		}
 	}
 	q->state = Q_RUN;
+	ptd_par_start(d, q); /* -j N: the rest of the segment on other threads */
 }
 
 /* Blocks until an event, an error, a full batch, the time limit or
@@ -1036,9 +1048,9 @@ static int q_blocks(struct ptd *d, struct ptq *q, uint64_t limit, struct pt_bloc
 		q->status = st;
 		handle_block(d, q, blk, 1);
 	checks:
-		if (!(q->nblocks & 15)) {
-			/* checked every 16 blocks: a commit a few blocks late
-			 * is as good */
+		if (q->decided && !(q->ndec & 15)) {
+			/* checked every 16 blocks ending at a branch (ndec):
+			 * a commit a few blocks late is as good */
 			uint64_t off = 0;
 			if (pt_blk_get_offset(q->dec, &off) >= 0)
 				off = q_off(q, off);
@@ -1256,4 +1268,12 @@ void ptd_set_gap(struct ptd *d, struct ptq *q, unsigned reason, int code, uint64
 		 uint64_t ip, const char *msg)
 {
 	set_gap(d, q, reason, code, offset, ip, msg);
+}
+
+/* For ptd_par.c: whether block @b ends at a branch (what sets a pending
+ * branch), the stepper's own rule. */
+int ptd_block_branches(struct ptd *d, const struct pt_block *b)
+{
+	uint8_t size;
+	return classify_at(d, b, &size) != X86BR_NONE;
 }

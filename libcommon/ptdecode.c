@@ -56,6 +56,7 @@ static int ptd_init(struct ptd *d, struct ptd_options *opts, struct ptd_stats *s
 static void ptd_fini(struct ptd *d)
 {
 	size_t i;
+	ptd_par_fini(d); /* before the decoders and images go */
 	for (i = 0; i < d->nq; i++) {
 		struct ptq *q = &d->q[i];
 		size_t k;

@@ -52,6 +52,10 @@ struct ptd_options {
 	 * it).  The fuzz target's, which decodes one image over and over. */
 	struct pt_image_section_cache *iscache;
 	int resync; /* after damage, go on before the next PSB where exact (docs/decode.md) */
+	/* threads decoding PT (PSB-parallel, docs/decode.md): 0 or 1 serial */
+	int jobs;
+	uint64_t chunk_bytes; /* bytes of trace per chunk at least; 0: 4 KiB */
+	int par_fallback;     /* test: never switch chunks, take the serial fallback */
 	/* sampling: frame-pointer stacks are not completed with their
 	 * thread's root chain (docs/sampling.md) */
 	int no_root_join;
@@ -76,6 +80,9 @@ struct ptd_stats {
 	uint64_t resync_tries, resyncs; /* resyncs before the next PSB: tried, done */
 	uint64_t resync_skipped;	/* bytes from the damage to where packets were found */
 	uint64_t warnings;
+	/* -j N: chunks decoded on threads, switched to at a PSB, and serial
+	 * fallbacks (the records could not answer) */
+	uint64_t par_chunks, par_spliced, par_fallbacks;
 	int degraded; /* the data had errors: gaps, missing images, truncation */
 };
 

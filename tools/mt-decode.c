@@ -62,6 +62,11 @@ static void usage(FILE *f)
 	      "                        from the first TIP with a known address when its time\n"
 	      "                        is known exactly (default: wait for the PSB;\n"
 	      "                        docs/decode.md)\n"
+	      "  -j, --jobs N          decode PT on N threads (default: the online cpus): each\n"
+	      "                        trace cut at PSBs into chunks decoded ahead; the output\n"
+	      "                        is the same as with -j 1 (docs/decode.md)\n"
+	      "      --chunk-bytes N   -j: cut chunks at the first PSB N bytes on (4 KiB)\n"
+	      "      --par-fallback    -j: test the serial fallback (no chunk is switched to)\n"
 	      "  -s, --stats           print counts (records, AUX bytes, branches, gaps) to stderr\n"
 	      "  -h, --help            this help\n"
 	      "\n"
@@ -137,7 +142,7 @@ static void input_failed(int ret, const char *in, const char *msg)
 int main(int argc, char **argv)
 {
 	enum { O_IMAGES = 256, O_NOIMG, O_PT, O_IMAGE, O_CPU, O_PID, O_TID, O_RECORDS,
-	       O_PARTIAL, O_DECODER, O_RESYNC, O_NOROOT };
+	       O_PARTIAL, O_DECODER, O_RESYNC, O_NOROOT, O_CHUNK, O_PARFB };
 	static const struct option lo[] = {
 		{"output", required_argument, NULL, 'o'},
 		{"input", required_argument, NULL, 'i'},
@@ -157,6 +162,9 @@ int main(int argc, char **argv)
 		{"decoder", required_argument, NULL, O_DECODER},
 		{"no-root-join", no_argument, NULL, O_NOROOT},
 		{"stats", no_argument, NULL, 's'},
+		{"jobs", required_argument, NULL, 'j'},
+		{"chunk-bytes", required_argument, NULL, O_CHUNK},
+		{"par-fallback", no_argument, NULL, O_PARFB},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -170,8 +178,12 @@ int main(int argc, char **argv)
 
 	drv_init(argc, argv);
 	memset(&oc, 0, sizeof oc);
+	{
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+		opts.jobs = n < 1 ? 1 : n > 256 ? 256 : (int)n;
+	}
 	opts.warn = warn_cb;
-	while ((c = getopt_long(argc, argv, ":i:o:fsh", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":i:o:fshj:", lo, NULL)) != -1) {
 		switch (c) {
 		case 'i':
 			in_opt = optarg;
@@ -239,6 +251,25 @@ int main(int argc, char **argv)
 		case 's':
 			stats = 1;
 			break;
+		case O_CHUNK: {
+			char *e;
+			unsigned long long n = strtoull(optarg, &e, 0);
+			if (e == optarg || *e || !n)
+				drv_usage("bad --chunk-bytes %s", optarg);
+			opts.chunk_bytes = n;
+			break;
+		}
+		case O_PARFB:
+			opts.par_fallback = 1;
+			break;
+		case 'j': {
+			char *e;
+			long n = strtol(optarg, &e, 10);
+			if (e == optarg || *e || n < 1 || n > 256)
+				drv_usage("bad --jobs %s (want 1 to 256)", optarg);
+			opts.jobs = (int)n;
+			break;
+		}
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -302,6 +333,11 @@ int main(int argc, char **argv)
 				"mt-decode: resync before a PSB: tried=%" PRIu64 " done=%" PRIu64
 				" bytes-skipped=%" PRIu64 "\n",
 				st.resync_tries, st.resyncs, st.resync_skipped);
+		if (st.par_chunks)
+			fprintf(stderr,
+				"mt-decode: parallel: chunks=%" PRIu64 " spliced=%" PRIu64
+				" fallbacks=%" PRIu64 "\n",
+				st.par_chunks, st.par_spliced, st.par_fallbacks);
 	}
 	free(images);
 	return st.degraded || st.warnings ? MT_EXIT_DEGRADED : MT_EXIT_OK;

@@ -1,0 +1,838 @@
+/* ptd_par: PSB-parallel decoding (mt-decode -j N).  A queue's segment is
+ * cut at PSBs into chunks; worker threads decode the chunks ahead, each
+ * with a block decoder of its own synchronized at the chunk's PSB, and
+ * record every answer libipt gave (the block or event, the status, the
+ * time and the offset after it).  The stepper runs exactly as with one
+ * thread: its libipt calls (ptd_par.h) are answered from those records, so
+ * everything that links chunks (thread state, pending gap and branch,
+ * trace-start owed, per-cpu thread, sideband by time) stays in the one
+ * serial stepper.
+ *
+ * What must hold is that a decoder synchronized at a PSB answers like the
+ * one that decoded up to it.  Each chunk's decoder goes on past the next
+ * chunk's PSB (PAR_OVL answers); where the two agree from some answer to
+ * the end of that overlap, the stepper switches chunks there (a splice).
+ * Where they do not, or the stepper asks for something the records do not
+ * hold (a spin error, an image change), the queue's own decoder is brought
+ * to the same place by repeating the stepper's calls since the chunks
+ * began (a log of them), and the segment goes on serially.  Parallel
+ * decoding starts only where the rest cannot disagree by construction:
+ * per-thread queues, TSC in every PSB+ and no CYC (libipt's time then
+ * restarts at each PSB+, its CYC calibration would not), and no sideband
+ * left that changes an image (mmap of code, exec, fork) -- the workers'
+ * image copies are made when the chunks start.  docs/decode.md. */
+#include "ptd_int.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vec.h"
+
+/* a chunk is at least this many bytes of trace (to the next PSB): small,
+ * so that a chunk's answers are still in the cache when the stepper reads
+ * them (64 KiB cost 1.5x the CPU of 4 KiB on the 50M trace, 2.6x on four
+ * threads: bench/decode-par.sh) */
+#define PAR_CHUNK_DEFAULT (4u << 10)
+/* answers recorded past the next chunk's PSB, to find the splice */
+#define PAR_OVL 64
+/* instructions without trace after which a chunk ends (the stepper's own
+ * limit, PTD_MAX_SPIN, is lower: it reports the loop) */
+#define PAR_SPIN (1u << 20)
+
+enum { PR_NEXT, PR_EVENT, PR_SYNC };
+
+struct prec { /* one libipt answer */
+	uint8_t op;
+	int32_t ret;  /* the call's status or error */
+	int32_t tret; /* pt_blk_time after it */
+	int32_t oret; /* pt_blk_get_offset after it */
+	uint32_t lm, lc;
+	uint64_t tsc, off;
+	union {
+		struct pt_block b;
+		struct pt_event ev;
+		struct {
+			uint64_t soff;
+			int32_t sret;
+		} sy;
+	} u;
+};
+
+enum { J_TODO, J_RUN, J_DONE };
+
+struct pjob {
+	uint64_t begin, end; /* from the PSB at begin; the next chunk's PSB at end */
+	uint64_t ovl;	     /* answers past this offset are the overlap */
+	int last;	     /* to the end of the segment */
+	int state;	     /* J_*, under the pool's lock */
+	struct prec *r;
+	size_t n, cap;
+	size_t ovl0; /* first answer past end (SIZE_MAX: none) */
+	int oom;
+};
+
+struct parq {
+	struct ptd *d;
+	struct ptq *q;
+	struct pt_config cfg;
+	struct pt_image *img0;	     /* the stepper's image when the chunks began */
+	struct pt_image **img;	     /* per thread slot: a copy */
+	struct pt_block_decoder **dec; /* per thread slot */
+	int status0;		     /* the decoder's status when the chunks began */
+	struct pjob *job;
+	size_t njob;
+	size_t released; /* jobs below it may run */
+	int running;	 /* jobs of this queue running (under the lock) */
+	/* the stepper's side */
+	size_t cur, pos; /* the answer it reads next: job cur, record pos */
+	size_t stop;	 /* switch to the next job at this record (SIZE_MAX: not known) */
+	size_t entry;	 /* ... at this record of the next job */
+	const struct prec *last; /* the last answer (time, offset) */
+	struct prec act;	 /* the decoder's answers when the chunks began, or
+				  * the last answer of a job already freed */
+	uint64_t soff;
+	int sret;
+	int last_sync; /* the last call was a sync (sync_set may repeat it) */
+	/* record buffers of jobs consumed, for the next jobs (fresh memory
+	 * would be page faults all over again), under the lock */
+	struct spare {
+		struct prec *r;
+		size_t cap;
+	} spare[8];
+	int nspare;
+};
+
+struct ppool {
+	pthread_mutex_t mu;
+	pthread_cond_t work, done;
+	pthread_t *th;
+	int nth; /* worker threads; slot 0 is the stepper's */
+	int quit;
+	struct parq **act; /* queues decoded in parallel */
+	size_t nact, actcap;
+	size_t rr; /* round robin over them */
+};
+
+/* ---- the workers ---- */
+
+static struct prec *rec_add(struct pjob *j)
+{
+	if (j->n == j->cap) {
+		size_t nc = j->cap ? 2 * j->cap : 1024;
+		struct prec *v = realloc(j->r, nc * sizeof *v);
+		if (!v) {
+			j->oom = 1;
+			return NULL;
+		}
+		j->r = v;
+		j->cap = nc;
+	}
+	return &j->r[j->n++];
+}
+
+static void rec_after(struct pt_block_decoder *dec, struct prec *r)
+{
+	r->tret = pt_blk_time(dec, &r->tsc, &r->lm, &r->lc);
+	r->off = 0;
+	r->oret = pt_blk_get_offset(dec, &r->off);
+}
+
+static struct prec *rec_sync(struct pt_block_decoder *dec, struct pjob *j, int st)
+{
+	struct prec *r = rec_add(j);
+	if (!r)
+		return NULL;
+	memset(r, 0, sizeof *r);
+	r->op = PR_SYNC;
+	r->ret = st;
+	r->u.sy.sret = pt_blk_get_sync_offset(dec, &r->u.sy.soff);
+	rec_after(dec, r);
+	return r;
+}
+
+/* Decodes job @j as the stepper's libipt stepper would call libipt: blocks
+ * and events by the status, after an error a sync to the next PSB. */
+static void job_run(struct parq *pq, struct pjob *j, int slot)
+{
+	struct pt_block_decoder *dec = pq->dec[slot];
+	uint64_t failoff = UINT64_MAX, spinoff = UINT64_MAX, spin = 0;
+	size_t past = 0;
+	struct prec *r;
+	int st;
+
+	j->n = 0;
+	j->ovl0 = SIZE_MAX;
+	if (!dec) {
+		dec = pq->dec[slot] = pt_blk_alloc_decoder(&pq->cfg);
+		if (!dec || pt_blk_set_image(dec, pq->img[slot]) < 0) {
+			j->oom = 1;
+			return;
+		}
+	}
+	st = pt_blk_sync_set(dec, j->begin);
+	if (!(r = rec_sync(dec, j, st)))
+		return;
+	for (;;) {
+		if (st < 0) {
+			if (r->op == PR_SYNC) {
+				/* a sync failed: the end, or a broken PSB+
+				 * (the stepper reports it and syncs on while
+				 * the offset moves) */
+				if (st == -pte_eos || r->oret < 0 || r->off == failoff)
+					break;
+				failoff = r->off;
+			}
+			st = pt_blk_sync_forward(dec);
+			if (!(r = rec_sync(dec, j, st)))
+				return;
+		} else {
+			if (!(r = rec_add(j)))
+				return;
+			if (st & pts_event_pending) {
+				memset(&r->u.ev, 0, sizeof r->u.ev);
+				r->op = PR_EVENT;
+				r->ret = pt_blk_event(dec, &r->u.ev, sizeof r->u.ev);
+			} else {
+				memset(&r->u.b, 0, sizeof r->u.b);
+				r->op = PR_NEXT;
+				r->ret = pt_blk_next(dec, &r->u.b, sizeof r->u.b);
+			}
+			rec_after(dec, r);
+			st = r->ret;
+			/* code that loops without trace: the stepper stops it
+			 * (q_spin_error), here it ends the chunk */
+			if (r->op == PR_NEXT && r->off == spinoff) {
+				spin += r->u.b.ninsn;
+				if (spin > PAR_SPIN)
+					break;
+			} else {
+				spinoff = r->off;
+				spin = 0;
+			}
+		}
+		if (!j->last && r->oret >= 0 && r->off > j->ovl) {
+			if (!past++)
+				j->ovl0 = j->n - 1;
+			if (past >= PAR_OVL)
+				break;
+		}
+	}
+}
+
+static struct pjob *pick(struct ppool *p, struct parq **pqp)
+{
+	size_t k, i;
+	for (k = 0; k < p->nact; k++) {
+		struct parq *pq = p->act[(p->rr + k) % p->nact];
+		for (i = pq->cur; i < pq->released; i++)
+			if (pq->job[i].state == J_TODO) {
+				p->rr = (p->rr + k + 1) % p->nact;
+				*pqp = pq;
+				return &pq->job[i];
+			}
+	}
+	return NULL;
+}
+
+/* Runs @j of @pq on thread slot @slot; the lock is held on entry and exit. */
+static void job_do(struct ppool *p, struct parq *pq, struct pjob *j, int slot)
+{
+	j->state = J_RUN;
+	pq->running++;
+	if (!j->r && pq->nspare) {
+		pq->nspare--;
+		j->r = pq->spare[pq->nspare].r;
+		j->cap = pq->spare[pq->nspare].cap;
+	}
+	if (!j->r && !j->last) {
+		/* about 1.3 blocks a byte of trace: no growing on the way */
+		size_t cap = (size_t)(2 * (j->end - j->begin)) + 2 * PAR_OVL + 256;
+		j->r = malloc(cap * sizeof *j->r);
+		j->cap = j->r ? cap : 0;
+	}
+	pthread_mutex_unlock(&p->mu);
+	job_run(pq, j, slot);
+	pthread_mutex_lock(&p->mu);
+	j->state = J_DONE;
+	pq->running--;
+	pthread_cond_broadcast(&p->done);
+}
+
+struct wctx {
+	struct ppool *p;
+	int slot;
+};
+
+static void *worker(void *arg)
+{
+	struct wctx *w = arg;
+	struct ppool *p = w->p;
+	pthread_mutex_lock(&p->mu);
+	while (!p->quit) {
+		struct parq *pq;
+		struct pjob *j = pick(p, &pq);
+		if (!j) {
+			pthread_cond_wait(&p->work, &p->mu);
+			continue;
+		}
+		job_do(p, pq, j, w->slot);
+	}
+	pthread_mutex_unlock(&p->mu);
+	free(w);
+	return NULL;
+}
+
+static int pool_start(struct ptd *d)
+{
+	struct ppool *p;
+	int n = d->opts->jobs, i;
+	if (d->pool)
+		return 0;
+	p = calloc(1, sizeof *p);
+	if (!p)
+		return -1;
+	pthread_mutex_init(&p->mu, NULL);
+	pthread_cond_init(&p->work, NULL);
+	pthread_cond_init(&p->done, NULL);
+	p->th = calloc((size_t)n, sizeof *p->th);
+	if (!p->th) {
+		free(p);
+		return -1;
+	}
+	d->pool = p;
+	for (i = 0; i + 1 < n; i++) {
+		struct wctx *w = malloc(sizeof *w);
+		if (!w)
+			break;
+		w->p = p;
+		w->slot = i + 1;
+		if (pthread_create(&p->th[i], NULL, worker, w)) {
+			free(w);
+			break;
+		}
+		p->nth++;
+	}
+	return 0;
+}
+
+/* ---- the stepper's side ---- */
+
+/* Lets the workers run up to 2 chunks per thread ahead of the stepper. */
+static void release(struct ppool *p, struct parq *pq)
+{
+	size_t want = pq->cur + 2 * (size_t)(p->nth + 1);
+	if (want > pq->njob)
+		want = pq->njob;
+	if (want > pq->released) {
+		pq->released = want;
+		pthread_cond_broadcast(&p->work);
+	}
+}
+
+/* Job @k of @pq, decoded: by a worker, or here when none has begun it;
+ * while a worker has it, this thread runs others. */
+static struct pjob *job_wait(struct ptd *d, struct parq *pq, size_t k)
+{
+	struct ppool *p = d->pool;
+	struct pjob *j = &pq->job[k];
+	pthread_mutex_lock(&p->mu);
+	if (k >= pq->released) {
+		pq->released = k + 1;
+		pthread_cond_broadcast(&p->work);
+	}
+	while (j->state != J_DONE) {
+		struct parq *o;
+		struct pjob *x;
+		if (j->state == J_TODO) {
+			job_do(p, pq, j, 0);
+			continue;
+		}
+		x = pick(p, &o);
+		if (x)
+			job_do(p, o, x, 0);
+		else
+			pthread_cond_wait(&p->done, &p->mu);
+	}
+	pthread_mutex_unlock(&p->mu);
+	return j;
+}
+
+/* The answers that matter to the stepper: events, syncs, errors and blocks
+ * that end at a branch.  libipt ends other blocks (straight-line code) at
+ * places that depend on its block cache, shared by the decoders of a
+ * section: the stepper does the same with or without them (ptd_int.h,
+ * ndec), so chunks are compared and counted by these units only. */
+static int unit(struct ptd *d, const struct prec *r)
+{
+	return r->op != PR_NEXT || r->ret < 0 || ptd_block_branches(d, &r->u.b);
+}
+
+/* Events by what they say (libipt leaves bytes of the union unset). */
+static int ev_eq(const struct pt_event *a, const struct pt_event *b)
+{
+	if (a->type != b->type || a->ip_suppressed != b->ip_suppressed ||
+	    a->status_update != b->status_update || a->has_tsc != b->has_tsc ||
+	    (a->has_tsc && (a->tsc != b->tsc || a->lost_mtc != b->lost_mtc ||
+			    a->lost_cyc != b->lost_cyc)))
+		return 0;
+	switch (a->type) {
+	case ptev_enabled:
+		return a->variant.enabled.ip == b->variant.enabled.ip &&
+		       a->variant.enabled.resumed == b->variant.enabled.resumed;
+	case ptev_disabled:
+		return a->variant.disabled.ip == b->variant.disabled.ip;
+	case ptev_async_disabled:
+		return a->variant.async_disabled.at == b->variant.async_disabled.at &&
+		       a->variant.async_disabled.ip == b->variant.async_disabled.ip;
+	case ptev_async_branch:
+		return a->variant.async_branch.from == b->variant.async_branch.from &&
+		       a->variant.async_branch.to == b->variant.async_branch.to;
+	case ptev_overflow:
+		return a->variant.overflow.ip == b->variant.overflow.ip;
+	case ptev_exec_mode:
+		return a->variant.exec_mode.ip == b->variant.exec_mode.ip &&
+		       a->variant.exec_mode.mode == b->variant.exec_mode.mode;
+	default:
+		return 1; /* the stepper reads nothing else */
+	}
+}
+
+static int unit_eq(const struct prec *a, const struct prec *b)
+{
+	if (a->op != b->op || a->ret != b->ret || a->tret != b->tret || a->oret != b->oret ||
+	    a->off != b->off || a->tsc != b->tsc || a->lm != b->lm || a->lc != b->lc)
+		return 0;
+	switch (a->op) {
+	case PR_NEXT:
+		return a->ret < 0 ||
+		       (a->u.b.end_ip == b->u.b.end_ip && a->u.b.isid == b->u.b.isid &&
+			a->u.b.mode == b->u.b.mode);
+	case PR_EVENT:
+		return ev_eq(&a->u.ev, &b->u.ev);
+	default: /* the sync offset is asked for after a successful sync only */
+		return a->ret < 0 || (a->u.sy.soff == b->u.sy.soff && a->u.sy.sret == b->u.sy.sret);
+	}
+}
+
+/* The first answer of @b whose offset is @off or more (offsets only grow
+ * along a decoder's answers). */
+static size_t find_off(const struct pjob *b, uint64_t off)
+{
+	size_t lo = 1, hi = b->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (b->r[mid].off < off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* The next unit of @j at or after @k (j->n: none). */
+static size_t next_unit(struct ptd *d, const struct pjob *j, size_t k)
+{
+	while (k < j->n && !unit(d, &j->r[k]))
+		k++;
+	return k;
+}
+
+/* Where the stepper leaves job cur for job cur + 1: a unit of cur's
+ * overlap from which on cur's units are the next job's, to the end of the
+ * overlap.  0: found; -1 none. */
+static int splice(struct ptd *d, struct parq *pq)
+{
+	const struct pjob *a = &pq->job[pq->cur], *b;
+	size_t j, i, x, y;
+	if (pq->cur + 1 >= pq->njob || d->opts->par_fallback)
+		return -1;
+	b = job_wait(d, pq, pq->cur + 1);
+	if (a->oom || b->oom)
+		return -1;
+	for (j = next_unit(d, a, a->ovl0 > pq->pos ? a->ovl0 : pq->pos); j < a->n;
+	     j = next_unit(d, a, j + 1)) {
+		if (a->r[j].oret < 0)
+			continue;
+		for (i = find_off(b, a->r[j].off); i < b->n && b->r[i].off == a->r[j].off; i++) {
+			if (!unit(d, &b->r[i]) || !unit_eq(&a->r[j], &b->r[i]))
+				continue;
+			x = j;
+			y = i;
+			for (;;) {
+				x = next_unit(d, a, x + 1);
+				y = next_unit(d, b, y + 1);
+				if (x == a->n || y == b->n || !unit_eq(&a->r[x], &b->r[y]))
+					break;
+			}
+			if (x == a->n) {
+				d->st->par_spliced++;
+				pq->stop = j;
+				pq->entry = i;
+				return 0;
+			}
+		}
+	}
+	return -1;
+}
+
+static void pq_free(struct ptd *d, struct parq *pq)
+{
+	size_t i;
+	int s, ns = d->pool->nth + 1;
+	for (i = 0; i < pq->njob; i++)
+		free(pq->job[i].r);
+	while (pq->nspare)
+		free(pq->spare[--pq->nspare].r);
+	free(pq->job);
+	for (s = 0; s < ns; s++) {
+		if (pq->dec && pq->dec[s])
+			pt_blk_free_decoder(pq->dec[s]);
+		if (pq->img && pq->img[s])
+			pt_image_free(pq->img[s]);
+	}
+	free(pq->dec);
+	free(pq->img);
+	free(pq);
+}
+
+void ptd_par_stop(struct ptd *d, struct ptq *q)
+{
+	struct parq *pq = q->par;
+	struct ppool *p = d->pool;
+	size_t i;
+	if (!pq)
+		return;
+	q->par = NULL;
+	pthread_mutex_lock(&p->mu);
+	for (i = 0; i < p->nact; i++)
+		if (p->act[i] == pq) {
+			p->act[i] = p->act[--p->nact];
+			break;
+		}
+	p->rr = 0;
+	while (pq->running)
+		pthread_cond_wait(&p->done, &p->mu);
+	pthread_mutex_unlock(&p->mu);
+	pq_free(d, pq);
+}
+
+/* The records cannot answer: the queue's own decoder is synchronized where
+ * the current job began and run, as the job's worker ran, to the units the
+ * stepper has had; it answers from there on (the rest of the segment is
+ * decoded serially). */
+static void fallback(struct ptd *d, struct ptq *q)
+{
+	struct parq *pq = q->par;
+	struct pt_block_decoder *dec = q->dec;
+	const struct pjob *j = &pq->job[pq->cur];
+	const struct prec *want = NULL;
+	struct prec r;
+	size_t k, target = 0, n = 0;
+	uint64_t failoff = UINT64_MAX;
+	int st;
+
+	for (k = 1; k < pq->pos && k < j->n; k++)
+		if (unit(d, &j->r[k])) {
+			target++;
+			want = &j->r[k];
+		}
+	d->st->par_fallbacks++;
+	memset(&r, 0, sizeof r);
+	st = pt_blk_sync_set(dec, j->begin);
+	r.op = PR_SYNC;
+	r.ret = st;
+	rec_after(dec, &r);
+	while (n < target) {
+		if (st < 0 && r.op == PR_SYNC) {
+			/* as job_run: the end, or a broken PSB+ */
+			if (st == -pte_eos || r.oret < 0 || r.off == failoff)
+				break;
+			failoff = r.off;
+		}
+		memset(&r, 0, sizeof r);
+		if (st < 0) {
+			r.op = PR_SYNC;
+			r.ret = st = pt_blk_sync_forward(dec);
+			r.u.sy.sret = pt_blk_get_sync_offset(dec, &r.u.sy.soff);
+		} else if (st & pts_event_pending) {
+			r.op = PR_EVENT;
+			r.ret = st = pt_blk_event(dec, &r.u.ev, sizeof r.u.ev);
+		} else {
+			r.op = PR_NEXT;
+			r.ret = st = pt_blk_next(dec, &r.u.b, sizeof r.u.b);
+		}
+		rec_after(dec, &r);
+		if (unit(d, &r))
+			n++;
+	}
+	if (n != target || (want && !unit_eq(&r, want)))
+		ptd_fail(d, PTD_ESYS, "parallel decoding: queue %u lost its place", q->idx);
+	ptd_par_stop(d, q);
+}
+
+/* The next answer, of kind @op: NULL when the records have none (then the
+ * queue's decoder has taken over). */
+static const struct prec *take(struct ptq *q, uint8_t op)
+{
+	struct parq *pq = q->par;
+	struct ptd *d = pq->d;
+	for (;;) {
+		const struct pjob *j = &pq->job[pq->cur];
+		const struct prec *r;
+		if (pq->pos >= j->ovl0 && pq->stop == SIZE_MAX && splice(d, pq) < 0)
+			break;
+		if (pq->pos == pq->stop) {
+			struct ppool *p = d->pool;
+			if (pq->last != &pq->act) {
+				pq->act = *pq->last;
+				pq->last = &pq->act;
+			}
+			pthread_mutex_lock(&p->mu);
+			if (pq->nspare < (int)(sizeof pq->spare / sizeof pq->spare[0])) {
+				pq->spare[pq->nspare].r = pq->job[pq->cur].r;
+				pq->spare[pq->nspare++].cap = pq->job[pq->cur].cap;
+			} else {
+				free(pq->job[pq->cur].r);
+			}
+			pq->job[pq->cur].r = NULL;
+			pq->job[pq->cur].n = pq->job[pq->cur].cap = 0;
+			pq->cur++;
+			pq->pos = pq->entry;
+			pq->stop = SIZE_MAX;
+			release(p, pq);
+			pthread_mutex_unlock(&p->mu);
+			job_wait(d, pq, pq->cur);
+			continue;
+		}
+		if (j->oom || pq->pos >= j->n)
+			break;
+		r = &j->r[pq->pos];
+		if (r->op != op)
+			break;
+		pq->pos++;
+		pq->last = r;
+		return r;
+	}
+	fallback(d, q);
+	return NULL;
+}
+
+int par_next(struct ptq *q, struct pt_block *b)
+{
+	struct parq *pq = q->par;
+	const struct prec *r = take(q, PR_NEXT);
+	if (!r)
+		return pt_blk_next(q->dec, b, sizeof *b);
+	pq->last_sync = 0;
+	*b = r->u.b;
+	return r->ret;
+}
+
+int par_event(struct ptq *q, struct pt_event *ev)
+{
+	struct parq *pq = q->par;
+	const struct prec *r = take(q, PR_EVENT);
+	if (!r)
+		return pt_blk_event(q->dec, ev, sizeof *ev);
+	pq->last_sync = 0;
+	*ev = r->u.ev;
+	return r->ret;
+}
+
+int par_sync_forward(struct ptq *q)
+{
+	struct parq *pq = q->par;
+	const struct prec *r = take(q, PR_SYNC);
+	if (!r)
+		return pt_blk_sync_forward(q->dec);
+	pq->soff = r->u.sy.soff;
+	pq->sret = r->u.sy.sret;
+	pq->last_sync = 1;
+	return r->ret;
+}
+
+int par_time(struct ptq *q, uint64_t *tsc, uint32_t *lm, uint32_t *lc)
+{
+	const struct prec *r = q->par->last;
+	*tsc = r->tsc;
+	*lm = r->lm;
+	*lc = r->lc;
+	return r->tret;
+}
+
+int par_offset(struct ptq *q, uint64_t *off)
+{
+	const struct prec *r = q->par->last;
+	*off = r->off;
+	return r->oret;
+}
+
+int par_sync_offset(struct ptq *q, uint64_t *off)
+{
+	*off = q->par->soff;
+	return q->par->sret;
+}
+
+/* The stepper synchronizes again where it just did (its images changed
+ * with sideband that changes none of them: the same answers). */
+int par_sync_set(struct ptq *q, uint64_t off)
+{
+	struct parq *pq = q->par;
+	if (pq->last_sync && pq->sret >= 0 && off == pq->soff && pq->last->ret >= 0) {
+		return pq->last->ret;
+	}
+	fallback(pq->d, q);
+	return pt_blk_sync_set(q->dec, off);
+}
+
+int par_set_image(struct ptq *q, struct pt_image *img)
+{
+	struct parq *pq = q->par;
+	if (img != pq->img0)
+		fallback(pq->d, q);
+	return pt_blk_set_image(q->dec, img);
+}
+
+/* Whether sideband after the stepper's position may change an image. */
+static int sb_images_change(struct ptd *d)
+{
+	if (!d->sb_imgscan) {
+		size_t i;
+		for (i = 0; i < d->nsb; i++) {
+			const struct sb *s = &d->sb[i];
+			if ((s->kind == SB_MMAP && (s->mmap.prot & PROT_X)) ||
+			    (s->kind == SB_COMM && s->comm.exec) ||
+			    (s->kind == SB_FORK && s->pid != s->fork.ppid))
+				d->sb_imglast = i + 1;
+		}
+		d->sb_imgscan = 1;
+	}
+	return d->sb_apply < d->sb_imglast;
+}
+
+void ptd_par_start(struct ptd *d, struct ptq *q)
+{
+	struct parq *pq;
+	struct ppool *p;
+	uint64_t soff = 0, last, chunk;
+	size_t i, nj = 0, ns;
+	int ok = 1, cyc;
+
+	if (d->opts->jobs < 2 || q->par || q->par_seg == q->curseg + 1 || d->err)
+		return;
+	q->par_seg = q->curseg + 1;
+	/* per-cpu queues change threads (and images) inside a chunk;
+	 * without TSC in PSB+ a decoder synchronized at a PSB times blocks
+	 * differently until the next TSC */
+	if (d->per_cpu || q->cpu >= 0 || !d->pt_attr || !(d->pt_attr->config & (1u << 10)) ||
+	    sb_images_change(d))
+		return;
+	/* the cached walk and the resync before a PSB drive their own
+	 * decoders: those decode serially */
+	if (d->opts->walk || d->opts->resync)
+		return;
+	cyc = (d->pt_attr->config & (1u << 1)) != 0;
+	if (pt_blk_get_sync_offset(q->dec, &soff) < 0)
+		return;
+	/* chunks: from the sync, cut at the first PSB chunk bytes on; with
+	 * CYC, whose overlap is a PSB interval more, at least 8 intervals */
+	chunk = d->opts->chunk_bytes ? d->opts->chunk_bytes : PAR_CHUNK_DEFAULT;
+	if (cyc && !d->opts->chunk_bytes && q->npsbs &&
+	    chunk < 8 * (q->segs[q->curseg].end - q->segs[q->curseg].begin) / q->npsbs)
+		chunk = 8 * (q->segs[q->curseg].end - q->segs[q->curseg].begin) / q->npsbs;
+	last = soff;
+	for (i = 0; i < q->npsbs; i++)
+		if (q->psbs[i] >= last + chunk) {
+			nj++;
+			last = q->psbs[i];
+		}
+	if (!nj)
+		return;
+	if (pool_start(d) < 0)
+		return;
+	p = d->pool;
+	ns = (size_t)p->nth + 1;
+	pq = calloc(1, sizeof *pq);
+	if (!pq)
+		return;
+	pq->d = d;
+	pq->q = q;
+	pq->cfg = *pt_blk_get_config(q->dec);
+	/* the block flags are not in the copy libipt keeps: q_open_seg's */
+	pq->cfg.flags.variant.block.end_on_call = 1;
+	pq->cfg.flags.variant.block.end_on_jump = 1;
+	pq->img0 = q->img;
+	pq->status0 = q->status;
+	pq->job = calloc(nj + 1, sizeof *pq->job);
+	pq->img = calloc(ns, sizeof *pq->img);
+	pq->dec = calloc(ns, sizeof *pq->dec);
+	ok = pq->job && pq->img && pq->dec;
+	for (i = 0; ok && i < ns; i++) {
+		pq->img[i] = pt_image_alloc(NULL);
+		ok = pq->img[i] && (!q->img || pt_image_copy(pq->img[i], q->img) >= 0);
+	}
+	if (!ok) {
+		pq_free(d, pq);
+		return;
+	}
+	last = soff;
+	pq->job[0].begin = soff;
+	for (i = 0; i < q->npsbs; i++)
+		if (q->psbs[i] >= last + chunk) {
+			struct pjob *j = &pq->job[pq->njob];
+			j->end = j->ovl = q->psbs[i];
+			if (cyc) /* the overlap from the PSB after */
+				j->ovl = i + 1 < q->npsbs ? q->psbs[i + 1] : UINT64_MAX - 1;
+			pq->job[++pq->njob].begin = q->psbs[i];
+			last = q->psbs[i];
+		}
+	pq->job[pq->njob++].last = 1;
+	d->st->par_chunks += pq->njob;
+	/* the stepper has synchronized: its answers so far */
+	memset(&pq->act, 0, sizeof pq->act);
+	pq->act.op = PR_SYNC;
+	pq->act.ret = q->status;
+	pq->act.tret = pt_blk_time(q->dec, &pq->act.tsc, &pq->act.lm, &pq->act.lc);
+	pq->act.oret = pt_blk_get_offset(q->dec, &pq->act.off);
+	pq->sret = pt_blk_get_sync_offset(q->dec, &pq->soff);
+	pq->last = &pq->act;
+	pq->last_sync = 1;
+	pq->pos = 1; /* job 0's sync is the one the stepper made */
+	pq->stop = SIZE_MAX;
+	pthread_mutex_lock(&p->mu);
+	if (mt_grow((void **)&p->act, &p->actcap, p->nact + 1, sizeof *p->act) < 0) {
+		pthread_mutex_unlock(&p->mu);
+		pq_free(d, pq);
+		return;
+	}
+	p->act[p->nact++] = pq;
+	q->par = pq;
+	release(p, pq);
+	pthread_mutex_unlock(&p->mu);
+	job_wait(d, pq, 0);
+}
+
+void ptd_par_fini(struct ptd *d)
+{
+	struct ppool *p = d->pool;
+	size_t i;
+	int t;
+	if (!p)
+		return;
+	for (i = 0; i < d->nq; i++)
+		ptd_par_stop(d, &d->q[i]);
+	pthread_mutex_lock(&p->mu);
+	p->quit = 1;
+	pthread_cond_broadcast(&p->work);
+	pthread_mutex_unlock(&p->mu);
+	for (t = 0; t < p->nth; t++)
+		pthread_join(p->th[t], NULL);
+	pthread_mutex_destroy(&p->mu);
+	pthread_cond_destroy(&p->work);
+	pthread_cond_destroy(&p->done);
+	free(p->th);
+	free(p->act);
+	free(p);
+	d->pool = NULL;
+}
