@@ -228,6 +228,35 @@ static inline uint64_t q_off(const struct ptq *q, uint64_t off)
 	return (uint64_t)((int64_t)off + q->dec_bias);
 }
 
+/* Code that loops through direct branches only (`hlt; jmp .-1` in abort())
+ * needs no packets: libipt would decode it forever from a trace that leads
+ * there (a corrupt one: real hardware faults on the hlt).  No real code runs
+ * this many instructions without a conditional or indirect branch, which
+ * consume trace.  Checked with the PSB check, every 16 blocks that end at
+ * a branch (asking libipt for the offset after every block cost 2% of all
+ * instructions): the count starts at the first check that sees the offset
+ * where it stays, so a loop is caught at most 16 branches after it passes
+ * the limit.  Both steppers (ptd_step.c, ptd_walk.c) check the same way. */
+#ifndef PTD_MAX_SPIN /* the fuzz build lowers it (mk/fuzz.mk): same paths, shorter runs */
+#define PTD_MAX_SPIN (1u << 17)
+#endif
+
+/* At a check (q->ndec a multiple of 16), the decoder at @off (0 if
+ * unknown): whether the queue is spinning. */
+static inline int q_spin_check(uint64_t off, uint64_t ninsns, uint64_t *spin_off,
+			       uint64_t *spin_mark, uint64_t *spin_insns)
+{
+	if (off != *spin_off) {
+		*spin_off = off;
+		*spin_insns = 0;
+	} else {
+		*spin_insns += ninsns - *spin_mark;
+	}
+	*spin_mark = ninsns;
+	return *spin_insns > PTD_MAX_SPIN;
+}
+
+
 /* entries of the classifier's hot table (16 bytes each, in struct ptd,
  * zeroed per decode) */
 #ifndef PTD_CC1

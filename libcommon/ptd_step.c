@@ -454,34 +454,6 @@ static void q_error(struct ptd *d, struct ptq *q, int err, uint64_t ip)
 	ptd_q_error_at(d, q, err, ip, off);
 }
 
-/* Code that loops through direct branches only (`hlt; jmp .-1` in abort())
- * needs no packets: libipt would decode it forever from a trace that leads
- * there (a corrupt one: real hardware faults on the hlt).  No real code runs
- * this many instructions without a conditional or indirect branch, which
- * consume trace.  Checked with the PSB check, every 16 blocks that end at
- * a branch (asking libipt for the offset after every block cost 2% of all
- * instructions): the count starts at the first check that sees the offset
- * where it stays, so a loop is caught at most 16 branches after it passes
- * the limit. */
-#ifndef PTD_MAX_SPIN /* the fuzz build lowers it (mk/fuzz.mk): same paths, shorter runs */
-#define PTD_MAX_SPIN (1u << 17)
-#endif
-
-/* At a check (q->ndec a multiple of 16), the decoder at @off (0 if
- * unknown): whether the queue is spinning. */
-static inline int q_spin_check(uint64_t off, uint64_t ninsns, uint64_t *spin_off,
-			       uint64_t *spin_mark, uint64_t *spin_insns)
-{
-	if (off != *spin_off) {
-		*spin_off = off;
-		*spin_insns = 0;
-	} else {
-		*spin_insns += ninsns - *spin_mark;
-	}
-	*spin_mark = ninsns;
-	return *spin_insns > PTD_MAX_SPIN;
-}
-
 static void q_spin_error(struct ptd *d, struct ptq *q, uint64_t ip)
 {
 	char msg[128];

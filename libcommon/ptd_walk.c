@@ -1061,22 +1061,6 @@ static void wk_error(struct ptd *d, struct ptq *q, struct ptd_walkq *w, int err,
 	ptd_q_error_at(d, q, err, ip, off);
 }
 
-static inline int wk_spin_check(uint64_t off, uint64_t ninsns, uint64_t *spin_off,
-				uint64_t *spin_mark, uint64_t *spin_insns)
-{
-#ifndef PTD_MAX_SPIN
-#define PTD_MAX_SPIN (1u << 17)
-#endif
-	if (off != *spin_off) {
-		*spin_off = off;
-		*spin_insns = 0;
-	} else {
-		*spin_insns += ninsns - *spin_mark;
-	}
-	*spin_mark = ninsns;
-	return *spin_insns > PTD_MAX_SPIN;
-}
-
 static int wk_open_seg(struct ptd *d, struct ptq *q, struct ptd_walkq *w)
 {
 	struct pt_config cfg;
@@ -1186,7 +1170,7 @@ static int wk_fast(struct ptd *d, struct ptq *q, struct ptd_walkq *w, uint64_t l
 	struct thr *th = &d->thr[q->th];
 	const uint32_t tid = th->tid;
 	uint64_t now = q->time, last_tsc = q->last_tsc;
-	uint64_t nblocks = q->nblocks, ninsns = q->ninsns;
+	uint64_t nblocks = q->nblocks, ninsns = q->ninsns, ndec = q->ndec;
 	uint64_t spin_off = q->spin_off, spin_insns = q->spin_insns, spin_mark = q->spin_mark;
 	uint32_t lost = q->lost_timing;
 	uint64_t last_ip = 0, br_time = 0, nbr = 0, stop;
@@ -1368,7 +1352,10 @@ static int wk_fast(struct ptd *d, struct ptq *q, struct ptd_walkq *w, uint64_t l
 			hsize = c->kind == K_COND ? c->isize : 0;
 			hisid = c->isid;
 		}
-		if (!(nblocks & 15)) {
+		/* the stepper's checks: every 16 blocks that end at a branch */
+		if (hvalid)
+			ndec++;
+		if (hvalid && !(ndec & 15)) {
 			uint64_t off = 0;
 			if (pt_qry_get_offset(w->qry, &off) >= 0 && q->psbi < q->npsbs &&
 			    off > q->psbs[q->psbi]) {
@@ -1377,7 +1364,7 @@ static int wk_fast(struct ptd *d, struct ptq *q, struct ptd_walkq *w, uint64_t l
 				q_commit(q);
 				full |= q->nready >= PTD_BATCH;
 			}
-			if (wk_spin_check(off, ninsns, &spin_off, &spin_mark, &spin_insns)) {
+			if (q_spin_check(off, ninsns, &spin_off, &spin_mark, &spin_insns)) {
 				spin = 1;
 				break;
 			}
@@ -1405,6 +1392,8 @@ static int wk_fast(struct ptd *d, struct ptq *q, struct ptd_walkq *w, uint64_t l
 	q->lost_timing = lost;
 	q->nblocks = nblocks;
 	q->ninsns = ninsns;
+	q->ndec = ndec;
+	q->decided = hvalid;
 	q->spin_off = spin_off;
 	q->spin_insns = spin_insns;
 	q->spin_mark = spin_mark;
@@ -1451,7 +1440,7 @@ static int wk_blocks(struct ptd *d, struct ptq *q, struct ptd_walkq *w, uint64_t
 		if (blk->ninsn)
 			wk_now(d, q, w);
 		ptd_handle_block(d, q, blk, 1);
-		if (!(q->nblocks & 15)) {
+		if (q->decided && !(q->ndec & 15)) {
 			uint64_t off = 0;
 			if (pt_qry_get_offset(w->qry, &off) >= 0 && q->psbi < q->npsbs &&
 			    off > q->psbs[q->psbi]) {
@@ -1459,7 +1448,7 @@ static int wk_blocks(struct ptd *d, struct ptq *q, struct ptd_walkq *w, uint64_t
 					q->psbi++;
 				q_commit(q);
 			}
-			if (wk_spin_check(off, q->ninsns, &q->spin_off, &q->spin_mark,
+			if (q_spin_check(off, q->ninsns, &q->spin_off, &q->spin_mark,
 					  &q->spin_insns)) {
 				ptd_spin_error(d, q, blk->end_ip);
 				return st;
