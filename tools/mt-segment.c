@@ -196,6 +196,51 @@ static int feed_all(segmenter *s, mtev_reader *rd, struct io_out *out, const str
 	return MT_EXIT_OK;
 }
 
+/* The warnings and --stats lines at the end of a run. */
+static void report(segmenter *s, stitcher *sti, struct fnmap *fns, int stats)
+{
+	const struct seg_stats *st = seg_stats(s);
+	if (fns && fnmap_missing(fns)) {
+		mt_warn("%zu mapped file(s) not found, e.g. %s: jumps there are classified by "
+			"call targets only (use --images)",
+			fnmap_missing(fns), fnmap_missing_path(fns, 0));
+	}
+	if (st->anomalies)
+		mt_warn("%llu branch(es) did not fit the call stack (see docs/segment.md)",
+			(unsigned long long)st->anomalies);
+	if (st->chains_unjoined)
+		mt_warn("%llu of %llu call chain(s) could not be joined to the trace's stack: "
+			"no outer frames added from them (docs/exactness.md)",
+			(unsigned long long)st->chains_unjoined, (unsigned long long)st->chains);
+	if (stats)
+		fprintf(stderr,
+			"mt-segment: branches=%llu samples=%llu segments=%llu spans=%llu "
+			"waypoints=%llu waypoints_elided=%llu waypoints_elided_inline=%llu "
+			"promoted=%llu tailcalls=%llu "
+			"unwinds=%llu signals=%llu anomalies=%llu chains=%llu chains_joined=%llu "
+			"chains_unjoined=%llu chains_sampled=%llu chain_frames=%llu peak_frames=%llu\n",
+			(unsigned long long)st->branches, (unsigned long long)st->samples,
+			(unsigned long long)st->segments, (unsigned long long)st->spans,
+			(unsigned long long)st->waypoints, (unsigned long long)st->wp_elided,
+			(unsigned long long)st->wp_elided_inline,
+			(unsigned long long)st->promoted,
+			(unsigned long long)st->tailcalls, (unsigned long long)st->unwinds,
+			(unsigned long long)st->signals, (unsigned long long)st->anomalies,
+			(unsigned long long)st->chains, (unsigned long long)st->chains_joined,
+			(unsigned long long)st->chains_unjoined, (unsigned long long)st->chains_sampled,
+			(unsigned long long)st->chain_frames,
+			(unsigned long long)st->peak_frames);
+	if (sti) {
+		char line[512];
+		if (stitch_unaligned_text(stitch_stats(sti), line, sizeof line))
+			mt_warn("%s", line);
+		if (stats) {
+			stitch_stats_text(stitch_stats(sti), "stitch_", line, sizeof line);
+			fprintf(stderr, "mt-segment: %s\n", line);
+		}
+	}
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -301,46 +346,7 @@ int main(int argc, char **argv)
 	if ((e = mtev_writer_finish(w)) < 0)
 		drv_write_failed(&out, o.out, e == -MTEV_EIO ? NULL : mtev_strerror(-e));
 	drv_out_commit(&out, o.out);
-	const struct seg_stats *st = seg_stats(s);
-	if (fns && fnmap_missing(fns)) {
-		mt_warn("%zu mapped file(s) not found, e.g. %s: jumps there are classified by "
-			"call targets only (use --images)",
-			fnmap_missing(fns), fnmap_missing_path(fns, 0));
-	}
-	if (st->anomalies)
-		mt_warn("%llu branch(es) did not fit the call stack (see docs/segment.md)",
-			(unsigned long long)st->anomalies);
-	if (st->chains_unjoined)
-		mt_warn("%llu of %llu call chain(s) could not be joined to the trace's stack: "
-			"no outer frames added from them (docs/exactness.md)",
-			(unsigned long long)st->chains_unjoined, (unsigned long long)st->chains);
-	if (o.stats)
-		fprintf(stderr,
-			"mt-segment: branches=%llu samples=%llu segments=%llu spans=%llu "
-			"waypoints=%llu waypoints_elided=%llu waypoints_elided_inline=%llu "
-			"promoted=%llu tailcalls=%llu "
-			"unwinds=%llu signals=%llu anomalies=%llu chains=%llu chains_joined=%llu "
-			"chains_unjoined=%llu chains_sampled=%llu chain_frames=%llu peak_frames=%llu\n",
-			(unsigned long long)st->branches, (unsigned long long)st->samples,
-			(unsigned long long)st->segments, (unsigned long long)st->spans,
-			(unsigned long long)st->waypoints, (unsigned long long)st->wp_elided,
-			(unsigned long long)st->wp_elided_inline,
-			(unsigned long long)st->promoted,
-			(unsigned long long)st->tailcalls, (unsigned long long)st->unwinds,
-			(unsigned long long)st->signals, (unsigned long long)st->anomalies,
-			(unsigned long long)st->chains, (unsigned long long)st->chains_joined,
-			(unsigned long long)st->chains_unjoined, (unsigned long long)st->chains_sampled,
-			(unsigned long long)st->chain_frames,
-			(unsigned long long)st->peak_frames);
-	if (sti) {
-		char line[512];
-		if (stitch_unaligned_text(stitch_stats(sti), line, sizeof line))
-			mt_warn("%s", line);
-		if (o.stats) {
-			stitch_stats_text(stitch_stats(sti), "stitch_", line, sizeof line);
-			fprintf(stderr, "mt-segment: %s\n", line);
-		}
-	}
+	report(s, sti, fns, o.stats);
 	stitch_free(sti);
 	seg_free(s);
 	fnmap_free(fns);
