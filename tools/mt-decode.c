@@ -139,10 +139,87 @@ static void input_failed(int ret, const char *in, const char *msg)
 	mt_fatal(ret == -PTD_EUSAGE ? MT_EXIT_USAGE : MT_EXIT_SYS, "%s", msg);
 }
 
+enum { O_IMAGES = 256, O_NOIMG, O_PT, O_IMAGE, O_CPU, O_PID, O_TID, O_RECORDS,
+       O_PARTIAL, O_DECODER, O_RESYNC, O_NOROOT, O_CHUNK, O_PARFB };
+
+/* The options with a value that set how PT is decoded: --cpu, --decoder,
+ * --chunk-bytes, -j. */
+static void decoder_opt(int c, const char *arg, struct ptd_options *opts)
+{
+	char *e;
+	switch (c) {
+	case O_CPU:
+		if (sscanf(arg, "%d/%d/%d", &opts->cpu_family, &opts->cpu_model,
+			   &opts->cpu_stepping) < 2 ||
+		    opts->cpu_family <= 0)
+			drv_usage("bad --cpu %s (want FAMILY/MODEL[/STEPPING])", arg);
+		break;
+	case O_DECODER:
+		if (!strcmp(arg, "walk"))
+			opts->walk = 1;
+		else if (!strcmp(arg, "walk-only"))
+			opts->walk = 2;
+		else if (!strcmp(arg, "libipt"))
+			opts->walk = 0;
+		else
+			drv_usage("bad --decoder %s (want libipt, walk or walk-only)", arg);
+		break;
+	case O_CHUNK: {
+		unsigned long long n = strtoull(arg, &e, 0);
+		if (e == arg || *e || !n)
+			drv_usage("bad --chunk-bytes %s", arg);
+		opts->chunk_bytes = n;
+		break;
+	}
+	default: { /* -j */
+		long n = strtol(arg, &e, 10);
+		if (e == arg || *e || n < 1 || n > 256)
+			drv_usage("bad --jobs %s (want 1 to 256)", arg);
+		opts->jobs = (int)n;
+		break;
+	}
+	}
+}
+
+/* --image FILE[:OFFSET[:SIZE]]@VADDR, appended to *@v. */
+static void add_image(struct ptd_image_spec **v, size_t *n, const char *arg)
+{
+	struct ptd_image_spec *w = realloc(*v, (*n + 1) * sizeof *w);
+	if (!w)
+		mt_fatal(MT_EXIT_SYS, "out of memory");
+	*v = w;
+	if (ptd_parse_image_spec(arg, &w[*n]) < 0)
+		drv_usage("bad --image %s (want FILE[:OFFSET[:SIZE]]@VADDR)", arg);
+	(*n)++;
+}
+
+/* --stats: the counts, one line, and one more for each option used. */
+static void print_stats(const struct ptd_stats *st)
+{
+	fprintf(stderr,
+		"mt-decode: records=%" PRIu64 " aux_bytes=%" PRIu64 " blocks=%" PRIu64
+		" instructions=%" PRIu64 " branches=%" PRIu64 " gaps=%" PRIu64
+		" samples=%" PRIu64 " triggers=%" PRIu64 " unwound=%" PRIu64,
+		st->records, st->aux_bytes, st->blocks, st->insns, st->branches, st->gaps,
+		st->samples, st->triggers, st->unwound); /* unwound: samples from their stack copy */
+	if (st->roots) /* root samples beside fp ones: whole, fp samples joined */
+		fprintf(stderr, " roots=%" PRIu64 " roots_whole=%" PRIu64 " rooted=%" PRIu64,
+			st->roots, st->roots_whole, st->rooted);
+	fputc('\n', stderr);
+	if (st->resync_tries)
+		fprintf(stderr,
+			"mt-decode: resync before a PSB: tried=%" PRIu64 " done=%" PRIu64
+			" bytes-skipped=%" PRIu64 "\n",
+			st->resync_tries, st->resyncs, st->resync_skipped);
+	if (st->par_chunks)
+		fprintf(stderr,
+			"mt-decode: parallel: chunks=%" PRIu64 " spliced=%" PRIu64
+			" fallbacks=%" PRIu64 "\n",
+			st->par_chunks, st->par_spliced, st->par_fallbacks);
+}
+
 int main(int argc, char **argv)
 {
-	enum { O_IMAGES = 256, O_NOIMG, O_PT, O_IMAGE, O_CPU, O_PID, O_TID, O_RECORDS,
-	       O_PARTIAL, O_DECODER, O_RESYNC, O_NOROOT, O_CHUNK, O_PARFB };
 	static const struct option lo[] = {
 		{"output", required_argument, NULL, 'o'},
 		{"input", required_argument, NULL, 'i'},
@@ -209,37 +286,14 @@ int main(int argc, char **argv)
 		case O_PT:
 			pt = optarg;
 			break;
-		case O_IMAGE: {
-			struct ptd_image_spec *v = realloc(images, (nimages + 1) * sizeof *v);
-			if (!v)
-				mt_fatal(MT_EXIT_SYS, "out of memory");
-			images = v;
-			if (ptd_parse_image_spec(optarg, &images[nimages]) < 0)
-				drv_usage("bad --image %s (want FILE[:OFFSET[:SIZE]]@VADDR)", optarg);
-			nimages++;
-			break;
-		}
-		case O_CPU:
-			if (sscanf(optarg, "%d/%d/%d", &opts.cpu_family, &opts.cpu_model,
-				   &opts.cpu_stepping) < 2 ||
-			    opts.cpu_family <= 0)
-				drv_usage("bad --cpu %s (want FAMILY/MODEL[/STEPPING])", optarg);
+		case O_IMAGE:
+			add_image(&images, &nimages, optarg);
 			break;
 		case O_PID:
 			opts.raw_pid = parse_id(optarg, "--pid");
 			break;
 		case O_TID:
 			opts.raw_tid = parse_id(optarg, "--tid");
-			break;
-		case O_DECODER:
-			if (!strcmp(optarg, "walk"))
-				opts.walk = 1;
-			else if (!strcmp(optarg, "walk-only"))
-				opts.walk = 2;
-			else if (!strcmp(optarg, "libipt"))
-				opts.walk = 0;
-			else
-				drv_usage("bad --decoder %s (want libipt, walk or walk-only)", optarg);
 			break;
 		case O_RECORDS:
 			records = 1;
@@ -250,25 +304,15 @@ int main(int argc, char **argv)
 		case 's':
 			stats = 1;
 			break;
-		case O_CHUNK: {
-			char *e;
-			unsigned long long n = strtoull(optarg, &e, 0);
-			if (e == optarg || *e || !n)
-				drv_usage("bad --chunk-bytes %s", optarg);
-			opts.chunk_bytes = n;
-			break;
-		}
 		case O_PARFB:
 			opts.par_fallback = 1;
 			break;
-		case 'j': {
-			char *e;
-			long n = strtol(optarg, &e, 10);
-			if (e == optarg || *e || n < 1 || n > 256)
-				drv_usage("bad --jobs %s (want 1 to 256)", optarg);
-			opts.jobs = (int)n;
+		case O_CPU:
+		case O_DECODER:
+		case O_CHUNK:
+		case 'j':
+			decoder_opt(c, optarg, &opts);
 			break;
-		}
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -316,28 +360,8 @@ int main(int argc, char **argv)
 		drv_write_failed(&oc.out, oc.path, e == -MTEV_EIO ? NULL : mtev_strerror(-e));
 	mtev_writer_free(oc.w);
 	drv_out_commit(&oc.out, oc.path);
-	if (stats) {
-		fprintf(stderr,
-			"mt-decode: records=%" PRIu64 " aux_bytes=%" PRIu64 " blocks=%" PRIu64
-			" instructions=%" PRIu64 " branches=%" PRIu64 " gaps=%" PRIu64
-			" samples=%" PRIu64 " triggers=%" PRIu64 " unwound=%" PRIu64,
-			st.records, st.aux_bytes, st.blocks, st.insns, st.branches, st.gaps,
-			st.samples, st.triggers, st.unwound); /* unwound: samples from their stack copy */
-		if (st.roots) /* root samples beside fp ones: whole, fp samples joined */
-			fprintf(stderr, " roots=%" PRIu64 " roots_whole=%" PRIu64 " rooted=%" PRIu64,
-				st.roots, st.roots_whole, st.rooted);
-		fputc('\n', stderr);
-		if (st.resync_tries)
-			fprintf(stderr,
-				"mt-decode: resync before a PSB: tried=%" PRIu64 " done=%" PRIu64
-				" bytes-skipped=%" PRIu64 "\n",
-				st.resync_tries, st.resyncs, st.resync_skipped);
-		if (st.par_chunks)
-			fprintf(stderr,
-				"mt-decode: parallel: chunks=%" PRIu64 " spliced=%" PRIu64
-				" fallbacks=%" PRIu64 "\n",
-				st.par_chunks, st.par_spliced, st.par_fallbacks);
-	}
+	if (stats)
+		print_stats(&st);
 	free(images);
 	return st.degraded || st.warnings ? MT_EXIT_DEGRADED : MT_EXIT_OK;
 }
