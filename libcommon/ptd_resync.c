@@ -183,6 +183,184 @@ static int rs_put(struct pt_encoder *enc, const struct pt_packet *p)
 	return pt_enc_next(enc, p) < 0 ? -1 : 0;
 }
 
+/* Where packets begin again in [@lo, @psb): *@nxtp[x - lo] is the offset
+ * (- lo) after the packet at x when packets from x end exactly at the PSB,
+ * 0 otherwise; *@bp the first offset that every such chain starting within
+ * RS_WINDOW of the first one passes through (chains only go forward, so
+ * it is at or after every start).  1 found, 0 not, -1 out of memory. */
+static int rs_meet(struct pt_packet_decoder *pd, uint64_t lo, uint64_t psb, uint32_t **nxtp,
+		   uint64_t *bp)
+{
+	struct pt_packet p;
+	uint32_t *nxt = calloc(psb - lo, sizeof *nxt), *cnt = calloc(psb - lo + 1, sizeof *cnt);
+	uint32_t nstart = 0;
+	uint64_t x, hi, b;
+	int n;
+
+	*nxtp = nxt;
+	if (!nxt || !cnt) {
+		free(cnt);
+		return -1;
+	}
+	for (x = psb; x-- > lo;) {
+		uint64_t e;
+		if (pt_pkt_sync_set(pd, x) < 0)
+			continue;
+		n = pt_pkt_next(pd, &p, sizeof p);
+		if (n <= 0)
+			continue;
+		e = x + (uint64_t)n;
+		if (e == psb || (e < psb && nxt[e - lo]))
+			nxt[x - lo] = (uint32_t)(e - lo);
+	}
+	for (x = lo; x < psb && !nxt[x - lo]; x++)
+		;
+	hi = x + RS_WINDOW < psb ? x + RS_WINDOW : psb;
+	for (; x < hi; x++) {
+		uint64_t y;
+		if (!nxt[x - lo])
+			continue;
+		nstart++;
+		for (y = x; y < psb; y = lo + nxt[y - lo])
+			cnt[y - lo]++;
+		cnt[psb - lo]++;
+	}
+	for (b = lo; nstart && b <= psb && cnt[b - lo] != nstart; b++)
+		;
+	free(cnt);
+	*bp = b;
+	return nstart && b < psb;
+}
+
+/* The copy libipt decodes after a resync: a PSB+ made for it (tracing off,
+ * no FUP; the mode, the time counted back from the next PSB's TSC, its core
+ * ratio), the resync packet @rp (at @rsp) as a TIP.PGE, the segment's bytes
+ * after it up to the PSB, and when tracing is on there, FUP + TIP.PGD so
+ * that libipt stops exactly at the PSB's instruction.  *@bias: a copy
+ * offset + bias is the segment offset; *@size its bytes.  NULL: no copy
+ * (d->err set when memory ran out). */
+static uint8_t *rs_copy(struct ptd *d, struct pt_packet_decoder *pd, const uint8_t *base,
+			uint64_t rsp, uint64_t psb, const struct rs_psb *ps,
+			struct pt_packet_mode_exec mode, uint64_t ncyc, const struct pt_packet *rp,
+			int64_t *bias, size_t *size)
+{
+	struct pt_config ec;
+	struct pt_encoder *enc;
+	struct pt_packet e, p;
+	uint64_t off = 0, eoff = 0;
+	size_t cap;
+	uint8_t *buf;
+	int n, ok;
+
+	if (pt_pkt_sync_set(pd, rsp) < 0 || (n = pt_pkt_next(pd, &p, sizeof p)) <= 0)
+		return NULL;
+	cap = RS_PSBPLUS + 16 + (size_t)(psb - rsp - (uint64_t)n) + 16;
+	buf = malloc(cap);
+	if (!buf) {
+		ptd_fail(d, PTD_ESYS, "out of memory");
+		return NULL;
+	}
+	pt_config_init(&ec);
+	ec.begin = buf;
+	ec.end = buf + cap;
+	enc = pt_alloc_encoder(&ec);
+	if (!enc)
+		goto fail;
+	memset(&e, 0, sizeof e);
+	e.type = ppt_psb;
+	ok = rs_put(enc, &e) == 0;
+	e.type = ppt_mode;
+	e.payload.mode.leaf = pt_mol_exec;
+	e.payload.mode.bits.exec = mode;
+	ok = ok && rs_put(enc, &e) == 0;
+	memset(&e, 0, sizeof e);
+	e.type = ppt_tsc;
+	e.payload.tsc.tsc = ps->tsc - ncyc;
+	ok = ok && rs_put(enc, &e) == 0;
+	e.type = ppt_cbr;
+	e.payload.cbr.ratio = ps->cbr;
+	ok = ok && rs_put(enc, &e) == 0;
+	memset(&e, 0, sizeof e);
+	e.type = ppt_psbend;
+	ok = ok && rs_put(enc, &e) == 0;
+	e = *rp;
+	ok = ok && rs_put(enc, &e) == 0;
+	ok = ok && pt_enc_get_offset(enc, &off) >= 0;
+	pt_free_encoder(enc);
+	if (!ok)
+		goto fail;
+	/* buffer offset + bias = segment offset (the PSB+ sits before the
+	 * resync packet's end) */
+	*bias = (int64_t)(rsp + (uint64_t)n) - (int64_t)off;
+	memcpy(buf + off, base + rsp + (uint64_t)n, (size_t)(psb - rsp - (uint64_t)n));
+	off += psb - rsp - (uint64_t)n;
+	if (ps->have_fup) {
+		/* tracing is on at the PSB, at ps->fup: the copy ends there
+		 * with an asynchronous disable, libipt decodes up to that
+		 * instruction exactly, and the segment's decoder goes on at
+		 * the PSB */
+		ec.begin = buf + off;
+		ec.end = buf + cap;
+		enc = pt_alloc_encoder(&ec);
+		if (!enc)
+			goto fail;
+		memset(&e, 0, sizeof e);
+		e.type = ppt_fup;
+		e.payload.ip.ipc = pt_ipc_sext_48;
+		e.payload.ip.ip = ps->fup;
+		ok = rs_put(enc, &e) == 0;
+		memset(&e, 0, sizeof e);
+		e.type = ppt_tip_pgd;
+		e.payload.ip.ipc = pt_ipc_suppressed;
+		ok = ok && rs_put(enc, &e) == 0;
+		ok = ok && pt_enc_get_offset(enc, &eoff) >= 0;
+		pt_free_encoder(enc);
+		if (!ok)
+			goto fail;
+		off += eoff;
+	}
+	*size = (size_t)off;
+	return buf;
+fail:
+	free(buf);
+	return NULL;
+}
+
+/* q->dec becomes a decoder of the copy @buf (@cfg), the segment's own kept
+ * in q->segdec; 1, or 0 (d->err set when it could not be made). */
+static int rs_start(struct ptd *d, struct ptq *q, const struct pt_config *cfg, uint8_t *buf,
+		    uint64_t psb, uint64_t rsp)
+{
+	struct pt_block_decoder *dec = pt_blk_alloc_decoder(cfg);
+	int st;
+	if (!dec) {
+		ptd_fail(d, PTD_ESYS, "cannot allocate a PT decoder");
+		return 0;
+	}
+	if (q->segdec)
+		pt_blk_free_decoder(q->dec); /* an earlier copy */
+	else
+		q->segdec = q->dec;
+	q->dec = dec;
+	free(q->rsbuf);
+	q->rsbuf = buf;
+	q->rs_psb = psb;
+	q->rs_start = rsp;
+	q->rs_active = 1;
+	if (q->img)
+		pt_blk_set_image(q->dec, q->img);
+	st = pt_blk_sync_set(q->dec, 0);
+	if (st < 0) {
+		/* cannot happen with the PSB+ rs_copy makes; the queue syncs
+		 * at the next PSB of the copy */
+		q->state = Q_SYNC;
+		return 0;
+	}
+	q->status = st;
+	d->st->resyncs++;
+	return 1;
+}
+
 /* The queue's current segment has damage ending somewhere after @lo (an
  * offset in the segment: the byte after a bad packet, or the segment's
  * first byte after lost data).  Sets up q->dec to go on from the resync
@@ -192,7 +370,7 @@ int q_resync(struct ptd *d, struct ptq *q, uint64_t lo)
 {
 	const struct seg *s = &q->segs[q->curseg];
 	const uint8_t *base = q->stream + s->begin;
-	uint64_t len = s->end - s->begin, psb = UINT64_MAX, x, hi, b, rsp = 0, ncyc = 0, ip = 0;
+	uint64_t len = s->end - s->begin, psb = UINT64_MAX, x, b, rsp = 0, ncyc = 0, ip = 0;
 	struct {
 		uint64_t off, cyc; /* cyc: counted after the packet */
 		int bad;	   /* a packet rs_bad_after() refuses follows */
@@ -205,9 +383,9 @@ int q_resync(struct ptd *d, struct ptq *q, uint64_t lo)
 	struct rs_psb ps;
 	struct pt_packet_mode_exec mode;
 	int have_mode = 0, found = 0, ok = 0, n;
-	uint32_t *nxt = NULL, nstart = 0, *cnt = NULL;
+	uint32_t *nxt = NULL;
 	uint8_t *buf = NULL;
-	size_t i;
+	size_t i, size = 0;
 
 	if (!d->opts->resync || !q->dec || (q->rsbuf && lo >= q->rs_psb))
 		return 0; /* (a copy's end: its PSB is next) */
@@ -234,46 +412,10 @@ int q_resync(struct ptd *d, struct ptq *q, uint64_t lo)
 	if (rs_read_psbplus(pd, psb, &ps) < 0 || ps.cbr != cfg.nom_freq)
 		goto out;
 
-	/* nxt[x - lo]: the offset after the packet at x, when packets from x
-	 * end exactly at the PSB; 0 otherwise */
-	nxt = calloc(psb - lo, sizeof *nxt);
-	cnt = calloc(psb - lo + 1, sizeof *cnt);
-	if (!nxt || !cnt) {
+	n = rs_meet(pd, lo, psb, &nxt, &b);
+	if (n < 0)
 		ptd_fail(d, PTD_ESYS, "out of memory");
-		goto out;
-	}
-	for (x = psb; x-- > lo;) {
-		uint64_t e;
-		if (pt_pkt_sync_set(pd, x) < 0)
-			continue;
-		n = pt_pkt_next(pd, &p, sizeof p);
-		if (n <= 0)
-			continue;
-		e = x + (uint64_t)n;
-		if (e == psb || (e < psb && nxt[e - lo]))
-			nxt[x - lo] = (uint32_t)(e - lo);
-	}
-	/* the candidates within RS_WINDOW of the first, and the first offset
-	 * all their chains pass through */
-	for (x = lo; x < psb && !nxt[x - lo]; x++)
-		;
-	if (x == psb)
-		goto out;
-	hi = x + RS_WINDOW < psb ? x + RS_WINDOW : psb;
-	for (; x < hi; x++) {
-		uint64_t y;
-		if (!nxt[x - lo])
-			continue;
-		nstart++;
-		for (y = x; y < psb; y = lo + nxt[y - lo])
-			cnt[y - lo]++;
-		cnt[psb - lo]++;
-	}
-	/* every chain passes b only if b is at or after every start: the
-	 * first such offset is where they meet (chains only go forward) */
-	for (b = lo; b <= psb && cnt[b - lo] != nstart; b++)
-		;
-	if (b >= psb)
+	if (n <= 0)
 		goto out;
 	d->st->resync_skipped += b - lo;
 
@@ -340,126 +482,22 @@ int q_resync(struct ptd *d, struct ptq *q, uint64_t lo)
 	rp.payload.ip.ipc = pt_ipc_sext_48;
 	rp.payload.ip.ip = ip;
 
-	{
-		/* the copy: a PSB+ (tracing off: no FUP), the resync packet as
-		 * a TIP.PGE, the segment's bytes after it */
-		struct pt_config ec;
-		struct pt_encoder *enc;
-		struct pt_packet e;
-		uint64_t off = 0, eoff = 0;
-		size_t cap;
-		if (pt_pkt_sync_set(pd, rsp) < 0 || (n = pt_pkt_next(pd, &p, sizeof p)) <= 0)
-			goto out;
-		cap = RS_PSBPLUS + 16 + (size_t)(psb - rsp - (uint64_t)n) + 16;
-		buf = malloc(cap);
-		if (!buf) {
-			ptd_fail(d, PTD_ESYS, "out of memory");
-			goto out;
-		}
-		pt_config_init(&ec);
-		ec.begin = buf;
-		ec.end = buf + cap;
-		enc = pt_alloc_encoder(&ec);
-		if (!enc)
-			goto out;
-		memset(&e, 0, sizeof e);
-		e.type = ppt_psb;
-		ok = rs_put(enc, &e) == 0;
-		e.type = ppt_mode;
-		e.payload.mode.leaf = pt_mol_exec;
-		e.payload.mode.bits.exec = mode;
-		ok = ok && rs_put(enc, &e) == 0;
-		memset(&e, 0, sizeof e);
-		e.type = ppt_tsc;
-		e.payload.tsc.tsc = ps.tsc - ncyc;
-		ok = ok && rs_put(enc, &e) == 0;
-		e.type = ppt_cbr;
-		e.payload.cbr.ratio = ps.cbr;
-		ok = ok && rs_put(enc, &e) == 0;
-		memset(&e, 0, sizeof e);
-		e.type = ppt_psbend;
-		ok = ok && rs_put(enc, &e) == 0;
-		e = rp;
-		ok = ok && rs_put(enc, &e) == 0;
-		ok = ok && pt_enc_get_offset(enc, &off) >= 0;
-		pt_free_encoder(enc);
-		if (!ok)
-			goto out;
-		ok = 0;
-		/* buffer offset + bias = segment offset (the PSB+ sits
-		 * before the resync packet's end) */
-		bias = (int64_t)(rsp + (uint64_t)n) - (int64_t)off;
-		memcpy(buf + off, base + rsp + (uint64_t)n, (size_t)(psb - rsp - (uint64_t)n));
-		off += psb - rsp - (uint64_t)n;
-		if (ps.have_fup) {
-			/* tracing is on at the PSB, at ps.fup: the copy ends
-			 * there with an asynchronous disable, libipt decodes
-			 * up to that instruction exactly, and the segment's
-			 * decoder goes on at the PSB */
-			ec.begin = buf + off;
-			ec.end = buf + cap;
-			enc = pt_alloc_encoder(&ec);
-			if (!enc)
-				goto out;
-			memset(&e, 0, sizeof e);
-			e.type = ppt_fup;
-			e.payload.ip.ipc = pt_ipc_sext_48;
-			e.payload.ip.ip = ps.fup;
-			ok = rs_put(enc, &e) == 0;
-			memset(&e, 0, sizeof e);
-			e.type = ppt_tip_pgd;
-			e.payload.ip.ipc = pt_ipc_suppressed;
-			ok = ok && rs_put(enc, &e) == 0;
-			ok = ok && pt_enc_get_offset(enc, &eoff) >= 0;
-			pt_free_encoder(enc);
-			if (!ok)
-				goto out;
-			ok = 0;
-			off += eoff;
-		}
-		q->dec_bias = bias;
-		q->rs_fup = ps.have_fup ? ps.fup : 0;
-		cfg.begin = buf;
-		cfg.end = buf + off;
-		/* as q_open_seg: a block ends at every direct call and jump */
-		cfg.flags.variant.block.end_on_call = 1;
-		cfg.flags.variant.block.end_on_jump = 1;
-	}
-	{
-		struct pt_block_decoder *dec = pt_blk_alloc_decoder(&cfg);
-		int st;
-		if (!dec) {
-			ptd_fail(d, PTD_ESYS, "cannot allocate a PT decoder");
-			goto out;
-		}
-		if (q->segdec)
-			pt_blk_free_decoder(q->dec); /* an earlier copy */
-		else
-			q->segdec = q->dec;
-		q->dec = dec;
-		free(q->rsbuf);
-		q->rsbuf = buf;
-		buf = NULL;
-		q->rs_psb = psb;
-		q->rs_start = rsp;
-		q->rs_active = 1;
-		if (q->img)
-			pt_blk_set_image(q->dec, q->img);
-		st = pt_blk_sync_set(q->dec, 0);
-		if (st < 0) {
-			/* cannot happen with the PSB+ made above; the queue
-			 * syncs at the next PSB of the copy */
-			q->state = Q_SYNC;
-			goto out;
-		}
-		q->status = st;
-		ok = 1;
-		d->st->resyncs++;
-	}
+	buf = rs_copy(d, pd, base, rsp, psb, &ps, mode, ncyc, &rp, &bias, &size);
+	if (!buf)
+		goto out;
+	q->dec_bias = bias;
+	q->rs_fup = ps.have_fup ? ps.fup : 0;
+	cfg.begin = buf;
+	cfg.end = buf + size;
+	/* as q_open_seg: a block ends at every direct call and jump */
+	cfg.flags.variant.block.end_on_call = 1;
+	cfg.flags.variant.block.end_on_jump = 1;
+	ok = rs_start(d, q, &cfg, buf, psb, rsp);
+	if (q->rsbuf == buf)
+		buf = NULL; /* the queue's now, even when it could not sync */
 out:
 	free(ch);
 	free(nxt);
-	free(cnt);
 	free(buf);
 	pt_pkt_free_decoder(pd);
 	return ok;
