@@ -63,6 +63,7 @@ void sec_note(struct ptd *d, const char *file, uint64_t pgoff, uint64_t len, uin
 		d->nsecs = (size_t)isid + 1;
 	}
 	d->secs[isid].data = NULL;
+	d->secs[isid].file = NULL;
 	for (i = 0; i < d->nfmaps; i++)
 		if (!strcmp(d->fmaps[i].file, file)) {
 			f = &d->fmaps[i];
@@ -92,6 +93,10 @@ void sec_note(struct ptd *d, const char *file, uint64_t pgoff, uint64_t len, uin
 			close(fd);
 		}
 	}
+	d->secs[isid].file = f->file;
+	d->secs[isid].pgoff = pgoff;
+	d->secs[isid].len = len;
+	d->secs[isid].addr = addr;
 	if (!f->base || pgoff >= f->len)
 		return;
 	d->secs[isid].data = f->base + pgoff;

@@ -279,6 +279,10 @@ struct ccache_ent {
 struct secview { /* an iscache section as libipt sees it (pt_mk_section) */
 	const uint8_t *data; /* its first byte; NULL: ask pt_iscache_read */
 	uint64_t addr, size; /* load address, size cut at the end of the file */
+	/* as added: a PSB-parallel worker adds the file again, a section of
+	 * its own (ptd_par.c); file NULL: not known */
+	const char *file;
+	uint64_t pgoff, len;
 };
 
 struct filemap { /* an image file, mapped once */

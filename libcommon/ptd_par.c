@@ -78,6 +78,7 @@ struct parq {
 	struct pt_config cfg;
 	struct pt_image *img0;	     /* the stepper's image when the chunks began */
 	struct pt_image **img;	     /* per thread slot: a copy */
+	struct pt_image_section_cache **isc; /* its sections (slot_image) */
 	struct pt_block_decoder **dec; /* per thread slot */
 	int status0;		     /* the decoder's status when the chunks began */
 	struct pjob *job;
@@ -490,9 +491,12 @@ static void pq_free(struct ptd *d, struct parq *pq)
 			pt_blk_free_decoder(pq->dec[s]);
 		if (pq->img && pq->img[s])
 			pt_image_free(pq->img[s]);
+		if (pq->isc && pq->isc[s])
+			pt_iscache_free(pq->isc[s]);
 	}
 	free(pq->dec);
 	free(pq->img);
+	free(pq->isc);
 	free(pq);
 }
 
@@ -694,6 +698,38 @@ int par_set_image(struct ptq *q, struct pt_image *img)
 	return pt_blk_set_image(q->dec, img);
 }
 
+/* A worker's copy of @img in @dst, with sections of its own in @isc:
+ * libipt keeps a block cache per section, written as it decodes, so
+ * decoders on several threads must not share sections (a shared one gave a
+ * wrong call target under load, 2 runs in 120).  Every section of the
+ * serial iscache is added again in isid order, so that a block's isid means
+ * the same section (the classifier reads d->secs by it); 0, or -1 when a
+ * section is not known that way (the queue then decodes serially). */
+static int slot_image(struct ptd *d, const struct pt_image *img,
+		      struct pt_image_section_cache *isc, struct pt_image *dst)
+{
+	const struct proc *p = NULL;
+	size_t i;
+	if (!img)
+		return 0;
+	for (i = 0; i < d->nproc && !p; i++)
+		if (d->proc[i].img == img)
+			p = &d->proc[i];
+	if (!p)
+		return -1;
+	for (i = 1; i < d->nsecs; i++) {
+		const struct secview *v = &d->secs[i];
+		if (!v->file ||
+		    pt_iscache_add_file(isc, v->file, v->pgoff, v->len, v->addr) != (int)i)
+			return -1;
+	}
+	for (i = 0; i < p->nisids; i++)
+		if (p->isids[i] <= 0 || (size_t)p->isids[i] >= d->nsecs ||
+		    pt_image_add_cached(dst, isc, p->isids[i], NULL) < 0)
+			return -1;
+	return 0;
+}
+
 /* Whether sideband after the stepper's position may change an image. */
 static int sb_images_change(struct ptd *d)
 {
@@ -768,9 +804,12 @@ void ptd_par_start(struct ptd *d, struct ptq *q)
 	pq->img = calloc(ns, sizeof *pq->img);
 	pq->dec = calloc(ns, sizeof *pq->dec);
 	ok = pq->job && pq->img && pq->dec;
+	pq->isc = calloc(ns, sizeof *pq->isc);
+	ok = ok && pq->isc;
 	for (i = 0; ok && i < ns; i++) {
 		pq->img[i] = pt_image_alloc(NULL);
-		ok = pq->img[i] && (!q->img || pt_image_copy(pq->img[i], q->img) >= 0);
+		pq->isc[i] = pt_iscache_alloc(NULL);
+		ok = pq->img[i] && pq->isc[i] && slot_image(d, q->img, pq->isc[i], pq->img[i]) == 0;
 	}
 	if (!ok) {
 		pq_free(d, pq);
