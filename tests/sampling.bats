@@ -195,7 +195,10 @@ all_threads_under() {
 	# job control on: a background job of a shell without it ignores
 	# SIGINT (and so would mt), as no terminal's Ctrl-C would
 	set -m
-	setsid -w "$MT" run --dir "$T/c" -- "$P/spin_fifo" "$T/ready" > "$T/out" 2> "$T/err" &
+	# and SIGINT/SIGQUIT back to their default: bats may run with them
+	# ignored (started in the background of a shell without job control),
+	# and an ignored signal stays ignored in every child
+	setsid -w env --default-signal=INT,QUIT "$MT" run --dir "$T/c" -- "$P/spin_fifo" "$T/ready" > "$T/out" 2> "$T/err" &
 	mpid=$!
 	set +m
 	read -r line pgid < "$T/ready" # the program spun 0.2 s and is spinning on
@@ -220,7 +223,7 @@ all_threads_under() {
 	# mt-capture says perf records; then SIGINT to that group
 	mkfifo "$T/errf"
 	set -m # see the test above
-	setsid -w "$MT" attach --dir "$T/a" -p "$spid" -v > "$T/out" 2> "$T/errf" &
+	setsid -w env --default-signal=INT,QUIT "$MT" attach --dir "$T/a" -p "$spid" -v > "$T/out" 2> "$T/errf" &
 	mpid=$!
 	set +m
 	exec 8< "$T/errf" # (bats uses 3)
