@@ -486,6 +486,19 @@ static inline void q_commit(struct ptq *q)
 	q->nready = q->fcount;
 }
 
+/* The decoder is at @off: when it passed the next PSB, what came before is
+ * final (q_commit).  1 if it did.  Both steppers check so, every 16 blocks
+ * that end at a branch. */
+static inline int q_psb_passed(struct ptq *q, uint64_t off)
+{
+	if (q->psbi >= q->npsbs || off <= q->psbs[q->psbi])
+		return 0;
+	while (q->psbi < q->npsbs && off > q->psbs[q->psbi])
+		q->psbi++;
+	q_commit(q);
+	return 1;
+}
+
 /* ---- ptd_step.c ---- */
 /* Whether block @b ends at a branch (the stepper's classifier). */
 int ptd_block_branches(struct ptd *d, const struct pt_block *b);

@@ -883,12 +883,8 @@ static int q_fast(struct ptd *d, struct ptq *q, uint64_t limit, struct pt_block 
 			off = 0;
 			if (pt_blk_get_offset(dec, &off) >= 0)
 				off = q_off(q, off);
-			if (q->psbi < q->npsbs && off > q->psbs[q->psbi] && !q->rs_active) {
-				while (q->psbi < q->npsbs && off > q->psbs[q->psbi])
-					q->psbi++;
-				q_commit(q);
+			if (!q->rs_active && q_psb_passed(q, off))
 				full |= q->nready >= PTD_BATCH;
-			}
 			if (q_spin_check(off, ninsns, &spin_off, &spin_mark, &spin_insns)) {
 				QF_FLUSH();
 				q_spin_error(d, q, b->end_ip);
@@ -1026,11 +1022,8 @@ static int q_blocks(struct ptd *d, struct ptq *q, uint64_t limit, struct pt_bloc
 			uint64_t off = 0;
 			if (pt_blk_get_offset(q->dec, &off) >= 0)
 				off = q_off(q, off);
-			if (q->psbi < q->npsbs && off > q->psbs[q->psbi] && !q->rs_active) {
-				while (q->psbi < q->npsbs && off > q->psbs[q->psbi])
-					q->psbi++;
-				q_commit(q);
-			}
+			if (!q->rs_active)
+				q_psb_passed(q, off);
 			if (q_spin_check(off, q->ninsns, &q->spin_off, &q->spin_mark,
 					 &q->spin_insns)) {
 				q_spin_error(d, q, blk->end_ip);

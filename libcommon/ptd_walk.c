@@ -1357,13 +1357,8 @@ static int wk_fast(struct ptd *d, struct ptq *q, struct ptd_walkq *w, uint64_t l
 			ndec++;
 		if (hvalid && !(ndec & 15)) {
 			uint64_t off = 0;
-			if (pt_qry_get_offset(w->qry, &off) >= 0 && q->psbi < q->npsbs &&
-			    off > q->psbs[q->psbi]) {
-				while (q->psbi < q->npsbs && off > q->psbs[q->psbi])
-					q->psbi++;
-				q_commit(q);
+			if (pt_qry_get_offset(w->qry, &off) >= 0 && q_psb_passed(q, off))
 				full |= q->nready >= PTD_BATCH;
-			}
 			if (q_spin_check(off, ninsns, &spin_off, &spin_mark, &spin_insns)) {
 				spin = 1;
 				break;
@@ -1442,12 +1437,8 @@ static int wk_blocks(struct ptd *d, struct ptq *q, struct ptd_walkq *w, uint64_t
 		ptd_handle_block(d, q, blk, 1);
 		if (q->decided && !(q->ndec & 15)) {
 			uint64_t off = 0;
-			if (pt_qry_get_offset(w->qry, &off) >= 0 && q->psbi < q->npsbs &&
-			    off > q->psbs[q->psbi]) {
-				while (q->psbi < q->npsbs && off > q->psbs[q->psbi])
-					q->psbi++;
-				q_commit(q);
-			}
+			if (pt_qry_get_offset(w->qry, &off) >= 0)
+				q_psb_passed(q, off);
 			if (q_spin_check(off, q->ninsns, &q->spin_off, &q->spin_mark,
 					  &q->spin_insns)) {
 				ptd_spin_error(d, q, blk->end_ip);
