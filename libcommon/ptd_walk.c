@@ -821,39 +821,34 @@ static int wd_proceed_event(struct ptd *d, struct ptd_walkq *w, struct pt_block 
 	return wd_status(w, pts_event_pending);
 }
 
-/* The first time libipt walks from @c->ip (its block cache knows no
- * entry there): it remembers every instruction it passes and ends the
- * block after one whose successor it knew already, or after 1024
- * instructions; a block that reaches its branch is the cached one, but an
- * indirect branch's TIP must then carry an ip. */
-static int wd_first(struct ptd *d, struct ptd_walkq *w, struct pt_block *b, const struct wblk *c)
+/* Marks the instructions from @ip through @last (one straight-line run of
+ * section @isid) known to libipt's block cache. */
+static int wd_mark(struct ptd *d, struct ptd_walkq *w, int32_t isid, uint64_t ip, uint64_t last)
 {
-	uint64_t cur = c->ip;
-	unsigned n = 0;
-	int st;
-
 	for (;;) {
-		const struct winsn *in = insn_at(d, w, cur);
-		uint8_t m, *kb = known_byte(d, c->isid, cur, &m);
-		uint64_t next = cur + in->size;
+		uint8_t m, *kb = known_byte(d, isid, ip, &m);
 		if (!kb)
 			return -pte_nomem;
 		*kb |= m;
-		n++;
-		if (cur == c->end_ip)
-			break; /* the whole run */
-		if (n == 0x400 || !(kb = known_byte(d, c->isid, next, &m)) || (*kb & m)) {
-			if (!kb)
-				return -pte_nomem;
-			b->ninsn = (uint16_t)n;
-			b->end_ip = cur;
-			b->iclass = ptic_other;
-			w->ip = next;
+		if (ip == last)
 			return 0;
-		}
-		cur = next;
+		ip += insn_at(d, w, ip)->size;
 	}
+}
+
+/* The query that ends cached block @c on its first walk (wd_first). */
+static int wd_first_query(struct ptd_walkq *w, const struct wblk *c)
+{
+	int st, taken;
+
 	switch (c->kind) {
+	case K_COND:
+		st = pt_qry_cond_branch(w->qry, &taken);
+		if (st < 0)
+			return st;
+		w->status = st;
+		w->ip = taken ? c->next : c->end_ip + c->isize;
+		return 0;
 	case K_ICALL:
 	case K_IND:
 		if (c->kind == K_ICALL)
@@ -863,15 +858,13 @@ static int wd_first(struct ptd *d, struct ptd_walkq *w, struct pt_block *b, cons
 			return st;
 		w->status = st;
 		return (st & pts_ip_suppressed) ? -pte_noip : 0;
-	case K_RET: {
-		int taken;
+	case K_RET:
 		st = pt_qry_cond_branch(w->qry, &taken);
 		if (st >= 0) {
 			w->status = st;
 			if (!taken)
 				return -pte_bad_retcomp;
-			st = rs_pop(w, &w->ip);
-			return st;
+			return rs_pop(w, &w->ip);
 		}
 		if (st != -pte_bad_query)
 			return st;
@@ -880,10 +873,60 @@ static int wd_first(struct ptd *d, struct ptd_walkq *w, struct pt_block *b, cons
 			return st;
 		w->status = st;
 		return (st & pts_ip_suppressed) ? -pte_noip : 0;
-	}
 	default:
-		return WK_AGAIN; /* as cached */
+		return WK_AGAIN; /* no query: as cached */
 	}
+}
+
+/* The first time libipt walks from @c->ip (its block cache knows no
+ * entry there): it ends the block after an instruction whose successor it
+ * knew already, or after 1024 instructions, and then knows every
+ * instruction it passed.  A block that reaches its branch is the cached
+ * one, but an indirect branch's TIP must then carry an ip; libipt adds the
+ * branch to its cache before the query and the instructions before it
+ * only once the query succeeded (none at all when the instruction after
+ * the run does not decode, K_ERR): after a failed query the next walk from
+ * @c->ip ends at the branch. */
+static int wd_first(struct ptd *d, struct ptd_walkq *w, struct pt_block *b, const struct wblk *c)
+{
+	uint64_t cur = c->ip;
+	unsigned n = 0;
+	int st;
+
+	for (;;) {
+		uint64_t next = cur + insn_at(d, w, cur)->size;
+		uint8_t m, *kb;
+		n++;
+		if (cur == c->end_ip)
+			break; /* the whole run */
+		if (n == 0x400 || !(kb = known_byte(d, c->isid, next, &m)) || (*kb & m)) {
+			if (!kb)
+				return -pte_nomem;
+			st = wd_mark(d, w, c->isid, c->ip, cur);
+			if (st < 0)
+				return st;
+			b->ninsn = (uint16_t)n;
+			b->end_ip = cur;
+			b->iclass = ptic_other;
+			w->ip = next;
+			return 0;
+		}
+		cur = next;
+	}
+	if (c->kind == K_ERR)
+		return WK_AGAIN;
+	st = wd_mark(d, w, c->isid, c->end_ip, c->end_ip);
+	if (st < 0)
+		return st;
+	st = wd_first_query(w, c);
+	if (st < 0 && st != WK_AGAIN)
+		return st;
+	if (c->end_ip != c->ip) {
+		int err = wd_mark(d, w, c->isid, c->ip, c->end_ip);
+		if (err < 0)
+			return err;
+	}
+	return st;
 }
 
 /* The steady state (libipt's cached path): one block from the cache. */
@@ -908,7 +951,8 @@ static inline int wd_no_event(struct ptd *d, struct ptd_walkq *w, struct pt_bloc
 			if (st != WK_AGAIN)
 				return st;
 		}
-		((struct wblk *)c)->known = 1;
+		if (c->kind != K_ERR)
+			((struct wblk *)c)->known = 1;
 	}
 	switch (c->kind) {
 	case K_COND:
