@@ -1208,6 +1208,164 @@ static inline int wk_fast_ok(const struct ptd *d, const struct ptq *q, const str
  * in *blk failed with *stp). */
 enum { WF_EXIT, WF_GENERAL, WF_ERROR };
 
+#define WF_INLINE static inline __attribute__((always_inline))
+
+/* wk_fast's held branch: the last block's, recorded when the next block
+ * has been decoded (the libipt stepper's q->pend, without the structure) */
+struct wf_held {
+	unsigned type;	 /* MTEV_BR_* */
+	int valid, rec;	 /* a branch pending; with a record */
+	uint8_t cls, size; /* for q->pend */
+	int32_t isid;
+	uint64_t from, to, time;
+};
+
+/* Takes over the general path's pending branch, to the next block
+ * (fast_br_type); the original goes to *saved, given back if no block is
+ * decoded. */
+WF_INLINE void wf_take_pend(struct ptd *d, struct ptq *q, const struct ptd_walkq *w,
+			    struct wf_held *h, struct pend *saved)
+{
+	struct pend *p = &q->pend;
+
+	*saved = *p;
+	h->valid = 1;
+	h->rec = 1;
+	h->to = w->ip;
+	h->from = p->from;
+	h->time = p->time;
+	if (p->cls == X86BR_JCC) {
+		h->type = MTEV_BR_JCC;
+		if (!p->size) {
+			uint64_t delta = w->ip - p->from;
+			if (delta >= 2 && delta <= 15)
+				classify_ip_slow(d, p->from, p->isid, p->mode, &p->size);
+		}
+		h->rec = !(p->size && w->ip == p->from + p->size);
+	} else {
+		h->type = p->cls == X86BR_CALL	  ? MTEV_BR_CALL
+			  : p->cls == X86BR_RET ? MTEV_BR_RETURN
+						: MTEV_BR_JUMP;
+	}
+	p->valid = 0;
+}
+
+/* The query that ends cached block @c (wd_no_event's, for the kinds
+ * wk_fast walks): the status, w->ip where the block goes. */
+WF_INLINE int wf_query(struct ptd_walkq *w, const struct wblk *c)
+{
+	int st, taken;
+
+	switch (c->kind) {
+	case K_COND:
+		st = pt_qry_cond_branch(w->qry, &taken);
+		if (st >= 0) {
+			w->status = st;
+			w->ip = taken ? c->next : c->end_ip + c->isize;
+		}
+		return st;
+	case K_DJMP:
+		w->ip = c->next;
+		return 0;
+	case K_DCALL:
+		if (c->push)
+			rs_push(w, c->end_ip + c->isize);
+		w->ip = c->next;
+		return 0;
+	case K_ICALL:
+		rs_push(w, c->end_ip + c->isize);
+		st = pt_qry_indirect_branch(w->qry, &w->ip);
+		if (st >= 0)
+			w->status = st;
+		return st;
+	case K_RET:
+		st = pt_qry_cond_branch(w->qry, &taken);
+		if (st >= 0) {
+			w->status = st;
+			st = !taken ? -pte_bad_retcomp : rs_pop(w, &w->ip);
+		} else if (st == -pte_bad_query) {
+			st = pt_qry_indirect_branch(w->qry, &w->ip);
+			if (st >= 0)
+				w->status = st;
+		}
+		return st;
+	case K_IND:
+		st = pt_qry_indirect_branch(w->qry, &w->ip);
+		if (st >= 0)
+			w->status = st;
+		return st;
+	default: /* K_SECEND */
+		w->ip = c->next;
+		return 0;
+	}
+}
+
+/* The block from @ip as pt_blk_next reports it with an error. */
+static void wf_error_block(struct pt_block *blk, uint64_t ip, const struct wblk *c)
+{
+	memset(blk, 0, sizeof *blk);
+	blk->ip = ip;
+	blk->mode = ptem_64bit;
+	blk->isid = c->isid;
+	blk->ninsn = c->ninsn;
+	blk->end_ip = c->end_ip;
+	blk->iclass = (enum pt_insn_class)c->iclass;
+}
+
+/* Holds the branch that ends block @c (to w->ip, at @now), if it has one. */
+WF_INLINE void wf_hold(struct wf_held *h, const struct wblk *c, uint64_t to, uint64_t now)
+{
+	switch (c->kind) {
+	case K_COND:
+		/* a jcc that fell through stays pending too (an event could
+		 * resolve it elsewhere), without a record */
+		h->type = MTEV_BR_JCC;
+		h->rec = to != c->end_ip + c->isize;
+		h->cls = X86BR_JCC;
+		break;
+	case K_DJMP:
+	case K_IND:
+		h->type = MTEV_BR_JUMP;
+		h->rec = 1;
+		h->cls = X86BR_JMP;
+		break;
+	case K_DCALL:
+	case K_ICALL:
+		h->type = MTEV_BR_CALL;
+		h->rec = 1;
+		h->cls = X86BR_CALL;
+		break;
+	case K_RET:
+		h->type = MTEV_BR_RETURN;
+		h->rec = 1;
+		h->cls = X86BR_RET;
+		break;
+	default:
+		return;
+	}
+	h->valid = 1;
+	h->from = c->end_ip;
+	h->to = to;
+	h->time = now;
+	h->size = c->kind == K_COND ? c->isize : 0;
+	h->isid = c->isid;
+}
+
+/* Hands the held branch to the general path (q->pend), which resolves it
+ * at the next block or event. */
+static void wf_give_pend(struct ptq *q, const struct wf_held *h)
+{
+	struct pend *p = &q->pend;
+
+	p->valid = 1;
+	p->cls = h->cls;
+	p->size = h->size;
+	p->isid = h->isid;
+	p->mode = ptem_64bit;
+	p->from = h->from;
+	p->time = h->time;
+}
+
 static int wk_fast(struct ptd *d, struct ptq *q, struct ptd_walkq *w, uint64_t limit,
 		   struct pt_block *blk, int *stp)
 {
@@ -1218,130 +1376,51 @@ static int wk_fast(struct ptd *d, struct ptq *q, struct ptd_walkq *w, uint64_t l
 	uint64_t spin_off = q->spin_off, spin_insns = q->spin_insns, spin_mark = q->spin_mark;
 	uint32_t lost = q->lost_timing;
 	uint64_t last_ip = 0, br_time = 0, nbr = 0, stop;
-	/* the held branch: type (0 none), from, to, time; its class for q->pend */
-	unsigned htype = 0;
-	int hvalid = 0, hrec = 0; /* a branch pending; with a record */
-	struct pend saved = {0};    /* the general path's, taken over */
-	uint8_t hcls = 0, hsize = 0;
-	int32_t hisid = 0;
-	uint64_t hfrom = 0, hto = 0, htime = 0;
+	struct wf_held h = {0};
+	struct pend saved = {0}; /* the general path's, taken over */
 	int touched = 0, full = 0, spin = 0, st = q->status, ret = WF_EXIT;
 
 	stop = d->sb_apply < d->nsb ? d->sb[d->sb_apply].time : UINT64_MAX;
 	if (limit < stop)
 		stop = limit + 1;
-	if (q->pend.valid) {
-		/* a branch of the general path, to the next block (fast_br_type) */
-		struct pend *p = &q->pend;
-		saved = *p;
-		hvalid = 1;
-		hrec = 1;
-		hto = w->ip;
-		hfrom = p->from;
-		htime = p->time;
-		if (p->cls == X86BR_JCC) {
-			htype = MTEV_BR_JCC;
-			if (!p->size) {
-				uint64_t delta = w->ip - p->from;
-				if (delta >= 2 && delta <= 15)
-					classify_ip_slow(d, p->from, p->isid, p->mode, &p->size);
-			}
-			hrec = !(p->size && w->ip == p->from + p->size);
-		} else {
-			htype = p->cls == X86BR_CALL  ? MTEV_BR_CALL
-				: p->cls == X86BR_RET ? MTEV_BR_RETURN
-						      : MTEV_BR_JUMP;
-		}
-		p->valid = 0;
-	}
+	if (q->pend.valid)
+		wf_take_pend(d, q, w, &h, &saved);
 	for (;;) {
 		const struct wblk *c = blk_at(d, w, w->ip);
 		uint64_t from_ip = w->ip, tsc;
 		uint32_t lm, lc;
-		int taken;
 
 		if (!c->known || c->kind == K_ERR || (c->kind == K_IND && c->iclass == ptic_error)) {
 			ret = WF_GENERAL;
 			break;
 		}
-		/* the query (wd_no_event) */
-		switch (c->kind) {
-		case K_COND:
-			st = pt_qry_cond_branch(w->qry, &taken);
-			if (st >= 0) {
-				w->status = st;
-				w->ip = taken ? c->next : c->end_ip + c->isize;
-			}
-			break;
-		case K_DJMP:
-			w->ip = c->next;
-			st = 0;
-			break;
-		case K_DCALL:
-			if (c->push)
-				rs_push(w, c->end_ip + c->isize);
-			w->ip = c->next;
-			st = 0;
-			break;
-		case K_ICALL:
-			rs_push(w, c->end_ip + c->isize);
-			st = pt_qry_indirect_branch(w->qry, &w->ip);
-			if (st >= 0)
-				w->status = st;
-			break;
-		case K_RET:
-			st = pt_qry_cond_branch(w->qry, &taken);
-			if (st >= 0) {
-				w->status = st;
-				st = !taken ? -pte_bad_retcomp : rs_pop(w, &w->ip);
-			} else if (st == -pte_bad_query) {
-				st = pt_qry_indirect_branch(w->qry, &w->ip);
-				if (st >= 0)
-					w->status = st;
-			}
-			break;
-		case K_IND:
-			st = pt_qry_indirect_branch(w->qry, &w->ip);
-			if (st >= 0)
-				w->status = st;
-			break;
-		default: /* K_SECEND */
-			w->ip = c->next;
-			st = 0;
-		}
+		st = wf_query(w, c);
 		if (st >= 0)
 			st = wd_trailing(w);
 		if (st < 0) {
-			/* the block as pt_blk_next reports it with the error */
-			memset(blk, 0, sizeof *blk);
-			blk->ip = from_ip;
-			blk->mode = ptem_64bit;
-			blk->isid = c->isid;
-			blk->ninsn = c->ninsn;
-			blk->end_ip = c->end_ip;
-			blk->iclass = (enum pt_insn_class)c->iclass;
+			wf_error_block(blk, from_ip, c);
 			ret = WF_ERROR;
 			break;
 		}
 		q->status = st;
 		/* the held branch goes to the ring (resolve) */
-		if (hrec) {
+		if (h.rec) {
 			struct mtev_rec *r = q_push(d, q);
 			if (r) {
 				r->kind = MTEV_BRANCH;
 				r->br.tid = tid;
-				r->br.time = htime;
-				r->br.type = htype;
-				r->br.from = hfrom;
-				r->br.to = hto;
-				br_time = htime;
+				r->br.time = h.time;
+				r->br.type = h.type;
+				r->br.from = h.from;
+				r->br.to = h.to;
+				br_time = h.time;
 				nbr++;
 			} else {
 				full = 1;
 			}
 		}
-		hvalid = 0;
-		hrec = 0;
+		h.valid = 0;
+		h.rec = 0;
 		saved.valid = 0;
 		nblocks++;
 		ninsns += c->ninsn;
@@ -1356,50 +1435,9 @@ static int wk_fast(struct ptd *d, struct ptq *q, struct ptd_walkq *w, uint64_t l
 		}
 		last_ip = c->end_ip;
 		touched = 1;
-		/* this block's branch, held */
-		switch (c->kind) {
-		case K_COND:
-			/* a jcc that fell through stays pending too (an event
-			 * could resolve it elsewhere), without a record */
-			htype = MTEV_BR_JCC;
-			hrec = w->ip != c->end_ip + c->isize;
-			hcls = X86BR_JCC;
-			hvalid = 1;
-			break;
-		case K_DJMP:
-		case K_IND:
-			htype = MTEV_BR_JUMP;
-			hrec = 1;
-			hcls = X86BR_JMP;
-			hvalid = 1;
-			break;
-		case K_DCALL:
-		case K_ICALL:
-			htype = MTEV_BR_CALL;
-			hrec = 1;
-			hcls = X86BR_CALL;
-			hvalid = 1;
-			break;
-		case K_RET:
-			htype = MTEV_BR_RETURN;
-			hrec = 1;
-			hcls = X86BR_RET;
-			hvalid = 1;
-			break;
-		default:
-			break;
-		}
-		if (hvalid) {
-			hfrom = c->end_ip;
-			hto = w->ip;
-			htime = now;
-			hsize = c->kind == K_COND ? c->isize : 0;
-			hisid = c->isid;
-		}
+		wf_hold(&h, c, w->ip, now);
 		/* the stepper's checks: every 16 blocks that end at a branch */
-		if (hvalid)
-			ndec++;
-		if (hvalid && !(ndec & 15)) {
+		if (h.valid && !(++ndec & 15)) {
 			uint64_t off = 0;
 			if (pt_qry_get_offset(w->qry, &off) >= 0 && q_psb_passed(q, off))
 				full |= q->nready >= PTD_BATCH;
@@ -1432,23 +1470,14 @@ static int wk_fast(struct ptd *d, struct ptq *q, struct ptd_walkq *w, uint64_t l
 	q->nblocks = nblocks;
 	q->ninsns = ninsns;
 	q->ndec = ndec;
-	q->decided = hvalid;
+	q->decided = h.valid;
 	q->spin_off = spin_off;
 	q->spin_insns = spin_insns;
 	q->spin_mark = spin_mark;
-	if (saved.valid) {
+	if (saved.valid)
 		q->pend = saved; /* given back untouched */
-	} else if (hvalid) {
-		/* the general path resolves it at the next block or event */
-		struct pend *p = &q->pend;
-		p->valid = 1;
-		p->cls = hcls;
-		p->size = hsize;
-		p->isid = hisid;
-		p->mode = ptem_64bit;
-		p->from = hfrom;
-		p->time = htime;
-	}
+	else if (h.valid)
+		wf_give_pend(q, &h);
 	if (spin)
 		ptd_spin_error(d, q, last_ip);
 	*stp = st;
