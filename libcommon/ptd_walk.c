@@ -243,165 +243,116 @@ static void cache_check(struct ptd *d, struct ptq *q, struct ptd_walkq *w)
 	w->nisids = p ? p->nisids : 0;
 }
 
+/* The one-byte map's opcode @o (b[i] the byte after it): whether a ModRM
+ * follows (*modrm), the immediate's size, -1 invalid in 64-bit mode. */
+static int imm_map0(const uint8_t *b, unsigned n, unsigned i, const struct x86_op *o,
+		    unsigned *modrm)
+{
+	/* has a ModRM (bit set) */
+	static const uint32_t m0_modrm[8] = {0x0f0f0f0f, 0x0f0f0f0f, 0x00000000, 0x00000a0c,
+					     0x0000ffff, 0x00000000, 0xff0f00f3, 0xc0c00000};
+	unsigned op = o->op;
+
+	*modrm = (m0_modrm[op >> 5] >> (op & 31)) & 1;
+	if ((op == 0xf6 || op == 0xf7) && i < n && ((b[i] >> 3) & 7) < 2)
+		return op == 0xf6 ? 1 : o->p66 ? 2 : 4;
+	switch (op) {
+	case 0x04: case 0x0c: case 0x14: case 0x1c: case 0x24: case 0x2c: case 0x34: case 0x3c:
+	case 0x6a: case 0x6b: case 0x80: case 0x83: case 0xa8: case 0xc0: case 0xc1: case 0xc6:
+	case 0xcd: case 0xeb:
+		return 1;
+	case 0x05: case 0x0d: case 0x15: case 0x1d: case 0x25: case 0x2d: case 0x35: case 0x3d:
+	case 0x68: case 0x69: case 0x81: case 0xa9: case 0xc7:
+		return o->p66 ? 2 : 4;
+	case 0xe8: case 0xe9:
+		return 4;
+	case 0xc2: case 0xca:
+		return 2;
+	case 0xc8:
+		return 3;
+	case 0xa0: case 0xa1: case 0xa2: case 0xa3:
+		return o->p67 ? 4 : 8;
+	case 0x06: case 0x07: case 0x0e: case 0x16: case 0x17: case 0x1e: case 0x1f:
+	case 0x27: case 0x2f: case 0x37: case 0x3f: case 0x60: case 0x61: case 0x82:
+	case 0x9a: case 0xce: case 0xd4: case 0xd5: case 0xd6: case 0xea:
+		return -1;
+	default:
+		if ((op & 0xf0) == 0x70 || (op >= 0xe0 && op <= 0xe7) || (op >= 0xb0 && op <= 0xb7))
+			return 1;
+		if (op >= 0xb8 && op <= 0xbf)
+			return o->rexw ? 8 : o->p66 ? 2 : 4;
+		return 0;
+	}
+}
+
+/* The same for the 0f map (VEX: its map 1). */
+static int imm_map1(const struct x86_op *o, unsigned *modrm)
+{
+	unsigned op = o->op;
+
+	*modrm = 1;
+	switch (op) {
+	case 0x05: case 0x06: case 0x07: case 0x08: case 0x09: case 0x0b: case 0x0e:
+	case 0x30: case 0x31: case 0x32: case 0x33: case 0x34: case 0x35: case 0x37:
+	case 0xa0: case 0xa1: case 0xa2: case 0xa8: case 0xa9: case 0xaa:
+		*modrm = 0;
+		return 0;
+	case 0x77: /* emms, vzeroupper/vzeroall */
+		*modrm = 0;
+		return 0;
+	case 0x0f:
+		return 1; /* 3DNow!: the opcode byte at the end */
+	case 0x70: case 0x71: case 0x72: case 0x73: case 0xa4: case 0xac: case 0xba:
+	case 0xc2: case 0xc4: case 0xc5: case 0xc6:
+		return 1;
+	case 0x04: case 0x0a: case 0x0c: case 0x24: case 0x25: case 0x26: case 0x27:
+	case 0x36: case 0x39: case 0x3b: case 0x3c: case 0x3d: case 0x3e: case 0x3f:
+	case 0x7a: case 0x7b: case 0xff:
+		return o->vex ? 0 : -1;
+	default:
+		if (op >= 0x80 && op <= 0x8f) {
+			*modrm = 0;
+			return 4;
+		}
+		if (op >= 0xc8 && op <= 0xcf)
+			*modrm = 0;
+		return 0;
+	}
+}
+
 /* The length of the 64-bit-mode instruction in @b (@n bytes, n <= 15): 0
  * when it cannot be decoded (or is cut by @n).  Legacy, REX, VEX, EVEX
  * encodings; what libipt's length decoder accepts for code compilers
- * emit (checked against objdump on the test programs, bench/walk.sh). */
+ * emit (checked against objdump on the test programs, bench/walk.sh).
+ * The prefixes and opcode map are x86_opcode's (x86br.h, shared with the
+ * branch classifier), then ModRM and immediate by map. */
 static unsigned len64(const uint8_t *b, unsigned n)
 {
-	/* one-byte map: has a ModRM (bit set) */
-	static const uint32_t m0_modrm[8] = {0x0f0f0f0f, 0x0f0f0f0f, 0x00000000, 0x00000a0c,
-					     0x0000ffff, 0x00000000, 0xff0f00f3, 0xc0c00000};
-	unsigned i = 0, op, map = 0, rexw = 0, p66 = 0, p67 = 0, modrm, imm = 0, len;
-	int vex = 0;
+	struct x86_op o;
+	unsigned i, modrm, len;
+	int imm;
 
-	for (;; i++) {
-		if (i >= n)
-			return 0;
-		switch (b[i]) {
-		case 0x66:
-			p66 = 1;
-			continue;
-		case 0x67:
-			p67 = 1;
-			continue;
-		case 0x26: case 0x2e: case 0x36: case 0x3e: case 0x64: case 0x65:
-		case 0xf0: case 0xf2: case 0xf3:
-			continue;
-		}
-		break;
-	}
-	if ((b[i] & 0xf0) == 0x40) {
-		rexw = (b[i] >> 3) & 1;
-		if (++i >= n)
-			return 0;
-	}
-	op = b[i];
-	if (op == 0xc5 || op == 0xc4 || op == 0x62) {
-		/* VEX (2, 3 bytes), EVEX (4) */
-		unsigned plen = op == 0xc5 ? 2 : op == 0xc4 ? 3 : 4;
-		if (i + plen >= n)
-			return 0;
-		map = op == 0xc5 ? 1 : (b[i + 1] & (op == 0x62 ? 3 : 0x1f));
-		if (op == 0xc4)
-			rexw = b[i + 2] >> 7;
-		if (map < 1 || map > 3)
-			return 0;
-		i += plen;
-		op = b[i];
-		vex = 1;
-	} else if (op == 0x0f) {
-		if (++i >= n)
-			return 0;
-		op = b[i];
-		map = 1;
-		if (op == 0x38 || op == 0x3a) {
-			map = op == 0x38 ? 2 : 3;
-			if (++i >= n)
-				return 0;
-			op = b[i];
-		}
-	}
-	i++; /* past the opcode */
-	/* ModRM and immediate */
-	if (map == 0) {
-		modrm = (m0_modrm[op >> 5] >> (op & 31)) & 1;
-		switch (op) {
-		case 0x04: case 0x0c: case 0x14: case 0x1c: case 0x24: case 0x2c: case 0x34: case 0x3c:
-		case 0x6a: case 0x6b: case 0x80: case 0x83: case 0xa8: case 0xc0: case 0xc1: case 0xc6:
-		case 0xcd: case 0xeb:
-			imm = 1;
-			break;
-		case 0x05: case 0x0d: case 0x15: case 0x1d: case 0x25: case 0x2d: case 0x35: case 0x3d:
-		case 0x68: case 0x69: case 0x81: case 0xa9: case 0xc7:
-			imm = p66 ? 2 : 4;
-			break;
-		case 0xe8: case 0xe9:
-			imm = 4;
-			break;
-		case 0xc2: case 0xca:
-			imm = 2;
-			break;
-		case 0xc8:
-			imm = 3;
-			break;
-		case 0xa0: case 0xa1: case 0xa2: case 0xa3:
-			imm = p67 ? 4 : 8;
-			break;
-		case 0x06: case 0x07: case 0x0e: case 0x16: case 0x17: case 0x1e: case 0x1f:
-		case 0x27: case 0x2f: case 0x37: case 0x3f: case 0x60: case 0x61: case 0x82:
-		case 0x9a: case 0xce: case 0xd4: case 0xd5: case 0xd6: case 0xea:
-			return 0; /* invalid in 64-bit mode */
-		default:
-			if ((op & 0xf0) == 0x70 || (op >= 0xe0 && op <= 0xe7) || (op >= 0xb0 && op <= 0xb7))
-				imm = 1;
-			else if (op >= 0xb8 && op <= 0xbf)
-				imm = rexw ? 8 : p66 ? 2 : 4;
-		}
-		if ((op == 0xf6 || op == 0xf7) && i < n && ((b[i] >> 3) & 7) < 2)
-			imm = op == 0xf6 ? 1 : p66 ? 2 : 4;
-	} else if (map == 1) {
-		modrm = 1;
-		switch (op) {
-		case 0x05: case 0x06: case 0x07: case 0x08: case 0x09: case 0x0b: case 0x0e:
-		case 0x30: case 0x31: case 0x32: case 0x33: case 0x34: case 0x35: case 0x37:
-		case 0x77: case 0xa0: case 0xa1: case 0xa2: case 0xa8: case 0xa9: case 0xaa:
-			modrm = 0;
-			break;
-		case 0x0f:
-			imm = 1; /* 3DNow!: the opcode byte at the end */
-			break;
-		case 0x70: case 0x71: case 0x72: case 0x73: case 0xa4: case 0xac: case 0xba:
-		case 0xc2: case 0xc4: case 0xc5: case 0xc6:
-			imm = 1;
-			break;
-		case 0x04: case 0x0a: case 0x0c: case 0x24: case 0x25: case 0x26: case 0x27:
-		case 0x36: case 0x39: case 0x3b: case 0x3c: case 0x3d: case 0x3e: case 0x3f:
-		case 0x7a: case 0x7b: case 0xff:
-			if (!vex)
-				return 0;
-			break;
-		default:
-			if (op >= 0x80 && op <= 0x8f) {
-				modrm = 0;
-				imm = 4;
-			} else if (op >= 0xc8 && op <= 0xcf) {
-				modrm = 0;
-			}
-		}
-		if (vex && op == 0x77)
-			modrm = 0;
-	} else if (map == 2) {
-		modrm = 1;
+	if (!x86_opcode(b, n, 64, &o))
+		return 0;
+	i = (unsigned)o.at + 1; /* past the opcode */
+	if (o.map == 0) {
+		imm = imm_map0(b, n, i, &o, &modrm);
+	} else if (o.map == 1) {
+		imm = imm_map1(&o, &modrm);
 	} else {
 		modrm = 1;
-		imm = 1;
+		imm = o.map == 3;
 	}
+	if (imm < 0)
+		return 0;
 	len = i;
 	if (modrm) {
-		unsigned mod, rm;
-		if (i >= n)
+		size_t ml = x86_modrm_len(b, n, i, 0);
+		if (!ml)
 			return 0;
-		mod = b[i] >> 6;
-		rm = b[i] & 7;
-		len++;
-		if (mod != 3) {
-			if (rm == 4) {
-				if (i + 1 >= n)
-					return 0;
-				len++;
-				if (mod == 0 && (b[i + 1] & 7) == 5)
-					len += 4;
-			}
-			if (mod == 0 && rm == 5)
-				len += 4;
-			else if (mod == 1)
-				len += 1;
-			else if (mod == 2)
-				len += 4;
-		}
+		len += (unsigned)ml;
 	}
-	len += imm;
+	len += (unsigned)imm;
 	return len <= n && len <= 15 ? len : 0;
 }
 
