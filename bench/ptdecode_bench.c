@@ -246,6 +246,46 @@ struct bare_count {
 	uint64_t blocks, insns, errors, tsum;
 };
 
+/* Every block of @dec, synchronizing at each PSB after an error, into *@n
+ * (counted in locals: par's chunks share cache lines) */
+static void blk_loop(struct pt_block_decoder *dec, struct bare_count *n)
+{
+	struct pt_block blk;
+	struct pt_event pev;
+	uint64_t blocks = 0, insns = 0, tsum = 0, errors = 0;
+	int st;
+
+	for (;;) {
+		st = pt_blk_sync_forward(dec);
+		if (st < 0)
+			break;
+		for (;;) {
+			uint64_t tsc;
+			uint32_t lm, lc;
+			while (st & pts_event_pending) {
+				st = pt_blk_event(dec, &pev, sizeof pev);
+				if (st < 0)
+					break;
+			}
+			if (st < 0)
+				break;
+			st = pt_blk_next(dec, &blk, sizeof blk);
+			blocks++;
+			insns += blk.ninsn;
+			if (pt_blk_time(dec, &tsc, &lm, &lc) >= 0)
+				tsum += tsc;
+			if (st < 0)
+				break;
+		}
+		if (st != -pte_eos)
+			errors++;
+	}
+	n->blocks += blocks;
+	n->insns += insns;
+	n->tsum += tsum;
+	n->errors += errors;
+}
+
 /* bare: one queue through libipt's block decoder, as mt-decode configures it
  * (a block ends at every branch) unless @plain */
 static void bare_blocks(const struct qdata *q, struct pt_image *img, const struct pd_info *info,
@@ -253,9 +293,6 @@ static void bare_blocks(const struct qdata *q, struct pt_image *img, const struc
 {
 	struct pt_config cfg;
 	struct pt_block_decoder *dec;
-	struct pt_block blk;
-	struct pt_event pev;
-	int st;
 	unsigned fam = 0, mod = 0, step = 0;
 
 	pt_config_init(&cfg);
@@ -273,31 +310,7 @@ static void bare_blocks(const struct qdata *q, struct pt_image *img, const struc
 	cfg.flags.variant.block.end_on_jump = !plain;
 	dec = pt_blk_alloc_decoder(&cfg);
 	pt_blk_set_image(dec, img);
-	for (;;) {
-		st = pt_blk_sync_forward(dec);
-		if (st < 0)
-			break;
-		for (;;) {
-			uint64_t tsc;
-			uint32_t lm, lc;
-			while (st & pts_event_pending) {
-				st = pt_blk_event(dec, &pev, sizeof pev);
-				if (st < 0)
-					break;
-			}
-			if (st < 0)
-				break;
-			st = pt_blk_next(dec, &blk, sizeof blk);
-			n->blocks++;
-			n->insns += blk.ninsn;
-			if (pt_blk_time(dec, &tsc, &lm, &lc) >= 0)
-				n->tsum += tsc;
-			if (st < 0)
-				break;
-		}
-		if (st != -pte_eos)
-			n->errors++;
-	}
+	blk_loop(dec, n);
 	pt_blk_free_decoder(dec);
 }
 
@@ -366,10 +379,7 @@ static void decode_chunk(struct chunk *c, struct pt_image *img, const struct pt_
 {
 	struct pt_config cfg = *base;
 	struct pt_block_decoder *dec;
-	struct pt_block blk;
-	struct pt_event pev;
-	uint64_t blocks = 0, insns = 0; /* counted here: chunks share cache lines */
-	int st;
+	struct bare_count n = {0};
 
 	cfg.begin = (uint8_t *)c->begin;
 	cfg.end = (uint8_t *)c->end;
@@ -379,32 +389,10 @@ static void decode_chunk(struct chunk *c, struct pt_image *img, const struct pt_
 		return;
 	}
 	pt_blk_set_image(dec, img);
-	for (;;) {
-		st = pt_blk_sync_forward(dec);
-		if (st < 0)
-			break;
-		for (;;) {
-			uint64_t tsc;
-			uint32_t lm, lc;
-			while (st & pts_event_pending) {
-				st = pt_blk_event(dec, &pev, sizeof pev);
-				if (st < 0)
-					break;
-			}
-			if (st < 0)
-				break;
-			st = pt_blk_next(dec, &blk, sizeof blk);
-			blocks++;
-			insns += blk.ninsn;
-			pt_blk_time(dec, &tsc, &lm, &lc);
-			if (st < 0)
-				break;
-		}
-		if (st != -pte_eos)
-			c->errors++;
-	}
-	c->blocks += blocks;
-	c->insns += insns;
+	blk_loop(dec, &n);
+	c->blocks += n.blocks;
+	c->insns += n.insns;
+	c->errors += n.errors;
 	pt_blk_free_decoder(dec);
 }
 
