@@ -787,46 +787,68 @@ static int wd_mark(struct ptd *d, struct ptd_walkq *w, int32_t isid, uint64_t ip
 	}
 }
 
-/* The query that ends cached block @c on its first walk (wd_first). */
-static int wd_first_query(struct ptd_walkq *w, const struct wblk *c)
+/* The query that ends cached block @c (any kind but K_ERR): the status,
+ * w->ip where the block goes; the return stack as the block decoder's. */
+static inline __attribute__((always_inline)) int wd_query(struct ptd_walkq *w, const struct wblk *c)
 {
 	int st, taken;
 
 	switch (c->kind) {
 	case K_COND:
 		st = pt_qry_cond_branch(w->qry, &taken);
-		if (st < 0)
-			return st;
-		w->status = st;
-		w->ip = taken ? c->next : c->end_ip + c->isize;
+		if (st >= 0) {
+			w->status = st;
+			w->ip = taken ? c->next : c->end_ip + c->isize;
+		}
+		return st;
+	case K_DJMP:
+		w->ip = c->next;
+		return 0;
+	case K_DCALL:
+		if (c->push)
+			rs_push(w, c->end_ip + c->isize);
+		w->ip = c->next;
 		return 0;
 	case K_ICALL:
-	case K_IND:
-		if (c->kind == K_ICALL)
-			rs_push(w, c->end_ip + c->isize);
+		rs_push(w, c->end_ip + c->isize);
 		st = pt_qry_indirect_branch(w->qry, &w->ip);
-		if (st < 0)
-			return st;
-		w->status = st;
-		return (st & pts_ip_suppressed) ? -pte_noip : 0;
+		if (st >= 0)
+			w->status = st;
+		return st;
 	case K_RET:
 		st = pt_qry_cond_branch(w->qry, &taken);
 		if (st >= 0) {
 			w->status = st;
-			if (!taken)
-				return -pte_bad_retcomp;
-			return rs_pop(w, &w->ip);
+			st = !taken ? -pte_bad_retcomp : rs_pop(w, &w->ip);
+		} else if (st == -pte_bad_query) {
+			st = pt_qry_indirect_branch(w->qry, &w->ip);
+			if (st >= 0)
+				w->status = st;
 		}
-		if (st != -pte_bad_query)
-			return st;
+		return st;
+	case K_IND:
 		st = pt_qry_indirect_branch(w->qry, &w->ip);
-		if (st < 0)
-			return st;
-		w->status = st;
-		return (st & pts_ip_suppressed) ? -pte_noip : 0;
-	default:
-		return WK_AGAIN; /* no query: as cached */
+		if (st >= 0)
+			w->status = st;
+		return st;
+	default: /* K_SECEND */
+		w->ip = c->next;
+		return 0;
 	}
+}
+
+/* The query that ends cached block @c on its first walk (wd_first): an
+ * indirect branch's TIP must carry an ip; WK_AGAIN: no query. */
+static int wd_first_query(struct ptd_walkq *w, const struct wblk *c)
+{
+	int st;
+
+	if (c->kind != K_COND && c->kind != K_ICALL && c->kind != K_IND && c->kind != K_RET)
+		return WK_AGAIN; /* as cached */
+	st = wd_query(w, c);
+	if (st < 0)
+		return st;
+	return c->kind != K_COND && (st & pts_ip_suppressed) ? -pte_noip : 0;
 }
 
 /* The first time libipt walks from @c->ip (its block cache knows no
@@ -884,7 +906,7 @@ static int wd_first(struct ptd *d, struct ptd_walkq *w, struct pt_block *b, cons
 static inline int wd_no_event(struct ptd *d, struct ptd_walkq *w, struct pt_block *b)
 {
 	const struct wblk *c;
-	int st, taken;
+	int st;
 
 	if (w->mode != ptem_64bit)
 		return WK_UNSUP;
@@ -905,57 +927,12 @@ static inline int wd_no_event(struct ptd *d, struct ptd_walkq *w, struct pt_bloc
 		if (c->kind != K_ERR)
 			((struct wblk *)c)->known = 1;
 	}
-	switch (c->kind) {
-	case K_COND:
-		st = pt_qry_cond_branch(w->qry, &taken);
-		if (st < 0)
-			return st;
-		w->status = st;
-		w->ip = taken ? c->next : c->end_ip + c->isize;
-		return 0;
-	case K_DJMP:
-		w->ip = c->next;
-		return 0;
-	case K_DCALL:
-		if (c->push)
-			rs_push(w, c->end_ip + c->isize);
-		w->ip = c->next;
-		return 0;
-	case K_ICALL:
-		rs_push(w, c->end_ip + c->isize);
-		st = pt_qry_indirect_branch(w->qry, &w->ip);
-		if (st < 0)
-			return st;
-		w->status = st;
-		return 0;
-	case K_RET:
-		st = pt_qry_cond_branch(w->qry, &taken);
-		if (st < 0) {
-			if (st != -pte_bad_query)
-				return st;
-			st = pt_qry_indirect_branch(w->qry, &w->ip);
-			if (st < 0)
-				return st;
-			w->status = st;
-			return 0;
-		}
-		w->status = st;
-		if (!taken)
-			return -pte_bad_retcomp;
-		return rs_pop(w, &w->ip);
-	case K_IND:
-		st = pt_qry_indirect_branch(w->qry, &w->ip);
-		if (st < 0)
-			return st;
-		w->status = st;
-		return 0;
-	case K_SECEND:
-		w->ip = c->next;
-		return 0;
-	default: /* K_ERR */
+	if (c->kind == K_ERR) {
 		w->ip = c->next;
 		return c->err;
 	}
+	st = wd_query(w, c);
+	return st < 0 ? st : 0;
 }
 
 static int wd_next(struct ptd *d, struct ptd_walkq *w, struct pt_block *b)
@@ -1201,56 +1178,6 @@ WF_INLINE void wf_take_pend(struct ptd *d, struct ptq *q, const struct ptd_walkq
 	p->valid = 0;
 }
 
-/* The query that ends cached block @c (wd_no_event's, for the kinds
- * wk_fast walks): the status, w->ip where the block goes. */
-WF_INLINE int wf_query(struct ptd_walkq *w, const struct wblk *c)
-{
-	int st, taken;
-
-	switch (c->kind) {
-	case K_COND:
-		st = pt_qry_cond_branch(w->qry, &taken);
-		if (st >= 0) {
-			w->status = st;
-			w->ip = taken ? c->next : c->end_ip + c->isize;
-		}
-		return st;
-	case K_DJMP:
-		w->ip = c->next;
-		return 0;
-	case K_DCALL:
-		if (c->push)
-			rs_push(w, c->end_ip + c->isize);
-		w->ip = c->next;
-		return 0;
-	case K_ICALL:
-		rs_push(w, c->end_ip + c->isize);
-		st = pt_qry_indirect_branch(w->qry, &w->ip);
-		if (st >= 0)
-			w->status = st;
-		return st;
-	case K_RET:
-		st = pt_qry_cond_branch(w->qry, &taken);
-		if (st >= 0) {
-			w->status = st;
-			st = !taken ? -pte_bad_retcomp : rs_pop(w, &w->ip);
-		} else if (st == -pte_bad_query) {
-			st = pt_qry_indirect_branch(w->qry, &w->ip);
-			if (st >= 0)
-				w->status = st;
-		}
-		return st;
-	case K_IND:
-		st = pt_qry_indirect_branch(w->qry, &w->ip);
-		if (st >= 0)
-			w->status = st;
-		return st;
-	default: /* K_SECEND */
-		w->ip = c->next;
-		return 0;
-	}
-}
-
 /* The block from @ip as pt_blk_next reports it with an error. */
 static void wf_error_block(struct pt_block *blk, uint64_t ip, const struct wblk *c)
 {
@@ -1345,7 +1272,7 @@ static int wk_fast(struct ptd *d, struct ptq *q, struct ptd_walkq *w, uint64_t l
 			ret = WF_GENERAL;
 			break;
 		}
-		st = wf_query(w, c);
+		st = wd_query(w, c);
 		if (st >= 0)
 			st = wd_trailing(w);
 		if (st < 0) {
