@@ -246,6 +246,25 @@ struct bare_count {
 	uint64_t blocks, insns, errors, tsum;
 };
 
+/* The block decoder's configuration as mt-decode makes it (the recording's
+ * cpu and its errata; a block ends at every branch) unless @plain */
+static void bench_config(struct pt_config *cfg, const struct pd_info *info, int plain)
+{
+	unsigned fam = 0, mod = 0, step = 0;
+
+	pt_config_init(cfg);
+	if (info->cpuid && sscanf(info->cpuid, "GenuineIntel,%u,%u,%u", &fam, &mod, &step) >= 2) {
+		cfg->cpu.vendor = pcv_intel;
+		cfg->cpu.family = (uint16_t)fam;
+		cfg->cpu.model = (uint8_t)mod;
+		cfg->cpu.stepping = (uint8_t)step;
+		pt_cpu_errata(&cfg->errata, &cfg->cpu);
+	}
+	cfg->nom_freq = 22;
+	cfg->flags.variant.block.end_on_call = !plain;
+	cfg->flags.variant.block.end_on_jump = !plain;
+}
+
 /* Every block of @dec, synchronizing at each PSB after an error, into *@n
  * (counted in locals: par's chunks share cache lines) */
 static void blk_loop(struct pt_block_decoder *dec, struct bare_count *n)
@@ -293,21 +312,10 @@ static void bare_blocks(const struct qdata *q, struct pt_image *img, const struc
 {
 	struct pt_config cfg;
 	struct pt_block_decoder *dec;
-	unsigned fam = 0, mod = 0, step = 0;
 
-	pt_config_init(&cfg);
+	bench_config(&cfg, info, plain);
 	cfg.begin = q->buf;
 	cfg.end = q->buf + q->len;
-	if (info->cpuid && sscanf(info->cpuid, "GenuineIntel,%u,%u,%u", &fam, &mod, &step) >= 2) {
-		cfg.cpu.vendor = pcv_intel;
-		cfg.cpu.family = (uint16_t)fam;
-		cfg.cpu.model = (uint8_t)mod;
-		cfg.cpu.stepping = (uint8_t)step;
-		pt_cpu_errata(&cfg.errata, &cfg.cpu);
-	}
-	cfg.nom_freq = 22;
-	cfg.flags.variant.block.end_on_call = !plain;
-	cfg.flags.variant.block.end_on_jump = !plain;
 	dec = pt_blk_alloc_decoder(&cfg);
 	pt_blk_set_image(dec, img);
 	blk_loop(dec, n);
@@ -452,22 +460,11 @@ static int par(struct qdata *q, size_t nq, struct pt_image *img, const struct pd
 	       unsigned jobs)
 {
 	struct pt_config base;
-	unsigned fam = 0, mod = 0, step = 0;
 	struct chunk *whole = calloc(nq + 1, sizeof(*whole)), *cut = NULL;
 	size_t ncut = 0, capcut = 0;
 	uint64_t total = 0;
 
-	pt_config_init(&base);
-	if (info->cpuid && sscanf(info->cpuid, "GenuineIntel,%u,%u,%u", &fam, &mod, &step) >= 2) {
-		base.cpu.vendor = pcv_intel;
-		base.cpu.family = (uint16_t)fam;
-		base.cpu.model = (uint8_t)mod;
-		base.cpu.stepping = (uint8_t)step;
-		pt_cpu_errata(&base.errata, &base.cpu);
-	}
-	base.nom_freq = 22;
-	base.flags.variant.block.end_on_call = 1;
-	base.flags.variant.block.end_on_jump = 1;
+	bench_config(&base, info, 0);
 	for (size_t i = 0; i < nq; i++)
 		total += q[i].len;
 	/* Chunks of about total / (8 * jobs) bytes, cut at PSBs. */
