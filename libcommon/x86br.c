@@ -1,34 +1,25 @@
 /* x86br: the x86 branch classifier (see x86br.h). */
 #include "x86br.h"
 
-/* The branches of the 0f map, the opcode @op at b[@i]. */
-static enum x86br classify_0f(uint8_t op, size_t i, int opsz16, uint8_t *size, size_t *rel)
+/* The branches of the 0f map, the opcode @op at b[@i]: *sz the length */
+static enum x86br classify_0f(uint8_t op, size_t i, int opsz16, size_t *sz, size_t *rel)
 {
-	enum x86br cls;
-	size_t sz;
-
 	switch (op) {
 	case 0x80 ... 0x8f:
-		cls = X86BR_JCC;
-		sz = i + 1 + (opsz16 ? 2 : 4);
+		*sz = i + 1 + (opsz16 ? 2 : 4);
 		*rel = i + 1;
-		break;
+		return X86BR_JCC;
 	case 0x05:
 	case 0x34:
-		cls = X86BR_SYSCALL;
-		sz = i + 1;
-		break;
+		*sz = i + 1;
+		return X86BR_SYSCALL;
 	case 0x07:
 	case 0x35:
-		cls = X86BR_SYSRET;
-		sz = i + 1;
-		break;
+		*sz = i + 1;
+		return X86BR_SYSRET;
 	default:
 		return X86BR_NONE;
 	}
-	if (sz <= 15)
-		*size = (uint8_t)sz;
-	return cls;
 }
 
 /* x86br_classify, and the details x86br_decode adds: *trap for a
@@ -50,9 +41,11 @@ static enum x86br classify(const uint8_t *b, size_t n, int bits, uint8_t *size, 
 	addr16 = o.p67 ? bits == 32 : bits == 16;
 	if (bits == 64)
 		opsz16 = 0; /* near branches ignore 0x66 in 64-bit mode (Intel) */
-	if (o.map == 1)
-		return classify_0f(o.op, i, opsz16, size, rel);
-	switch (b[i]) {
+	if (o.map == 1) {
+		cls = classify_0f(o.op, i, opsz16, &sz, rel);
+		if (cls == X86BR_NONE)
+			return cls;
+	} else switch (b[i]) {
 	case 0x70 ... 0x7f:
 	case 0xe0 ... 0xe3:
 		cls = X86BR_JCC;
