@@ -244,7 +244,10 @@ static void cache_check(struct ptd *d, struct ptq *q, struct ptd_walkq *w)
 }
 
 /* The one-byte map's opcode @o (b[i] the byte after it): whether a ModRM
- * follows (*modrm), the immediate's size, -1 invalid in 64-bit mode. */
+ * follows (*modrm), the immediate's size, -1 not decoded.  The opcodes
+ * invalid in 64-bit mode (push es, pop ds, daa, pusha, aam, ...) have their
+ * 32-bit lengths, as in libipt's decoder (they fault when run, but a walk
+ * may pass over them); the far call and jmp (9a, ea) stay refused. */
 static int imm_map0(const uint8_t *b, unsigned n, unsigned i, const struct x86_op *o,
 		    unsigned *modrm)
 {
@@ -258,8 +261,8 @@ static int imm_map0(const uint8_t *b, unsigned n, unsigned i, const struct x86_o
 		return op == 0xf6 ? 1 : o->p66 ? 2 : 4;
 	switch (op) {
 	case 0x04: case 0x0c: case 0x14: case 0x1c: case 0x24: case 0x2c: case 0x34: case 0x3c:
-	case 0x6a: case 0x6b: case 0x80: case 0x83: case 0xa8: case 0xc0: case 0xc1: case 0xc6:
-	case 0xcd: case 0xeb:
+	case 0x6a: case 0x6b: case 0x80: case 0x82: case 0x83: case 0xa8: case 0xc0: case 0xc1:
+	case 0xc6: case 0xcd: case 0xd4: case 0xd5: case 0xeb:
 		return 1;
 	case 0x05: case 0x0d: case 0x15: case 0x1d: case 0x25: case 0x2d: case 0x35: case 0x3d:
 	case 0x68: case 0x69: case 0x81: case 0xa9: case 0xc7:
@@ -272,10 +275,8 @@ static int imm_map0(const uint8_t *b, unsigned n, unsigned i, const struct x86_o
 		return 3;
 	case 0xa0: case 0xa1: case 0xa2: case 0xa3:
 		return o->p67 ? 4 : 8;
-	case 0x06: case 0x07: case 0x0e: case 0x16: case 0x17: case 0x1e: case 0x1f:
-	case 0x27: case 0x2f: case 0x37: case 0x3f: case 0x60: case 0x61: case 0x82:
-	case 0x9a: case 0xce: case 0xd4: case 0xd5: case 0xd6: case 0xea:
-		return -1;
+	case 0x9a: case 0xea:
+		return -1; /* far call, far jmp: invalid in 64-bit mode */
 	default:
 		if ((op & 0xf0) == 0x70 || (op >= 0xe0 && op <= 0xe7) || (op >= 0xb0 && op <= 0xb7))
 			return 1;
