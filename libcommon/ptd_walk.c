@@ -1058,28 +1058,13 @@ static void wk_sync(struct ptd *d, struct ptq *q, struct ptd_walkq *w)
 	if (st < 0 && st != -pte_eos) {
 		uint64_t off = 0;
 		pt_qry_get_offset(w->qry, &off);
-		if (!q->synced_once || off > q->last_sync_off) {
-			q->synced_once = 1;
-			q->last_sync_off = off;
+		if (q_sync_error_new(q, off)) {
 			wk_error(d, q, w, st, 0);
 			return;
 		}
 	}
 	if (st < 0) {
-		q_commit(q);
-		if (q->curseg + 1 < q->nsegs && q->segs[q->curseg + 1].lost_before) {
-			const struct seg *n = &q->segs[q->curseg + 1];
-			char m[128];
-			snprintf(m, sizeof m, "trace data lost (AUX offset %" PRIu64 ")", n->lost_at);
-			if (q->th >= 0)
-				ptd_set_gap(d, q, MTEV_GAP_LOST, 0, n->begin, d->thr[q->th].last_ip, m);
-			q->pend.valid = 0;
-		} else if (q->curseg + 1 < q->nsegs) {
-			size_t k;
-			for (k = 0; k < d->nthr; k++)
-				if (d->thr[k].lastq == (int)(q - d->q))
-					thr_finish(d, q, &d->thr[k]);
-		}
+		ptd_seg_end(d, q);
 		pt_qry_free_decoder(w->qry);
 		w->qry = NULL;
 		q->img = NULL;
