@@ -579,6 +579,15 @@ static void handle_event(struct ptd *d, struct ptq *q, const struct pt_event *ev
 			q->pend.valid = 0;
 			emit_br(d, q, MTEV_BR_SYSCALL, q->pend.from, 0, t);
 			th->state = TS_SYSCALL;
+			/* the thread comes back with the next TIP.PGE (a
+			 * sysret, which clears this); libipt can also go on
+			 * with blocks and no enable (a PSB+ after an
+			 * ip-suppressed TIP.PGD, in a corrupt trace): where
+			 * tracing resumed is not a sysret's resume address
+			 * then, and after a syscall only its sysret, a
+			 * trace-end or a trace-start may come (mtev-semantics) */
+			q->need_start = 1;
+			q->start_time = t;
 		} else {
 			uint64_t from = q->pend.valid ? q->pend.from : th->last_ip;
 			if (q->pend.valid && !ev->ip_suppressed)
