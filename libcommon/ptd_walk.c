@@ -17,7 +17,10 @@
  * What it does not emulate is never walked: a queue whose trace holds any
  * packet outside the set below (overflow, an FUP outside PSB+ -- interrupts,
  * TSX -- paging, VMCS, PTWRITE, power events, a non-64-bit mode, or a packet
- * that does not parse) and every per-cpu queue is decoded by the libipt
+ * that does not parse), a queue with trace (TNT, TIP.*, a PSB+ FUP) between
+ * a PSB and the next MODE.Exec (libipt decodes in an unknown mode there, and
+ * what it makes of the code then is not emulated) and every per-cpu queue is
+ * decoded by the libipt
  * stepper from its start; the decision is made per queue before its first
  * record.  Code bytes come from the image files only (mt-decode never reads
  * process memory), which do not change while mapped; the cache is dropped
@@ -168,7 +171,7 @@ static int walkable(struct ptq *q)
 		struct pt_config cfg;
 		struct pt_packet_decoder *pd;
 		struct pt_packet pk;
-		int st, in_psb = 0, ok = 1, fup = 0;
+		int st, in_psb = 0, ok = 1, fup = 0, psb_fup = 0, mode = 0;
 
 		pt_config_init(&cfg);
 		cfg.begin = q->stream + q->segs[k].begin;
@@ -183,9 +186,11 @@ static int walkable(struct ptq *q)
 			switch (pk.type) {
 			case ppt_psb:
 				in_psb = 1;
+				psb_fup = mode = 0;
 				break;
 			case ppt_psbend:
 				in_psb = 0;
+				ok = mode || !psb_fup;
 				break;
 			case ppt_pad:
 			case ppt_tsc:
@@ -198,18 +203,22 @@ static int walkable(struct ptq *q)
 			case ppt_tnt_64:
 			case ppt_tip:
 			case ppt_tip_pge:
-				ok = !fup; /* an FUP binds to a TIP.PGD only (an async disable) */
+				ok = !fup && mode; /* an FUP binds to a TIP.PGD only (an async disable) */
 				break;
 			case ppt_tip_pgd:
+				ok = mode;
 				fup = 0;
 				break;
 			case ppt_fup:
 				if (!in_psb)
 					fup = 1;
+				else
+					psb_fup = 1;
 				break;
 			case ppt_mode:
 				ok = !fup && pk.payload.mode.leaf == pt_mol_exec &&
 				     pk.payload.mode.bits.exec.csl && !pk.payload.mode.bits.exec.csd;
+				mode = 1;
 				break;
 			default:
 				ok = 0;
@@ -719,6 +728,66 @@ static int wd_to_disabled(struct ptd *d, struct ptd_walkq *w, struct pt_block *b
 	}
 }
 
+/* To @ip without trace (pt_blk_proceed_to_ip): 1 reached, 0 the block
+ * ended first (another section, a direct call or jump), -pte_bad_query:
+ * *pin needs trace (w->ip is its ip), or an error. */
+static int wd_to_ip(struct ptd *d, struct ptd_walkq *w, struct pt_block *b,
+		    const struct winsn **pin, uint64_t ip)
+{
+	int st;
+	for (;;) {
+		if (w->ip == ip)
+			return 1;
+		st = wd_one_insn(d, w, b, pin);
+		if (st <= 0)
+			return st;
+		st = wd_next_ip(*pin, &w->ip);
+		if (st < 0)
+			return st;
+		if (wd_ends_block(*pin))
+			return w->ip == ip;
+	}
+}
+
+/* The one query that takes @in (an instruction that needs trace, already
+ * in the block, its call pushed) to its successor, which ends the block
+ * (pt_blk_proceed_with_trace): 0 and w->ip, or an error. */
+static int wd_with_trace(struct ptd_walkq *w, const struct winsn *in)
+{
+	int st, taken;
+
+	if (!in)
+		return -pte_internal;
+	switch (in->cls) {
+	case X86BR_JCC:
+		st = pt_qry_cond_branch(w->qry, &taken);
+		if (st < 0)
+			return st;
+		w->ip = taken ? in->target : in->ip + in->size;
+		break;
+	case X86BR_RET:
+		st = pt_qry_cond_branch(w->qry, &taken);
+		if (st >= 0) {
+			if (!taken)
+				return -pte_bad_retcomp;
+			taken = rs_pop(w, &w->ip);
+			if (taken < 0)
+				return taken;
+			break;
+		}
+		if (st != -pte_bad_query)
+			return st;
+		/* not compressed: a TIP */
+		/* fallthrough */
+	default:
+		st = pt_qry_indirect_branch(w->qry, &w->ip);
+		if (st < 0)
+			return st;
+	}
+	w->status = st;
+	return (st & pts_ip_suppressed) ? -pte_noip : 0;
+}
+
 static int wd_proceed_event(struct ptd *d, struct ptd_walkq *w, struct pt_block *b)
 {
 	const struct winsn *in = NULL;
@@ -745,28 +814,28 @@ static int wd_proceed_event(struct ptd *d, struct ptd_walkq *w, struct pt_block 
 		break;
 	case ptev_async_disabled:
 		/* to the FUP's ip without trace; needing trace is an error */
-		for (;;) {
-			if (w->ip == w->ev.variant.async_disabled.at)
-				break;
-			st = wd_one_insn(d, w, b, &in);
-			if (st <= 0)
-				return st;
-			st = wd_next_ip(in, &w->ip);
-			if (st < 0)
-				return st;
-			if (wd_ends_block(in)) {
-				if (w->ip == w->ev.variant.async_disabled.at)
-					break;
-				return 0;
-			}
-		}
+		st = wd_to_ip(d, w, b, &in, w->ev.variant.async_disabled.at);
+		if (st <= 0)
+			return st;
 		if (w->skd022 && vmentry_at(w, w->ev.variant.async_disabled.at))
 			return WK_UNSUP;
 		break;
 	case ptev_exec_mode:
 		if (w->ev.ip_suppressed)
 			break;
-		return WK_UNSUP; /* a mode change at a far branch: excluded */
+		/* to the mode's ip (a PSB+ FUP that is not where the walk
+		 * is: a corrupt trace): without trace as far as it goes, then
+		 * one query ends the block */
+		st = wd_to_ip(d, w, b, &in, w->ev.variant.exec_mode.ip);
+		if (st == -pte_bad_query) {
+			st = wd_with_trace(w, in);
+			if (st < 0)
+				return st;
+			st = w->ip == w->ev.variant.exec_mode.ip;
+		}
+		if (st <= 0)
+			return st;
+		break;
 	default:
 		return WK_UNSUP;
 	}
@@ -1466,7 +1535,8 @@ static void wk_step(struct ptd *d, struct ptq *q, uint64_t limit)
 				 d->per_cpu ? "per-cpu trace"
 				 : d->opts->resync ? "--resync"
 					    : "packets it does not emulate: overflow, interrupts, "
-					      "TSX, paging, power events or a damaged packet");
+					      "TSX, paging, power events, trace before its execution "
+					      "mode or a damaged packet");
 			return;
 		}
 	}

@@ -122,14 +122,28 @@ same() { # ARGS...
 	# instructions before it, and the next walk there ends one block early.
 	# fuzz-ptwalk-invalid64-opcode.pt: a walk into the middle of an
 	# instruction meets 1f (pop ds), invalid in 64-bit mode, which libipt
-	# sizes as one byte
-	local f rec="$ROOT/build/programs/recursion" n=0
+	# sizes as one byte.
+	# fuzz-ptwalk-not-emulated-warning.pt: a PSB+ whose FUP is not where
+	# the code is, its MODE.Exec bound there: reached without trace, then
+	# a query that fails (was a "does not emulate" internal error).
+	# fuzz-ptwalk-unknown-mode-insn.pt: a TIP.PGE with no MODE.Exec since
+	# the PSB; libipt decodes in an unknown mode (no block: the first
+	# instruction does not decode), which the walk leaves to libipt
+	local f rec="$ROOT/build/programs/recursion" n=0 img
 	[ -f "$rec" ] || skip "build/programs/recursion not built"
+	img="$rec:0x1000:0x78000@0x401000"
 	for f in "$ROOT"/tests/corrupt/fuzz-ptwalk-*.pt; do
-		same -s --cpu 6/94/3 --image "$rec:0x1000:0x78000@0x401000" --pt "$f" ||
+		same -s --cpu 6/94/3 --image "$img" --pt "$f" ||
 			{ echo "differ: $f"; return 1; }
-		grep -q 'blocks=[1-9]' "$T/walk.err"
+		case $f in
+		*unknown-mode*) grep -q 'blocks=0 instructions=0' "$T/walk.err" ;;
+		*) grep -q 'blocks=[1-9]' "$T/walk.err" ;;
+		esac
 		n=$((n + 1))
 	done
 	[ "$n" -gt 0 ]
+	run "$BIN/mt-decode" --decoder walk-only --cpu 6/94/3 --image "$img" -o "$T/x.mt" \
+		--pt "$ROOT/tests/corrupt/fuzz-ptwalk-unknown-mode-insn.pt"
+	[ "$status" -eq 2 ]
+	[[ $output == *"cannot decode this recording"* ]]
 }
