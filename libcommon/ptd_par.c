@@ -88,6 +88,11 @@ struct parq {
 	/* the stepper's side */
 	size_t cur, pos; /* the answer it reads next: job cur, record pos */
 	size_t stop;	 /* switch to the next job at this record (SIZE_MAX: not known) */
+	/* the fast path (take_fast): records below lim of job cur's rv are
+	 * answers to take in order, with no splice, switch or end to check
+	 * (set by take, 0 until then) */
+	const struct prec *rv;
+	size_t lim;
 	size_t entry;	 /* ... at this record of the next job */
 	const struct prec *last; /* the last answer (time, offset) */
 	struct prec act;	 /* the decoder's answers when the chunks began, or
@@ -577,10 +582,11 @@ static void fallback(struct ptd *d, struct ptq *q)
 
 /* The next answer, of kind @op: NULL when the records have none (then the
  * queue's decoder has taken over). */
-static const struct prec *take(struct ptq *q, uint8_t op)
+static const struct prec *take_slow(struct ptq *q, uint8_t op)
 {
 	struct parq *pq = q->par;
 	struct ptd *d = pq->d;
+	pq->lim = 0;
 	for (;;) {
 		const struct pjob *j = &pq->job[pq->cur];
 		const struct prec *r;
@@ -616,10 +622,25 @@ static const struct prec *take(struct ptq *q, uint8_t op)
 			break;
 		pq->pos++;
 		pq->last = r;
+		pq->rv = j->r;
+		pq->lim = pq->stop != SIZE_MAX ? pq->stop : j->ovl0;
+		if (pq->lim > j->n)
+			pq->lim = j->n;
 		return r;
 	}
 	fallback(d, q);
 	return NULL;
+}
+
+static inline const struct prec *take(struct ptq *q, uint8_t op)
+{
+	struct parq *pq = q->par;
+	if (pq->pos < pq->lim && pq->rv[pq->pos].op == op) {
+		/* inside a job, before its overlap or splice: the answer */
+		pq->last = &pq->rv[pq->pos++];
+		return pq->last;
+	}
+	return take_slow(q, op);
 }
 
 int par_next(struct ptq *q, struct pt_block *b)
