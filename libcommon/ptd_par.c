@@ -171,6 +171,8 @@ static int8_t st8(int st)
 
 static void rec_after(struct pt_block_decoder *dec, struct prec *r)
 {
+	r->tsc = 0;
+	r->lm = r->lc = 0;
 	r->tret = st8(pt_blk_time(dec, &r->tsc, &r->lm, &r->lc));
 	r->off = 0;
 	r->oret = st8(pt_blk_get_offset(dec, &r->off));
@@ -194,13 +196,12 @@ static struct prec *rec_sync(struct pt_block_decoder *dec, struct pjob *j, int s
 static struct prec *rec_next(struct pt_block_decoder *dec, struct pjob *j)
 {
 	struct prec *r = rec_add(j);
-	struct pt_block b;
+	struct pt_block b; /* zeroed by libipt first */
 	union pside *x;
 	if (!r)
 		return NULL;
-	memset(&b, 0, sizeof b);
-	memset(r, 0, sizeof *r);
 	r->op = PR_NEXT;
+	r->flags = 0;
 	r->ret = pt_blk_next(dec, &b, sizeof b);
 	r->ip = b.ip;
 	r->end_ip = b.end_ip;
