@@ -86,7 +86,6 @@ struct parq {
 	struct pt_config cfg;
 	struct pt_image *img0;	     /* the stepper's image when the chunks began */
 	struct pt_image **img;	     /* per thread slot: a copy */
-	struct pt_image_section_cache **isc; /* its sections (slot_image) */
 	struct pt_block_decoder **dec; /* per thread slot */
 	int status0;		     /* the decoder's status when the chunks began */
 	struct pjob *job;
@@ -122,6 +121,9 @@ struct ppool {
 	pthread_cond_t work, done;
 	pthread_t *th;
 	int nth; /* worker threads; slot 0 is the stepper's */
+	/* per thread slot, sections of its own (slot_image), for every queue:
+	 * libipt's block caches warm once per slot, not once per queue */
+	struct pt_image_section_cache **isc;
 	int quit;
 	struct parq **act; /* queues decoded in parallel */
 	size_t nact, actcap;
@@ -390,7 +392,15 @@ static int pool_start(struct ptd *d)
 	pthread_cond_init(&p->work, NULL);
 	pthread_cond_init(&p->done, NULL);
 	p->th = calloc((size_t)n, sizeof *p->th);
-	if (!p->th) {
+	p->isc = calloc((size_t)n, sizeof *p->isc);
+	for (i = 0; p->th && p->isc && i < n; i++)
+		if (!(p->isc[i] = pt_iscache_alloc(NULL)))
+			break;
+	if (!p->th || !p->isc || i < n) {
+		while (p->isc && i > 0)
+			pt_iscache_free(p->isc[--i]);
+		free(p->isc);
+		free(p->th);
 		free(p);
 		return -1;
 	}
@@ -590,12 +600,9 @@ static void pq_free(struct ptd *d, struct parq *pq)
 			pt_blk_free_decoder(pq->dec[s]);
 		if (pq->img && pq->img[s])
 			pt_image_free(pq->img[s]);
-		if (pq->isc && pq->isc[s])
-			pt_iscache_free(pq->isc[s]);
 	}
 	free(pq->dec);
 	free(pq->img);
-	free(pq->isc);
 	free(pq);
 }
 
@@ -919,12 +926,9 @@ void ptd_par_start(struct ptd *d, struct ptq *q)
 	pq->img = calloc(ns, sizeof *pq->img);
 	pq->dec = calloc(ns, sizeof *pq->dec);
 	ok = pq->job && pq->img && pq->dec;
-	pq->isc = calloc(ns, sizeof *pq->isc);
-	ok = ok && pq->isc;
 	for (i = 0; ok && i < ns; i++) {
 		pq->img[i] = pt_image_alloc(NULL);
-		pq->isc[i] = pt_iscache_alloc(NULL);
-		ok = pq->img[i] && pq->isc[i] && slot_image(d, q->img, pq->isc[i], pq->img[i]) == 0;
+		ok = pq->img[i] && slot_image(d, q->img, p->isc[i], pq->img[i]) == 0;
 	}
 	if (!ok) {
 		pq_free(d, pq);
@@ -971,7 +975,7 @@ void ptd_par_fini(struct ptd *d)
 {
 	struct ppool *p = d->pool;
 	size_t i;
-	int t;
+	int t, n = d->opts->jobs; /* the slots of pool_start */
 	if (!p)
 		return;
 	for (i = 0; i < d->nq; i++)
@@ -985,6 +989,9 @@ void ptd_par_fini(struct ptd *d)
 	pthread_mutex_destroy(&p->mu);
 	pthread_cond_destroy(&p->work);
 	pthread_cond_destroy(&p->done);
+	for (t = 0; t < n; t++)
+		pt_iscache_free(p->isc[t]);
+	free(p->isc);
 	free(p->th);
 	free(p->act);
 	free(p);
