@@ -187,8 +187,12 @@ score() {
 				tail[i] = 1
 				for (k = 1; k <= m; k++) if (mt[k] == gt[i] && mb[k] >= gb[i] && mb[k] < e) { e = mb[k]; tail[i] = 0 }
 				if (e > gb[i]) ge[i] = e }
+			# a gap inside an earlier one counts once (a truncated
+			# AUX record: an empty gap, then the lost data, at one time)
+			for (i = 1; i <= n; i++) for (k = 1; k < i; k++)
+				if (!dup[k] && gt[k] == gt[i] && gb[k] <= gb[i] && ge[k] >= ge[i]) { dup[i] = 1; break }
 			for (j = 1; j <= ns; j++) for (i = 1; i <= n; i++)
-				if (gt[i] == st[j] && (tail[i] || !(sb[j] <= gb[i] && se[j] >= ge[i]))) {
+				if (!dup[i] && gt[i] == st[j] && (tail[i] || !(sb[j] <= gb[i] && se[j] >= ge[i]))) {
 					lo = sb[j] > gb[i] ? sb[j] : gb[i]; hi = se[j] < ge[i] ? se[j] : ge[i]
 					if (hi > lo) in_gap += hi - lo }
 			printf "%.4f\n", tot ? in_gap / tot : 0 }')
