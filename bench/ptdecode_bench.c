@@ -150,6 +150,178 @@ static void secfile_add(const char *file, uint64_t pgoff, uint64_t len, uint64_t
 		nsecfiles++;
 }
 
+/* bare: the executable maps of the recording become sections of @img */
+static void bare_add_mmap(const struct pd_event *ev, const struct pd_info *info, const char *imgdir,
+			  struct pt_image_section_cache *isc, struct pt_image *img)
+{
+	struct pd_mmap m;
+	char file[4096], hex[41];
+	const uint8_t *bid = NULL;
+	size_t k;
+	int isid;
+
+	if (pd_parse_mmap(ev, &m) < 0 || !(m.prot & 4))
+		return;
+	for (k = 0; k < info->nbuildids; k++)
+		if (!strcmp(info->buildids[k].filename, m.filename))
+			bid = info->buildids[k].id;
+	snprintf(file, sizeof file, "%s", m.filename);
+	if (bid) {
+		struct stat st;
+		buildid_hex(hex, bid, 20);
+		snprintf(file, sizeof file, "%s/%s/%s/elf", imgdir, m.filename, hex);
+		if (stat(file, &st) < 0)
+			snprintf(file, sizeof file, "%s/%s/%s/vdso", imgdir, m.filename, hex);
+		if (stat(file, &st) < 0)
+			snprintf(file, sizeof file, "%s", m.filename);
+	}
+	isid = pt_iscache_add_file(isc, file, m.pgoff, m.len, m.addr);
+	if (isid >= 0) {
+		pt_image_add_cached(img, isc, isid, NULL);
+		secfile_add(file, m.pgoff, m.len, m.addr);
+	}
+}
+
+/* bare: an AUXTRACE record's data appended to its queue's (64 queues at most) */
+static void bare_add_aux(const struct pd_event *ev, struct qdata *q, size_t *nq)
+{
+	struct pd_auxtrace a;
+	size_t i;
+
+	pd_parse_auxtrace(ev, &a);
+	for (i = 0; i < *nq && q[i].idx != a.idx; i++)
+		;
+	if (i == *nq) {
+		if (*nq == 64)
+			return;
+		memset(&q[*nq], 0, sizeof q[*nq]);
+		q[(*nq)++].idx = a.idx;
+	}
+	if (q[i].len + ev->payload_size > q[i].cap) {
+		q[i].cap = (q[i].len + ev->payload_size) * 2;
+		q[i].buf = realloc(q[i].buf, q[i].cap);
+	}
+	memcpy(q[i].buf + q[i].len, ev->payload, ev->payload_size);
+	q[i].len += ev->payload_size;
+}
+
+/* bare 2: the packet layer alone: every packet decoded, nothing walked */
+static void bare_packets(const struct qdata *q, size_t nq)
+{
+	uint64_t npkt = 0, tnt = 0, bytes = 0, errors = 0;
+	double t0, t1;
+	size_t i;
+
+	t0 = now();
+	for (i = 0; i < nq; i++) {
+		struct pt_config cfg;
+		struct pt_packet_decoder *pd;
+		struct pt_packet pk;
+		int st;
+		pt_config_init(&cfg);
+		cfg.begin = q[i].buf;
+		cfg.end = q[i].buf + q[i].len;
+		pd = pt_pkt_alloc_decoder(&cfg);
+		bytes += q[i].len;
+		while (pt_pkt_sync_forward(pd) >= 0) {
+			while ((st = pt_pkt_next(pd, &pk, sizeof pk)) > 0) {
+				npkt++;
+				if (pk.type == ppt_tnt_8 || pk.type == ppt_tnt_64)
+					tnt += pk.payload.tnt.bit_size;
+			}
+			if (st != -pte_eos)
+				errors++;
+			else
+				break;
+		}
+		pt_pkt_free_decoder(pd);
+	}
+	t1 = now();
+	printf("packets: %" PRIu64 " bytes %" PRIu64 " packets %" PRIu64 " tnt bits %" PRIu64
+	       " errors %.3f s %.1f MB/s\n",
+	       bytes, npkt, tnt, errors, t1 - t0, (double)bytes / (t1 - t0) / 1e6);
+}
+
+struct bare_count {
+	uint64_t blocks, insns, errors, tsum;
+};
+
+/* The block decoder's configuration as mt-decode makes it (the recording's
+ * cpu and its errata; a block ends at every branch) unless @plain */
+static void bench_config(struct pt_config *cfg, const struct pd_info *info, int plain)
+{
+	unsigned fam = 0, mod = 0, step = 0;
+
+	pt_config_init(cfg);
+	if (info->cpuid && sscanf(info->cpuid, "GenuineIntel,%u,%u,%u", &fam, &mod, &step) >= 2) {
+		cfg->cpu.vendor = pcv_intel;
+		cfg->cpu.family = (uint16_t)fam;
+		cfg->cpu.model = (uint8_t)mod;
+		cfg->cpu.stepping = (uint8_t)step;
+		pt_cpu_errata(&cfg->errata, &cfg->cpu);
+	}
+	cfg->nom_freq = 22;
+	cfg->flags.variant.block.end_on_call = !plain;
+	cfg->flags.variant.block.end_on_jump = !plain;
+}
+
+/* Every block of @dec, synchronizing at each PSB after an error, into *@n
+ * (counted in locals: par's chunks share cache lines) */
+static void blk_loop(struct pt_block_decoder *dec, struct bare_count *n)
+{
+	struct pt_block blk;
+	struct pt_event pev;
+	uint64_t blocks = 0, insns = 0, tsum = 0, errors = 0;
+	int st;
+
+	for (;;) {
+		st = pt_blk_sync_forward(dec);
+		if (st < 0)
+			break;
+		for (;;) {
+			uint64_t tsc;
+			uint32_t lm, lc;
+			while (st & pts_event_pending) {
+				st = pt_blk_event(dec, &pev, sizeof pev);
+				if (st < 0)
+					break;
+			}
+			if (st < 0)
+				break;
+			st = pt_blk_next(dec, &blk, sizeof blk);
+			blocks++;
+			insns += blk.ninsn;
+			if (pt_blk_time(dec, &tsc, &lm, &lc) >= 0)
+				tsum += tsc;
+			if (st < 0)
+				break;
+		}
+		if (st != -pte_eos)
+			errors++;
+	}
+	n->blocks += blocks;
+	n->insns += insns;
+	n->tsum += tsum;
+	n->errors += errors;
+}
+
+/* bare: one queue through libipt's block decoder, as mt-decode configures it
+ * (a block ends at every branch) unless @plain */
+static void bare_blocks(const struct qdata *q, struct pt_image *img, const struct pd_info *info,
+			int plain, struct bare_count *n)
+{
+	struct pt_config cfg;
+	struct pt_block_decoder *dec;
+
+	bench_config(&cfg, info, plain);
+	cfg.begin = q->buf;
+	cfg.end = q->buf + q->len;
+	dec = pt_blk_alloc_decoder(&cfg);
+	pt_blk_set_image(dec, img);
+	blk_loop(dec, n);
+	pt_blk_free_decoder(dec);
+}
+
 static int bare(const char *path, const char *imgdir, int plain, unsigned jobs)
 {
 	pd_reader *r;
@@ -159,7 +331,8 @@ static int bare(const char *path, const char *imgdir, int plain, unsigned jobs)
 	struct pt_image_section_cache *isc = pt_iscache_alloc(NULL);
 	struct pt_image *img = pt_image_alloc(NULL);
 	int fd = open(path, O_RDONLY), ret;
-	uint64_t blocks = 0, insns = 0, bytes = 0, errors = 0, tsum = 0;
+	struct bare_count n = {0};
+	uint64_t bytes = 0;
 	double t0, t1;
 	const struct pd_info *info;
 
@@ -169,143 +342,28 @@ static int bare(const char *path, const char *imgdir, int plain, unsigned jobs)
 	}
 	info = pd_info(r);
 	while ((ret = pd_next(r, &ev)) > 0) {
-		if (ev.type == PD_REC_MMAP2 || ev.type == PD_REC_MMAP) {
-			struct pd_mmap m;
-			char file[4096], hex[41];
-			const uint8_t *bid = NULL;
-			size_t k;
-			if (pd_parse_mmap(&ev, &m) < 0 || !(m.prot & 4))
-				continue;
-			for (k = 0; k < info->nbuildids; k++)
-				if (!strcmp(info->buildids[k].filename, m.filename))
-					bid = info->buildids[k].id;
-			snprintf(file, sizeof file, "%s", m.filename);
-			if (bid) {
-				struct stat st;
-				buildid_hex(hex, bid, 20);
-				snprintf(file, sizeof file, "%s/%s/%s/elf", imgdir, m.filename, hex);
-				if (stat(file, &st) < 0)
-					snprintf(file, sizeof file, "%s/%s/%s/vdso", imgdir, m.filename, hex);
-				if (stat(file, &st) < 0)
-					snprintf(file, sizeof file, "%s", m.filename);
-			}
-			int isid = pt_iscache_add_file(isc, file, m.pgoff, m.len, m.addr);
-			if (isid >= 0) {
-				pt_image_add_cached(img, isc, isid, NULL);
-				secfile_add(file, m.pgoff, m.len, m.addr);
-			}
-		} else if (ev.type == PD_REC_AUXTRACE) {
-			struct pd_auxtrace a;
-			pd_parse_auxtrace(&ev, &a);
-			for (i = 0; i < nq && q[i].idx != a.idx; i++)
-				;
-			if (i == nq) {
-				if (nq == 64)
-					continue;
-				memset(&q[nq], 0, sizeof q[nq]);
-				q[nq++].idx = a.idx;
-			}
-			if (q[i].len + ev.payload_size > q[i].cap) {
-				q[i].cap = (q[i].len + ev.payload_size) * 2;
-				q[i].buf = realloc(q[i].buf, q[i].cap);
-			}
-			memcpy(q[i].buf + q[i].len, ev.payload, ev.payload_size);
-			q[i].len += ev.payload_size;
-		}
+		if (ev.type == PD_REC_MMAP2 || ev.type == PD_REC_MMAP)
+			bare_add_mmap(&ev, info, imgdir, isc, img);
+		else if (ev.type == PD_REC_AUXTRACE)
+			bare_add_aux(&ev, q, &nq);
 	}
 	if (jobs)
 		return par(q, nq, img, info, jobs);
 	if (plain == 2) {
-		/* the packet layer alone: every packet decoded, nothing walked */
-		uint64_t npkt = 0, tnt = 0;
-		t0 = now();
-		for (i = 0; i < nq; i++) {
-			struct pt_config cfg;
-			struct pt_packet_decoder *pd;
-			struct pt_packet pk;
-			int st;
-			pt_config_init(&cfg);
-			cfg.begin = q[i].buf;
-			cfg.end = q[i].buf + q[i].len;
-			pd = pt_pkt_alloc_decoder(&cfg);
-			bytes += q[i].len;
-			while (pt_pkt_sync_forward(pd) >= 0) {
-				while ((st = pt_pkt_next(pd, &pk, sizeof pk)) > 0) {
-					npkt++;
-					if (pk.type == ppt_tnt_8 || pk.type == ppt_tnt_64)
-						tnt += pk.payload.tnt.bit_size;
-				}
-				if (st != -pte_eos)
-					errors++;
-				else
-					break;
-			}
-			pt_pkt_free_decoder(pd);
-		}
-		t1 = now();
-		printf("packets: %" PRIu64 " bytes %" PRIu64 " packets %" PRIu64 " tnt bits %" PRIu64
-		       " errors %.3f s %.1f MB/s\n",
-		       bytes, npkt, tnt, errors, t1 - t0, (double)bytes / (t1 - t0) / 1e6);
+		bare_packets(q, nq);
 		pd_close(r);
 		return 0;
 	}
 	t0 = now();
 	for (i = 0; i < nq; i++) {
-		struct pt_config cfg;
-		struct pt_block_decoder *dec;
-		struct pt_block blk;
-		struct pt_event pev;
-		int st;
-		unsigned fam = 0, mod = 0, step = 0;
-
-		pt_config_init(&cfg);
-		cfg.begin = q[i].buf;
-		cfg.end = q[i].buf + q[i].len;
-		if (info->cpuid && sscanf(info->cpuid, "GenuineIntel,%u,%u,%u", &fam, &mod, &step) >= 2) {
-			cfg.cpu.vendor = pcv_intel;
-			cfg.cpu.family = (uint16_t)fam;
-			cfg.cpu.model = (uint8_t)mod;
-			cfg.cpu.stepping = (uint8_t)step;
-			pt_cpu_errata(&cfg.errata, &cfg.cpu);
-		}
-		cfg.nom_freq = 22;
-		/* mt-decode's configuration: a block ends at every branch */
-		cfg.flags.variant.block.end_on_call = !plain;
-		cfg.flags.variant.block.end_on_jump = !plain;
-		dec = pt_blk_alloc_decoder(&cfg);
-		pt_blk_set_image(dec, img);
 		bytes += q[i].len;
-		for (;;) {
-			st = pt_blk_sync_forward(dec);
-			if (st < 0)
-				break;
-			for (;;) {
-				uint64_t tsc;
-				uint32_t lm, lc;
-				while (st & pts_event_pending) {
-					st = pt_blk_event(dec, &pev, sizeof pev);
-					if (st < 0)
-						break;
-				}
-				if (st < 0)
-					break;
-				st = pt_blk_next(dec, &blk, sizeof blk);
-				blocks++;
-				insns += blk.ninsn;
-				if (pt_blk_time(dec, &tsc, &lm, &lc) >= 0)
-					tsum += tsc;
-				if (st < 0)
-					break;
-			}
-			if (st != -pte_eos)
-				errors++;
-		}
-		pt_blk_free_decoder(dec);
+		bare_blocks(&q[i], img, info, plain, &n);
 	}
 	t1 = now();
 	printf("bare%s: %" PRIu64 " bytes %" PRIu64 " blocks %" PRIu64 " insns %" PRIu64
 	       " errors %.3f s %.1f MB/s (%" PRIu64 ")\n",
-	       plain ? " (plain blocks)" : "", bytes, blocks, insns, errors, t1 - t0, (double)bytes / (t1 - t0) / 1e6, tsum & 1);
+	       plain ? " (plain blocks)" : "", bytes, n.blocks, n.insns, n.errors, t1 - t0,
+	       (double)bytes / (t1 - t0) / 1e6, n.tsum & 1);
 	pd_close(r);
 	return 0;
 }
@@ -329,10 +387,7 @@ static void decode_chunk(struct chunk *c, struct pt_image *img, const struct pt_
 {
 	struct pt_config cfg = *base;
 	struct pt_block_decoder *dec;
-	struct pt_block blk;
-	struct pt_event pev;
-	uint64_t blocks = 0, insns = 0; /* counted here: chunks share cache lines */
-	int st;
+	struct bare_count n = {0};
 
 	cfg.begin = (uint8_t *)c->begin;
 	cfg.end = (uint8_t *)c->end;
@@ -342,32 +397,10 @@ static void decode_chunk(struct chunk *c, struct pt_image *img, const struct pt_
 		return;
 	}
 	pt_blk_set_image(dec, img);
-	for (;;) {
-		st = pt_blk_sync_forward(dec);
-		if (st < 0)
-			break;
-		for (;;) {
-			uint64_t tsc;
-			uint32_t lm, lc;
-			while (st & pts_event_pending) {
-				st = pt_blk_event(dec, &pev, sizeof pev);
-				if (st < 0)
-					break;
-			}
-			if (st < 0)
-				break;
-			st = pt_blk_next(dec, &blk, sizeof blk);
-			blocks++;
-			insns += blk.ninsn;
-			pt_blk_time(dec, &tsc, &lm, &lc);
-			if (st < 0)
-				break;
-		}
-		if (st != -pte_eos)
-			c->errors++;
-	}
-	c->blocks += blocks;
-	c->insns += insns;
+	blk_loop(dec, &n);
+	c->blocks += n.blocks;
+	c->insns += n.insns;
+	c->errors += n.errors;
 	pt_blk_free_decoder(dec);
 }
 
@@ -427,22 +460,11 @@ static int par(struct qdata *q, size_t nq, struct pt_image *img, const struct pd
 	       unsigned jobs)
 {
 	struct pt_config base;
-	unsigned fam = 0, mod = 0, step = 0;
 	struct chunk *whole = calloc(nq + 1, sizeof(*whole)), *cut = NULL;
 	size_t ncut = 0, capcut = 0;
 	uint64_t total = 0;
 
-	pt_config_init(&base);
-	if (info->cpuid && sscanf(info->cpuid, "GenuineIntel,%u,%u,%u", &fam, &mod, &step) >= 2) {
-		base.cpu.vendor = pcv_intel;
-		base.cpu.family = (uint16_t)fam;
-		base.cpu.model = (uint8_t)mod;
-		base.cpu.stepping = (uint8_t)step;
-		pt_cpu_errata(&base.errata, &base.cpu);
-	}
-	base.nom_freq = 22;
-	base.flags.variant.block.end_on_call = 1;
-	base.flags.variant.block.end_on_jump = 1;
+	bench_config(&base, info, 0);
 	for (size_t i = 0; i < nq; i++)
 		total += q[i].len;
 	/* Chunks of about total / (8 * jobs) bytes, cut at PSBs. */

@@ -43,6 +43,15 @@ void drv_getopt_error(int c, char **argv)
 	drv_usage("unknown option '%s'", arg);
 }
 
+const char *drv_input(int argc, char **argv, const char *in_opt)
+{
+	if (!in_opt && optind < argc)
+		in_opt = argv[optind++];
+	if (optind < argc)
+		drv_usage("unexpected argument '%s'", argv[optind]);
+	return in_opt;
+}
+
 int drv_exit_errno(int e)
 {
 	switch (e) {

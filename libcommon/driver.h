@@ -29,6 +29,9 @@ void drv_init(int argc, char **argv);
 void drv_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 /* getopt_long returned '?' or ':' (optstring starts with ':'): one line. */
 void drv_getopt_error(int c, char **argv) __attribute__((noreturn));
+/* After getopt: a stage's one input, `-i FILE` (@in_opt) or the one operand,
+ * NULL when neither is given; any other operand is a usage error. */
+const char *drv_input(int argc, char **argv, const char *in_opt);
 
 /* The exit code for an errno met opening or reading an input: 2 when the
  * input named cannot be used (missing, a directory, no permission, ...), else

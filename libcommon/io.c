@@ -312,25 +312,29 @@ int io_out_open(struct io_out *o, const char *path, int binary, int force)
 	return 0;
 }
 
-int io_out_commit(struct io_out *o)
+/* Ends an output: closes it, then (a temp file) renames it over the target
+ * when @keep and all went well, else removes it.  Signals are blocked while
+ * the temp file leaves the cleanup list. */
+static int out_end(struct io_out *o, int keep)
 {
-	int r = 0;
-	if (!o->tmp) { /* stdout or in place: only the close can fail */
-		if (o->own && close(o->fd) < 0)
-			r = -1;
-		o->fd = -1;
-		o->own = 0;
-		return r;
-	}
-	if (close(o->fd) < 0)
-		r = -1;
-	o->fd = -1;
+	int r = 0, e;
 	sigset_t old;
-	block_sigs(&old);
-	if (r == 0 && rename(o->tmp, o->path) < 0)
+
+	if (o->fd >= 0 && (o->tmp || o->own) && close(o->fd) < 0)
 		r = -1;
-	int e = errno;
-	if (r < 0)
+	else if (o->fd < 0 && o->tmp && keep) {
+		r = -1;
+		errno = EBADF;
+	}
+	o->fd = -1;
+	o->own = 0;
+	if (!o->tmp) /* stdout or in place: only the close can fail */
+		return r;
+	block_sigs(&old);
+	if (keep && r == 0 && rename(o->tmp, o->path) < 0)
+		r = -1;
+	e = errno;
+	if (!keep || r < 0)
 		unlink(o->tmp);
 	unregister(o->slot);
 	sigprocmask(SIG_SETMASK, &old, NULL);
@@ -338,33 +342,18 @@ int io_out_commit(struct io_out *o)
 	free(o->path);
 	o->tmp = o->path = NULL;
 	o->slot = -1;
-	o->own = 0;
 	errno = e;
 	return r;
 }
 
+int io_out_commit(struct io_out *o)
+{
+	return out_end(o, 1);
+}
+
 void io_out_abort(struct io_out *o)
 {
-	if (!o->tmp) {
-		if (o->own)
-			close(o->fd);
-		o->fd = -1;
-		o->own = 0;
-		return;
-	}
-	if (o->fd >= 0)
-		close(o->fd);
-	sigset_t old;
-	block_sigs(&old);
-	unlink(o->tmp);
-	unregister(o->slot);
-	sigprocmask(SIG_SETMASK, &old, NULL);
-	free(o->tmp);
-	free(o->path);
-	o->tmp = o->path = NULL;
-	o->fd = -1;
-	o->slot = -1;
-	o->own = 0;
+	out_end(o, 0);
 }
 
 int io_progress_enabled(void)

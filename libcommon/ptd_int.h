@@ -499,6 +499,18 @@ static inline int q_psb_passed(struct ptq *q, uint64_t off)
 	return 1;
 }
 
+/* A sync that failed with the decoder at @off (a broken PSB+): 1 if it is
+ * to be reported (the first, or past the last one reported, recorded; the
+ * offset check guarantees progress), 0 if the search goes on. */
+static inline int q_sync_error_new(struct ptq *q, uint64_t off)
+{
+	if (q->synced_once && off <= q->last_sync_off)
+		return 0;
+	q->synced_once = 1;
+	q->last_sync_off = off;
+	return 1;
+}
+
 /* ---- ptd_step.c ---- */
 /* Whether block @b ends at a branch (the stepper's classifier). */
 int ptd_block_branches(struct ptd *d, const struct pt_block *b);
@@ -509,6 +521,7 @@ void thr_finish(struct ptd *d, struct ptq *q, struct thr *t);
  * events from elsewhere (q->dec NULL: q->time is the caller's). */
 void ptd_seg_config(struct ptd *d, struct ptq *q, struct pt_config *cfg);
 int ptd_seg_psbs(struct ptd *d, struct ptq *q, const uint8_t *b, const uint8_t *e);
+void ptd_seg_end(struct ptd *d, struct ptq *q);
 void ptd_handle_block(struct ptd *d, struct ptq *q, const struct pt_block *b, int ok);
 void ptd_handle_event(struct ptd *d, struct ptq *q, const struct pt_event *ev);
 void ptd_set_thread(struct ptd *d, struct ptq *q, uint64_t time);

@@ -904,6 +904,28 @@ out:
 
 static int q_open_seg(struct ptd *d, struct ptq *q);
 
+/* The end of the segment's data (sync found no PSB): commit, then a gap
+ * where data was lost before the next segment (tracing resumes at its
+ * first PSB), or the end of a snapshot window: the threads last seen in
+ * @q finish. */
+static void seg_end(struct ptd *d, struct ptq *q)
+{
+	q_commit(q);
+	if (q->curseg + 1 < q->nsegs && q->segs[q->curseg + 1].lost_before) {
+		const struct seg *n = &q->segs[q->curseg + 1];
+		char m[128];
+		snprintf(m, sizeof m, "trace data lost (AUX offset %" PRIu64 ")", n->lost_at);
+		if (q->th >= 0)
+			set_gap(d, q, MTEV_GAP_LOST, 0, n->begin, d->thr[q->th].last_ip, m);
+		q->pend.valid = 0;
+	} else if (q->curseg + 1 < q->nsegs) {
+		size_t k;
+		for (k = 0; k < d->nthr; k++)
+			if (d->thr[k].lastq == (int)(q - d->q))
+				thr_finish(d, q, &d->thr[k]);
+	}
+}
+
 /* Q_SYNC: to the next PSB of the segment; at its end, to the next segment
  * (a gap where data was lost, trace-ends at a snapshot's end). */
 static void q_sync(struct ptd *d, struct ptq *q)
@@ -935,35 +957,14 @@ static void q_sync(struct ptd *d, struct ptq *q)
 		uint64_t off = 0;
 		pt_blk_get_offset(q->dec, &off);
 		off = q_off(q, off);
-		if (!q->synced_once || off > q->last_sync_off) {
-			q->synced_once = 1;
-			q->last_sync_off = off;
+		if (q_sync_error_new(q, off)) {
 			q_error(d, q, st, 0);
 			return;
 		}
 	}
 	if (st < 0) {
 		/* end of segment */
-		q_commit(q);
-		if (q->curseg + 1 < q->nsegs && q->segs[q->curseg + 1].lost_before) {
-			/* data lost here: a gap, tracing resumes at
-			 * the next segment's first PSB */
-			const struct seg *n = &q->segs[q->curseg + 1];
-			char m[128];
-			snprintf(m, sizeof m,
-				 "trace data lost (AUX offset %" PRIu64 ")",
-				 n->lost_at);
-			if (q->th >= 0)
-				set_gap(d, q, MTEV_GAP_LOST, 0, n->begin,
-					d->thr[q->th].last_ip, m);
-			q->pend.valid = 0;
-		} else if (q->curseg + 1 < q->nsegs) {
-			/* the end of a snapshot window */
-			size_t k;
-			for (k = 0; k < d->nthr; k++)
-				if (d->thr[k].lastq == (int)(q - d->q))
-					thr_finish(d, q, &d->thr[k]);
-		}
+		seg_end(d, q);
 		pt_blk_free_decoder(q->dec);
 		q->dec = NULL;
 		q->img = NULL;
@@ -1227,6 +1228,11 @@ void ptd_set_thread(struct ptd *d, struct ptq *q, uint64_t time)
 void ptd_spin_error(struct ptd *d, struct ptq *q, uint64_t ip)
 {
 	q_spin_error(d, q, ip);
+}
+
+void ptd_seg_end(struct ptd *d, struct ptq *q)
+{
+	seg_end(d, q);
 }
 
 void ptd_set_gap(struct ptd *d, struct ptq *q, unsigned reason, int code, uint64_t offset,

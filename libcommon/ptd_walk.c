@@ -247,165 +247,117 @@ static void cache_check(struct ptd *d, struct ptq *q, struct ptd_walkq *w)
 	w->nisids = p ? p->nisids : 0;
 }
 
+/* The one-byte map's opcode @o (b[i] the byte after it): whether a ModRM
+ * follows (*modrm), the immediate's size, -1 not decoded.  The opcodes
+ * invalid in 64-bit mode (push es, pop ds, daa, pusha, aam, ...) have their
+ * 32-bit lengths, as in libipt's decoder (they fault when run, but a walk
+ * may pass over them); the far call and jmp (9a, ea) stay refused. */
+static int imm_map0(const uint8_t *b, unsigned n, unsigned i, const struct x86_op *o,
+		    unsigned *modrm)
+{
+	/* has a ModRM (bit set) */
+	static const uint32_t m0_modrm[8] = {0x0f0f0f0f, 0x0f0f0f0f, 0x00000000, 0x00000a0c,
+					     0x0000ffff, 0x00000000, 0xff0f00f3, 0xc0c00000};
+	unsigned op = o->op;
+
+	*modrm = (m0_modrm[op >> 5] >> (op & 31)) & 1;
+	if ((op == 0xf6 || op == 0xf7) && i < n && ((b[i] >> 3) & 7) < 2)
+		return op == 0xf6 ? 1 : o->p66 ? 2 : 4;
+	switch (op) {
+	case 0x04: case 0x0c: case 0x14: case 0x1c: case 0x24: case 0x2c: case 0x34: case 0x3c:
+	case 0x6a: case 0x6b: case 0x80: case 0x82: case 0x83: case 0xa8: case 0xc0: case 0xc1:
+	case 0xc6: case 0xcd: case 0xd4: case 0xd5: case 0xeb:
+		return 1;
+	case 0x05: case 0x0d: case 0x15: case 0x1d: case 0x25: case 0x2d: case 0x35: case 0x3d:
+	case 0x68: case 0x69: case 0x81: case 0xa9: case 0xc7:
+		return o->p66 ? 2 : 4;
+	case 0xe8: case 0xe9:
+		return 4;
+	case 0xc2: case 0xca:
+		return 2;
+	case 0xc8:
+		return 3;
+	case 0xa0: case 0xa1: case 0xa2: case 0xa3:
+		return o->p67 ? 4 : 8;
+	case 0x9a: case 0xea:
+		return -1; /* far call, far jmp: invalid in 64-bit mode */
+	default:
+		if ((op & 0xf0) == 0x70 || (op >= 0xe0 && op <= 0xe7) || (op >= 0xb0 && op <= 0xb7))
+			return 1;
+		if (op >= 0xb8 && op <= 0xbf)
+			return o->rexw ? 8 : o->p66 ? 2 : 4;
+		return 0;
+	}
+}
+
+/* The same for the 0f map (VEX: its map 1). */
+static int imm_map1(const struct x86_op *o, unsigned *modrm)
+{
+	unsigned op = o->op;
+
+	*modrm = 1;
+	switch (op) {
+	case 0x05: case 0x06: case 0x07: case 0x08: case 0x09: case 0x0b: case 0x0e:
+	case 0x30: case 0x31: case 0x32: case 0x33: case 0x34: case 0x35: case 0x37:
+	case 0xa0: case 0xa1: case 0xa2: case 0xa8: case 0xa9: case 0xaa:
+		*modrm = 0;
+		return 0;
+	case 0x77: /* emms, vzeroupper/vzeroall */
+		*modrm = 0;
+		return 0;
+	case 0x0f:
+		return 1; /* 3DNow!: the opcode byte at the end */
+	case 0x70: case 0x71: case 0x72: case 0x73: case 0xa4: case 0xac: case 0xba:
+	case 0xc2: case 0xc4: case 0xc5: case 0xc6:
+		return 1;
+	case 0x04: case 0x0a: case 0x0c: case 0x24: case 0x25: case 0x26: case 0x27:
+	case 0x36: case 0x39: case 0x3b: case 0x3c: case 0x3d: case 0x3e: case 0x3f:
+	case 0x7a: case 0x7b: case 0xff:
+		return o->vex ? 0 : -1;
+	default:
+		if (op >= 0x80 && op <= 0x8f) {
+			*modrm = 0;
+			return 4;
+		}
+		if (op >= 0xc8 && op <= 0xcf)
+			*modrm = 0;
+		return 0;
+	}
+}
+
 /* The length of the 64-bit-mode instruction in @b (@n bytes, n <= 15): 0
  * when it cannot be decoded (or is cut by @n).  Legacy, REX, VEX, EVEX
  * encodings; what libipt's length decoder accepts for code compilers
- * emit (checked against objdump on the test programs, bench/walk.sh). */
+ * emit (checked against objdump on the test programs, bench/walk.sh).
+ * The prefixes and opcode map are x86_opcode's (x86br.h, shared with the
+ * branch classifier), then ModRM and immediate by map. */
 static unsigned len64(const uint8_t *b, unsigned n)
 {
-	/* one-byte map: has a ModRM (bit set) */
-	static const uint32_t m0_modrm[8] = {0x0f0f0f0f, 0x0f0f0f0f, 0x00000000, 0x00000a0c,
-					     0x0000ffff, 0x00000000, 0xff0f00f3, 0xc0c00000};
-	unsigned i = 0, op, map = 0, rexw = 0, p66 = 0, p67 = 0, modrm, imm = 0, len;
-	int vex = 0;
+	struct x86_op o;
+	unsigned i, modrm, len;
+	int imm;
 
-	for (;; i++) {
-		if (i >= n)
-			return 0;
-		switch (b[i]) {
-		case 0x66:
-			p66 = 1;
-			continue;
-		case 0x67:
-			p67 = 1;
-			continue;
-		case 0x26: case 0x2e: case 0x36: case 0x3e: case 0x64: case 0x65:
-		case 0xf0: case 0xf2: case 0xf3:
-			continue;
-		}
-		break;
-	}
-	if ((b[i] & 0xf0) == 0x40) {
-		rexw = (b[i] >> 3) & 1;
-		if (++i >= n)
-			return 0;
-	}
-	op = b[i];
-	if (op == 0xc5 || op == 0xc4 || op == 0x62) {
-		/* VEX (2, 3 bytes), EVEX (4) */
-		unsigned plen = op == 0xc5 ? 2 : op == 0xc4 ? 3 : 4;
-		if (i + plen >= n)
-			return 0;
-		map = op == 0xc5 ? 1 : (b[i + 1] & (op == 0x62 ? 3 : 0x1f));
-		if (op == 0xc4)
-			rexw = b[i + 2] >> 7;
-		if (map < 1 || map > 3)
-			return 0;
-		i += plen;
-		op = b[i];
-		vex = 1;
-	} else if (op == 0x0f) {
-		if (++i >= n)
-			return 0;
-		op = b[i];
-		map = 1;
-		if (op == 0x38 || op == 0x3a) {
-			map = op == 0x38 ? 2 : 3;
-			if (++i >= n)
-				return 0;
-			op = b[i];
-		}
-	}
-	i++; /* past the opcode */
-	/* ModRM and immediate */
-	if (map == 0) {
-		modrm = (m0_modrm[op >> 5] >> (op & 31)) & 1;
-		switch (op) {
-		case 0x04: case 0x0c: case 0x14: case 0x1c: case 0x24: case 0x2c: case 0x34: case 0x3c:
-		case 0x6a: case 0x6b: case 0x80: case 0x83: case 0xa8: case 0xc0: case 0xc1: case 0xc6:
-		case 0xcd: case 0xeb:
-			imm = 1;
-			break;
-		case 0x05: case 0x0d: case 0x15: case 0x1d: case 0x25: case 0x2d: case 0x35: case 0x3d:
-		case 0x68: case 0x69: case 0x81: case 0xa9: case 0xc7:
-			imm = p66 ? 2 : 4;
-			break;
-		case 0xe8: case 0xe9:
-			imm = 4;
-			break;
-		case 0xc2: case 0xca:
-			imm = 2;
-			break;
-		case 0xc8:
-			imm = 3;
-			break;
-		case 0xa0: case 0xa1: case 0xa2: case 0xa3:
-			imm = p67 ? 4 : 8;
-			break;
-		case 0x06: case 0x07: case 0x0e: case 0x16: case 0x17: case 0x1e: case 0x1f:
-		case 0x27: case 0x2f: case 0x37: case 0x3f: case 0x60: case 0x61: case 0x82:
-		case 0x9a: case 0xce: case 0xd4: case 0xd5: case 0xd6: case 0xea:
-			return 0; /* invalid in 64-bit mode */
-		default:
-			if ((op & 0xf0) == 0x70 || (op >= 0xe0 && op <= 0xe7) || (op >= 0xb0 && op <= 0xb7))
-				imm = 1;
-			else if (op >= 0xb8 && op <= 0xbf)
-				imm = rexw ? 8 : p66 ? 2 : 4;
-		}
-		if ((op == 0xf6 || op == 0xf7) && i < n && ((b[i] >> 3) & 7) < 2)
-			imm = op == 0xf6 ? 1 : p66 ? 2 : 4;
-	} else if (map == 1) {
-		modrm = 1;
-		switch (op) {
-		case 0x05: case 0x06: case 0x07: case 0x08: case 0x09: case 0x0b: case 0x0e:
-		case 0x30: case 0x31: case 0x32: case 0x33: case 0x34: case 0x35: case 0x37:
-		case 0x77: case 0xa0: case 0xa1: case 0xa2: case 0xa8: case 0xa9: case 0xaa:
-			modrm = 0;
-			break;
-		case 0x0f:
-			imm = 1; /* 3DNow!: the opcode byte at the end */
-			break;
-		case 0x70: case 0x71: case 0x72: case 0x73: case 0xa4: case 0xac: case 0xba:
-		case 0xc2: case 0xc4: case 0xc5: case 0xc6:
-			imm = 1;
-			break;
-		case 0x04: case 0x0a: case 0x0c: case 0x24: case 0x25: case 0x26: case 0x27:
-		case 0x36: case 0x39: case 0x3b: case 0x3c: case 0x3d: case 0x3e: case 0x3f:
-		case 0x7a: case 0x7b: case 0xff:
-			if (!vex)
-				return 0;
-			break;
-		default:
-			if (op >= 0x80 && op <= 0x8f) {
-				modrm = 0;
-				imm = 4;
-			} else if (op >= 0xc8 && op <= 0xcf) {
-				modrm = 0;
-			}
-		}
-		if (vex && op == 0x77)
-			modrm = 0;
-	} else if (map == 2) {
-		modrm = 1;
+	if (!x86_opcode(b, n, 64, &o))
+		return 0;
+	i = (unsigned)o.at + 1; /* past the opcode */
+	if (o.map == 0) {
+		imm = imm_map0(b, n, i, &o, &modrm);
+	} else if (o.map == 1) {
+		imm = imm_map1(&o, &modrm);
 	} else {
 		modrm = 1;
-		imm = 1;
+		imm = o.map == 3;
 	}
+	if (imm < 0)
+		return 0;
 	len = i;
 	if (modrm) {
-		unsigned mod, rm;
-		if (i >= n)
+		size_t ml = x86_modrm_len(b, n, i, 0);
+		if (!ml)
 			return 0;
-		mod = b[i] >> 6;
-		rm = b[i] & 7;
-		len++;
-		if (mod != 3) {
-			if (rm == 4) {
-				if (i + 1 >= n)
-					return 0;
-				len++;
-				if (mod == 0 && (b[i + 1] & 7) == 5)
-					len += 4;
-			}
-			if (mod == 0 && rm == 5)
-				len += 4;
-			else if (mod == 1)
-				len += 1;
-			else if (mod == 2)
-				len += 4;
-		}
+		len += (unsigned)ml;
 	}
-	len += imm;
+	len += (unsigned)imm;
 	return len <= n && len <= 15 ? len : 0;
 }
 
@@ -825,11 +777,94 @@ static int wd_proceed_event(struct ptd *d, struct ptd_walkq *w, struct pt_block 
 	return wd_status(w, pts_event_pending);
 }
 
+/* Marks the instructions from @ip through @last (one straight-line run of
+ * section @isid) known to libipt's block cache. */
+static int wd_mark(struct ptd *d, struct ptd_walkq *w, int32_t isid, uint64_t ip, uint64_t last)
+{
+	for (;;) {
+		uint8_t m, *kb = known_byte(d, isid, ip, &m);
+		if (!kb)
+			return -pte_nomem;
+		*kb |= m;
+		if (ip == last)
+			return 0;
+		ip += insn_at(d, w, ip)->size;
+	}
+}
+
+/* The query that ends cached block @c (any kind but K_ERR): the status,
+ * w->ip where the block goes; the return stack as the block decoder's. */
+static inline __attribute__((always_inline)) int wd_query(struct ptd_walkq *w, const struct wblk *c)
+{
+	int st, taken;
+
+	switch (c->kind) {
+	case K_COND:
+		st = pt_qry_cond_branch(w->qry, &taken);
+		if (st >= 0) {
+			w->status = st;
+			w->ip = taken ? c->next : c->end_ip + c->isize;
+		}
+		return st;
+	case K_DJMP:
+		w->ip = c->next;
+		return 0;
+	case K_DCALL:
+		if (c->push)
+			rs_push(w, c->end_ip + c->isize);
+		w->ip = c->next;
+		return 0;
+	case K_ICALL:
+		rs_push(w, c->end_ip + c->isize);
+		st = pt_qry_indirect_branch(w->qry, &w->ip);
+		if (st >= 0)
+			w->status = st;
+		return st;
+	case K_RET:
+		st = pt_qry_cond_branch(w->qry, &taken);
+		if (st >= 0) {
+			w->status = st;
+			st = !taken ? -pte_bad_retcomp : rs_pop(w, &w->ip);
+		} else if (st == -pte_bad_query) {
+			st = pt_qry_indirect_branch(w->qry, &w->ip);
+			if (st >= 0)
+				w->status = st;
+		}
+		return st;
+	case K_IND:
+		st = pt_qry_indirect_branch(w->qry, &w->ip);
+		if (st >= 0)
+			w->status = st;
+		return st;
+	default: /* K_SECEND */
+		w->ip = c->next;
+		return 0;
+	}
+}
+
+/* The query that ends cached block @c on its first walk (wd_first): an
+ * indirect branch's TIP must carry an ip; WK_AGAIN: no query. */
+static int wd_first_query(struct ptd_walkq *w, const struct wblk *c)
+{
+	int st;
+
+	if (c->kind != K_COND && c->kind != K_ICALL && c->kind != K_IND && c->kind != K_RET)
+		return WK_AGAIN; /* as cached */
+	st = wd_query(w, c);
+	if (st < 0)
+		return st;
+	return c->kind != K_COND && (st & pts_ip_suppressed) ? -pte_noip : 0;
+}
+
 /* The first time libipt walks from @c->ip (its block cache knows no
- * entry there): it remembers every instruction it passes and ends the
- * block after one whose successor it knew already, or after 1024
- * instructions; a block that reaches its branch is the cached one, but an
- * indirect branch's TIP must then carry an ip. */
+ * entry there): it ends the block after an instruction whose successor it
+ * knew already, or after 1024 instructions, and then knows every
+ * instruction it passed.  A block that reaches its branch is the cached
+ * one, but an indirect branch's TIP must then carry an ip; libipt adds the
+ * branch to its cache before the query and the instructions before it
+ * only once the query succeeded (none at all when the instruction after
+ * the run does not decode, K_ERR): after a failed query the next walk from
+ * @c->ip ends at the branch. */
 static int wd_first(struct ptd *d, struct ptd_walkq *w, struct pt_block *b, const struct wblk *c)
 {
 	uint64_t cur = c->ip;
@@ -837,18 +872,17 @@ static int wd_first(struct ptd *d, struct ptd_walkq *w, struct pt_block *b, cons
 	int st;
 
 	for (;;) {
-		const struct winsn *in = insn_at(d, w, cur);
-		uint8_t m, *kb = known_byte(d, c->isid, cur, &m);
-		uint64_t next = cur + in->size;
-		if (!kb)
-			return -pte_nomem;
-		*kb |= m;
+		uint64_t next = cur + insn_at(d, w, cur)->size;
+		uint8_t m, *kb;
 		n++;
 		if (cur == c->end_ip)
 			break; /* the whole run */
 		if (n == 0x400 || !(kb = known_byte(d, c->isid, next, &m)) || (*kb & m)) {
 			if (!kb)
 				return -pte_nomem;
+			st = wd_mark(d, w, c->isid, c->ip, cur);
+			if (st < 0)
+				return st;
 			b->ninsn = (uint16_t)n;
 			b->end_ip = cur;
 			b->iclass = ptic_other;
@@ -857,44 +891,27 @@ static int wd_first(struct ptd *d, struct ptd_walkq *w, struct pt_block *b, cons
 		}
 		cur = next;
 	}
-	switch (c->kind) {
-	case K_ICALL:
-	case K_IND:
-		if (c->kind == K_ICALL)
-			rs_push(w, c->end_ip + c->isize);
-		st = pt_qry_indirect_branch(w->qry, &w->ip);
-		if (st < 0)
-			return st;
-		w->status = st;
-		return (st & pts_ip_suppressed) ? -pte_noip : 0;
-	case K_RET: {
-		int taken;
-		st = pt_qry_cond_branch(w->qry, &taken);
-		if (st >= 0) {
-			w->status = st;
-			if (!taken)
-				return -pte_bad_retcomp;
-			st = rs_pop(w, &w->ip);
-			return st;
-		}
-		if (st != -pte_bad_query)
-			return st;
-		st = pt_qry_indirect_branch(w->qry, &w->ip);
-		if (st < 0)
-			return st;
-		w->status = st;
-		return (st & pts_ip_suppressed) ? -pte_noip : 0;
+	if (c->kind == K_ERR)
+		return WK_AGAIN;
+	st = wd_mark(d, w, c->isid, c->end_ip, c->end_ip);
+	if (st < 0)
+		return st;
+	st = wd_first_query(w, c);
+	if (st < 0 && st != WK_AGAIN)
+		return st;
+	if (c->end_ip != c->ip) {
+		int err = wd_mark(d, w, c->isid, c->ip, c->end_ip);
+		if (err < 0)
+			return err;
 	}
-	default:
-		return WK_AGAIN; /* as cached */
-	}
+	return st;
 }
 
 /* The steady state (libipt's cached path): one block from the cache. */
 static inline int wd_no_event(struct ptd *d, struct ptd_walkq *w, struct pt_block *b)
 {
 	const struct wblk *c;
-	int st, taken;
+	int st;
 
 	if (w->mode != ptem_64bit)
 		return WK_UNSUP;
@@ -912,59 +929,15 @@ static inline int wd_no_event(struct ptd *d, struct ptd_walkq *w, struct pt_bloc
 			if (st != WK_AGAIN)
 				return st;
 		}
-		((struct wblk *)c)->known = 1;
+		if (c->kind != K_ERR)
+			((struct wblk *)c)->known = 1;
 	}
-	switch (c->kind) {
-	case K_COND:
-		st = pt_qry_cond_branch(w->qry, &taken);
-		if (st < 0)
-			return st;
-		w->status = st;
-		w->ip = taken ? c->next : c->end_ip + c->isize;
-		return 0;
-	case K_DJMP:
-		w->ip = c->next;
-		return 0;
-	case K_DCALL:
-		if (c->push)
-			rs_push(w, c->end_ip + c->isize);
-		w->ip = c->next;
-		return 0;
-	case K_ICALL:
-		rs_push(w, c->end_ip + c->isize);
-		st = pt_qry_indirect_branch(w->qry, &w->ip);
-		if (st < 0)
-			return st;
-		w->status = st;
-		return 0;
-	case K_RET:
-		st = pt_qry_cond_branch(w->qry, &taken);
-		if (st < 0) {
-			if (st != -pte_bad_query)
-				return st;
-			st = pt_qry_indirect_branch(w->qry, &w->ip);
-			if (st < 0)
-				return st;
-			w->status = st;
-			return 0;
-		}
-		w->status = st;
-		if (!taken)
-			return -pte_bad_retcomp;
-		return rs_pop(w, &w->ip);
-	case K_IND:
-		st = pt_qry_indirect_branch(w->qry, &w->ip);
-		if (st < 0)
-			return st;
-		w->status = st;
-		return 0;
-	case K_SECEND:
-		w->ip = c->next;
-		return 0;
-	default: /* K_ERR */
+	if (c->kind == K_ERR) {
 		w->ip = c->next;
 		return c->err;
 	}
+	st = wd_query(w, c);
+	return st < 0 ? st : 0;
 }
 
 static int wd_next(struct ptd *d, struct ptd_walkq *w, struct pt_block *b)
@@ -1089,28 +1062,13 @@ static void wk_sync(struct ptd *d, struct ptq *q, struct ptd_walkq *w)
 	if (st < 0 && st != -pte_eos) {
 		uint64_t off = 0;
 		pt_qry_get_offset(w->qry, &off);
-		if (!q->synced_once || off > q->last_sync_off) {
-			q->synced_once = 1;
-			q->last_sync_off = off;
+		if (q_sync_error_new(q, off)) {
 			wk_error(d, q, w, st, 0);
 			return;
 		}
 	}
 	if (st < 0) {
-		q_commit(q);
-		if (q->curseg + 1 < q->nsegs && q->segs[q->curseg + 1].lost_before) {
-			const struct seg *n = &q->segs[q->curseg + 1];
-			char m[128];
-			snprintf(m, sizeof m, "trace data lost (AUX offset %" PRIu64 ")", n->lost_at);
-			if (q->th >= 0)
-				ptd_set_gap(d, q, MTEV_GAP_LOST, 0, n->begin, d->thr[q->th].last_ip, m);
-			q->pend.valid = 0;
-		} else if (q->curseg + 1 < q->nsegs) {
-			size_t k;
-			for (k = 0; k < d->nthr; k++)
-				if (d->thr[k].lastq == (int)(q - d->q))
-					thr_finish(d, q, &d->thr[k]);
-		}
+		ptd_seg_end(d, q);
 		pt_qry_free_decoder(w->qry);
 		w->qry = NULL;
 		q->img = NULL;
@@ -1168,6 +1126,114 @@ static inline int wk_fast_ok(const struct ptd *d, const struct ptq *q, const str
  * in *blk failed with *stp). */
 enum { WF_EXIT, WF_GENERAL, WF_ERROR };
 
+#define WF_INLINE static inline __attribute__((always_inline))
+
+/* wk_fast's held branch: the last block's, recorded when the next block
+ * has been decoded (the libipt stepper's q->pend, without the structure) */
+struct wf_held {
+	unsigned type;	 /* MTEV_BR_* */
+	int valid, rec;	 /* a branch pending; with a record */
+	uint8_t cls, size; /* for q->pend */
+	int32_t isid;
+	uint64_t from, to, time;
+};
+
+/* Takes over the general path's pending branch, to the next block
+ * (fast_br_type); the original goes to *saved, given back if no block is
+ * decoded. */
+WF_INLINE void wf_take_pend(struct ptd *d, struct ptq *q, const struct ptd_walkq *w,
+			    struct wf_held *h, struct pend *saved)
+{
+	struct pend *p = &q->pend;
+
+	*saved = *p;
+	h->valid = 1;
+	h->rec = 1;
+	h->to = w->ip;
+	h->from = p->from;
+	h->time = p->time;
+	if (p->cls == X86BR_JCC) {
+		h->type = MTEV_BR_JCC;
+		if (!p->size) {
+			uint64_t delta = w->ip - p->from;
+			if (delta >= 2 && delta <= 15)
+				classify_ip_slow(d, p->from, p->isid, p->mode, &p->size);
+		}
+		h->rec = !(p->size && w->ip == p->from + p->size);
+	} else {
+		h->type = p->cls == X86BR_CALL	  ? MTEV_BR_CALL
+			  : p->cls == X86BR_RET ? MTEV_BR_RETURN
+						: MTEV_BR_JUMP;
+	}
+	p->valid = 0;
+}
+
+/* The block from @ip as pt_blk_next reports it with an error. */
+static void wf_error_block(struct pt_block *blk, uint64_t ip, const struct wblk *c)
+{
+	memset(blk, 0, sizeof *blk);
+	blk->ip = ip;
+	blk->mode = ptem_64bit;
+	blk->isid = c->isid;
+	blk->ninsn = c->ninsn;
+	blk->end_ip = c->end_ip;
+	blk->iclass = (enum pt_insn_class)c->iclass;
+}
+
+/* Holds the branch that ends block @c (to w->ip, at @now), if it has one. */
+WF_INLINE void wf_hold(struct wf_held *h, const struct wblk *c, uint64_t to, uint64_t now)
+{
+	switch (c->kind) {
+	case K_COND:
+		/* a jcc that fell through stays pending too (an event could
+		 * resolve it elsewhere), without a record */
+		h->type = MTEV_BR_JCC;
+		h->rec = to != c->end_ip + c->isize;
+		h->cls = X86BR_JCC;
+		break;
+	case K_DJMP:
+	case K_IND:
+		h->type = MTEV_BR_JUMP;
+		h->rec = 1;
+		h->cls = X86BR_JMP;
+		break;
+	case K_DCALL:
+	case K_ICALL:
+		h->type = MTEV_BR_CALL;
+		h->rec = 1;
+		h->cls = X86BR_CALL;
+		break;
+	case K_RET:
+		h->type = MTEV_BR_RETURN;
+		h->rec = 1;
+		h->cls = X86BR_RET;
+		break;
+	default:
+		return;
+	}
+	h->valid = 1;
+	h->from = c->end_ip;
+	h->to = to;
+	h->time = now;
+	h->size = c->kind == K_COND ? c->isize : 0;
+	h->isid = c->isid;
+}
+
+/* Hands the held branch to the general path (q->pend), which resolves it
+ * at the next block or event. */
+static void wf_give_pend(struct ptq *q, const struct wf_held *h)
+{
+	struct pend *p = &q->pend;
+
+	p->valid = 1;
+	p->cls = h->cls;
+	p->size = h->size;
+	p->isid = h->isid;
+	p->mode = ptem_64bit;
+	p->from = h->from;
+	p->time = h->time;
+}
+
 static int wk_fast(struct ptd *d, struct ptq *q, struct ptd_walkq *w, uint64_t limit,
 		   struct pt_block *blk, int *stp)
 {
@@ -1178,130 +1244,51 @@ static int wk_fast(struct ptd *d, struct ptq *q, struct ptd_walkq *w, uint64_t l
 	uint64_t spin_off = q->spin_off, spin_insns = q->spin_insns, spin_mark = q->spin_mark;
 	uint32_t lost = q->lost_timing;
 	uint64_t last_ip = 0, br_time = 0, nbr = 0, stop;
-	/* the held branch: type (0 none), from, to, time; its class for q->pend */
-	unsigned htype = 0;
-	int hvalid = 0, hrec = 0; /* a branch pending; with a record */
-	struct pend saved = {0};    /* the general path's, taken over */
-	uint8_t hcls = 0, hsize = 0;
-	int32_t hisid = 0;
-	uint64_t hfrom = 0, hto = 0, htime = 0;
+	struct wf_held h = {0};
+	struct pend saved = {0}; /* the general path's, taken over */
 	int touched = 0, full = 0, spin = 0, st = q->status, ret = WF_EXIT;
 
 	stop = d->sb_apply < d->nsb ? d->sb[d->sb_apply].time : UINT64_MAX;
 	if (limit < stop)
 		stop = limit + 1;
-	if (q->pend.valid) {
-		/* a branch of the general path, to the next block (fast_br_type) */
-		struct pend *p = &q->pend;
-		saved = *p;
-		hvalid = 1;
-		hrec = 1;
-		hto = w->ip;
-		hfrom = p->from;
-		htime = p->time;
-		if (p->cls == X86BR_JCC) {
-			htype = MTEV_BR_JCC;
-			if (!p->size) {
-				uint64_t delta = w->ip - p->from;
-				if (delta >= 2 && delta <= 15)
-					classify_ip_slow(d, p->from, p->isid, p->mode, &p->size);
-			}
-			hrec = !(p->size && w->ip == p->from + p->size);
-		} else {
-			htype = p->cls == X86BR_CALL  ? MTEV_BR_CALL
-				: p->cls == X86BR_RET ? MTEV_BR_RETURN
-						      : MTEV_BR_JUMP;
-		}
-		p->valid = 0;
-	}
+	if (q->pend.valid)
+		wf_take_pend(d, q, w, &h, &saved);
 	for (;;) {
 		const struct wblk *c = blk_at(d, w, w->ip);
 		uint64_t from_ip = w->ip, tsc;
 		uint32_t lm, lc;
-		int taken;
 
 		if (!c->known || c->kind == K_ERR || (c->kind == K_IND && c->iclass == ptic_error)) {
 			ret = WF_GENERAL;
 			break;
 		}
-		/* the query (wd_no_event) */
-		switch (c->kind) {
-		case K_COND:
-			st = pt_qry_cond_branch(w->qry, &taken);
-			if (st >= 0) {
-				w->status = st;
-				w->ip = taken ? c->next : c->end_ip + c->isize;
-			}
-			break;
-		case K_DJMP:
-			w->ip = c->next;
-			st = 0;
-			break;
-		case K_DCALL:
-			if (c->push)
-				rs_push(w, c->end_ip + c->isize);
-			w->ip = c->next;
-			st = 0;
-			break;
-		case K_ICALL:
-			rs_push(w, c->end_ip + c->isize);
-			st = pt_qry_indirect_branch(w->qry, &w->ip);
-			if (st >= 0)
-				w->status = st;
-			break;
-		case K_RET:
-			st = pt_qry_cond_branch(w->qry, &taken);
-			if (st >= 0) {
-				w->status = st;
-				st = !taken ? -pte_bad_retcomp : rs_pop(w, &w->ip);
-			} else if (st == -pte_bad_query) {
-				st = pt_qry_indirect_branch(w->qry, &w->ip);
-				if (st >= 0)
-					w->status = st;
-			}
-			break;
-		case K_IND:
-			st = pt_qry_indirect_branch(w->qry, &w->ip);
-			if (st >= 0)
-				w->status = st;
-			break;
-		default: /* K_SECEND */
-			w->ip = c->next;
-			st = 0;
-		}
+		st = wd_query(w, c);
 		if (st >= 0)
 			st = wd_trailing(w);
 		if (st < 0) {
-			/* the block as pt_blk_next reports it with the error */
-			memset(blk, 0, sizeof *blk);
-			blk->ip = from_ip;
-			blk->mode = ptem_64bit;
-			blk->isid = c->isid;
-			blk->ninsn = c->ninsn;
-			blk->end_ip = c->end_ip;
-			blk->iclass = (enum pt_insn_class)c->iclass;
+			wf_error_block(blk, from_ip, c);
 			ret = WF_ERROR;
 			break;
 		}
 		q->status = st;
 		/* the held branch goes to the ring (resolve) */
-		if (hrec) {
+		if (h.rec) {
 			struct mtev_rec *r = q_push(d, q);
 			if (r) {
 				r->kind = MTEV_BRANCH;
 				r->br.tid = tid;
-				r->br.time = htime;
-				r->br.type = htype;
-				r->br.from = hfrom;
-				r->br.to = hto;
-				br_time = htime;
+				r->br.time = h.time;
+				r->br.type = h.type;
+				r->br.from = h.from;
+				r->br.to = h.to;
+				br_time = h.time;
 				nbr++;
 			} else {
 				full = 1;
 			}
 		}
-		hvalid = 0;
-		hrec = 0;
+		h.valid = 0;
+		h.rec = 0;
 		saved.valid = 0;
 		nblocks++;
 		ninsns += c->ninsn;
@@ -1316,50 +1303,9 @@ static int wk_fast(struct ptd *d, struct ptq *q, struct ptd_walkq *w, uint64_t l
 		}
 		last_ip = c->end_ip;
 		touched = 1;
-		/* this block's branch, held */
-		switch (c->kind) {
-		case K_COND:
-			/* a jcc that fell through stays pending too (an event
-			 * could resolve it elsewhere), without a record */
-			htype = MTEV_BR_JCC;
-			hrec = w->ip != c->end_ip + c->isize;
-			hcls = X86BR_JCC;
-			hvalid = 1;
-			break;
-		case K_DJMP:
-		case K_IND:
-			htype = MTEV_BR_JUMP;
-			hrec = 1;
-			hcls = X86BR_JMP;
-			hvalid = 1;
-			break;
-		case K_DCALL:
-		case K_ICALL:
-			htype = MTEV_BR_CALL;
-			hrec = 1;
-			hcls = X86BR_CALL;
-			hvalid = 1;
-			break;
-		case K_RET:
-			htype = MTEV_BR_RETURN;
-			hrec = 1;
-			hcls = X86BR_RET;
-			hvalid = 1;
-			break;
-		default:
-			break;
-		}
-		if (hvalid) {
-			hfrom = c->end_ip;
-			hto = w->ip;
-			htime = now;
-			hsize = c->kind == K_COND ? c->isize : 0;
-			hisid = c->isid;
-		}
+		wf_hold(&h, c, w->ip, now);
 		/* the stepper's checks: every 16 blocks that end at a branch */
-		if (hvalid)
-			ndec++;
-		if (hvalid && !(ndec & 15)) {
+		if (h.valid && !(++ndec & 15)) {
 			uint64_t off = 0;
 			if (pt_qry_get_offset(w->qry, &off) >= 0 && q_psb_passed(q, off))
 				full |= q->nready >= PTD_BATCH;
@@ -1392,23 +1338,14 @@ static int wk_fast(struct ptd *d, struct ptq *q, struct ptd_walkq *w, uint64_t l
 	q->nblocks = nblocks;
 	q->ninsns = ninsns;
 	q->ndec = ndec;
-	q->decided = hvalid;
+	q->decided = h.valid;
 	q->spin_off = spin_off;
 	q->spin_insns = spin_insns;
 	q->spin_mark = spin_mark;
-	if (saved.valid) {
+	if (saved.valid)
 		q->pend = saved; /* given back untouched */
-	} else if (hvalid) {
-		/* the general path resolves it at the next block or event */
-		struct pend *p = &q->pend;
-		p->valid = 1;
-		p->cls = hcls;
-		p->size = hsize;
-		p->isid = hisid;
-		p->mode = ptem_64bit;
-		p->from = hfrom;
-		p->time = htime;
-	}
+	else if (h.valid)
+		wf_give_pend(q, &h);
 	if (spin)
 		ptd_spin_error(d, q, last_ip);
 	*stp = st;

@@ -138,6 +138,20 @@ static void gap_summary(struct ptd *d)
 		 d->gap1.msg[0] ? ": " : "", d->gap1.msg);
 }
 
+/* Opens the output, then writes the head and every record in time order. */
+static void write_all(struct ptd *d, int (*open_out)(void *ctx, uint32_t flags, mtev_writer **w),
+		      void *out_ctx, uint32_t flags)
+{
+	if (open_out(out_ctx, flags, &d->w) < 0) {
+		ptd_fail(d, PTD_EOUTPUT, "cannot open the output");
+		return;
+	}
+	if (write_head(d) < 0)
+		return;
+	merge(d);
+	gap_summary(d);
+}
+
 int ptd_decode_perf(int fd_in, int (*open_out)(void *ctx, uint32_t flags, mtev_writer **w),
 		    void *out_ctx, struct ptd_options *opts, struct ptd_stats *st)
 {
@@ -178,15 +192,7 @@ int ptd_decode_perf(int fd_in, int (*open_out)(void *ctx, uint32_t flags, mtev_w
 			if (th >= 0)
 				d.thr[th].announced = 1;
 		}
-	ret = open_out(out_ctx, flags, &d.w);
-	if (ret < 0) {
-		ptd_fail(&d, PTD_EOUTPUT, "cannot open the output");
-		goto out;
-	}
-	if (write_head(&d) < 0)
-		goto out;
-	merge(&d);
-	gap_summary(&d);
+	write_all(&d, open_out, out_ctx, flags);
 out:
 	ret = d.err;
 	ptd_fini(&d);
@@ -305,15 +311,7 @@ int ptd_decode_raw(const char *pt_file, int (*open_out)(void *ctx, uint32_t flag
 		ptd_fail(&d, PTD_ESYS, "out of memory");
 		goto out;
 	}
-	ret = open_out(out_ctx, MTEV_F_SORTED, &d.w);
-	if (ret < 0) {
-		ptd_fail(&d, PTD_EOUTPUT, "cannot open the output");
-		goto out;
-	}
-	if (write_head(&d) < 0)
-		goto out;
-	merge(&d);
-	gap_summary(&d);
+	write_all(&d, open_out, out_ctx, MTEV_F_SORTED);
 out:
 	free(buf);
 	ret = d.err;

@@ -1,46 +1,25 @@
 /* x86br: the x86 branch classifier (see x86br.h). */
 #include "x86br.h"
 
-static size_t modrm_len(const uint8_t *b, size_t n, size_t i, int addr16, int *ok)
+/* The branches of the 0f map, the opcode @op at b[@i]: *sz the length */
+static enum x86br classify_0f(uint8_t op, size_t i, int opsz16, size_t *sz, size_t *rel)
 {
-	uint8_t modrm, mod, rm;
-	size_t len = 1;
-	*ok = 0;
-	if (i >= n)
-		return 0;
-	modrm = b[i];
-	mod = modrm >> 6;
-	rm = modrm & 7;
-	if (mod == 3) {
-		*ok = 1;
-		return 1;
+	switch (op) {
+	case 0x80 ... 0x8f:
+		*sz = i + 1 + (opsz16 ? 2 : 4);
+		*rel = i + 1;
+		return X86BR_JCC;
+	case 0x05:
+	case 0x34:
+		*sz = i + 1;
+		return X86BR_SYSCALL;
+	case 0x07:
+	case 0x35:
+		*sz = i + 1;
+		return X86BR_SYSRET;
+	default:
+		return X86BR_NONE;
 	}
-	if (addr16) {
-		if (mod == 0 && rm == 6)
-			len += 2;
-		else if (mod == 1)
-			len += 1;
-		else if (mod == 2)
-			len += 2;
-	} else {
-		if (rm == 4) {
-			uint8_t base;
-			if (i + 1 >= n)
-				return 0;
-			base = b[i + 1] & 7;
-			len += 1;
-			if (mod == 0 && base == 5)
-				len += 4;
-		}
-		if (mod == 0 && rm == 5)
-			len += 4;
-		else if (mod == 1)
-			len += 1;
-		else if (mod == 2)
-			len += 4;
-	}
-	*ok = 1;
-	return len;
 }
 
 /* x86br_classify, and the details x86br_decode adds: *trap for a
@@ -49,30 +28,24 @@ static size_t modrm_len(const uint8_t *b, size_t n, size_t i, int addr16, int *o
 static enum x86br classify(const uint8_t *b, size_t n, int bits, uint8_t *size, int *trap,
 			   size_t *rel)
 {
-	size_t i = 0, sz = 0;
-	int opsz16 = bits == 16, addr16 = bits == 16, ok;
+	struct x86_op o;
+	size_t i, sz = 0;
+	int opsz16, addr16;
 	enum x86br cls = X86BR_NONE;
 
 	*size = 0;
-	for (; i < n && i < 15; i++) {
-		uint8_t p = b[i];
-		if (p == 0x66)
-			opsz16 = bits != 16;
-		else if (p == 0x67)
-			addr16 = bits == 32;
-		else if (p == 0xf0 || p == 0xf2 || p == 0xf3 || p == 0x2e || p == 0x36 ||
-			 p == 0x3e || p == 0x26 || p == 0x64 || p == 0x65)
-			;
-		else if (bits == 64 && (p & 0xf0) == 0x40)
-			; /* REX (only the last one before the opcode counts) */
-		else
-			break;
-	}
+	if (!x86_opcode(b, n, bits, &o) || o.vex || o.map > 1)
+		return X86BR_NONE;
+	i = o.at;
+	opsz16 = o.p66 ? bits != 16 : bits == 16;
+	addr16 = o.p67 ? bits == 32 : bits == 16;
 	if (bits == 64)
 		opsz16 = 0; /* near branches ignore 0x66 in 64-bit mode (Intel) */
-	if (i >= n)
-		return X86BR_NONE;
-	switch (b[i]) {
+	if (o.map == 1) {
+		cls = classify_0f(o.op, i, opsz16, &sz, rel);
+		if (cls == X86BR_NONE)
+			return cls;
+	} else switch (b[i]) {
 	case 0x70 ... 0x7f:
 	case 0xe0 ... 0xe3:
 		cls = X86BR_JCC;
@@ -135,29 +108,6 @@ static enum x86br classify(const uint8_t *b, size_t n, int bits, uint8_t *size, 
 		cls = X86BR_FARJMP;
 		sz = i + 1 + (opsz16 ? 4 : 6);
 		break;
-	case 0x0f:
-		if (i + 1 >= n)
-			return X86BR_NONE;
-		switch (b[i + 1]) {
-		case 0x80 ... 0x8f:
-			cls = X86BR_JCC;
-			sz = i + 2 + (opsz16 ? 2 : 4);
-			*rel = i + 2;
-			break;
-		case 0x05:
-		case 0x34:
-			cls = X86BR_SYSCALL;
-			sz = i + 2;
-			break;
-		case 0x07:
-		case 0x35:
-			cls = X86BR_SYSRET;
-			sz = i + 2;
-			break;
-		default:
-			return X86BR_NONE;
-		}
-		break;
 	case 0xff: {
 		uint8_t reg;
 		size_t ml;
@@ -174,8 +124,8 @@ static enum x86br classify(const uint8_t *b, size_t n, int bits, uint8_t *size, 
 			cls = X86BR_FARJMP;
 		else
 			return X86BR_NONE;
-		ml = modrm_len(b, n, i + 1, addr16, &ok);
-		if (!ok)
+		ml = x86_modrm_len(b, n, i + 1, addr16);
+		if (!ml)
 			return cls;
 		sz = i + 1 + ml;
 		break;

@@ -128,7 +128,9 @@ expect() {
 	for cmd in "mt-stitch --mem-limit 12" "mt-segment --stitch --mem-limit x" "mt-write -f xml" \
 		"mt-write -l 99" "mt-symbolize --timeout 0" "mt-symbolize --window -1" "mt-decode --cpu x" \
 		"mt-decode --pt x --image nonsense" "mt-decode --pid 12x" "mt-compare --min-recall 2 a b" \
-		"mt-dump -k nosuchkind" "mt-segment a b" "mt-cat"; do
+		"mt-dump -k nosuchkind" "mt-segment a b" "mt-cat" \
+		"mt-decode a b" "mt-stitch a b" "mt-symbolize a b" "mt-write a b" "mt-dump a b" \
+		"mt-undump a b" "mt-decode -i a b" "mt-stitch -i a b" "mt-write -i a b"; do
 		# shellcheck disable=SC2086
 		"$BIN"/$cmd < /dev/null > "$T/out" 2> "$T/err" && st=0 || st=$?
 		tool=${cmd%% *}

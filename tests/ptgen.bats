@@ -3,6 +3,7 @@
 # (mt-decode, against the binary's own code) and by perf's decoder, both
 # against the generated truth; plus determinism and bad use.
 . "$BATS_TEST_DIRNAME/../mk/build-dir.sh"
+load lib/branches
 
 setup() {
 	cd "$BATS_TEST_DIRNAME/.." || exit 1
@@ -15,23 +16,6 @@ setup() {
 # is defined).
 branches() {
 	bin/mt-dump "$1" | awk '$1 == "branch" { print $2, $0 }' | sort -s -k1,1 | cut -d' ' -f2-
-}
-
-# perf script's branches as "tid kind from to"; the same from truth.mt, with
-# the kinds folded the way perf prints them.
-perf_branches() {
-	perf --buildid-dir "$1/images" script -i "$1/perf.data" --itrace=b -F tid,flags,ip,addr 2>/dev/null |
-	awk '{tid=$1; $1=""; sub(/^ +/,"");
-	  n=split($0,a," "); to=a[n]; from=a[n-2]; k=$0; sub(/ +[0-9a-f]+ +=> +[0-9a-f]+$/,"",k);
-	  if (k=="jmp") k="jump"; else if (k=="tr strt") k="start"; else if (k=="tr end syscall") k="syscall";
-	  else if (k ~ /^tr end/) k="end";
-	  print tid, k, from, to}' | sort -s -k1,1n
-}
-truth_branches() {
-	bin/mt-dump "$1/truth.mt" | awk '$1=="branch"{for(i=2;i<=NF;i++){split($i,kv,"="); v[kv[1]]=kv[2]}
-	  k=v["type"]; if (k=="trace-start"||k=="sysret"||k=="iret") k="start"; else if (k=="trace-end"||k=="interrupt") k="end";
-	  f=v["from"]; t=v["to"]; sub(/^0x/,"",f); sub(/^0x/,"",t);
-	  if (!(k=="end" && f=="0" && t=="0")) print v["tid"], k, f, t}' | sort -s -k1,1n
 }
 
 @test "mt-ptgen --help documents the options and exit codes" {

@@ -250,7 +250,7 @@ int main(int argc, char **argv)
 	struct out_ctx oc;
 	struct ptd_image_spec *images = NULL;
 	size_t nimages = 0;
-	const char *pt = NULL, *in = NULL, *in_opt = NULL;
+	const char *pt = NULL, *in = NULL;
 	int c, records = 0, stats = 0, fd, ret;
 
 	drv_init(argc, argv);
@@ -262,7 +262,7 @@ int main(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, ":i:o:fshj:", lo, NULL)) != -1) {
 		switch (c) {
 		case 'i':
-			in_opt = optarg;
+			in = optarg;
 			break;
 		case 'o':
 			oc.path = optarg;
@@ -320,11 +320,7 @@ int main(int argc, char **argv)
 			drv_getopt_error(c, argv);
 		}
 	}
-	in = in_opt;
-	if (optind < argc && !in)
-		in = argv[optind++];
-	if (optind < argc)
-		drv_usage("unexpected argument '%s'", argv[optind]);
+	in = drv_input(argc, argv, in);
 	if (nimages && !pt)
 		drv_usage("--image needs --pt");
 	if (pt && in)

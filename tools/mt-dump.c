@@ -79,9 +79,9 @@ int main(int argc, char **argv)
 		default: drv_getopt_error(c, argv);
 		}
 	}
-	if (argc - optind > 1 || (in_opt && argc - optind > 0))
-		drv_usage("unexpected argument '%s'", argv[argc - 1]);
-	const char *path = in_opt ? in_opt : optind < argc ? argv[optind] : "-";
+	const char *path = drv_input(argc, argv, in_opt);
+	if (!path)
+		path = "-";
 	mtev_reader *r = drv_reader(path, drv_open_in(path));
 	struct mtev_line line = {0};
 	struct mtev_rec rec;

@@ -6,6 +6,7 @@
 #include "io.h"
 #include "ptgen.h"
 #include "ptsim.h"
+#include "ptsim_write.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -83,20 +84,6 @@ static int parse_count(const char *s, uint64_t *v)
 		return -1;
 	*v = x * mul;
 	return 0;
-}
-
-typedef int (*writer_fn)(int, const struct ptsim_run *, const struct ptsim_result *, char *, size_t);
-
-static void write_out(const char *dir, const char *name, writer_fn fn, const struct ptsim_run *run,
-		      const struct ptsim_result *res)
-{
-	char path[4096], err[512];
-	snprintf(path, sizeof path, "%s/%s", dir, name);
-	struct io_out o;
-	drv_out_open(&o, path, 1, 1);
-	if (fn(o.fd, run, res, err, sizeof err) < 0)
-		drv_write_failed(&o, path, err);
-	drv_out_commit(&o, path);
 }
 
 static double now(void)
@@ -241,10 +228,10 @@ int main(int argc, char **argv)
 	}
 	if (mkdir(out, 0755) < 0 && errno != EEXIST)
 		mt_fatal(MT_EXIT_SYS, "unable to create %s: %s", out, strerror(errno));
-	write_out(out, "perf.data", ptsim_write_perf, &run, &res);
-	write_out(out, "truth.mt", ptsim_write_truth, &run, &res);
+	ptsim_write_out(out, "perf.data", ptsim_write_perf, &run, &res);
+	ptsim_write_out(out, "truth.mt", ptsim_write_truth, &run, &res);
 	if (op.spans)
-		write_out(out, "truth-spans.mt", ptsim_write_spans, &run, &res);
+		ptsim_write_out(out, "truth-spans.mt", ptsim_write_spans, &run, &res);
 	if (ptsim_write_images(out, &run, err, sizeof err) < 0)
 		mt_fatal(MT_EXIT_SYS, "%s", err);
 	t[3] = now();

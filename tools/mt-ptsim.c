@@ -5,6 +5,7 @@
 #include "err.h"
 #include "io.h"
 #include "ptsim.h"
+#include "ptsim_write.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -144,19 +145,6 @@ static void show_progress(void *ctx, const struct ptsim_progress *p)
 		(unsigned long long)p->insns, p->rate, (unsigned long long)p->max_insns, p->left);
 }
 
-typedef int (*writer_fn)(int, const struct ptsim_run *, const struct ptsim_result *, char *, size_t);
-
-static void write_out(const char *dir, const char *name, writer_fn fn, const struct ptsim_run *run,
-		      const struct ptsim_result *res)
-{
-	char path[4096], err[512];
-	snprintf(path, sizeof path, "%s/%s", dir, name);
-	struct io_out o;
-	drv_out_open(&o, path, 1, 1);
-	if (fn(o.fd, run, res, err, sizeof err) < 0)
-		drv_write_failed(&o, path, err);
-	drv_out_commit(&o, path);
-}
 
 struct opts {
 	const char *out, *save, *replay;
@@ -320,9 +308,9 @@ static void write_outputs(const char *out, const struct ptsim_run *run, struct o
 		mt_fatal(MT_EXIT_SYS, "%s", err);
 	if (ptsim_write_images(out, run, err, sizeof err) < 0)
 		mt_fatal(MT_EXIT_SYS, "%s", err);
-	write_out(out, "truth.mt", ptsim_write_truth, run, &truth);
-	write_out(out, "truth-spans.mt", ptsim_write_spans, run, &truth);
-	write_out(out, "hits.mt", ptsim_write_hits, run, &truth);
+	ptsim_write_out(out, "truth.mt", ptsim_write_truth, run, &truth);
+	ptsim_write_out(out, "truth-spans.mt", ptsim_write_spans, run, &truth);
+	ptsim_write_out(out, "hits.mt", ptsim_write_hits, run, &truth);
 	if (op->inline_truth) {
 		char path[4096], e2[512];
 		snprintf(path, sizeof path, "%s/truth-inline.mt", out);
@@ -332,7 +320,7 @@ static void write_outputs(const char *out, const struct ptsim_run *run, struct o
 			drv_write_failed(&o, path, e2);
 		drv_out_commit(&o, path);
 	}
-	write_out(out, "perf.data", ptsim_write_perf, run, so->nfaults ? &pt : &truth);
+	ptsim_write_out(out, "perf.data", ptsim_write_perf, run, so->nfaults ? &pt : &truth);
 	if (!so->nfaults) {
 		char fp[4096];
 		snprintf(fp, sizeof fp, "%s/faults.txt", out);

@@ -313,10 +313,7 @@ int main(int argc, char **argv)
 			drv_getopt_error(c, argv);
 		}
 	}
-	if (optind < argc && !o.in) /* the input as an operand, as in every stage */
-		o.in = argv[optind++];
-	if (optind < argc)
-		drv_usage("unexpected argument '%s'", argv[optind]);
+	o.in = drv_input(argc, argv, o.in);
 
 	mtev_reader *rd = open_input(o.in);
 	const struct mtev_header *h = mtev_reader_header(rd);

@@ -122,10 +122,7 @@ int main(int argc, char **argv)
 			drv_getopt_error(c, argv);
 		}
 	}
-	if (optind < argc && !in) /* the input as an operand, as in every stage */
-		in = argv[optind++];
-	if (optind < argc)
-		drv_usage("unexpected argument '%s'", argv[optind]);
+	in = drv_input(argc, argv, in);
 	const char *iname = drv_name(in);
 	mtev_reader *rd = drv_reader(in, drv_open_in(in));
 	const struct mtev_header *h = mtev_reader_header(rd);

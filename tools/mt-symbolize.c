@@ -153,8 +153,9 @@ int main(int argc, char **argv)
 		default: drv_getopt_error(c, argv);
 		}
 	}
-	if (argc - optind > 1 || (in_opt && argc - optind > 0))
-		drv_usage("unexpected argument '%s'", argv[argc - 1]);
+	const char *in_path = drv_input(argc, argv, in_opt);
+	if (!in_path)
+		in_path = "-";
 	if (!no_cache) {
 		if (cache_dir)
 			o.cache_dir = cache_dir;
@@ -164,7 +165,6 @@ int main(int argc, char **argv)
 	/* a symbolizer that dies must not kill us */
 	signal(SIGPIPE, SIG_IGN);
 
-	const char *in_path = in_opt ? in_opt : optind < argc ? argv[optind] : "-";
 	/* read as it comes (memory is bounded by what is not settled) */
 	int in_fd = drv_open_in(in_path);
 	mtev_reader *rd = drv_reader(in_path, in_fd);

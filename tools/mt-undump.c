@@ -130,9 +130,9 @@ int main(int argc, char **argv)
 		default: drv_getopt_error(c, argv);
 		}
 	}
-	if (argc - optind > 1 || (in_opt && argc - optind > 0))
-		drv_usage("unexpected argument '%s'", argv[argc - 1]);
-	const char *inpath = in_opt ? in_opt : optind < argc ? argv[optind] : "-";
+	const char *inpath = drv_input(argc, argv, in_opt);
+	if (!inpath)
+		inpath = "-";
 	int in_fd = drv_open_in(inpath);
 	FILE *in = in_fd ? fdopen(in_fd, "r") : stdin;
 	if (!in)

@@ -206,10 +206,9 @@ int main(int argc, char **argv)
 		default: drv_getopt_error(c, argv);
 		}
 	}
-	if (argc - optind > 1 || (in_path && argc - optind > 0))
-		drv_usage("unexpected argument '%s'", argv[argc - 1]);
+	in_path = drv_input(argc, argv, in_path);
 	if (!in_path)
-		in_path = optind < argc ? argv[optind] : "-";
+		in_path = "-";
 	if (out_path && !strcmp(out_path, "-"))
 		out_path = NULL;
 	if (format < 0)

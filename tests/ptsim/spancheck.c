@@ -40,24 +40,23 @@ static uint64_t addr_of(const struct elfinfo *ei, const char *name)
 	return s->addr;
 }
 
-int main(int argc, char **argv)
+/* The SPAN records of @path into v[0, n): 0, or the exit status. */
+static int read_spans(const char *path)
 {
-	if (argc < 3) {
-		fprintf(stderr, "usage: spancheck SPANS.mt PROG [checks]\n");
-		return 2;
-	}
-	FILE *f = fopen(argv[1], "rb");
+	static uint8_t buf[64 << 20];
+	struct mtev_rec rec;
+	mtev_reader *r;
+	size_t len;
+	int err = 0, rc;
+	FILE *f = fopen(path, "rb");
+
 	if (!f)
 		return 2;
-	static uint8_t buf[64 << 20];
-	size_t len = fread(buf, 1, sizeof buf, f);
+	len = fread(buf, 1, sizeof buf, f);
 	fclose(f);
-	int err = 0;
-	mtev_reader *r = mtev_reader_alloc_mem(buf, len, &err);
+	r = mtev_reader_alloc_mem(buf, len, &err);
 	if (!r)
 		return 2;
-	struct mtev_rec rec;
-	int rc;
 	while ((rc = mtev_read(r, &rec)) == 1) {
 		if (rec.kind != MTEV_SPAN)
 			continue;
@@ -82,20 +81,26 @@ int main(int argc, char **argv)
 		fprintf(stderr, "spancheck: %s\n", mtev_strerror(-rc));
 		return 2;
 	}
-	/* Structure. */
+	return 0;
+}
+
+/* The structure (pre-order, nesting, depths): 0 with parent[] and
+ * *nthreads set, or 1 with a message. */
+static int check_structure(size_t *parent, int *nthreads)
+{
 	size_t *stack = malloc((n + 1) * sizeof(*stack));
-	size_t *parent = malloc((n + 1) * sizeof(*parent));
 	size_t sp = 0;
 	uint32_t tid = 0;
 	uint64_t last_begin = 0;
-	int nthreads = 0;
+
+	*nthreads = 0;
 	for (size_t i = 0; i < n; i++) {
 		struct sp *s = &v[i];
 		if (i == 0 || s->tid != tid) {
 			tid = s->tid;
 			sp = 0;
 			last_begin = 0;
-			nthreads++;
+			(*nthreads)++;
 			if (s->depth != 0) {
 				printf("thread %u: first span at depth %u\n", tid, s->depth);
 				return 1;
@@ -126,116 +131,163 @@ int main(int argc, char **argv)
 		}
 		stack[sp++] = i;
 	}
+	free(stack);
+	return 0;
+}
+
+/* PIE: runtime = vaddr + bias, found from a span whose func is main's
+ * runtime address (its low 12 bits equal main's). */
+static uint64_t pie_bias(const struct elfinfo *ei)
+{
+	uint64_t m;
+
+	if (!ei->is_pie)
+		return 0;
+	m = addr_of(ei, "main");
+	for (size_t i = 0; i < n; i++)
+		if (v[i].func && (v[i].func & 0xfff) == (m & 0xfff) && v[i].func > m)
+			return v[i].func - m;
+	return 0;
+}
+
+/* --count and --name: exactly @want spans of function @fn, or named
+ * @text if @fn is 0 */
+static int check_count(uint64_t fn, const char *text, const char *what, long want)
+{
+	long got = 0;
+
+	for (size_t i = 0; i < n; i++)
+		got += fn ? v[i].func == fn : !strcmp(v[i].name, text);
+	if (got != want) {
+		printf("%s: %ld spans, expected %ld\n", what, got, want);
+		return 1;
+	}
+	return 0;
+}
+
+/* --min-chain */
+static int check_min_chain(const size_t *parent, uint64_t fn, const char *what, long want)
+{
+	long best = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		long k = 0;
+		for (size_t j = i; j != (size_t)-1 && v[j].func == fn; j = parent[j])
+			k++;
+		if (k > best)
+			best = k;
+	}
+	if (best < want) {
+		printf("%s: longest nested chain %ld, expected >= %ld\n", what, best, want);
+		return 1;
+	}
+	return 0;
+}
+
+/* --same-depth */
+static int check_same_depth(uint64_t fa, uint64_t fb, const char *a, const char *b)
+{
+	long nb = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (v[i].func != fb)
+			continue;
+		nb++;
+		int ok = 0;
+		for (size_t j = 0; j < n && !ok; j++)
+			ok = v[j].func == fa && v[j].tid == v[i].tid && v[j].depth == v[i].depth;
+		if (!ok) {
+			printf("%s span %zu at depth %u: no %s span there\n", b, i, v[i].depth, a);
+			return 1;
+		}
+	}
+	if (!nb) {
+		printf("no %s spans\n", b);
+		return 1;
+	}
+	return 0;
+}
+
+/* --ends-with */
+static int check_ends_with(uint64_t fn, const char *what)
+{
+	long nfn = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (v[i].func != fn)
+			continue;
+		nfn++;
+		/* Its innermost descendant chain: the deepest span that ends
+		 * at the same time and is not fn. */
+		int ok = 0;
+		for (size_t j = i + 1; j < n && v[j].tid == v[i].tid && v[j].depth > v[i].depth; j++)
+			if (v[j].func != fn && v[j].end == v[i].end)
+				ok = 1;
+		if (!ok) {
+			printf("%s span %zu ends alone at %llu\n", what, i, (unsigned long long)v[i].end);
+			return 1;
+		}
+	}
+	if (!nfn) {
+		printf("no %s spans\n", what);
+		return 1;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
 	struct elfinfo ei;
+	size_t *parent;
+	uint64_t bias;
+	int nthreads, rc;
+
+	if (argc < 3) {
+		fprintf(stderr, "usage: spancheck SPANS.mt PROG [checks]\n");
+		return 2;
+	}
+	rc = read_spans(argv[1]);
+	if (rc)
+		return rc;
+	parent = malloc((n + 1) * sizeof(*parent));
+	if (check_structure(parent, &nthreads))
+		return 1;
 	if (elfinfo_load(&ei, argv[2]) < 0) {
 		fprintf(stderr, "spancheck: cannot read %s\n", argv[2]);
 		return 2;
 	}
-	/* PIE: runtime = vaddr + bias; find the bias from a span whose func is
-	 * main's or _start's... simpler: programs under test are non-PIE or we
-	 * match by offset within the first executable segment. */
-	uint64_t bias = 0;
-	if (ei.is_pie) {
-		/* The lowest func that resolves... use main: some span's func is
-		 * main's runtime address, its low 12 bits equal main's. */
-		uint64_t m = addr_of(&ei, "main");
-		for (size_t i = 0; i < n; i++)
-			if (v[i].func && (v[i].func & 0xfff) == (m & 0xfff) && v[i].func > m) {
-				bias = v[i].func - m;
-				break;
-			}
-	}
+	bias = pie_bias(&ei);
 	for (int a = 3; a < argc; a++) {
 		const char *c = argv[a];
 		if (!strcmp(c, "--count") && a + 2 < argc) {
-			uint64_t fn = addr_of(&ei, argv[a + 1]) + bias;
-			long want = atol(argv[a + 2]), got = 0;
-			for (size_t i = 0; i < n; i++)
-				got += v[i].func == fn;
-			if (got != want) {
-				printf("%s: %ld spans, expected %ld\n", argv[a + 1], got, want);
-				return 1;
-			}
+			rc = check_count(addr_of(&ei, argv[a + 1]) + bias, NULL, argv[a + 1],
+					 atol(argv[a + 2]));
 			a += 2;
 		} else if (!strcmp(c, "--name") && a + 2 < argc) {
-			long want = atol(argv[a + 2]), got = 0;
-			for (size_t i = 0; i < n; i++)
-				got += !strcmp(v[i].name, argv[a + 1]);
-			if (got != want) {
-				printf("%s: %ld spans, expected %ld\n", argv[a + 1], got, want);
-				return 1;
-			}
+			rc = check_count(0, argv[a + 1], argv[a + 1], atol(argv[a + 2]));
 			a += 2;
 		} else if (!strcmp(c, "--min-chain") && a + 2 < argc) {
-			uint64_t fn = addr_of(&ei, argv[a + 1]) + bias;
-			long want = atol(argv[a + 2]), best = 0;
-			for (size_t i = 0; i < n; i++) {
-				long k = 0;
-				for (size_t j = i; j != (size_t)-1 && v[j].func == fn; j = parent[j])
-					k++;
-				if (k > best)
-					best = k;
-			}
-			if (best < want) {
-				printf("%s: longest nested chain %ld, expected >= %ld\n", argv[a + 1], best, want);
-				return 1;
-			}
+			rc = check_min_chain(parent, addr_of(&ei, argv[a + 1]) + bias, argv[a + 1],
+					     atol(argv[a + 2]));
 			a += 2;
 		} else if (!strcmp(c, "--same-depth") && a + 2 < argc) {
-			uint64_t fa = addr_of(&ei, argv[a + 1]) + bias, fb = addr_of(&ei, argv[a + 2]) + bias;
-			long nb = 0;
-			for (size_t i = 0; i < n; i++) {
-				if (v[i].func != fb)
-					continue;
-				nb++;
-				int ok = 0;
-				for (size_t j = 0; j < n && !ok; j++)
-					ok = v[j].func == fa && v[j].tid == v[i].tid && v[j].depth == v[i].depth;
-				if (!ok) {
-					printf("%s span %zu at depth %u: no %s span there\n", argv[a + 2], i,
-					       v[i].depth, argv[a + 1]);
-					return 1;
-				}
-			}
-			if (!nb) {
-				printf("no %s spans\n", argv[a + 2]);
-				return 1;
-			}
+			rc = check_same_depth(addr_of(&ei, argv[a + 1]) + bias,
+					      addr_of(&ei, argv[a + 2]) + bias, argv[a + 1], argv[a + 2]);
 			a += 2;
 		} else if (!strcmp(c, "--threads") && a + 1 < argc) {
-			if (nthreads != atoi(argv[a + 1])) {
+			rc = nthreads != atoi(argv[a + 1]);
+			if (rc)
 				printf("%d threads, expected %s\n", nthreads, argv[a + 1]);
-				return 1;
-			}
 			a += 1;
 		} else if (!strcmp(c, "--ends-with") && a + 1 < argc) {
-			uint64_t fn = addr_of(&ei, argv[a + 1]) + bias;
-			long nfn = 0;
-			for (size_t i = 0; i < n; i++) {
-				if (v[i].func != fn)
-					continue;
-				nfn++;
-				/* Its innermost descendant chain: the deepest span that
-				 * ends at the same time and is not fn. */
-				int ok = 0;
-				for (size_t j = i + 1; j < n && v[j].tid == v[i].tid && v[j].depth > v[i].depth; j++)
-					if (v[j].func != fn && v[j].end == v[i].end)
-						ok = 1;
-				if (!ok) {
-					printf("%s span %zu ends alone at %llu\n", argv[a + 1], i,
-					       (unsigned long long)v[i].end);
-					return 1;
-				}
-			}
-			if (!nfn) {
-				printf("no %s spans\n", argv[a + 1]);
-				return 1;
-			}
+			rc = check_ends_with(addr_of(&ei, argv[a + 1]) + bias, argv[a + 1]);
 			a += 1;
 		} else {
 			fprintf(stderr, "spancheck: bad check %s\n", c);
 			return 2;
 		}
+		if (rc)
+			return 1;
 	}
 	printf("%zu spans, %d threads: ok\n", n, nthreads);
 	elfinfo_fini(&ei);

@@ -223,27 +223,26 @@ static void check_inline(const char *what, const char *exe, const char *dumpexe)
 	free(want.v);
 }
 
-int main(void)
+/* @text into @name in the test directory: 0, or -1 */
+static int write_file(const char *name, const char *text)
 {
-	if (!mkdtemp(dir))
-		return 1;
-	char exe[256], buf[512], cmd[1024];
+	char path[512];
 	FILE *f;
-	snprintf(buf, sizeof buf, "%s/d.c", dir);
-	if (!(f = fopen(buf, "w")))
-		return 1;
-	fputs("static inline int sq(int x) { return x * x; }\n"
-	      "int f_debug(int x) { return sq(x) + sq(x + 1); }\n", f);
-	fclose(f);
-	snprintf(buf, sizeof buf, "%s/p.c", dir);
-	if (!(f = fopen(buf, "w")))
-		return 1;
-	fputs("int f_debug(int);\n"
-	      "int f_plain(int x) { return f_debug(x) * 3; }\n"
-	      "int main(int c, char **v) { (void)v; return f_plain(c); }\n", f);
-	fclose(f);
 
-	/* -g for d.c only, in each DWARF version; -gz: compressed sections */
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	if (!(f = fopen(path, "w")))
+		return -1;
+	fputs(text, f);
+	return fclose(f) ? -1 : 0;
+}
+
+/* d.c (with -g) linked with p.c (without), in each DWARF version: only
+ * d.c's units are covered */
+static void check_units(void)
+{
+	char exe[256], cmd[1024];
+
+	/* -gz: compressed sections */
 	static const char *flags[] = {"-gdwarf-4", "-gdwarf-5", "-gdwarf-5 -gz"};
 	for (size_t i = 0; i < sizeof flags / sizeof *flags; i++) {
 		snprintf(exe, sizeof exe, "%s/prog%zu", dir, i);
@@ -259,24 +258,45 @@ int main(void)
 		snprintf(what, sizeof what, "cc %s", flags[i]);
 		check(what, exe, exe, DWCOV_RANGES);
 	}
-	/* inline ranges: i.c inlines at several depths, from loops (split
-	 * ranges: DW_AT_ranges) and straight-line code (low_pc/high_pc), in
-	 * each DWARF version, by gcc and by clang when it is there */
-	snprintf(buf, sizeof buf, "%s/i.c", dir);
-	if (!(f = fopen(buf, "w")))
-		return 1;
-	fputs("static inline __attribute__((always_inline)) int sq(int x) { return x * x; }\n"
-	      "static inline __attribute__((always_inline)) int poly(int x)\n"
-	      "{ return sq(x) + 3 * x + (x > 7 ? sq(x - 7) : 1); }\n"
-	      "int g_sink(int);\n"
-	      "static inline __attribute__((always_inline)) int calls(int x)\n"
-	      "{ int y = g_sink(x + 1); if (y > 100) y = poly(y); return y * 7; }\n"
-	      "int f_debug(int n)\n"
-	      "{ int s = 0; for (int i = 0; i < n; i++) { s += poly(i); if (s & 1) s ^= calls(s); }\n"
-	      "  return s + calls(n); }\n"
-	      "int g_sink(int x) { __asm__ volatile(\"\" ::: \"memory\"); return x ^ 0x55; }\n"
-	      "int main(int c, char **v) { (void)v; return f_debug(c * 1000) & 1; }\n", f);
-	fclose(f);
+}
+
+/* -gsplit-dwarf: the .dwo is not read, so the unit's functions count as
+ * inline throughout */
+static void check_split_dwarf(const char *what, const char *exe)
+{
+	struct dwcov dc;
+	dwcov_load(&dc, exe, NULL, 0);
+	const uint64_t *r;
+	size_t k = dwcov_inline(&dc, 0x1000, 0x1001, &r);
+	uint64_t lo = 0, hi = 0;
+	int got = !fn_range(exe, "f_debug", &lo, &hi);
+	size_t kf = got ? dwcov_inline(&dc, lo, hi, &r) : 0;
+	T_CHECK(got && kf == 1 && r[0] <= lo && r[1] >= hi,
+		"%s: the unit's functions count as inline throughout (%zu, %zu)", what,
+		k, kf);
+	dwcov_fini(&dc);
+}
+
+/* inline ranges: i.c inlines at several depths, from loops (split
+ * ranges: DW_AT_ranges) and straight-line code (low_pc/high_pc), in
+ * each DWARF version, by gcc and by clang when it is there */
+static int check_inline_versions(void)
+{
+	char exe[256], cmd[1024];
+
+	if (write_file("i.c",
+		       "static inline __attribute__((always_inline)) int sq(int x) { return x * x; }\n"
+		       "static inline __attribute__((always_inline)) int poly(int x)\n"
+		       "{ return sq(x) + 3 * x + (x > 7 ? sq(x - 7) : 1); }\n"
+		       "int g_sink(int);\n"
+		       "static inline __attribute__((always_inline)) int calls(int x)\n"
+		       "{ int y = g_sink(x + 1); if (y > 100) y = poly(y); return y * 7; }\n"
+		       "int f_debug(int n)\n"
+		       "{ int s = 0; for (int i = 0; i < n; i++) { s += poly(i); if (s & 1) s ^= calls(s); }\n"
+		       "  return s + calls(n); }\n"
+		       "int g_sink(int x) { __asm__ volatile(\"\" ::: \"memory\"); return x ^ 0x55; }\n"
+		       "int main(int c, char **v) { (void)v; return f_debug(c * 1000) & 1; }\n") < 0)
+		return -1;
 	static const struct {
 		const char *cc, *flags;
 	} iv[] = {
@@ -304,17 +324,7 @@ int main(void)
 			continue;
 		}
 		if (strstr(iv[i].flags, "split")) {
-			struct dwcov dc;
-			dwcov_load(&dc, exe, NULL, 0);
-			const uint64_t *r;
-			size_t k = dwcov_inline(&dc, 0x1000, 0x1001, &r);
-			uint64_t lo = 0, hi = 0;
-			int got = !fn_range(exe, "f_debug", &lo, &hi);
-			size_t kf = got ? dwcov_inline(&dc, lo, hi, &r) : 0;
-			T_CHECK(got && kf == 1 && r[0] <= lo && r[1] >= hi,
-				"%s: the unit's functions count as inline throughout (%zu, %zu)", what,
-				k, kf);
-			dwcov_fini(&dc);
+			check_split_dwarf(what, exe);
 			continue;
 		}
 		check_inline(what, exe, exe);
@@ -327,9 +337,17 @@ int main(void)
 				check_inline(what, exe, u);
 		}
 	}
-	/* a form the reader does not know, in the DIEs of the inlined
-	 * subroutines (their abbreviation's first attribute, patched to 0x7f):
-	 * that unit's code counts as inline throughout, never as none */
+	return 0;
+}
+
+/* a form the reader does not know, in the DIEs of the inlined
+ * subroutines (their abbreviation's first attribute, patched to 0x7f):
+ * that unit's code counts as inline throughout, never as none */
+static void check_bad_form(void)
+{
+	char buf[512];
+	FILE *f;
+
 	if (!in_dir("objcopy --dump-section .debug_abbrev=ab.bin iprog2")) {
 		snprintf(buf, sizeof buf, "%s/ab.bin", dir);
 		f = fopen(buf, "r+b");
@@ -363,7 +381,11 @@ int main(void)
 		T_CHECK(0, "objcopy --dump-section");
 	}
 
-	/* the test programs of the end-to-end tests, when built */
+}
+
+/* the test programs of the end-to-end tests, when built */
+static void check_programs(void)
+{
 	static const char *progs[] = {"build/programs/inline", "build/programs/sym_inline",
 				      "build/programs/sym_cxx"};
 	for (size_t i = 0; i < sizeof progs / sizeof *progs; i++) {
@@ -379,6 +401,14 @@ int main(void)
 		dwcov_fini(&dc);
 		free(want.v);
 	}
+
+}
+
+/* prog0 without DWARF, without .debug_aranges, its DWARF in a separate
+ * file (by build-id, by .gnu_debuglink) */
+static void check_debug_files(void)
+{
+	char exe[256], buf[512], cmd[1024];
 
 	snprintf(exe, sizeof exe, "%s/prog0", dir);
 
@@ -426,9 +456,14 @@ int main(void)
 	check(".gnu_debuglink in .debug/", buf, exe, DWCOV_RANGES);
 	snprintf(buf, sizeof buf, "%s/gone", dir);
 	check(".gnu_debuglink to a missing file", buf, exe, DWCOV_NONE);
+}
 
-	/* what cannot be read counts as covered */
+/* what cannot be read counts as covered */
+static void check_unreadable(void)
+{
+	char buf[512];
 	struct dwcov dc;
+
 	dwcov_load(&dc, "/nonexistent/file", NULL, 0);
 	T_CHECK(dc.state == DWCOV_ALL && dwcov_any(&dc, 0, 1), "a missing file: all covered");
 	dwcov_fini(&dc);
@@ -436,6 +471,27 @@ int main(void)
 	dwcov_load(&dc, buf, NULL, 0);
 	T_CHECK(dc.state == DWCOV_ALL, "not ELF: all covered");
 	dwcov_fini(&dc);
+}
+
+int main(void)
+{
+	char cmd[1024];
+
+	if (!mkdtemp(dir))
+		return 1;
+	if (write_file("d.c", "static inline int sq(int x) { return x * x; }\n"
+			      "int f_debug(int x) { return sq(x) + sq(x + 1); }\n") < 0 ||
+	    write_file("p.c", "int f_debug(int);\n"
+			      "int f_plain(int x) { return f_debug(x) * 3; }\n"
+			      "int main(int c, char **v) { (void)v; return f_plain(c); }\n") < 0)
+		return 1;
+	check_units();
+	if (check_inline_versions() < 0)
+		return 1;
+	check_bad_form();
+	check_programs();
+	check_debug_files();
+	check_unreadable();
 
 	snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
 	if (system(cmd))

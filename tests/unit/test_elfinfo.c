@@ -24,6 +24,98 @@ static uintptr_t load_base(void)
 	return (uintptr_t)di.dli_fbase;
 }
 
+/* A stripped copy whose symbols live in a separate debug file found by
+ * build-id (objcopy --only-keep-debug, as Debian's -dbg packages). */
+static void check_stripped(const struct elfinfo *ei, const char *exe, uint64_t va,
+			   const char *hex)
+{
+	int r;
+	char dir[] = "/tmp/mt-elfinfo.XXXXXX";
+	T_CHECK(mkdtemp(dir) != NULL, "temp dir");
+	char stripped[4200], dbg[4300], cmd2[20000];
+	snprintf(stripped, sizeof stripped, "%s/stripped", dir);
+	snprintf(dbg, sizeof dbg, "%s/.build-id/%.2s/%s.debug", dir, hex, hex + 2);
+	snprintf(cmd2, sizeof cmd2,
+		 "mkdir -p '%s/.build-id/%.2s' && objcopy --only-keep-debug '%s' '%s' && "
+		 "strip -s -o '%s' '%s' && objcopy --strip-all /bin/true '%s/other'",
+		 dir, hex, exe, dbg, stripped, exe, dir);
+	T_CHECK(system(cmd2) == 0, "objcopy/strip: %s", cmd2);
+	struct elfinfo st;
+	setenv("MT_DEBUGINFO_DIR", "", 1);
+	r = elfinfo_load(&st, stripped);
+	const struct elf_sym *x = r ? NULL : elfinfo_lookup(&st, va);
+	T_CHECK(r == 0 && !st.has_symtab && !st.debug_path &&
+			!(x && !strcmp(x->name, "elfinfo_probe_function")),
+		"stripped, no debug dir: no .symtab, the function is not named");
+	int lookup_ok = r == 0;
+	/* without a debug file: the function's start and size from its
+	 * .eh_frame FDE, checked against the unstripped symbol table */
+	const struct elf_sym *u = elfinfo_lookup(ei, va);
+	x = lookup_ok ? elfinfo_lookup(&st, va + 3) : NULL;
+	T_CHECK(x && u && x->is_fde && x->addr == u->addr && x->size == u->size,
+		"stripped, no debug file: FDE range %s [%#llx, +%llu) = symbol [%#llx, +%llu)",
+		x ? x->name : "(none)", x ? (unsigned long long)x->addr : 0ull,
+		x ? (unsigned long long)x->size : 0ull, u ? (unsigned long long)u->addr : 0ull,
+		u ? (unsigned long long)u->size : 0ull);
+	if (!r)
+		elfinfo_fini(&st);
+	snprintf(cmd2, sizeof cmd2, "/nonexistent:%s", dir);
+	setenv("MT_DEBUGINFO_DIR", cmd2, 1);
+	r = elfinfo_load(&st, stripped);
+	x = r ? NULL : elfinfo_lookup(&st, va + 3);
+	T_CHECK(r == 0 && st.has_symtab && st.debug_path && !strcmp(st.debug_path, dbg),
+		"stripped: symbols from %s", dbg);
+	T_CHECK(x && !strcmp(x->name, "elfinfo_probe_function") && x->addr == va,
+		"stripped + debug file: the function is named again");
+	T_CHECK(r == 0 && st.nsyms >= ei->nsyms, "as many symbols as the unstripped file (%zu, %zu)",
+		r ? 0 : st.nsyms, ei->nsyms);
+	if (!r)
+		elfinfo_fini(&st);
+	r = elfinfo_load_nosyms(&st, stripped);
+	T_CHECK(r == 0 && st.has_symtab && st.nsyms == 0, "nosyms: has_symtab says a debug file exists");
+	if (!r)
+		elfinfo_fini(&st);
+	/* a debug file of another build (other build-id inside) is not used */
+	snprintf(cmd2, sizeof cmd2, "cp '%s/other' '%s'", dir, dbg);
+	T_CHECK(system(cmd2) == 0, "replace the debug file");
+	r = elfinfo_load(&st, stripped);
+	T_CHECK(r == 0 && !st.has_symtab && !st.debug_path, "a debug file with another build-id is ignored");
+	if (!r)
+		elfinfo_fini(&st);
+	unsetenv("MT_DEBUGINFO_DIR");
+	snprintf(cmd2, sizeof cmd2, "rm -rf '%s'", dir);
+	T_CHECK(system(cmd2) == 0, "cleanup");
+}
+
+/* untyped labels: one that the code before it falls into (after a
+ * call) is not a function start; one after a ret is */
+static void check_labels(void)
+{
+	char dir[] = "/tmp/mt-elfinfo.XXXXXX";
+	T_CHECK(mkdtemp(dir) != NULL, "temp dir");
+	char cmd3[600], so[300];
+	snprintf(so, sizeof so, "%s/l.so", dir);
+	snprintf(cmd3, sizeof cmd3,
+		 "printf '.text\n.globl la, lb, lc, ld\nla: call lc\nlb: ret\nlc: ret\nnop\nld: jmp la\n' > %s/l.s && "
+		 "cc -shared -nostdlib -o %s %s/l.s",
+		 dir, so, dir);
+	T_CHECK(system(cmd3) == 0, "assemble four labels into %s", so);
+	struct elfinfo li;
+	int lr = elfinfo_load(&li, so);
+	const struct elf_sym *la = lr ? NULL : elfinfo_find(&li, "la");
+	const struct elf_sym *lc = lr ? NULL : elfinfo_find(&li, "lc");
+	const struct elf_sym *ld = lr ? NULL : elfinfo_find(&li, "ld");
+	T_CHECK(la && la->is_label && !elfinfo_find(&li, "lb"), "lb (after a call) is dropped");
+	const struct elf_sym *in = la ? elfinfo_lookup(&li, la->addr + 5) : NULL;
+	T_CHECK(in && in == la, "the address of lb is in la");
+	T_CHECK(lc && ld && elfinfo_lookup(&li, lc->addr) == lc && elfinfo_lookup(&li, ld->addr) == ld,
+		"lc (after ret) and ld (after ret; nop) are function starts");
+	if (!lr)
+		elfinfo_fini(&li);
+	snprintf(cmd3, sizeof cmd3, "rm -rf '%s'", dir);
+	T_CHECK(system(cmd3) == 0, "cleanup");
+}
+
 int main(void)
 {
 	char exe[4096];
@@ -84,93 +176,8 @@ int main(void)
 	uint8_t id2[20];
 	T_CHECK(elf_read_build_id(exe, id2) == 20 && !memcmp(id2, ei.build_id, 20), "elf_read_build_id agrees");
 
-	/* A stripped copy whose symbols live in a separate debug file found by
-	 * build-id (objcopy --only-keep-debug, as Debian's -dbg packages). */
-	{
-		char dir[] = "/tmp/mt-elfinfo.XXXXXX";
-		T_CHECK(mkdtemp(dir) != NULL, "temp dir");
-		char stripped[4200], dbg[4300], cmd2[20000];
-		snprintf(stripped, sizeof stripped, "%s/stripped", dir);
-		snprintf(dbg, sizeof dbg, "%s/.build-id/%.2s/%s.debug", dir, hex, hex + 2);
-		snprintf(cmd2, sizeof cmd2,
-			 "mkdir -p '%s/.build-id/%.2s' && objcopy --only-keep-debug '%s' '%s' && "
-			 "strip -s -o '%s' '%s' && objcopy --strip-all /bin/true '%s/other'",
-			 dir, hex, exe, dbg, stripped, exe, dir);
-		T_CHECK(system(cmd2) == 0, "objcopy/strip: %s", cmd2);
-		struct elfinfo st;
-		setenv("MT_DEBUGINFO_DIR", "", 1);
-		r = elfinfo_load(&st, stripped);
-		const struct elf_sym *x = r ? NULL : elfinfo_lookup(&st, va);
-		T_CHECK(r == 0 && !st.has_symtab && !st.debug_path &&
-				!(x && !strcmp(x->name, "elfinfo_probe_function")),
-			"stripped, no debug dir: no .symtab, the function is not named");
-		int lookup_ok = r == 0;
-		/* without a debug file: the function's start and size from its
-		 * .eh_frame FDE, checked against the unstripped symbol table */
-		const struct elf_sym *u = elfinfo_lookup(&ei, va);
-		x = lookup_ok ? elfinfo_lookup(&st, va + 3) : NULL;
-		T_CHECK(x && u && x->is_fde && x->addr == u->addr && x->size == u->size,
-			"stripped, no debug file: FDE range %s [%#llx, +%llu) = symbol [%#llx, +%llu)",
-			x ? x->name : "(none)", x ? (unsigned long long)x->addr : 0ull,
-			x ? (unsigned long long)x->size : 0ull, u ? (unsigned long long)u->addr : 0ull,
-			u ? (unsigned long long)u->size : 0ull);
-		if (!r)
-			elfinfo_fini(&st);
-		snprintf(cmd2, sizeof cmd2, "/nonexistent:%s", dir);
-		setenv("MT_DEBUGINFO_DIR", cmd2, 1);
-		r = elfinfo_load(&st, stripped);
-		x = r ? NULL : elfinfo_lookup(&st, va + 3);
-		T_CHECK(r == 0 && st.has_symtab && st.debug_path && !strcmp(st.debug_path, dbg),
-			"stripped: symbols from %s", dbg);
-		T_CHECK(x && !strcmp(x->name, "elfinfo_probe_function") && x->addr == va,
-			"stripped + debug file: the function is named again");
-		T_CHECK(r == 0 && st.nsyms >= ei.nsyms, "as many symbols as the unstripped file (%zu, %zu)",
-			r ? 0 : st.nsyms, ei.nsyms);
-		if (!r)
-			elfinfo_fini(&st);
-		r = elfinfo_load_nosyms(&st, stripped);
-		T_CHECK(r == 0 && st.has_symtab && st.nsyms == 0, "nosyms: has_symtab says a debug file exists");
-		if (!r)
-			elfinfo_fini(&st);
-		/* a debug file of another build (other build-id inside) is not used */
-		snprintf(cmd2, sizeof cmd2, "cp '%s/other' '%s'", dir, dbg);
-		T_CHECK(system(cmd2) == 0, "replace the debug file");
-		r = elfinfo_load(&st, stripped);
-		T_CHECK(r == 0 && !st.has_symtab && !st.debug_path, "a debug file with another build-id is ignored");
-		if (!r)
-			elfinfo_fini(&st);
-		unsetenv("MT_DEBUGINFO_DIR");
-		snprintf(cmd2, sizeof cmd2, "rm -rf '%s'", dir);
-		T_CHECK(system(cmd2) == 0, "cleanup");
-	}
-
-	/* untyped labels: one that the code before it falls into (after a
-	 * call) is not a function start; one after a ret is */
-	{
-		char dir[] = "/tmp/mt-elfinfo.XXXXXX";
-		T_CHECK(mkdtemp(dir) != NULL, "temp dir");
-		char cmd3[600], so[300];
-		snprintf(so, sizeof so, "%s/l.so", dir);
-		snprintf(cmd3, sizeof cmd3,
-			 "printf '.text\n.globl la, lb, lc, ld\nla: call lc\nlb: ret\nlc: ret\nnop\nld: jmp la\n' > %s/l.s && "
-			 "cc -shared -nostdlib -o %s %s/l.s",
-			 dir, so, dir);
-		T_CHECK(system(cmd3) == 0, "assemble four labels into %s", so);
-		struct elfinfo li;
-		int lr = elfinfo_load(&li, so);
-		const struct elf_sym *la = lr ? NULL : elfinfo_find(&li, "la");
-		const struct elf_sym *lc = lr ? NULL : elfinfo_find(&li, "lc");
-		const struct elf_sym *ld = lr ? NULL : elfinfo_find(&li, "ld");
-		T_CHECK(la && la->is_label && !elfinfo_find(&li, "lb"), "lb (after a call) is dropped");
-		const struct elf_sym *in = la ? elfinfo_lookup(&li, la->addr + 5) : NULL;
-		T_CHECK(in && in == la, "the address of lb is in la");
-		T_CHECK(lc && ld && elfinfo_lookup(&li, lc->addr) == lc && elfinfo_lookup(&li, ld->addr) == ld,
-			"lc (after ret) and ld (after ret; nop) are function starts");
-		if (!lr)
-			elfinfo_fini(&li);
-		snprintf(cmd3, sizeof cmd3, "rm -rf '%s'", dir);
-		T_CHECK(system(cmd3) == 0, "cleanup");
-	}
+	check_stripped(&ei, exe, va, hex);
+	check_labels();
 
 	/* errors */
 	struct elfinfo bad;

@@ -205,17 +205,20 @@ static int str_eq(struct mtev_str a, struct mtev_str b)
 	return a.len == b.len && (!a.len || !memcmp(a.p, b.p, a.len));
 }
 
-int main(void)
+/* the pointed-to data of the random records (make_records, check_round_trip) */
+static const uint8_t k_bid[20] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20};
+static const uint64_t k_ips[3] = {0x401000, 0x400000, 0x7fffffffe000};
+static const struct mtev_frame k_fr[2] = {{{"sq", 2}, {"a.c", 3}, 2, 71}, {{"poly", 4}, {"a.c", 3}, 5, 3}};
+static const uint8_t k_raw[3] = {9, 8, 7};
+
+enum { N_RECS = 20000 };
+
+/* @n random records of every kind, times rising per thread */
+static void make_records(struct mtev_rec *recs, size_t n)
 {
-	enum { N = 20000 };
-	struct mtev_rec *recs = calloc(N, sizeof *recs);
-	static const uint8_t bid[20] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20};
-	static const uint64_t ips[3] = {0x401000, 0x400000, 0x7fffffffe000};
-	static const struct mtev_frame fr[2] = {{{"sq", 2}, {"a.c", 3}, 2, 71}, {{"poly", 4}, {"a.c", 3}, 5, 3}};
-	static const uint8_t raw[3] = {9, 8, 7};
 	uint64_t t[4] = {1000, 1000, 1000, 1000};
 	uint32_t wdepth = 5;
-	for (size_t i = 0; i < N; i++) {
+	for (size_t i = 0; i < n; i++) {
 		struct mtev_rec *r = &recs[i];
 		unsigned sel = (unsigned)(rnd() % 16);
 		uint32_t tid = 100 + (uint32_t)(rnd() % 4);
@@ -232,8 +235,8 @@ int main(void)
 		case 1: r->kind = MTEV_CLOCK; r->clock.time_zero = rnd(); r->clock.time_mult = 123; r->clock.time_shift = 10; break;
 		case 2: r->kind = MTEV_THREAD; r->thread.pid = 5; r->thread.tid = tid; r->thread.time = rnd(); r->thread.name = mtev_cstr("w\"o\\rk"); break;
 		case 3: r->kind = MTEV_MAP; r->map.pid = 5; r->map.start = rnd(); r->map.len = 4096; r->map.prot = 5;
-			r->map.build_id = bid; r->map.build_id_len = 20; r->map.path = mtev_cstr("/usr/lib/x.so"); break;
-		case 4: r->kind = MTEV_SAMPLE; r->sample.tid = tid; r->sample.time = rnd(); r->sample.nips = 3; r->sample.ips = ips; break;
+			r->map.build_id = k_bid; r->map.build_id_len = 20; r->map.path = mtev_cstr("/usr/lib/x.so"); break;
+		case 4: r->kind = MTEV_SAMPLE; r->sample.tid = tid; r->sample.time = rnd(); r->sample.nips = 3; r->sample.ips = k_ips; break;
 		case 5: r->kind = MTEV_GAP; r->gap.tid = tid; r->gap.begin = 10; r->gap.end = 20; r->gap.reason = MTEV_GAP_OVERFLOW;
 			r->gap.code = -(int32_t)(rnd() % 30); r->gap.offset = (rnd() & 1) ? UINT64_MAX : rnd(); r->gap.message = mtev_cstr("bad packet"); break;
 		case 6: r->kind = MTEV_SPAN; r->span.tid = tid; r->span.depth = 3; r->span.begin = 5; r->span.end = 5 + rnd() % 100;
@@ -245,19 +248,20 @@ int main(void)
 				wdepth = 0;
 			r->kind = MTEV_WAYPOINT; r->waypoint.tid = (rnd() & 3) ? 100 : tid; r->waypoint.depth = wdepth;
 			r->waypoint.time = t[r->waypoint.tid - 100]; r->waypoint.addr = (rnd() & 1) ? rnd() : 0x401000 + rnd() % 300; break;
-		case 8: r->kind = MTEV_SYMBOL; r->symbol.addr = rnd(); r->symbol.entry = 7; r->symbol.nframes = 2; r->symbol.frames = fr; break;
-		case 9: r->kind = MTEV_KIND_RAW; r->raw.kind = 0x77; r->raw.len = 3; r->raw.data = raw; break;
+		case 8: r->kind = MTEV_SYMBOL; r->symbol.addr = rnd(); r->symbol.entry = 7; r->symbol.nframes = 2; r->symbol.frames = k_fr; break;
+		case 9: r->kind = MTEV_KIND_RAW; r->raw.kind = 0x77; r->raw.len = 3; r->raw.data = k_raw; break;
 		case 10: r->kind = MTEV_TRIGGER; r->trigger.tid = tid; r->trigger.addr = rnd(); r->trigger.arg0 = rnd(); r->trigger.symbol = mtev_cstr("magic_trace_stop_indicator"); break;
 		case 11: r->kind = MTEV_SEGMENT; r->segment.tid = tid; r->segment.begin = 1; r->segment.end = 9; r->segment.reason = 1; break;
 		case 12: r->kind = MTEV_PROCESS; r->process.pid = (uint32_t)rnd(); r->process.name = mtev_cstr(""); break;
 		case 13: r->kind = MTEV_STRING; r->string.id = 4; r->string.text = mtev_cstr("hello"); break;
 		}
 	}
-	size_t len = 0;
-	uint8_t *buf = encode(recs, N, &len);
-	T_CHECK(buf != NULL, "encoded %d records into %zu bytes", N, len);
+}
 
-	/* round trip */
+/* @buf (@len bytes) reads back as @recs (@n) */
+static void check_round_trip(const struct mtev_rec *recs, size_t nrecs, const uint8_t *buf,
+			     size_t len)
+{
 	int err;
 	mtev_reader *r = mtev_reader_alloc_mem(buf, len, &err);
 	T_CHECK(r && !strcmp(mtev_reader_header(r)->producer, "test") &&
@@ -272,21 +276,30 @@ int main(void)
 		if (ok) switch (x.kind) {
 		case MTEV_BRANCH: ok = x.br.tid == e->br.tid && x.br.time == e->br.time && x.br.type == e->br.type && x.br.from == e->br.from && x.br.to == e->br.to; break;
 		case MTEV_THREAD: ok = x.thread.tid == e->thread.tid && x.thread.time == e->thread.time && str_eq(x.thread.name, e->thread.name); break;
-		case MTEV_MAP: ok = x.map.start == e->map.start && x.map.build_id_len == 20 && !memcmp(x.map.build_id, bid, 20) && str_eq(x.map.path, e->map.path); break;
-		case MTEV_SAMPLE: ok = x.sample.nips == 3 && !memcmp(x.sample.ips, ips, sizeof ips) && x.sample.time == e->sample.time; break;
+		case MTEV_MAP: ok = x.map.start == e->map.start && x.map.build_id_len == 20 && !memcmp(x.map.build_id, k_bid, 20) && str_eq(x.map.path, e->map.path); break;
+		case MTEV_SAMPLE: ok = x.sample.nips == 3 && !memcmp(x.sample.ips, k_ips, sizeof k_ips) && x.sample.time == e->sample.time; break;
 		case MTEV_GAP: ok = x.gap.code == e->gap.code && x.gap.offset == e->gap.offset && x.gap.end == 20 && str_eq(x.gap.message, e->gap.message); break;
 		case MTEV_SPAN: ok = x.span.end == e->span.end && x.span.func == e->span.func && x.span.callsite == e->span.callsite && x.span.flags == 3 && str_eq(x.span.name, e->span.name); break;
 		case MTEV_WAYPOINT: ok = x.waypoint.tid == e->waypoint.tid && x.waypoint.depth == e->waypoint.depth && x.waypoint.time == e->waypoint.time && x.waypoint.addr == e->waypoint.addr; break;
-		case MTEV_SYMBOL: ok = x.symbol.nframes == 2 && str_eq(x.symbol.frames[1].name, fr[1].name) && x.symbol.frames[0].column == 71; break;
-		case MTEV_KIND_RAW: ok = x.raw.kind == 0x77 && x.raw.len == 3 && !memcmp(x.raw.data, raw, 3); break;
+		case MTEV_SYMBOL: ok = x.symbol.nframes == 2 && str_eq(x.symbol.frames[1].name, k_fr[1].name) && x.symbol.frames[0].column == 71; break;
+		case MTEV_KIND_RAW: ok = x.raw.kind == 0x77 && x.raw.len == 3 && !memcmp(x.raw.data, k_raw, 3); break;
 		case MTEV_TRIGGER: ok = x.trigger.addr == e->trigger.addr && x.trigger.arg0 == e->trigger.arg0 && str_eq(x.trigger.symbol, e->trigger.symbol); break;
 		case MTEV_CLOCK: ok = x.clock.time_zero == e->clock.time_zero && x.clock.time_mult == 123; break;
 		default: break;
 		}
 		bad += !ok;
 	}
-	T_CHECK(n == 0 && i == N && bad == 0, "round trip of %zu records of every kind (%zu differ, last status %d)", i, bad, n);
+	T_CHECK(n == 0 && i == nrecs && bad == 0, "round trip of %zu records of every kind (%zu differ, last status %d)", i, bad, n);
 	mtev_reader_free(r);
+
+}
+
+/* every prefix of @buf is reported truncated */
+static void check_truncation(const uint8_t *buf, size_t len)
+{
+	mtev_reader *r;
+	struct mtev_rec x;
+	int n, err;
 
 	/* truncation at every byte: never a record past the cut, always ETRUNC (or
 	 * EMAGIC while the magic itself is cut) */
@@ -308,6 +321,16 @@ int main(void)
 	}
 	T_CHECK(wrong == 0, "every truncation reported as truncated, with an offset inside the data");
 
+}
+
+/* corrupted copies of @buf: no crash, every reader ends; bad headers, data
+ * after END and an impossible size are reported */
+static void check_corruption(const uint8_t *buf, size_t len)
+{
+	mtev_reader *r;
+	struct mtev_rec x;
+	int n, err;
+
 	/* random corruption: no crash, and the reader always terminates */
 	uint8_t *cb = malloc(len);
 	size_t finished = 0;
@@ -319,9 +342,9 @@ int main(void)
 		if (!r)
 			continue;
 		size_t steps = 0;
-		while ((n = mtev_read(r, &x)) == 1 && steps < 2 * N)
+		while ((n = mtev_read(r, &x)) == 1 && steps < 2 * N_RECS)
 			steps++;
-		finished += steps < 2 * N;
+		finished += steps < 2 * N_RECS;
 		mtev_reader_free(r);
 	}
 	T_CHECK(finished == 3000, "3000 corrupted streams read to an end or an error without crashing");
@@ -357,6 +380,14 @@ int main(void)
 	T_CHECK(n == -MTEV_ESIZE, "4 GiB record size rejected: %s", mtev_strerror(n));
 	mtev_reader_free(r);
 
+	free(cb);
+	free(eb);
+}
+
+/* the writer refuses records it could not read back */
+static void check_writer_refuses(void)
+{
+	int err;
 	/* writer refuses invalid records */
 	FILE *f = tmpfile();
 	mtev_writer *w = mtev_writer_alloc(fileno(f), "t", 0, &err);
@@ -370,11 +401,23 @@ int main(void)
 	mtev_writer_free(w);
 	fclose(f);
 
+}
+
+int main(void)
+{
+	struct mtev_rec *recs = calloc(N_RECS, sizeof *recs);
+	size_t len = 0;
+	uint8_t *buf;
+
+	make_records(recs, N_RECS);
+	buf = encode(recs, N_RECS, &len);
+	T_CHECK(buf != NULL, "encoded %d records into %zu bytes", N_RECS, len);
+	check_round_trip(recs, N_RECS, buf, len);
+	check_truncation(buf, len);
+	check_corruption(buf, len);
+	check_writer_refuses();
 	test_name_refs();
 	test_short_waypoints();
-
-	free(cb);
-	free(eb);
 	free(buf);
 	free(recs);
 	return T_DONE();
