@@ -32,9 +32,13 @@
 #include <string.h>
 
 /* cache sizes (log2 entries): a fixed cap, a new entry evicts the one in
- * its slot (direct-mapped) */
+ * its slot (direct-mapped); the fuzz build makes them small (mk/fuzz.mk) */
+#ifndef WB_BITS
 #define WB_BITS 16 /* blocks, 56 bytes each: 3.5 MiB */
+#endif
+#ifndef WI_BITS
 #define WI_BITS 13 /* instructions, 48 bytes each: 384 KiB */
+#endif
 
 /* how a cached block ends */
 enum {
