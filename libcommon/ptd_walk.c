@@ -878,7 +878,7 @@ static int wd_first(struct ptd *d, struct ptd_walkq *w, struct pt_block *b, cons
 		if (cur == c->end_ip)
 			break; /* the whole run */
 		if (n == 0x400 || !(kb = known_byte(d, c->isid, next, &m)) || (*kb & m)) {
-			if (!kb)
+			if (n < 0x400 && !kb)
 				return -pte_nomem;
 			st = wd_mark(d, w, c->isid, c->ip, cur);
 			if (st < 0)
