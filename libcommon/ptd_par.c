@@ -42,21 +42,27 @@
 
 enum { PR_NEXT, PR_EVENT, PR_SYNC };
 
-struct prec { /* one libipt answer */
-	uint8_t op;
-	int32_t ret;  /* the call's status or error */
-	int32_t tret; /* pt_blk_time after it */
-	int32_t oret; /* pt_blk_get_offset after it */
+/* One libipt answer, 56 bytes (the stepper reads one a block: what moves
+ * between the threads is most of the cost of -j N): a block's fields but its
+ * raw bytes; a sync's offset in end_ip and its status in isid.  An event, a
+ * truncated block and a block with an error are whole in the job's side
+ * answers (PF_SIDE; ip is the index). */
+enum { PF_SIDE = 1, PF_SPEC = 2 };
+
+struct prec {
+	uint64_t ip, end_ip;
+	uint64_t tsc, off; /* pt_blk_time and pt_blk_get_offset after it */
 	uint32_t lm, lc;
-	uint64_t tsc, off;
-	union {
-		struct pt_block b;
-		struct pt_event ev;
-		struct {
-			uint64_t soff;
-			int32_t sret;
-		} sy;
-	} u;
+	int32_t isid;
+	int32_t ret; /* the call's status or error */
+	uint16_t ninsn;
+	uint8_t op, mode, iclass, flags;
+	int8_t tret, oret; /* pt_blk_time's and pt_blk_get_offset's status */
+};
+
+union pside {
+	struct pt_block b;
+	struct pt_event ev;
 };
 
 enum { J_TODO, J_RUN, J_DONE };
@@ -68,6 +74,8 @@ struct pjob {
 	int state;	     /* J_*, under the pool's lock */
 	struct prec *r;
 	size_t n, cap;
+	union pside *x; /* the side answers */
+	size_t xn, xcap;
 	size_t ovl0; /* first answer past end (SIZE_MAX: none) */
 	int oom;
 };
@@ -78,7 +86,6 @@ struct parq {
 	struct pt_config cfg;
 	struct pt_image *img0;	     /* the stepper's image when the chunks began */
 	struct pt_image **img;	     /* per thread slot: a copy */
-	struct pt_image_section_cache **isc; /* its sections (slot_image) */
 	struct pt_block_decoder **dec; /* per thread slot */
 	int status0;		     /* the decoder's status when the chunks began */
 	struct pjob *job;
@@ -88,6 +95,11 @@ struct parq {
 	/* the stepper's side */
 	size_t cur, pos; /* the answer it reads next: job cur, record pos */
 	size_t stop;	 /* switch to the next job at this record (SIZE_MAX: not known) */
+	/* the fast path (take_fast): records below lim of job cur's rv are
+	 * answers to take in order, with no splice, switch or end to check
+	 * (set by take, 0 until then) */
+	const struct prec *rv;
+	size_t lim;
 	size_t entry;	 /* ... at this record of the next job */
 	const struct prec *last; /* the last answer (time, offset) */
 	struct prec act;	 /* the decoder's answers when the chunks began, or
@@ -109,6 +121,9 @@ struct ppool {
 	pthread_cond_t work, done;
 	pthread_t *th;
 	int nth; /* worker threads; slot 0 is the stepper's */
+	/* per thread slot, sections of its own (slot_image), for every queue:
+	 * libipt's block caches warm once per slot, not once per queue */
+	struct pt_image_section_cache **isc;
 	int quit;
 	struct parq **act; /* queues decoded in parallel */
 	size_t nact, actcap;
@@ -132,13 +147,41 @@ static struct prec *rec_add(struct pjob *j)
 	return &j->r[j->n++];
 }
 
-static void rec_after(struct pt_block_decoder *dec, struct prec *r)
+/* A side answer for @r (NULL: out of memory). */
+static union pside *side_add(struct pjob *j, struct prec *r)
 {
-	r->tret = pt_blk_time(dec, &r->tsc, &r->lm, &r->lc);
-	r->off = 0;
-	r->oret = pt_blk_get_offset(dec, &r->off);
+	if (j->xn == j->xcap) {
+		size_t nc = j->xcap ? 2 * j->xcap : 64;
+		union pside *v = realloc(j->x, nc * sizeof *v);
+		if (!v) {
+			j->oom = 1;
+			return NULL;
+		}
+		j->x = v;
+		j->xcap = nc;
+	}
+	r->flags |= PF_SIDE;
+	r->ip = j->xn;
+	return &j->x[j->xn++];
 }
 
+/* libipt's status codes are small: pte_* errors, 0 */
+static int8_t st8(int st)
+{
+	return st < -128 ? -128 : (int8_t)st;
+}
+
+static void rec_after(struct pt_block_decoder *dec, struct prec *r)
+{
+	r->tsc = 0;
+	r->lm = r->lc = 0;
+	r->tret = st8(pt_blk_time(dec, &r->tsc, &r->lm, &r->lc));
+	r->off = 0;
+	r->oret = st8(pt_blk_get_offset(dec, &r->off));
+}
+
+/* The answers to the stepper's calls, recorded in @j: a sync made (its
+ * status @st), the next block, the next event.  NULL: out of memory. */
 static struct prec *rec_sync(struct pt_block_decoder *dec, struct pjob *j, int st)
 {
 	struct prec *r = rec_add(j);
@@ -147,9 +190,70 @@ static struct prec *rec_sync(struct pt_block_decoder *dec, struct pjob *j, int s
 	memset(r, 0, sizeof *r);
 	r->op = PR_SYNC;
 	r->ret = st;
-	r->u.sy.sret = pt_blk_get_sync_offset(dec, &r->u.sy.soff);
+	r->isid = pt_blk_get_sync_offset(dec, &r->end_ip);
 	rec_after(dec, r);
 	return r;
+}
+
+static struct prec *rec_next(struct pt_block_decoder *dec, struct pjob *j)
+{
+	struct prec *r = rec_add(j);
+	struct pt_block b; /* zeroed by libipt first */
+	union pside *x;
+	if (!r)
+		return NULL;
+	r->op = PR_NEXT;
+	r->flags = 0;
+	r->ret = pt_blk_next(dec, &b, sizeof b);
+	r->ip = b.ip;
+	r->end_ip = b.end_ip;
+	r->isid = b.isid;
+	r->mode = (uint8_t)b.mode;
+	r->iclass = (uint8_t)b.iclass;
+	r->ninsn = b.ninsn;
+	if (b.speculative)
+		r->flags |= PF_SPEC;
+	if (b.truncated || r->ret < 0) {
+		if (!(x = side_add(j, r)))
+			return NULL;
+		x->b = b;
+	}
+	rec_after(dec, r);
+	return r;
+}
+
+static struct prec *rec_event(struct pt_block_decoder *dec, struct pjob *j)
+{
+	struct prec *r = rec_add(j);
+	union pside *x;
+	if (!r)
+		return NULL;
+	memset(r, 0, sizeof *r);
+	r->op = PR_EVENT;
+	if (!(x = side_add(j, r)))
+		return NULL;
+	memset(&x->ev, 0, sizeof x->ev);
+	r->ret = pt_blk_event(dec, &x->ev, sizeof x->ev);
+	rec_after(dec, r);
+	return r;
+}
+
+/* Block @r of @j as libipt gave it (the raw bytes of an instruction not
+ * truncated, which libipt leaves unset, are zero). */
+static void rec_block(const struct pjob *j, const struct prec *r, struct pt_block *b)
+{
+	if (r->flags & PF_SIDE) {
+		*b = j->x[r->ip].b;
+		return;
+	}
+	memset(b, 0, sizeof *b);
+	b->ip = r->ip;
+	b->end_ip = r->end_ip;
+	b->isid = r->isid;
+	b->mode = (enum pt_exec_mode)r->mode;
+	b->iclass = (enum pt_insn_class)r->iclass;
+	b->ninsn = r->ninsn;
+	b->speculative = (r->flags & PF_SPEC) != 0;
 }
 
 /* Decodes job @j as the stepper's libipt stepper would call libipt: blocks
@@ -162,7 +266,7 @@ static void job_run(struct parq *pq, struct pjob *j, int slot)
 	struct prec *r;
 	int st;
 
-	j->n = 0;
+	j->n = j->xn = 0;
 	j->ovl0 = SIZE_MAX;
 	if (!dec) {
 		dec = pq->dec[slot] = pt_blk_alloc_decoder(&pq->cfg);
@@ -188,23 +292,14 @@ static void job_run(struct parq *pq, struct pjob *j, int slot)
 			if (!(r = rec_sync(dec, j, st)))
 				return;
 		} else {
-			if (!(r = rec_add(j)))
+			r = (st & pts_event_pending) ? rec_event(dec, j) : rec_next(dec, j);
+			if (!r)
 				return;
-			if (st & pts_event_pending) {
-				memset(&r->u.ev, 0, sizeof r->u.ev);
-				r->op = PR_EVENT;
-				r->ret = pt_blk_event(dec, &r->u.ev, sizeof r->u.ev);
-			} else {
-				memset(&r->u.b, 0, sizeof r->u.b);
-				r->op = PR_NEXT;
-				r->ret = pt_blk_next(dec, &r->u.b, sizeof r->u.b);
-			}
-			rec_after(dec, r);
 			st = r->ret;
 			/* code that loops without trace: the stepper stops it
 			 * (q_spin_error), here it ends the chunk */
 			if (r->op == PR_NEXT && r->off == spinoff) {
-				spin += r->u.b.ninsn;
+				spin += r->ninsn;
 				if (spin > PAR_SPIN)
 					break;
 			} else {
@@ -297,7 +392,15 @@ static int pool_start(struct ptd *d)
 	pthread_cond_init(&p->work, NULL);
 	pthread_cond_init(&p->done, NULL);
 	p->th = calloc((size_t)n, sizeof *p->th);
-	if (!p->th) {
+	p->isc = calloc((size_t)n, sizeof *p->isc);
+	for (i = 0; p->th && p->isc && i < n; i++)
+		if (!(p->isc[i] = pt_iscache_alloc(NULL)))
+			break;
+	if (!p->th || !p->isc || i < n) {
+		while (p->isc && i > 0)
+			pt_iscache_free(p->isc[--i]);
+		free(p->isc);
+		free(p->th);
 		free(p);
 		return -1;
 	}
@@ -364,9 +467,13 @@ static struct pjob *job_wait(struct ptd *d, struct parq *pq, size_t k)
  * places that depend on its block cache, shared by the decoders of a
  * section: the stepper does the same with or without them (ptd_int.h,
  * ndec), so chunks are compared and counted by these units only. */
-static int unit(struct ptd *d, const struct prec *r)
+static int unit(struct ptd *d, const struct pjob *j, const struct prec *r)
 {
-	return r->op != PR_NEXT || r->ret < 0 || ptd_block_branches(d, &r->u.b);
+	struct pt_block b;
+	if (r->op != PR_NEXT || r->ret < 0)
+		return 1;
+	rec_block(j, r, &b);
+	return ptd_block_branches(d, &b);
 }
 
 /* Events by what they say (libipt leaves bytes of the union unset). */
@@ -399,7 +506,8 @@ static int ev_eq(const struct pt_event *a, const struct pt_event *b)
 	}
 }
 
-static int unit_eq(const struct prec *a, const struct prec *b)
+static int unit_eq(const struct pjob *ja, const struct prec *a, const struct pjob *jb,
+		   const struct prec *b)
 {
 	if (a->op != b->op || a->ret != b->ret || a->tret != b->tret || a->oret != b->oret ||
 	    a->off != b->off || a->tsc != b->tsc || a->lm != b->lm || a->lc != b->lc)
@@ -407,12 +515,11 @@ static int unit_eq(const struct prec *a, const struct prec *b)
 	switch (a->op) {
 	case PR_NEXT:
 		return a->ret < 0 ||
-		       (a->u.b.end_ip == b->u.b.end_ip && a->u.b.isid == b->u.b.isid &&
-			a->u.b.mode == b->u.b.mode);
+		       (a->end_ip == b->end_ip && a->isid == b->isid && a->mode == b->mode);
 	case PR_EVENT:
-		return ev_eq(&a->u.ev, &b->u.ev);
+		return ev_eq(&ja->x[a->ip].ev, &jb->x[b->ip].ev);
 	default: /* the sync offset is asked for after a successful sync only */
-		return a->ret < 0 || (a->u.sy.soff == b->u.sy.soff && a->u.sy.sret == b->u.sy.sret);
+		return a->ret < 0 || (a->end_ip == b->end_ip && a->isid == b->isid);
 	}
 }
 
@@ -434,7 +541,7 @@ static size_t find_off(const struct pjob *b, uint64_t off)
 /* The next unit of @j at or after @k (j->n: none). */
 static size_t next_unit(struct ptd *d, const struct pjob *j, size_t k)
 {
-	while (k < j->n && !unit(d, &j->r[k]))
+	while (k < j->n && !unit(d, j, &j->r[k]))
 		k++;
 	return k;
 }
@@ -456,14 +563,14 @@ static int splice(struct ptd *d, struct parq *pq)
 		if (a->r[j].oret < 0)
 			continue;
 		for (i = find_off(b, a->r[j].off); i < b->n && b->r[i].off == a->r[j].off; i++) {
-			if (!unit(d, &b->r[i]) || !unit_eq(&a->r[j], &b->r[i]))
+			if (!unit(d, b, &b->r[i]) || !unit_eq(a, &a->r[j], b, &b->r[i]))
 				continue;
 			x = j;
 			y = i;
 			for (;;) {
 				x = next_unit(d, a, x + 1);
 				y = next_unit(d, b, y + 1);
-				if (x == a->n || y == b->n || !unit_eq(&a->r[x], &b->r[y]))
+				if (x == a->n || y == b->n || !unit_eq(a, &a->r[x], b, &b->r[y]))
 					break;
 			}
 			if (x == a->n) {
@@ -481,8 +588,10 @@ static void pq_free(struct ptd *d, struct parq *pq)
 {
 	size_t i;
 	int s, ns = d->pool->nth + 1;
-	for (i = 0; i < pq->njob; i++)
+	for (i = 0; i < pq->njob; i++) {
 		free(pq->job[i].r);
+		free(pq->job[i].x);
+	}
 	while (pq->nspare)
 		free(pq->spare[--pq->nspare].r);
 	free(pq->job);
@@ -491,12 +600,9 @@ static void pq_free(struct ptd *d, struct parq *pq)
 			pt_blk_free_decoder(pq->dec[s]);
 		if (pq->img && pq->img[s])
 			pt_image_free(pq->img[s]);
-		if (pq->isc && pq->isc[s])
-			pt_iscache_free(pq->isc[s]);
 	}
 	free(pq->dec);
 	free(pq->img);
-	free(pq->isc);
 	free(pq);
 }
 
@@ -530,57 +636,55 @@ static void fallback(struct ptd *d, struct ptq *q)
 	struct parq *pq = q->par;
 	struct pt_block_decoder *dec = q->dec;
 	const struct pjob *j = &pq->job[pq->cur];
-	const struct prec *want = NULL;
-	struct prec r;
+	const struct prec *want = NULL, *r;
+	struct pjob t; /* the last answer only */
 	size_t k, target = 0, n = 0;
 	uint64_t failoff = UINT64_MAX;
-	int st;
+	int st, lost = 0;
 
 	for (k = 1; k < pq->pos && k < j->n; k++)
-		if (unit(d, &j->r[k])) {
+		if (unit(d, j, &j->r[k])) {
 			target++;
 			want = &j->r[k];
 		}
 	d->st->par_fallbacks++;
-	memset(&r, 0, sizeof r);
+	memset(&t, 0, sizeof t);
 	st = pt_blk_sync_set(dec, j->begin);
-	r.op = PR_SYNC;
-	r.ret = st;
-	rec_after(dec, &r);
-	while (n < target) {
-		if (st < 0 && r.op == PR_SYNC) {
+	r = rec_sync(dec, &t, st);
+	while (r && n < target) {
+		if (st < 0 && r->op == PR_SYNC) {
 			/* as job_run: the end, or a broken PSB+ */
-			if (st == -pte_eos || r.oret < 0 || r.off == failoff)
+			if (st == -pte_eos || r->oret < 0 || r->off == failoff)
 				break;
-			failoff = r.off;
+			failoff = r->off;
 		}
-		memset(&r, 0, sizeof r);
-		if (st < 0) {
-			r.op = PR_SYNC;
-			r.ret = st = pt_blk_sync_forward(dec);
-			r.u.sy.sret = pt_blk_get_sync_offset(dec, &r.u.sy.soff);
-		} else if (st & pts_event_pending) {
-			r.op = PR_EVENT;
-			r.ret = st = pt_blk_event(dec, &r.u.ev, sizeof r.u.ev);
-		} else {
-			r.op = PR_NEXT;
-			r.ret = st = pt_blk_next(dec, &r.u.b, sizeof r.u.b);
-		}
-		rec_after(dec, &r);
-		if (unit(d, &r))
+		t.n = t.xn = 0;
+		if (st < 0)
+			r = rec_sync(dec, &t, pt_blk_sync_forward(dec));
+		else if (st & pts_event_pending)
+			r = rec_event(dec, &t);
+		else
+			r = rec_next(dec, &t);
+		if (r && unit(d, &t, r))
 			n++;
+		if (r)
+			st = r->ret;
 	}
-	if (n != target || (want && !unit_eq(&r, want)))
+	lost = !r || n != target || (want && !unit_eq(&t, r, j, want));
+	free(t.r);
+	free(t.x);
+	if (lost)
 		ptd_fail(d, PTD_ESYS, "parallel decoding: queue %u lost its place", q->idx);
 	ptd_par_stop(d, q);
 }
 
 /* The next answer, of kind @op: NULL when the records have none (then the
  * queue's decoder has taken over). */
-static const struct prec *take(struct ptq *q, uint8_t op)
+static const struct prec *take_slow(struct ptq *q, uint8_t op)
 {
 	struct parq *pq = q->par;
 	struct ptd *d = pq->d;
+	pq->lim = 0;
 	for (;;) {
 		const struct pjob *j = &pq->job[pq->cur];
 		const struct prec *r;
@@ -601,6 +705,9 @@ static const struct prec *take(struct ptq *q, uint8_t op)
 			}
 			pq->job[pq->cur].r = NULL;
 			pq->job[pq->cur].n = pq->job[pq->cur].cap = 0;
+			free(pq->job[pq->cur].x);
+			pq->job[pq->cur].x = NULL;
+			pq->job[pq->cur].xn = pq->job[pq->cur].xcap = 0;
 			pq->cur++;
 			pq->pos = pq->entry;
 			pq->stop = SIZE_MAX;
@@ -616,10 +723,25 @@ static const struct prec *take(struct ptq *q, uint8_t op)
 			break;
 		pq->pos++;
 		pq->last = r;
+		pq->rv = j->r;
+		pq->lim = pq->stop != SIZE_MAX ? pq->stop : j->ovl0;
+		if (pq->lim > j->n)
+			pq->lim = j->n;
 		return r;
 	}
 	fallback(d, q);
 	return NULL;
+}
+
+static inline const struct prec *take(struct ptq *q, uint8_t op)
+{
+	struct parq *pq = q->par;
+	if (pq->pos < pq->lim && pq->rv[pq->pos].op == op) {
+		/* inside a job, before its overlap or splice: the answer */
+		pq->last = &pq->rv[pq->pos++];
+		return pq->last;
+	}
+	return take_slow(q, op);
 }
 
 int par_next(struct ptq *q, struct pt_block *b)
@@ -629,7 +751,7 @@ int par_next(struct ptq *q, struct pt_block *b)
 	if (!r)
 		return pt_blk_next(q->dec, b, sizeof *b);
 	pq->last_sync = 0;
-	*b = r->u.b;
+	rec_block(&pq->job[pq->cur], r, b);
 	return r->ret;
 }
 
@@ -640,7 +762,7 @@ int par_event(struct ptq *q, struct pt_event *ev)
 	if (!r)
 		return pt_blk_event(q->dec, ev, sizeof *ev);
 	pq->last_sync = 0;
-	*ev = r->u.ev;
+	*ev = pq->job[pq->cur].x[r->ip].ev;
 	return r->ret;
 }
 
@@ -650,8 +772,8 @@ int par_sync_forward(struct ptq *q)
 	const struct prec *r = take(q, PR_SYNC);
 	if (!r)
 		return pt_blk_sync_forward(q->dec);
-	pq->soff = r->u.sy.soff;
-	pq->sret = r->u.sy.sret;
+	pq->soff = r->end_ip;
+	pq->sret = r->isid;
 	pq->last_sync = 1;
 	return r->ret;
 }
@@ -804,12 +926,9 @@ void ptd_par_start(struct ptd *d, struct ptq *q)
 	pq->img = calloc(ns, sizeof *pq->img);
 	pq->dec = calloc(ns, sizeof *pq->dec);
 	ok = pq->job && pq->img && pq->dec;
-	pq->isc = calloc(ns, sizeof *pq->isc);
-	ok = ok && pq->isc;
 	for (i = 0; ok && i < ns; i++) {
 		pq->img[i] = pt_image_alloc(NULL);
-		pq->isc[i] = pt_iscache_alloc(NULL);
-		ok = pq->img[i] && pq->isc[i] && slot_image(d, q->img, pq->isc[i], pq->img[i]) == 0;
+		ok = pq->img[i] && slot_image(d, q->img, p->isc[i], pq->img[i]) == 0;
 	}
 	if (!ok) {
 		pq_free(d, pq);
@@ -832,8 +951,8 @@ void ptd_par_start(struct ptd *d, struct ptq *q)
 	memset(&pq->act, 0, sizeof pq->act);
 	pq->act.op = PR_SYNC;
 	pq->act.ret = q->status;
-	pq->act.tret = pt_blk_time(q->dec, &pq->act.tsc, &pq->act.lm, &pq->act.lc);
-	pq->act.oret = pt_blk_get_offset(q->dec, &pq->act.off);
+	pq->act.tret = st8(pt_blk_time(q->dec, &pq->act.tsc, &pq->act.lm, &pq->act.lc));
+	pq->act.oret = st8(pt_blk_get_offset(q->dec, &pq->act.off));
 	pq->sret = pt_blk_get_sync_offset(q->dec, &pq->soff);
 	pq->last = &pq->act;
 	pq->last_sync = 1;
@@ -856,7 +975,7 @@ void ptd_par_fini(struct ptd *d)
 {
 	struct ppool *p = d->pool;
 	size_t i;
-	int t;
+	int t, n = d->opts->jobs; /* the slots of pool_start */
 	if (!p)
 		return;
 	for (i = 0; i < d->nq; i++)
@@ -870,6 +989,9 @@ void ptd_par_fini(struct ptd *d)
 	pthread_mutex_destroy(&p->mu);
 	pthread_cond_destroy(&p->work);
 	pthread_cond_destroy(&p->done);
+	for (t = 0; t < n; t++)
+		pt_iscache_free(p->isc[t]);
+	free(p->isc);
 	free(p->th);
 	free(p->act);
 	free(p);
