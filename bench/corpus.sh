@@ -26,7 +26,9 @@
 # CORPUS_ONLY="p1 p2" restricts to some programs (CORPUS_TABLE: the table file
 # then, to run parts in parallel); CORPUS_MAX overrides every
 # program's --max-insns; CORPUS_BIN the directory of the mt tools (default
-# bin/: a copy keeps a long table run off a rebuild).  Needs: g++, rustc (the Rust program is skipped
+# bin/: a copy keeps a long table run off a rebuild); CORPUS_INLINE=whole checks
+# inline frames in the whole run only, none in no configuration (n/m; the
+# inline check is most of a table line's cost).  Needs: g++, rustc (the Rust program is skipped
 # without it), and the Debian packages sqlite3, python3, perl, gzip, bzip2,
 # xz-utils, mawk, bc, jq, tar, findutils (`apt-get install sqlite3 bc jq`
 # for the ones a minimal system lacks; a program whose binary is missing is
@@ -185,8 +187,12 @@ score() {
 				tail[i] = 1
 				for (k = 1; k <= m; k++) if (mt[k] == gt[i] && mb[k] >= gb[i] && mb[k] < e) { e = mb[k]; tail[i] = 0 }
 				if (e > gb[i]) ge[i] = e }
+			# a gap inside an earlier one counts once (a truncated
+			# AUX record: an empty gap, then the lost data, at one time)
+			for (i = 1; i <= n; i++) for (k = 1; k < i; k++)
+				if (!dup[k] && gt[k] == gt[i] && gb[k] <= gb[i] && ge[k] >= ge[i]) { dup[i] = 1; break }
 			for (j = 1; j <= ns; j++) for (i = 1; i <= n; i++)
-				if (gt[i] == st[j] && (tail[i] || !(sb[j] <= gb[i] && se[j] >= ge[i]))) {
+				if (!dup[i] && gt[i] == st[j] && (tail[i] || !(sb[j] <= gb[i] && se[j] >= ge[i]))) {
 					lo = sb[j] > gb[i] ? sb[j] : gb[i]; hi = se[j] < ge[i] ? se[j] : ge[i]
 					if (hi > lo) in_gap += hi - lo }
 			printf "%.4f\n", tot ? in_gap / tot : 0 }')
@@ -196,8 +202,9 @@ score() {
 	line=$("$B/mt-compare" "$d/truth-spans.mt" "$T/st.mt" 2>/dev/null | tail -1)
 	get() { printf '%s' "$line" | sed -n "s/.*[ :]$1=\\([^ ]*\\).*/\\1/p"; }
 	inl=-
-	case $c in
-	whole | w*)
+	case ${CORPUS_INLINE:-all}:$c in
+	none:w*) inl=n/m ;;
+	*:whole | all:w*)
 		# the inline truth (mt-ptsim --inline-truth) of this configuration,
 		# mt-symbolize's inline frames judged by mt-compare --inline
 		if [ ! -f "$d/truth-inline.mt" ]; then
@@ -215,6 +222,7 @@ score() {
 			inl=$(printf '%s' "$il" | sed -n 's/.*inline_checked=\([0-9]*\) inline_matched=\([0-9]*\).*/\2\/\1/p')
 		fi
 		;;
+	whole:w*) inl=n/m ;;
 	esac
 	printf '%-15s %-12s %9s %7s %8s %8s %6s %6s %13s %11s %6s\n' "$name" "$c" "$(get precision)" "$(get recall)" \
 		"$(get coverage)" "$(get exact_coverage)" "$(get wrong)" "${kw:--}" "${kk:--}/${kt:--}" "${inl:--}" "$gs"

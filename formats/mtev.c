@@ -223,7 +223,8 @@ static int strtab_get(const struct strtab *t, uint32_t id, struct mtev_str *out)
 	uint32_t i = idmap_get(&t->sid, id);
 	if (!i)
 		return 0;
-	out->p = t->sbuf + t->strs[i - 1].off;
+	/* no text stored yet (every string so far empty): no buffer either */
+	out->p = t->sbuf ? t->sbuf + t->strs[i - 1].off : "";
 	out->len = t->strs[i - 1].len;
 	return 1;
 }

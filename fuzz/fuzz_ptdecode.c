@@ -1,12 +1,7 @@
 /* libFuzzer target: the raw-PT decode path (libcommon/ptd_*.c, libipt's
  * block decoder), `mt-decode --pt FILE --image ...`, fed arbitrary bytes as PT
- * with a fixed image.
- *
- * The image is the recursion test program (build/programs/recursion, a static
- * binary, mapped as mt-ptsim's recordings of it map it: 0x401000, file offset
- * 0x1000, 0x78000 bytes), so that PT seeds from tests/.cache/ptsim/... decode
- * for real; FUZZ_PT_IMAGE=FILE:OFFSET:SIZE@VADDR picks another.  Without the
- * file the target decodes against no image (every ip a gap).
+ * with a fixed image (ptfuzz.h: the recursion test program at 0x401000, or
+ * FUZZ_PT_IMAGE).
  *
  * The decoder must return 0 (it reports damage as gaps, never fails on bad PT),
  * and its output must be a valid MTEV stream that keeps the contract of
@@ -23,36 +18,21 @@
  * after a syscall (interrupt) the next branch is its sysret (iret), a
  * trace-end, or a trace-start (tracing went on where it went on), or a gap.
  */
-#include <errno.h>
-#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <intel-pt.h>
 
 #include "memfd.h"
 #include "mtev.h"
 #include "ptdecode.h"
+#include "ptfuzz.h"
 
-static char pt_path[64];
-static struct ptd_image_spec image;
-static int have_image;
 /* libipt's section cache, kept for the process: the image's section and its
  * block cache are built once, not per input (a cache: same output) */
 static struct pt_image_section_cache *isc;
-static mtev_writer *cur_w;
-
-static int open_out(void *ctx, uint32_t flags, mtev_writer **w)
-{
-	int err;
-	(void)ctx;
-	FUZZ_ASSERT(!cur_w, "output opened twice");
-	*w = cur_w = mtev_writer_alloc(FUZZ_FD_OUT, "mt-decode", flags, &err);
-	return *w ? 0 : -1;
-}
 
 static void warn_cb(void *ctx, const char *msg)
 {
@@ -60,19 +40,16 @@ static void warn_cb(void *ctx, const char *msg)
 	FUZZ_ASSERT(msg && *msg, "empty warning");
 }
 
-static void init(void)
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	snprintf(pt_path, sizeof pt_path, "/dev/shm/mt-fuzz-pt.%d", (int)getpid());
+	(void)argc;
+	(void)argv;
+	ptfuzz_init("ptdecode");
 	isc = pt_iscache_alloc("fuzz_ptdecode");
 	FUZZ_ASSERT(isc, "pt_iscache_alloc");
-	const char *spec = getenv("FUZZ_PT_IMAGE");
-	if (spec) {
-		FUZZ_ASSERT(ptd_parse_image_spec(spec, &image) == 0, "bad FUZZ_PT_IMAGE %s", spec);
-		have_image = 1;
-	} else if (access("build/programs/recursion", R_OK) == 0) {
-		image = (struct ptd_image_spec){"build/programs/recursion", 0x1000, 0x78000, 0x401000};
-		have_image = 1;
-	}
+	return 0;
 }
 
 #define MAXT 64
@@ -96,11 +73,6 @@ static struct tstate *tget(uint32_t tid)
 	FUZZ_ASSERT(ntst < MAXT, "too many threads");
 	tst[ntst] = (struct tstate){.tid = tid, .need_start = 1, .prev = ~0u, .gapend = ~0ull};
 	return &tst[ntst++];
-}
-
-static int in_image(uint64_t a)
-{
-	return !have_image || (a >= image.vaddr && a < image.vaddr + image.size);
 }
 
 static void check_output(size_t in_size)
@@ -155,7 +127,7 @@ static void check_output(size_t in_size)
 			case MTEV_BR_JCC:
 				/* to may be 0: a call through a null pointer is
 				 * a real branch (then a fault) */
-				FUZZ_ASSERT(from && in_image(from), "%s 0x%llx -> 0x%llx",
+				FUZZ_ASSERT(from && ptfuzz_in_image(from), "%s 0x%llx -> 0x%llx",
 					    mtev_branch_name(ty), (unsigned long long)from,
 					    (unsigned long long)to);
 				break;
@@ -163,7 +135,7 @@ static void check_output(size_t in_size)
 				/* to is always 0 (mtev-semantics); a trace that goes on
 				 * through the far branch (corrupt, or a far branch to
 				 * traced code) is syscall + sysret */
-				FUZZ_ASSERT(from && in_image(from) && !to, "syscall 0x%llx -> 0x%llx",
+				FUZZ_ASSERT(from && ptfuzz_in_image(from) && !to, "syscall 0x%llx -> 0x%llx",
 					    (unsigned long long)from, (unsigned long long)to);
 				break;
 			case MTEV_BR_INTERRUPT:
@@ -222,34 +194,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	if (!pt_path[0])
-		init();
-	int fd = open(pt_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	FUZZ_ASSERT(fd >= 0, "%s: %s", pt_path, strerror(errno));
-	FUZZ_ASSERT(!size || write(fd, data, size) == (ssize_t)size, "write %s", pt_path);
-	close(fd);
-
 	static struct ptd_options o;
 	struct ptd_stats st;
-	memset(&o, 0, sizeof o);
-	memset(&st, 0, sizeof st);
-	o.images = have_image ? &image : NULL;
-	o.nimages = have_image ? 1 : 0;
+	const char *path = ptfuzz_input(data, size);
+	mtev_writer *w;
+
+	ptfuzz_options(&o, warn_cb, NULL);
 	o.iscache = isc;
-	o.raw_pid = 1;
-	o.raw_tid = 1;
-	o.cpu_family = 6; /* an Intel part with the usual errata workarounds */
-	o.cpu_model = 0x5e;
-	o.warn = warn_cb;
 	fuzz_out_reset();
-	int ret = ptd_decode_raw(pt_path, open_out, NULL, &o, &st);
+	int ret = ptd_decode_raw(path, ptfuzz_open_out, NULL, &o, &st);
+	w = ptfuzz_take_out();
 	FUZZ_ASSERT(ret == 0, "ptd_decode_raw: %d: %s", ret, o.errmsg);
 	/* the caller finishes the stream after a successful return (mt-decode does) */
-	FUZZ_ASSERT(cur_w, "no output opened");
-	FUZZ_ASSERT(mtev_writer_finish(cur_w) == 0, "finish");
-	mtev_writer_free(cur_w);
-	cur_w = NULL;
+	FUZZ_ASSERT(w, "no output opened");
+	FUZZ_ASSERT(mtev_writer_finish(w) == 0, "finish");
+	mtev_writer_free(w);
 	check_output(size);
-	unlink(pt_path);
 	return 0;
 }

@@ -1,29 +1,22 @@
 /* libFuzzer target: the cached walk (issue 20, libcommon/ptd_walk.c) against
  * the libipt stepper, its oracle.  Each input is raw PT, decoded twice like
- * `mt-decode --pt FILE --image ...` with fuzz_ptdecode's image (the recursion
- * test program at 0x401000, or FUZZ_PT_IMAGE=FILE:OFFSET:SIZE@VADDR):
+ * `mt-decode --pt FILE --image ...` with fuzz_ptdecode's image (ptfuzz.h: the
+ * recursion test program at 0x401000, or FUZZ_PT_IMAGE=FILE:OFFSET:SIZE@VADDR):
  * --decoder libipt, then --decoder walk.  Any difference aborts: the return
  * value, the error message, every warning, the statistics (blocks,
  * instructions, branches, gaps, retracted) and every byte of the MTEV output,
  * per-branch times included.  Inputs the walk does not emulate go to libipt
  * in both runs (identical by construction); the seeds (mt-ptsim's clean and
  * faulted recordings of the program) and their mutations are walked. */
-#include <errno.h>
-#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "memfd.h"
 #include "mtev.h"
 #include "ptdecode.h"
-
-static char pt_path[64];
-static struct ptd_image_spec image;
-static int have_image;
-static mtev_writer *cur_w;
+#include "ptfuzz.h"
 
 /* one run's warnings, concatenated */
 struct warns {
@@ -31,15 +24,6 @@ struct warns {
 	size_t len;
 	unsigned n;
 };
-
-static int open_out(void *ctx, uint32_t flags, mtev_writer **w)
-{
-	int err;
-	(void)ctx;
-	FUZZ_ASSERT(!cur_w, "output opened twice");
-	*w = cur_w = mtev_writer_alloc(FUZZ_FD_OUT, "mt-decode", flags, &err);
-	return *w ? 0 : -1;
-}
 
 static void warn_cb(void *ctx, const char *msg)
 {
@@ -53,17 +37,14 @@ static void warn_cb(void *ctx, const char *msg)
 	}
 }
 
-static void init(void)
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	snprintf(pt_path, sizeof pt_path, "/dev/shm/mt-fuzz-ptwalk.%d", (int)getpid());
-	const char *spec = getenv("FUZZ_PT_IMAGE");
-	if (spec) {
-		FUZZ_ASSERT(ptd_parse_image_spec(spec, &image) == 0, "bad FUZZ_PT_IMAGE %s", spec);
-		have_image = 1;
-	} else if (access("build/programs/recursion", R_OK) == 0) {
-		image = (struct ptd_image_spec){"build/programs/recursion", 0x1000, 0x78000, 0x401000};
-		have_image = 1;
-	}
+	(void)argc;
+	(void)argv;
+	ptfuzz_init("ptwalk");
+	return 0;
 }
 
 struct result {
@@ -72,57 +53,56 @@ struct result {
 	struct ptd_stats st;
 	struct warns w;
 	uint8_t *out;
-	size_t outlen;
+	size_t outlen, cap;
 };
 
-static void decode(int walk, struct result *r)
+static struct result ra, rb; /* libipt's, the walk's */
+
+/* Decodes @path with libipt (@walk 0) or the walk into @r.  The output is
+ * kept in r->out, a buffer kept between inputs. */
+static void decode(const char *path, int walk, struct result *r)
 {
 	static struct ptd_options o;
 	const uint8_t *out;
+	mtev_writer *w;
+	size_t len;
 
-	memset(&o, 0, sizeof o);
-	memset(r, 0, sizeof *r);
-	o.images = have_image ? &image : NULL;
-	o.nimages = have_image ? 1 : 0;
-	o.raw_pid = 1;
-	o.raw_tid = 1;
-	o.cpu_family = 6;
-	o.cpu_model = 0x5e;
-	o.warn = warn_cb;
-	o.warn_ctx = &r->w;
+	memset(&r->st, 0, sizeof r->st);
+	r->w.len = 0;
+	r->w.n = 0;
+	ptfuzz_options(&o, warn_cb, &r->w);
 	o.walk = walk;
 	fuzz_out_reset();
-	r->ret = ptd_decode_raw(pt_path, open_out, NULL, &o, &r->st);
+	r->ret = ptd_decode_raw(path, ptfuzz_open_out, NULL, &o, &r->st);
 	memcpy(r->errmsg, o.errmsg, sizeof r->errmsg);
-	if (cur_w) {
+	w = ptfuzz_take_out();
+	if (w) {
 		if (r->ret == 0)
-			FUZZ_ASSERT(mtev_writer_finish(cur_w) == 0, "finish");
-		mtev_writer_free(cur_w);
-		cur_w = NULL;
+			FUZZ_ASSERT(mtev_writer_finish(w) == 0, "finish");
+		mtev_writer_free(w);
 	}
-	out = fuzz_out(&r->outlen);
-	r->out = malloc(r->outlen + 1);
-	FUZZ_ASSERT(r->out, "out of memory");
-	memcpy(r->out, out, r->outlen);
+	out = fuzz_out(&len);
+	if (len > r->cap) {
+		free(r->out);
+		r->cap = len;
+		r->out = malloc(len);
+		FUZZ_ASSERT(r->out, "out of memory");
+	}
+	if (len)
+		memcpy(r->out, out, len);
+	r->outlen = len;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct result *a = malloc(sizeof *a), *b = malloc(sizeof *b);
+	struct result *a = &ra, *b = &rb;
+	const char *path = ptfuzz_input(data, size);
 	size_t i;
 
-	FUZZ_ASSERT(a && b, "out of memory");
-	if (!pt_path[0])
-		init();
-	int fd = open(pt_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	FUZZ_ASSERT(fd >= 0, "%s: %s", pt_path, strerror(errno));
-	FUZZ_ASSERT(!size || write(fd, data, size) == (ssize_t)size, "write %s", pt_path);
-	close(fd);
-
-	decode(0, a);
-	decode(1, b);
+	decode(path, 0, a);
+	decode(path, 1, b);
 	FUZZ_ASSERT(a->ret == b->ret, "return: libipt %d, walk %d", a->ret, b->ret);
 	FUZZ_ASSERT(!strcmp(a->errmsg, b->errmsg), "error: libipt '%s', walk '%s'", a->errmsg,
 		    b->errmsg);
@@ -142,10 +122,5 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_ASSERT(a->outlen == b->outlen && i == a->outlen,
 		    "output: libipt %zu bytes, walk %zu, first difference at byte %zu", a->outlen,
 		    b->outlen, i);
-	free(a->out);
-	free(b->out);
-	free(a);
-	free(b);
-	unlink(pt_path);
 	return 0;
 }

@@ -12,7 +12,9 @@ enum { KOBJ_PROCESS = 1, KOBJ_THREAD = 2 };
 
 #define MAX_RECORD_WORDS 4095u
 #define MAX_INLINE_LEN 4000u /* per inline string: keeps any record under 4095 words */
+#ifndef BUF_SIZE /* the fuzz build's is smaller (mk/fuzz.mk) */
 #define BUF_SIZE (256u * 1024)
+#endif
 #define BUF_ROOM (MAX_RECORD_WORDS * 8u) /* flush when less than one record fits */
 
 /* ---- a table of reference slots with LRU replacement ---- */

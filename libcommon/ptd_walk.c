@@ -32,9 +32,13 @@
 #include <string.h>
 
 /* cache sizes (log2 entries): a fixed cap, a new entry evicts the one in
- * its slot (direct-mapped) */
+ * its slot (direct-mapped); the fuzz build makes them small (mk/fuzz.mk) */
+#ifndef WB_BITS
 #define WB_BITS 16 /* blocks, 56 bytes each: 3.5 MiB */
+#endif
+#ifndef WI_BITS
 #define WI_BITS 13 /* instructions, 48 bytes each: 384 KiB */
+#endif
 
 /* how a cached block ends */
 enum {
@@ -874,7 +878,7 @@ static int wd_first(struct ptd *d, struct ptd_walkq *w, struct pt_block *b, cons
 		if (cur == c->end_ip)
 			break; /* the whole run */
 		if (n == 0x400 || !(kb = known_byte(d, c->isid, next, &m)) || (*kb & m)) {
-			if (!kb)
+			if (n < 0x400 && !kb)
 				return -pte_nomem;
 			st = wd_mark(d, w, c->isid, c->ip, cur);
 			if (st < 0)

@@ -14,6 +14,13 @@
 
 #define MAXD 4096 /* deepest stack level joined */
 
+/* A held span's flag while it is in the stitcher: its depth is a lower
+ * bound that mt-stitch set (a segment placed under a surviving root, or
+ * joined to such a frame).  Written as MTEV_SPAN_MIN_DEPTH; unlike
+ * mt-segment's min-depth frames, such a frame joins others (the depths in
+ * its group are exact relative to each other). */
+#define LOWB (1u << 31)
+
 /* A span held in memory: one whose record can still change (on a group's
  * end stack: its end and flags wait for the next join), or whose place in
  * the output is not where it arrived (a root revealed by a later segment
@@ -47,6 +54,7 @@ struct sthr {
 	int grouped;	    /* a group is open */
 	uint64_t seg_begin, seg_end;
 	int32_t L;	    /* group level of the current segment's depth 0 */
+	int lowb;	    /* the current segment's depths are lower bounds (LOWB) */
 	size_t keep;	    /* frames of the group's end stack beneath it */
 	uint32_t seq;
 
@@ -98,11 +106,11 @@ void stitch_stats_text(const struct stitch_stats *st, const char *prefix, char *
 	const char *p = prefix;
 	snprintf(buf, len,
 		 "%ssegments=%llu %sjoins=%llu %saligned=%llu %sunaligned=%llu %scontinued=%llu "
-		 "%srevealed=%llu %sgap_spans=%llu",
+		 "%srevealed=%llu %sgap_spans=%llu %slower_bound=%llu",
 		 p, (unsigned long long)st->segments, p, (unsigned long long)st->joins, p,
 		 (unsigned long long)st->aligned, p, (unsigned long long)st->unaligned, p,
 		 (unsigned long long)st->continued, p, (unsigned long long)st->revealed, p,
-		 (unsigned long long)st->gap_spans);
+		 (unsigned long long)st->gap_spans, p, (unsigned long long)st->lower_bound);
 }
 
 int stitch_unaligned_text(const struct stitch_stats *st, char *buf, size_t len)
@@ -340,6 +348,8 @@ static int set_end(stitcher *s, struct sthr *t, uint32_t depth, size_t hi)
 static int place_span(stitcher *s, struct sthr *t, struct hspan *x, uint32_t depth, const char *name)
 {
 	x->level = t->L + (int32_t)depth;
+	if (t->lowb)
+		x->flags |= LOWB;
 	int held = (x->flags & MTEV_SPAN_OPEN_AT_END) != 0;
 	if (add_span(s, t, x, name, held))
 		return s->err;
@@ -369,7 +379,7 @@ static int emit_span(stitcher *s, struct sthr *t, const struct hspan *x, const c
 	r.span.end = x->end;
 	r.span.func = x->func;
 	r.span.callsite = x->callsite;
-	r.span.flags = x->flags;
+	r.span.flags = x->flags & LOWB ? (x->flags & ~LOWB) | MTEV_SPAN_MIN_DEPTH : x->flags;
 	r.span.name.p = x->namelen ? name : NULL;
 	r.span.name.len = x->namelen;
 	return emit(s, &r);
@@ -649,6 +659,7 @@ static void group_start(struct sthr *t)
 static int decide(stitcher *s, struct sthr *t)
 {
 	t->pending = 0;
+	t->lowb = 0;
 	s->wpt = t;
 	size_t qfrom = t->seg_meta, nq = t->ngaps_q;
 	int32_t gaplevel = 0;
@@ -694,8 +705,21 @@ static int decide(stitcher *s, struct sthr *t)
 		int under_root = !best && nq && gn && n;
 		if (under_root)
 			best_s = returned_root(s, t, st, n);
+		/* Under the surviving root, B's depths are a lower bound: calls
+		 * made inside the gap whose frames B never returns through lie
+		 * between (a gap from ld.so's _dl_init into main's callees:
+		 * __libc_start_main).  Unless the root's code calls B's root. */
+		if (under_root && best_s == 1) {
+			const struct hspan *a = &t->h[t->g[0]], *b = &t->p[st[0]];
+			t->lowb = !s->fns || !a->func || !b->func ||
+				  !fnmap_calls(s->fns, t->tid, a->func, b->func);
+		}
 		if (best || under_root) {
 			size_t j0 = best_s < 0 ? (size_t)-best_s : 0;
+			/* joined to a frame whose depth is a lower bound: so are B's */
+			for (size_t j = j0; j < j0 + best && !t->lowb; j++)
+				t->lowb = (t->h[t->g[(long)j + best_s]].flags & LOWB) != 0;
+			s->st.lower_bound += t->lowb != 0;
 			s->st.aligned++;
 			t->L = t->gbot + (int32_t)best_s;
 			if (t->L < t->gmin)
@@ -721,7 +745,7 @@ static int decide(stitcher *s, struct sthr *t)
 			for (size_t j = 0; j < j0; j++) {
 				struct hspan *x = &t->p[st[j]];
 				x->begin = t->gstart;
-				x->flags |= MTEV_SPAN_STITCHED;
+				x->flags |= MTEV_SPAN_STITCHED | (t->lowb ? LOWB : 0);
 				x->level = t->L + (int32_t)j;
 				if (add_span(s, t, x, t->ppool + x->name, 1) ||
 				    ((x->flags & MTEV_SPAN_OPEN_AT_END) && set_end(s, t, (uint32_t)j, t->nh - 1)))
@@ -854,7 +878,7 @@ static int feed_span(stitcher *s, struct sthr *t, const struct mtev_rec *r)
 	if (cur_seg(s, t, r->span.begin))
 		return s->err;
 	struct hspan x = {r->span.begin, r->span.end, r->span.func, r->span.callsite,
-			  (int32_t)r->span.depth, r->span.flags, t->seq++, 0, r->span.name.len};
+			  (int32_t)r->span.depth, r->span.flags & ~LOWB, t->seq++, 0, r->span.name.len};
 	if (t->pending) {
 		if ((r->span.flags & MTEV_SPAN_INFERRED_START) && r->span.depth < MAXD) {
 			if (mt_grow((void **)&t->p, &t->capp, t->np + 1, sizeof *t->p) ||

@@ -41,6 +41,7 @@ enum stitch_err {
 
 struct stitch_stats {
 	uint64_t segments, joins, aligned, unaligned, continued, revealed, gap_spans;
+	uint64_t lower_bound; /* segments placed at depths that are lower bounds (min-depth) */
 };
 
 typedef int (*stitch_emit_fn)(void *ctx, const struct mtev_rec *rec);

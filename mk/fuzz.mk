@@ -80,12 +80,27 @@ $(FUZZ_BUILD)/libcommon/ptd%.o: FUZZ_CFLAGS += -DPTD_CC1=256 -DPTD_CC2_BITS=8 '-
 # under ASan): more flushes and refills of the same bytes.
 $(FUZZ_BUILD)/formats/mtev.o: FUZZ_CFLAGS += -DW_BUFSZ=4096u -DR_BUFSZ=4096u
 
+# The cached walk's block and instruction caches at 2^10 and 2^8 entries
+# (3.5 MiB and 384 KiB calloc'ed per decode at their default size: under
+# ASan fresh mmaps, their shadow poisoned, page-faulted and quarantined per
+# exec; direct-mapped caches keyed by address: no result depends on their
+# size, and fuzz_ptwalk compares every byte with libipt's).
+$(FUZZ_BUILD)/libcommon/ptd_walk.o: FUZZ_CFLAGS += -DWB_BITS=10 -DWI_BITS=8
+
+# mt-write's FXT buffer at 64 KiB (256 KiB per writer: over ASan's 128 KiB
+# primary size, a fresh mmap per exec): more flushes of the same bytes.  (The
+# JSON buffer stays: it holds three JROOM events.)
+$(FUZZ_BUILD)/libcommon/fxt.o: FUZZ_CFLAGS += '-DBUF_SIZE=(64u * 1024)'
+
 $(FUZZ_LIB): $(FUZZ_LIBOBJ)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
 $(FUZZ_BUILD)/fuzz_%: $(FUZZ_BUILD)/fuzz/fuzz_%.o $(FUZZ_BUILD)/fuzz/memfd.o $(FUZZ_LIB)
 	@$(if $(Q),echo "  FUZZLD  $@")
-	$(Q)$(FUZZ_CC) $(FUZZ_LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(Q)$(FUZZ_CC) $(FUZZ_LDFLAGS) -o $@ $(filter %.o,$^) $(filter %.a,$^) $(LDLIBS)
+
+# the raw-PT targets' shared setup (image, input file, options, output)
+$(FUZZ_BUILD)/fuzz_ptdecode $(FUZZ_BUILD)/fuzz_ptwalk: $(FUZZ_BUILD)/fuzz/ptfuzz.o
 
 # Seeds come from the tests (and mt-undump turns the golden text into MTEV).
 fuzz-seeds: bin/mt-undump bin/mt-dump
@@ -110,4 +125,4 @@ fuzz-write: $(FUZZ_BUILD)/fuzz_write
 
 
 
--include $(FUZZ_LIBOBJ:.o=.d) $(FUZZ_LSAN_TOOLS:$(FUZZ_BUILD)/lsan/%=$(FUZZ_BUILD)/tools/%.d) $(FUZZ_SRC:fuzz/%.c=$(FUZZ_BUILD)/fuzz/%.d) $(FUZZ_BUILD)/fuzz/memfd.d
+-include $(FUZZ_LIBOBJ:.o=.d) $(FUZZ_LSAN_TOOLS:$(FUZZ_BUILD)/lsan/%=$(FUZZ_BUILD)/tools/%.d) $(FUZZ_SRC:fuzz/%.c=$(FUZZ_BUILD)/fuzz/%.d) $(FUZZ_BUILD)/fuzz/memfd.d $(FUZZ_BUILD)/fuzz/ptfuzz.d

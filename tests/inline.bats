@@ -165,3 +165,30 @@ symbolized() {
 	run "$BIN/mt-compare" --inline --truth-branches "$T/b.mt" "$T/d/truth-inline.mt" "$T/sym.mt"
 	[ "${lines[-1]}" = "mt-compare: inline_checked=3 inline_matched=2 inline_missed=1 inline_extra=1" ]
 }
+
+@test "mt-compare --inline: a Rust legacy path (mt-ptsim's truth: escapes and ::h hash kept) is the demangled name mt-symbolize writes; another name is not" {
+	mkdir -p "$T/d"
+	{
+		echo 'mtev version=1 producer="golden" flags=0x1'
+		echo 'branch tid=1 time=100 type=trace-start from=0x0 to=0x401000'
+		echo 'branch tid=1 time=120 type=call from=0x401010 to=0x401100'
+		echo 'end'
+	} | "$BIN/mt-undump" > "$T/d/truth.mt"
+	{
+		echo 'mtev version=1 producer="golden" flags=0x2'
+		echo 'span tid=1 depth=1 begin=110 end=120 func=0x0 callsite=0x0 flags=inline name="core::ptr::mut_ptr::_$LT$impl$u20$$BP$mut$u20$T$GT$::sub::h0123456789abcdef"'
+		echo 'span tid=1 depth=1 begin=110 end=120 func=0x0 callsite=0x0 flags=inline name="alloc::vec::Vec$LT$T$C$A$GT$::push"'
+		echo 'span tid=1 depth=1 begin=110 end=120 func=0x0 callsite=0x0 flags=inline name="_$LT$I$u20$as$u20$core..iter..Iterator$GT$::next::hfedcba9876543210"'
+		echo 'end'
+	} | "$BIN/mt-undump" > "$T/d/truth-inline.mt"
+	{
+		echo 'mtev version=1 producer="golden" flags=0x2'
+		echo 'span tid=1 depth=1 begin=110 end=120 func=0x0 callsite=0x0 flags=inline name="core::ptr::mut_ptr::<impl *mut T>::sub"'
+		echo 'span tid=1 depth=1 begin=110 end=120 func=0x0 callsite=0x0 flags=inline name="alloc::vec::Vec<T,A>::push"'
+		echo 'span tid=1 depth=1 begin=110 end=120 func=0x0 callsite=0x0 flags=inline name="<I as core::iter::Iterator>::nth"'
+		echo 'end'
+	} | "$BIN/mt-undump" > "$T/sym.mt"
+	run "$BIN/mt-compare" --inline "$T/d/truth-inline.mt" "$T/sym.mt"
+	[ "${lines[-1]}" = "mt-compare: inline_checked=3 inline_matched=2 inline_missed=1 inline_extra=1" ]
+	[ "${lines[0]}" = "missed: tid=1 begin=110 name=<I as core::iter::Iterator>::next" ]
+}

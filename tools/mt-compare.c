@@ -64,7 +64,9 @@ static void usage(FILE *f)
 	      "      --inline            judge inline frames instead: TRUTH-INLINE is\n"
 	      "                          mt-ptsim's truth-inline.mt, SYMBOLIZED mt-symbolize's\n"
 	      "                          output; each inline frame of the truth must be an\n"
-	      "                          inline span of the same thread, name and begin\n"
+	      "                          inline span of the same thread, name (Rust\n"
+	      "                          legacy paths compared demangled: escapes decoded,\n"
+	      "                          no ::h hash) and begin\n"
 	      "                          (within the truth's time resolution: before the\n"
 	      "                          thread's next branch time in DIR/truth.mt beside\n"
 	      "                          DIR/truth-inline.mt or --truth-branches; exactly\n"
@@ -217,6 +219,79 @@ static int ikey_cmp(const void *x, const void *y)
 	return a->begin < b->begin ? -1 : a->begin > b->begin;
 }
 
+static int hexval(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* A Rust legacy-mangled path as a demangler prints it: mt-ptsim's inline
+ * truth names some frames by their linkage name's path, escapes and hash
+ * kept (core::ptr::mut_ptr::_$LT$impl$u20$$BP$mut$u20$T$GT$::sub::h0123...),
+ * mt-symbolize demangles (core::ptr::mut_ptr::<impl *mut T>::sub): the same
+ * function.  Drops a final "::h" + 16 hex digits; when the name holds a
+ * '$', decodes $LT$ $GT$ $RF$ $BP$ $SP$ $LP$ $RP$ $C$ $uXX$, ".." as "::"
+ * and a segment's leading "_$" as "$".  Other names are left as they are.
+ * Returns the length written to @out (at most @len bytes). */
+static size_t rust_name(const char *p, size_t len, char *out)
+{
+	if (len >= 20 && !memcmp(p + len - 19, "::h", 3)) {
+		size_t i = len - 16;
+		while (i < len && hexval(p[i]) >= 0)
+			i++;
+		if (i == len)
+			len -= 19;
+	}
+	if (!memchr(p, '$', len)) {
+		memcpy(out, p, len);
+		return len;
+	}
+	static const struct {
+		const char *e;
+		char c;
+	} esc[] = {{"$LT$", '<'}, {"$GT$", '>'}, {"$RF$", '&'}, {"$BP$", '*'}, {"$SP$", '@'},
+		   {"$LP$", '('}, {"$RP$", ')'}, {"$C$", ','}};
+	size_t n = 0;
+	for (size_t i = 0; i < len;) {
+		/* a segment's leading "_$": the underscore is the mangler's */
+		if (p[i] == '_' && i + 1 < len && p[i + 1] == '$' &&
+		    (i == 0 || (i >= 2 && p[i - 1] == ':' && p[i - 2] == ':'))) {
+			i++;
+			continue;
+		}
+		if (p[i] == '.' && i + 1 < len && p[i + 1] == '.') {
+			out[n++] = ':';
+			out[n++] = ':';
+			i += 2;
+			continue;
+		}
+		if (p[i] == '$') {
+			size_t k, el = 0;
+			for (k = 0; k < sizeof esc / sizeof esc[0]; k++) {
+				el = strlen(esc[k].e);
+				if (i + el <= len && !memcmp(p + i, esc[k].e, el))
+					break;
+			}
+			if (k < sizeof esc / sizeof esc[0]) {
+				out[n++] = esc[k].c;
+				i += el;
+				continue;
+			}
+			/* $uXX$: a character by its code (ASCII) */
+			if (i + 5 <= len && p[i + 1] == 'u' && p[i + 4] == '$') {
+				int hi = hexval(p[i + 2]), lo = hexval(p[i + 3]);
+				unsigned v = (unsigned)(hi * 16 + lo);
+				if (hi >= 0 && lo >= 0 && v >= 0x20 && v < 0x7f) {
+					out[n++] = (char)v;
+					i += 5;
+					continue;
+				}
+			}
+		}
+		out[n++] = p[i++];
+	}
+	return n;
+}
+
 /* the inline spans of @path (names resolved through string records) */
 static struct ikey *load_inline(const char *path, size_t *n, size_t *nskip, int skip_inferred)
 {
@@ -236,8 +311,11 @@ static struct ikey *load_inline(const char *path, size_t *n, size_t *nskip, int 
 		}
 		if (mt_grow((void **)&v, &cap, *n + 1, sizeof *v))
 			mt_fatal(MT_EXIT_SYS, "out of memory");
+		char nb[4096];
+		size_t nl = rec.span.name.len < sizeof nb ? rust_name(rec.span.name.p, rec.span.name.len, nb) : 0;
 		v[(*n)++] = (struct ikey){rec.span.begin, rec.span.tid,
-					  spancmp_intern(rec.span.name.p, rec.span.name.len)};
+					  nl ? spancmp_intern(nb, nl)
+					     : spancmp_intern(rec.span.name.p, rec.span.name.len)};
 	}
 	if (e < 0)
 		read_failed(path, r, e);
