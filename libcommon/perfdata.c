@@ -155,6 +155,27 @@ static inline uint32_t get32(const uint8_t *p)
 	return v;
 }
 
+/* Reads the 8-byte field at *p, as one word or as two 32-bit halves, and
+ * steps past it; -1 (nothing read) when fewer than 8 bytes are left. */
+static inline int take64(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+	if (end - *p < 8)
+		return -1;
+	*v = get64(*p);
+	*p += 8;
+	return 0;
+}
+
+static inline int take32x2(const uint8_t **p, const uint8_t *end, uint32_t *lo, uint32_t *hi)
+{
+	if (end - *p < 8)
+		return -1;
+	*lo = get32(*p);
+	*hi = get32(*p + 4);
+	*p += 8;
+	return 0;
+}
+
 static inline uint16_t get16(const uint8_t *p)
 {
 	uint16_t v;
@@ -727,41 +748,24 @@ static void pd_parse_trailer(const struct pd_attr *a, const uint8_t *rec, uint16
 {
 	uint64_t st = a->sample_type;
 	unsigned words = pd_trailer_words(st);
-	const uint8_t *p;
+	const uint8_t *p, *end = rec + size;
+	uint32_t res;
 	memset(sid, 0, sizeof *sid);
 	if (!(a->flags & PD_ATTR_SAMPLE_ID_ALL) || words * 8u + 8 > size)
 		return;
-	p = rec + size - words * 8u;
-	if (st & PD_SAMPLE_TID) {
-		sid->pid = get32(p);
-		sid->tid = get32(p + 4);
+	p = end - words * 8u; /* the checks above leave room for every field taken below */
+	if ((st & PD_SAMPLE_TID) && !take32x2(&p, end, &sid->pid, &sid->tid))
 		sid->have |= PD_HAVE_TID;
-		p += 8;
-	}
-	if (st & PD_SAMPLE_TIME) {
-		sid->time = get64(p);
+	if ((st & PD_SAMPLE_TIME) && !take64(&p, end, &sid->time))
 		sid->have |= PD_HAVE_TIME;
-		p += 8;
-	}
-	if (st & PD_SAMPLE_ID) {
-		sid->id = get64(p);
+	if ((st & PD_SAMPLE_ID) && !take64(&p, end, &sid->id))
 		sid->have |= PD_HAVE_ID;
-		p += 8;
-	}
-	if (st & PD_SAMPLE_STREAM_ID) {
-		sid->stream_id = get64(p);
+	if ((st & PD_SAMPLE_STREAM_ID) && !take64(&p, end, &sid->stream_id))
 		sid->have |= PD_HAVE_STREAM_ID;
-		p += 8;
-	}
-	if (st & PD_SAMPLE_CPU) {
-		sid->cpu = get32(p);
+	if ((st & PD_SAMPLE_CPU) && !take32x2(&p, end, &sid->cpu, &res))
 		sid->have |= PD_HAVE_CPU;
-		p += 8;
-	}
-	if (st & PD_SAMPLE_IDENTIFIER) {
-		sid->id = get64(p);
+	if ((st & PD_SAMPLE_IDENTIFIER) && !take64(&p, end, &sid->id))
 		sid->have |= PD_HAVE_ID;
-	}
 }
 
 /* ---- records ---- */
@@ -1217,6 +1221,7 @@ int pd_parse_sample(const struct pd_event *ev, struct pd_sample *s)
 	const struct pd_attr *a = ev->attr;
 	const uint8_t *p = ev->raw + 8, *end = ev->raw + ev->size;
 	uint64_t st;
+	uint32_t res;
 
 	memset(s, 0, sizeof *s);
 	if (ev->type != PD_REC_SAMPLE || !a)
@@ -1227,59 +1232,23 @@ int pd_parse_sample(const struct pd_event *ev, struct pd_sample *s)
 		if ((size_t)(end - p) < (size_t)(n))                                               \
 			return -PD_ECORRUPT;                                                       \
 	} while (0)
-	if (st & PD_SAMPLE_IDENTIFIER) {
-		NEED(8);
-		s->id = get64(p);
-		p += 8;
-	}
-	if (st & PD_SAMPLE_IP) {
-		NEED(8);
-		s->ip = get64(p);
-		p += 8;
-	}
-	if (st & PD_SAMPLE_TID) {
-		NEED(8);
-		s->pid = get32(p);
-		s->tid = get32(p + 4);
-		p += 8;
-	}
-	if (st & PD_SAMPLE_TIME) {
-		NEED(8);
-		s->time = get64(p);
-		p += 8;
-	}
-	if (st & PD_SAMPLE_ADDR) {
-		NEED(8);
-		s->addr = get64(p);
-		p += 8;
-	}
-	if (st & PD_SAMPLE_ID) {
-		NEED(8);
-		s->id = get64(p);
-		p += 8;
-	}
-	if (st & PD_SAMPLE_STREAM_ID) {
-		NEED(8);
-		s->stream_id = get64(p);
-		p += 8;
-	}
-	if (st & PD_SAMPLE_CPU) {
-		NEED(8);
-		s->cpu = get32(p);
-		p += 8;
-	}
-	if (st & PD_SAMPLE_PERIOD) {
-		NEED(8);
-		s->period = get64(p);
-		p += 8;
-	}
+	/* the fixed fields, in the kernel's order (perf_output_sample) */
+	if (((st & PD_SAMPLE_IDENTIFIER) && take64(&p, end, &s->id)) ||
+	    ((st & PD_SAMPLE_IP) && take64(&p, end, &s->ip)) ||
+	    ((st & PD_SAMPLE_TID) && take32x2(&p, end, &s->pid, &s->tid)) ||
+	    ((st & PD_SAMPLE_TIME) && take64(&p, end, &s->time)) ||
+	    ((st & PD_SAMPLE_ADDR) && take64(&p, end, &s->addr)) ||
+	    ((st & PD_SAMPLE_ID) && take64(&p, end, &s->id)) ||
+	    ((st & PD_SAMPLE_STREAM_ID) && take64(&p, end, &s->stream_id)) ||
+	    ((st & PD_SAMPLE_CPU) && take32x2(&p, end, &s->cpu, &res)) ||
+	    ((st & PD_SAMPLE_PERIOD) && take64(&p, end, &s->period)))
+		return -PD_ECORRUPT;
 	if (st & PD_SAMPLE_READ) {
 		uint64_t rf = a->read_format, per = 1 + !!(rf & 4) + !!(rf & 16);
 		if (rf & 8) { /* PERF_FORMAT_GROUP */
 			uint64_t nr;
-			NEED(8);
-			nr = get64(p);
-			p += 8;
+			if (take64(&p, end, &nr))
+				return -PD_ECORRUPT;
 			p += 8 * (!!(rf & 1) + !!(rf & 2));
 			if (nr > (uint64_t)(end - ev->raw) / 8)
 				return -PD_ECORRUPT;
@@ -1292,9 +1261,8 @@ int pd_parse_sample(const struct pd_event *ev, struct pd_sample *s)
 	}
 	if (st & PD_SAMPLE_CALLCHAIN) {
 		uint64_t nr;
-		NEED(8);
-		nr = get64(p);
-		p += 8;
+		if (take64(&p, end, &nr))
+			return -PD_ECORRUPT;
 		if (nr > (uint64_t)(end - p) / 8)
 			return -PD_ECORRUPT;
 		s->nr_ips = nr;
@@ -1312,9 +1280,8 @@ int pd_parse_sample(const struct pd_event *ev, struct pd_sample *s)
 	}
 	if (st & PD_SAMPLE_BRANCH_STACK) {
 		uint64_t nr;
-		NEED(8);
-		nr = get64(p);
-		p += 8;
+		if (take64(&p, end, &nr))
+			return -PD_ECORRUPT;
 		if (a->branch_sample_type & (1u << 17)) /* PERF_SAMPLE_BRANCH_HW_INDEX */
 			p += 8;
 		if (p > end || nr > (uint64_t)(end - p) / 24)
@@ -1324,9 +1291,8 @@ int pd_parse_sample(const struct pd_event *ev, struct pd_sample *s)
 		p += nr * 24;
 	}
 	if (st & PD_SAMPLE_REGS_USER) {
-		NEED(8);
-		s->regs_abi = get64(p);
-		p += 8;
+		if (take64(&p, end, &s->regs_abi))
+			return -PD_ECORRUPT;
 		if (s->regs_abi) {
 			unsigned n = popcount64(a->sample_regs_user);
 			NEED(8 * (size_t)n);
@@ -1337,9 +1303,8 @@ int pd_parse_sample(const struct pd_event *ev, struct pd_sample *s)
 	}
 	if (st & PD_SAMPLE_STACK_USER) { /* size, bytes[size], dyn_size if size */
 		uint64_t sz;
-		NEED(8);
-		sz = get64(p);
-		p += 8;
+		if (take64(&p, end, &sz))
+			return -PD_ECORRUPT;
 		if (sz) {
 			if (sz > (uint64_t)(end - p) || (uint64_t)(end - p) - sz < 8)
 				return -PD_ECORRUPT;

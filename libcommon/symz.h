@@ -374,6 +374,16 @@ struct ctx {
 	char *(*demangle)(const char *, char *, size_t *, int *);
 };
 
+/* The value of the hex digit @ch (either case), or -1. */
+static inline int hex_digit(unsigned ch)
+{
+	if (ch - '0' < 10)
+		return (int)(ch - '0');
+	if ((ch | 0x20) - 'a' < 6)
+		return (int)((ch | 0x20) - 'a' + 10);
+	return -1;
+}
+
 static inline const char *base_name(const char *p)
 {
 	const char *s = strrchr(p, '/');

@@ -21,16 +21,12 @@ static uint64_t hex_prefix(char *s, char **end)
 	uint64_t v = 0;
 	int k = 0;
 	for (;; k++) {
-		unsigned ch = (unsigned char)s[k], d;
-		if (ch - '0' < 10)
-			d = ch - '0';
-		else if ((ch | 0x20) - 'a' < 6)
-			d = (ch | 0x20) - 'a' + 10;
-		else
+		int d = hex_digit((unsigned char)s[k]);
+		if (d < 0)
 			break;
 		if (k == 16)
 			return strtoull(s, end, 16);
-		v = v << 4 | d;
+		v = v << 4 | (unsigned)d;
 	}
 	if (!k || s[k] != ' ')
 		return strtoull(s, end, 16);

@@ -388,14 +388,10 @@ static int js_start_hex(const char *s, size_t n, uint64_t *v)
 		return -1;
 	uint64_t x = 0;
 	for (size_t i = 2; i < n; i++) {
-		unsigned ch = (unsigned char)s[i], d;
-		if (ch - '0' < 10)
-			d = ch - '0';
-		else if ((ch | 0x20) - 'a' < 6)
-			d = (ch | 0x20) - 'a' + 10;
-		else
+		int d = hex_digit((unsigned char)s[i]);
+		if (d < 0)
 			return -1;
-		x = x << 4 | d;
+		x = x << 4 | (unsigned)d;
 	}
 	*v = x;
 	return 0;

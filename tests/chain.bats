@@ -5,6 +5,7 @@
 # Judged by mt-compare --absolute-depth against mt-ptsim's truth, which knows
 # the whole stack from the first instruction (its hits.mt holds the chain a
 # DWARF unwind at each thread's end gives).
+load lib/branchin
 
 setup() {
 	BIN="$BATS_TEST_DIRNAME/../bin"
@@ -18,11 +19,7 @@ setup() {
 # mt-segment's stderr in $T/seg.err
 spans() {
 	local d=$1 src=$2 hits=$3 out=$4
-	if [ "$src" = truth ]; then
-		cp "$d/truth.mt" "$T/in.mt"
-	else
-		"$BIN/mt-decode" --buildid-dir "$d/images" -o "$T/in.mt" "$d/perf.data" 2>/dev/null || true
-	fi
+	branch_input "$d" "$src" "$T/in.mt"
 	if [ "$hits" != none ]; then
 		"$BIN/mt-cat" -o "$T/in2.mt" "$T/in.mt" "$hits"
 		mv "$T/in2.mt" "$T/in.mt"

@@ -7,6 +7,7 @@
 # regressions.  `--decoder walk-only` proves the walk itself ran (it exits 2
 # where it would fall back to libipt).  bench/decode-walk.sh runs the same
 # comparison on the whole corpus, fuzz corpora included.
+load lib/rawpt
 
 setup() {
 	BIN="$BATS_TEST_DIRNAME/../bin"
@@ -85,20 +86,11 @@ same() { # ARGS...
 }
 
 @test "walk: raw mode (--pt --image) on a clean run's PT with its images, walked" {
-	local d line off sz args k pid tm start len pgoff prot bid path f
+	local d args
 	d=$(ptsim_dirs '^clean$' | grep fnptr | head -1)
 	[ -n "$d" ] || skip "no mt-ptsim runs cached"
-	line=$("$BIN/mt-decode" --records "$d/perf.data" | grep ' AUXTRACE ' | head -1)
-	off=${line%% *}
-	sz=$(echo "$line" | sed 's/.*aux_size=\([0-9]*\).*/\1/')
-	tail -c +$((off + 48 + 1)) "$d/perf.data" | head -c "$sz" > "$T/raw.pt"
-	"$BIN/mt-decode" --buildid-dir "$d/images" "$d/perf.data" 2> /dev/null | "$BIN/mt-dump" -k map > "$T/maps"
-	args=""
-	while read -r k pid tm start len pgoff prot bid path; do
-		path=${path#path=}; path=${path//\"/}
-		f=$(ls "$d/images/$path/${bid#build_id=}/elf" "$d/images/$path/${bid#build_id=}/vdso" 2>/dev/null | head -1)
-		args="$args --image $f:${pgoff#pgoff=}:${len#len=}@${start#start=}"
-	done < "$T/maps"
+	raw_pt "$d" "$T/raw.pt"
+	args=$(image_args "$d")
 	WALK=walk-only same --pt "$T/raw.pt" $args --cpu 6/106/6
 	[ "$(wc -c < "$T/walk.mt")" -gt 10000 ]
 }

@@ -3,6 +3,7 @@
 # -D) on the real Skylake recording, decoding without its binaries, file vs
 # pipe mode, and the corrupt-input corpus.
 . "$BATS_TEST_DIRNAME/../mk/build-dir.sh"
+load lib/rawpt
 
 setup() {
 	BIN="$BATS_TEST_DIRNAME/../bin"
@@ -430,22 +431,11 @@ branch_semantics() {
 }
 
 @test "raw PT (ptxed style): --pt with --image FILE:OFFSET:SIZE@VADDR gives truth.mt's branches" {
-	local d line off sz args k pid tm start len pgoff prot bid path f
+	local d args
 	d=$(ptsim_dirs '^clean$' | head -1)
 	[ -n "$d" ] || skip "no mt-ptsim runs cached in $PTSIM_CACHE"
-	# the PT bytes of the run's one AUXTRACE record
-	line=$("$BIN/mt-decode" --records "$d/perf.data" | grep ' AUXTRACE ' | head -1)
-	off=${line%% *}
-	sz=$(echo "$line" | sed 's/.*aux_size=\([0-9]*\).*/\1/')
-	dd if="$d/perf.data" of="$T/raw.pt" bs=1 skip=$((off + 48)) count="$sz" 2>/dev/null
-	# one --image per executable map, from the run's build-id cache
-	"$BIN/mt-decode" --buildid-dir "$d/images" "$d/perf.data" 2>/dev/null | "$BIN/mt-dump" -k map > "$T/maps"
-	args=""
-	while read -r k pid tm start len pgoff prot bid path; do
-		path=${path#path=}; path=${path//\"/}
-		f=$(ls "$d/images/$path/${bid#build_id=}/elf" "$d/images/$path/${bid#build_id=}/vdso" 2>/dev/null | head -1)
-		args="$args --image $f:${pgoff#pgoff=}:${len#len=}@${start#start=}"
-	done < "$T/maps"
+	raw_pt "$d" "$T/raw.pt"
+	args=$(image_args "$d")
 	run "$BIN/mt-decode" --pt "$T/raw.pt" $args --cpu 6/106/6 -o "$T/raw.mt"
 	[ "$status" -eq 0 ]
 	# raw mode knows no threads and no time conversion: compare the rest

@@ -7,6 +7,7 @@
 # --replay of that run (no stepping).  Judged against mt-ptsim's truth with
 # the honest window (-b truth.mt: the truth's own window).
 . "$BATS_TEST_DIRNAME/../mk/build-dir.sh"
+load lib/branchin
 
 setup() {
 	BIN="$BATS_TEST_DIRNAME/../bin"
@@ -31,11 +32,7 @@ replay() {
 judge() {
 	local d=$1 src=$2
 	shift 2
-	if [ "$src" = truth ]; then
-		cp "$d/truth.mt" "$T/in.mt"
-	else
-		"$BIN/mt-decode" --buildid-dir "$d/images" -o "$T/in.mt" "$d/perf.data" 2>/dev/null || true
-	fi
+	branch_input "$d" "$src" "$T/in.mt"
 	"$BIN/mt-segment" "$@" -i "$T/in.mt" -o "$T/seg.mt" 2>/dev/null || { echo "$d: mt-segment failed"; return 1; }
 	"$BIN/mt-stitch" -i "$T/seg.mt" -o "$T/out.mt" 2>"$T/stitch.err" || { echo "$d: mt-stitch failed"; return 1; }
 	if grep -q "no common frame" "$T/stitch.err"; then

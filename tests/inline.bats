@@ -29,6 +29,18 @@ expected() {
 	awk 'BEGIN { for (i = 0; i < 64; i++) if ((i * 7 % 23) % 2 == 0) n++; print n * 10 }'
 }
 
+# symbolized SRC: the run's branches from SRC (truth: truth.mt; decode:
+# mt-decode of its perf.data) through mt-segment and mt-symbolize into $T/sym.mt
+symbolized() {
+	if [ "$1" = truth ]; then
+		cp "$D/run/truth.mt" "$T/in.mt"
+	else
+		"$BIN/mt-decode" --buildid-dir "$D/run/images" -o "$T/in.mt" "$D/run/perf.data"
+	fi
+	"$BIN/mt-segment" -i "$T/in.mt" -o "$T/seg.mt"
+	"$BIN/mt-symbolize" --no-cache --images "$D/run/images" -i "$T/seg.mt" -o "$T/sym.mt"
+}
+
 # the code really enters sq() by falling through: sq() has code, and no taken
 # branch of the run lands in it
 @test "fallthrough.c: no taken branch of the run lands in sq()'s inline range" {
@@ -53,13 +65,7 @@ expected() {
 @test "every sq() executed shows as an inline frame after mt-symbolize (truth-branch input and decoded)" {
 	want=$(expected)
 	for src in truth decode; do
-		if [ $src = truth ]; then
-			cp "$D/run/truth.mt" "$T/in.mt"
-		else
-			"$BIN/mt-decode" --buildid-dir "$D/run/images" -o "$T/in.mt" "$D/run/perf.data"
-		fi
-		"$BIN/mt-segment" -i "$T/in.mt" -o "$T/seg.mt"
-		"$BIN/mt-symbolize" --no-cache --images "$D/run/images" -i "$T/seg.mt" -o "$T/sym.mt"
+		symbolized $src
 		got=$("$BIN/mt-dump" -k span "$T/sym.mt" | grep -c 'flags=inline name="sq"' || true)
 		echo "$src: sq inline frames $got, executed $want"
 		[ "$got" -eq "$want" ]
@@ -85,13 +91,7 @@ expected() {
 
 @test "mt-compare --inline: mt-symbolize's inline frames against the truth's, sq() all found" {
 	for src in truth decode; do
-		if [ $src = truth ]; then
-			cp "$D/run/truth.mt" "$T/in.mt"
-		else
-			"$BIN/mt-decode" --buildid-dir "$D/run/images" -o "$T/in.mt" "$D/run/perf.data"
-		fi
-		"$BIN/mt-segment" -i "$T/in.mt" -o "$T/seg.mt"
-		"$BIN/mt-symbolize" --no-cache --images "$D/run/images" -i "$T/seg.mt" -o "$T/sym.mt"
+		symbolized $src
 		run "$BIN/mt-compare" --inline -l 1000 "$D/run/truth-inline.mt" "$T/sym.mt"
 		echo "$src: ${lines[-1]}"
 		[ "$status" -eq 0 ]

@@ -2,6 +2,7 @@
 # mt-segment, mt-stitch and mt-compare against mt-ptsim's ground truth, on
 # every program of the cache (tests/.cache/ptsim, built by `make test`).
 # Figures and the known differences: docs/segment.md.
+load lib/branchin
 
 setup() {
 	BIN="$BATS_TEST_DIRNAME/../bin"
@@ -16,12 +17,8 @@ check() {
 	local v=$1 p=$2 src=$3 stages=$4
 	shift 4
 	local d="$C/$v/$p"
-	if [ "$src" = truth ]; then
-		cp "$d/truth.mt" "$T/in.mt"
-	else
-		"$BIN/mt-decode" --buildid-dir "$d/images" -o "$T/in.mt" "$d/perf.data" 2>/dev/null || true
-		[ -s "$T/in.mt" ] || { echo "$v/$p: mt-decode wrote nothing"; return 1; }
-	fi
+	branch_input "$d" "$src" "$T/in.mt"
+	[ "$src" = truth ] || [ -s "$T/in.mt" ] || { echo "$v/$p: mt-decode wrote nothing"; return 1; }
 	"$BIN/mt-segment" $SEGOPTS -i "$T/in.mt" -o "$T/seg.mt" 2>/dev/null || { echo "$v/$p: mt-segment failed"; return 1; }
 	if [ "$stages" = stitch ]; then
 		"$BIN/mt-stitch" -i "$T/seg.mt" -o "$T/out.mt" 2>/dev/null || { echo "$v/$p: mt-stitch failed"; return 1; }
