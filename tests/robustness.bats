@@ -412,10 +412,11 @@ cut_input() {
 		fuzz-mtev_text-*) tool=mt-undump ;;
 		fuzz-mtev-*) tool=mt-dump ;;
 		fuzz-perfdata-*) tool=mt-decode variants=("--no-images") ;;
-		fuzz-ptdecode-*) # raw PT for fuzz_ptdecode's image
+		fuzz-ptdecode-* | fuzz-ptwalk-*) # raw PT for the PT targets' image, both decoders
 			tool=mt-decode
 			[ -f "$MT_BUILD/programs/recursion" ] || continue
-			variants=("--cpu 6/94/3 --image $MT_BUILD/programs/recursion:0x1000:0x78000@0x401000 --pt") ;;
+			img="--cpu 6/94/3 --image $MT_BUILD/programs/recursion:0x1000:0x78000@0x401000"
+			variants=("$img --pt" "--decoder walk $img --pt") ;;
 		fuzz-write-*) tool=mt-write variants=("-f fxt" "-f json") ;;
 		fuzz-dwcov-*) continue ;; # DWARF section bytes: no tool reads them alone
 		*) echo "$f: which tool?"; return 1 ;;
