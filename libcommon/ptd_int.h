@@ -511,6 +511,16 @@ static inline int q_sync_error_new(struct ptq *q, uint64_t off)
 	return 1;
 }
 
+/* A stepper's loop hands back to the merge (see "A stepper" above): after an
+ * event-pending status @st, a batch, past @limit, sideband due at the
+ * queue's time, the queue no longer running, or an error. */
+static inline int q_step_yield(const struct ptd *d, const struct ptq *q, int st, uint64_t limit)
+{
+	return (st & pts_event_pending) || q->nready >= PTD_BATCH || q->time > limit ||
+	       (d->sb_apply < d->nsb && d->sb[d->sb_apply].time <= q->time) ||
+	       q->state != Q_RUN || d->err;
+}
+
 /* ---- ptd_step.c ---- */
 /* Whether block @b ends at a branch (the stepper's classifier). */
 int ptd_block_branches(struct ptd *d, const struct pt_block *b);

@@ -1040,9 +1040,7 @@ static int q_blocks(struct ptd *d, struct ptq *q, uint64_t limit, struct pt_bloc
 				return st;
 			}
 		}
-		if ((st & pts_event_pending) || q->nready >= PTD_BATCH || q->time > limit ||
-		    (d->sb_apply < d->nsb && d->sb[d->sb_apply].time <= q->time) ||
-		    q->state != Q_RUN || d->err)
+		if (q_step_yield(d, q, st, limit))
 			return st;
 	}
 }
