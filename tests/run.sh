@@ -11,7 +11,7 @@ for t in "$@"; do
 	[ $rc -eq 0 ] || echo "not ok - $t exited with status $rc" | tee -a "$log"
 done
 if ls tests/*.bats >/dev/null 2>&1; then
-	bats --tap tests/*.bats </dev/null 2>&1 | tee -a "$log"
+	bats --tap --timing tests/*.bats </dev/null 2>&1 | tee -a "$log"
 fi
 pass=$(grep -c '^ok ' "$log")
 fail=$(grep -c '^not ok ' "$log")
