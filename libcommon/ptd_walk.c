@@ -93,6 +93,12 @@ struct ptd_walk {
 	 * section count it was made with */
 	struct wblk *bc;
 	struct winsn *ic;
+	/* libipt's instruction decoder, asked about one instruction at a
+	 * time (ild_decode) */
+	struct pt_insn_decoder *ild;
+	uint8_t ild_trace[32];
+	const uint8_t *ild_code;
+	size_t ild_n;
 };
 
 struct ptd_walkq {
@@ -134,6 +140,8 @@ void ptd_walk_fini(struct ptd *d)
 	free(d->walk->known);
 	free(d->walk->bc);
 	free(d->walk->ic);
+	if (d->walk->ild)
+		pt_insn_free_decoder(d->walk->ild);
 	free(d->walk);
 	d->walk = NULL;
 }
@@ -256,118 +264,135 @@ static void cache_check(struct ptd *d, struct ptq *q, struct ptd_walkq *w)
 	w->nisids = p ? p->nisids : 0;
 }
 
-/* The one-byte map's opcode @o (b[i] the byte after it): whether a ModRM
- * follows (*modrm), the immediate's size, -1 not decoded.  The opcodes
- * invalid in 64-bit mode (push es, pop ds, daa, pusha, aam, ...) have their
- * 32-bit lengths, as in libipt's decoder (they fault when run, but a walk
- * may pass over them); the far call and jmp (9a, ea) stay refused. */
-static int imm_map0(const uint8_t *b, unsigned n, unsigned i, const struct x86_op *o,
-		    unsigned *modrm)
-{
-	/* has a ModRM (bit set) */
-	static const uint32_t m0_modrm[8] = {0x0f0f0f0f, 0x0f0f0f0f, 0x00000000, 0x00000a0c,
-					     0x0000ffff, 0x00000000, 0xff0f00f3, 0xc0c00000};
-	unsigned op = o->op;
+/* ---- instruction length and class: libipt's own decoder ----
+ *
+ * The walk must size and classify every instruction exactly as libipt's
+ * block decoder does, also where a corrupt trace sends it into the middle
+ * of an instruction or into data: invalid encodings included (far call
+ * and jmp 9a/ea in 64-bit mode, x87 escapes reached mid-instruction, 0f
+ * opcodes that do not exist, REX.W beside 66, VMCALL as a far call...),
+ * where libipt's table-driven decoder gives lengths no ISA manual does.
+ * An own length decoder agreed with objdump on compiled code but not with
+ * libipt on such bytes (fuzz_ptwalk: a return into the middle of a call
+ * walked into "ea", which libipt decodes as a 7-byte far jmp and the own
+ * decoder refused).  So each instruction the cache has not seen goes to
+ * libipt's instruction decoder: one decoder for the walk, over a fixed
+ * trace (PSB, MODE.Exec 64-bit, PSBEND, TIP.PGE to ILD_IP) whose image is
+ * a callback serving the instruction's bytes; pt_insn_next decodes the one
+ * instruction there (its query for trace then fails: there is none).
+ * About 1 us per instruction, once per cache entry. */
+#define ILD_IP 0x1000
 
-	*modrm = (m0_modrm[op >> 5] >> (op & 31)) & 1;
-	if ((op == 0xf6 || op == 0xf7) && i < n && ((b[i] >> 3) & 7) < 2)
-		return op == 0xf6 ? 1 : o->p66 ? 2 : 4;
-	switch (op) {
-	case 0x04: case 0x0c: case 0x14: case 0x1c: case 0x24: case 0x2c: case 0x34: case 0x3c:
-	case 0x6a: case 0x6b: case 0x80: case 0x82: case 0x83: case 0xa8: case 0xc0: case 0xc1:
-	case 0xc6: case 0xcd: case 0xd4: case 0xd5: case 0xeb:
-		return 1;
-	case 0x05: case 0x0d: case 0x15: case 0x1d: case 0x25: case 0x2d: case 0x35: case 0x3d:
-	case 0x68: case 0x69: case 0x81: case 0xa9: case 0xc7:
-		return o->p66 ? 2 : 4;
-	case 0xe8: case 0xe9:
-		return 4;
-	case 0xc2: case 0xca:
-		return 2;
-	case 0xc8:
-		return 3;
-	case 0xa0: case 0xa1: case 0xa2: case 0xa3:
-		return o->p67 ? 4 : 8;
-	case 0x9a: case 0xea:
-		return -1; /* far call, far jmp: invalid in 64-bit mode */
-	default:
-		if ((op & 0xf0) == 0x70 || (op >= 0xe0 && op <= 0xe7) || (op >= 0xb0 && op <= 0xb7))
-			return 1;
-		if (op >= 0xb8 && op <= 0xbf)
-			return o->rexw ? 8 : o->p66 ? 2 : 4;
-		return 0;
-	}
+static int ild_read(uint8_t *buf, size_t size, const struct pt_asid *asid, uint64_t ip,
+		    void *ctx)
+{
+	const struct ptd_walk *s = ctx;
+	size_t n;
+
+	(void)asid;
+	if (ip < ILD_IP || ip - ILD_IP >= s->ild_n)
+		return -pte_nomap;
+	n = s->ild_n - (size_t)(ip - ILD_IP);
+	if (n > size)
+		n = size;
+	memcpy(buf, s->ild_code + (ip - ILD_IP), n);
+	return (int)n;
 }
 
-/* The same for the 0f map (VEX: its map 1). */
-static int imm_map1(const struct x86_op *o, unsigned *modrm)
+static int ild_init(struct ptd_walk *s)
 {
-	unsigned op = o->op;
+	struct pt_config cfg;
+	struct pt_encoder *e;
+	struct pt_packet pk[4];
+	uint64_t len = 0;
+	size_t k;
+	int ok = 1;
 
-	*modrm = 1;
-	switch (op) {
-	case 0x05: case 0x06: case 0x07: case 0x08: case 0x09: case 0x0b: case 0x0e:
-	case 0x30: case 0x31: case 0x32: case 0x33: case 0x34: case 0x35: case 0x37:
-	case 0xa0: case 0xa1: case 0xa2: case 0xa8: case 0xa9: case 0xaa:
-		*modrm = 0;
-		return 0;
-	case 0x77: /* emms, vzeroupper/vzeroall */
-		*modrm = 0;
-		return 0;
-	case 0x0f:
-		return 1; /* 3DNow!: the opcode byte at the end */
-	case 0x70: case 0x71: case 0x72: case 0x73: case 0xa4: case 0xac: case 0xba:
-	case 0xc2: case 0xc4: case 0xc5: case 0xc6:
-		return 1;
-	case 0x04: case 0x0a: case 0x0c: case 0x24: case 0x25: case 0x26: case 0x27:
-	case 0x36: case 0x39: case 0x3b: case 0x3c: case 0x3d: case 0x3e: case 0x3f:
-	case 0x7a: case 0x7b: case 0xff:
-		return o->vex ? 0 : -1;
-	default:
-		if (op >= 0x80 && op <= 0x8f) {
-			*modrm = 0;
-			return 4;
-		}
-		if (op >= 0xc8 && op <= 0xcf)
-			*modrm = 0;
-		return 0;
-	}
+	memset(pk, 0, sizeof pk);
+	pk[0].type = ppt_psb;
+	pk[1].type = ppt_mode;
+	pk[1].payload.mode.leaf = pt_mol_exec;
+	pk[1].payload.mode.bits.exec.csl = 1;
+	pk[2].type = ppt_psbend;
+	pk[3].type = ppt_tip_pge;
+	pk[3].payload.ip.ipc = pt_ipc_sext_48;
+	pk[3].payload.ip.ip = ILD_IP;
+	pt_config_init(&cfg);
+	cfg.begin = s->ild_trace;
+	cfg.end = s->ild_trace + sizeof s->ild_trace;
+	e = pt_alloc_encoder(&cfg);
+	if (!e)
+		return -pte_nomem;
+	for (k = 0; k < 4 && ok; k++)
+		ok = pt_enc_next(e, &pk[k]) > 0;
+	ok = ok && pt_enc_get_offset(e, &len) >= 0;
+	pt_free_encoder(e);
+	if (!ok)
+		return -pte_internal;
+	cfg.end = s->ild_trace + len;
+	s->ild = pt_insn_alloc_decoder(&cfg);
+	if (!s->ild)
+		return -pte_nomem;
+	if (pt_image_set_callback(pt_insn_get_image(s->ild), ild_read, s) < 0)
+		return -pte_internal;
+	return 0;
 }
 
-/* The length of the 64-bit-mode instruction in @b (@n bytes, n <= 15): 0
- * when it cannot be decoded (or is cut by @n).  Legacy, REX, VEX, EVEX
- * encodings; what libipt's length decoder accepts for code compilers
- * emit (checked against objdump on the test programs, bench/walk.sh).
- * The prefixes and opcode map are x86_opcode's (x86br.h, shared with the
- * branch classifier), then ModRM and immediate by map. */
-static unsigned len64(const uint8_t *b, unsigned n)
+/* libipt's size and class of the 64-bit instruction in @b (@n bytes): 0,
+ * -pte_bad_insn when it does not decode (or needs more than @n bytes), or
+ * another error. */
+static int ild_decode(struct ptd_walk *s, const uint8_t *b, size_t n, uint8_t *size,
+		      enum pt_insn_class *cls)
 {
-	struct x86_op o;
-	unsigned i, modrm, len;
-	int imm;
+	struct pt_insn in;
+	struct pt_event ev;
+	int st;
 
-	if (!x86_opcode(b, n, 64, &o))
-		return 0;
-	i = (unsigned)o.at + 1; /* past the opcode */
-	if (o.map == 0) {
-		imm = imm_map0(b, n, i, &o, &modrm);
-	} else if (o.map == 1) {
-		imm = imm_map1(&o, &modrm);
-	} else {
-		modrm = 1;
-		imm = o.map == 3;
+	if (!s->ild && (st = ild_init(s)) < 0)
+		return st;
+	s->ild_code = b;
+	s->ild_n = n;
+	st = pt_insn_sync_set(s->ild, 0);
+	while (st >= 0 && (st & pts_event_pending))
+		st = pt_insn_event(s->ild, &ev, sizeof ev);
+	if (st < 0)
+		return -pte_internal;
+	memset(&in, 0, sizeof in);
+	st = pt_insn_next(s->ild, &in, sizeof in);
+	s->ild_code = NULL;
+	/* a branch's query fails (no trace follows): the instruction is
+	 * decoded all the same */
+	if (st < 0 && (st == -pte_bad_insn || st == -pte_nomap || !in.size))
+		return -pte_bad_insn;
+	if (in.ip != ILD_IP || !in.size || in.size > n)
+		return -pte_internal;
+	*size = in.size;
+	*cls = in.iclass;
+	return 0;
+}
+
+/* libipt's class as the walk's (x86br's names; far transfers as the
+ * classifier calls them) */
+static uint8_t cls_of(enum pt_insn_class c)
+{
+	switch (c) {
+	case ptic_call:
+		return X86BR_CALL;
+	case ptic_return:
+		return X86BR_RET;
+	case ptic_jump:
+		return X86BR_JMP;
+	case ptic_cond_jump:
+		return X86BR_JCC;
+	case ptic_far_call:
+		return X86BR_SYSCALL;
+	case ptic_far_return:
+		return X86BR_SYSRET;
+	case ptic_far_jump:
+		return X86BR_FARJMP;
+	default:
+		return X86BR_NONE;
 	}
-	if (imm < 0)
-		return 0;
-	len = i;
-	if (modrm) {
-		size_t ml = x86_modrm_len(b, n, i, 0);
-		if (!ml)
-			return 0;
-		len += (unsigned)ml;
-	}
-	len += (unsigned)imm;
-	return len <= n && len <= 15 ? len : 0;
 }
 
 /* Up to 15 bytes of code at @ip from its section in the queue's image
@@ -437,19 +462,27 @@ static const struct winsn *insn_at(struct ptd *d, struct ptd_walkq *w, uint64_t 
 	in->isid = isid;
 	{
 		struct x86br_insn xi;
-		x86br_decode(buf, (size_t)n, 64, ip, &xi);
-		if (xi.cls != X86BR_NONE && xi.size) {
-			in->size = xi.size;
-			in->cls = (uint8_t)xi.cls;
-			in->direct = xi.direct;
-			in->target = xi.target;
-		} else if (xi.cls == X86BR_NONE && (in->size = (uint8_t)len64(buf, (unsigned)n))) {
-			in->cls = X86BR_NONE;
-		} else {
+		enum pt_insn_class ic = ptic_error;
+		int st = ild_decode(d->walk, buf, (size_t)n, &in->size, &ic);
+
+		if (st < 0) {
 			/* cut by the section's end: libipt would read on into
 			 * the next section; not emulated */
-			in->err = n < 15 ? WK_UNSUP : -pte_bad_insn;
+			in->err = st != -pte_bad_insn ? st : n < 15 ? WK_UNSUP : -pte_bad_insn;
 			return in;
+		}
+		in->cls = cls_of(ic);
+		if (in->cls == X86BR_JCC || in->cls == X86BR_JMP || in->cls == X86BR_CALL) {
+			/* a direct branch's target: the classifier's, which
+			 * sizes and classes every branch as libipt does
+			 * (tests/unit/test_walk.c) */
+			x86br_decode(buf, (size_t)n, 64, ip, &xi);
+			if (xi.cls != in->cls || xi.size != in->size) {
+				in->err = WK_UNSUP; /* never seen */
+				return in;
+			}
+			in->direct = xi.direct;
+			in->target = xi.target;
 		}
 	}
 	in->err = 0;

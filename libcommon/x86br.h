@@ -38,8 +38,8 @@ struct x86br_insn {
 };
 void x86br_decode(const uint8_t *b, size_t n, int bits, uint64_t ip, struct x86br_insn *in);
 
-/* ---- what every x86 decoder of the project shares (x86br, the walk's
- * length decoder in ptd_walk.c): one place decodes the prefixes ---- */
+/* ---- the prefixes and ModRM lengths, decoded in one place (x86br; the
+ * cached walk takes lengths from libipt's decoder, ptd_walk.c) ---- */
 
 /* The instruction's opcode, past its prefixes: legacy (operand and
  * address size, segment, lock, rep; at most 14), REX (64-bit mode; one

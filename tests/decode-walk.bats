@@ -118,6 +118,12 @@ same() { # ARGS...
 	# fuzz-ptwalk-not-emulated-warning.pt: a PSB+ whose FUP is not where
 	# the code is, its MODE.Exec bound there: reached without trace, then
 	# a query that fails (was a "does not emulate" internal error).
+	# fuzz-ptwalk-far-jmp-64bit.pt: a corrupt TIP returns into a call's
+	# displacement; the walk goes on through ff ff, ff 48 89, da 48 c1 (an
+	# x87 escape) to ea, which libipt decodes as a 7-byte far jmp taking the
+	# next TIP and the walk's own length decoder refused (a third gap,
+	# "unknown instruction", 1,380 blocks short): lengths now come from
+	# libipt's decoder.
 	# fuzz-ptwalk-unknown-mode-insn.pt: a TIP.PGE with no MODE.Exec since
 	# the PSB; libipt decodes in an unknown mode (no block: the first
 	# instruction does not decode), which the walk leaves to libipt

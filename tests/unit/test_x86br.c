@@ -1,8 +1,12 @@
 /* x86br, the x86 branch classifier, against capstone (the oracle): class
  * and length of random instructions built around every branch opcode, plus
  * random bytes; and of every instruction of real binaries' code (a linear
- * sweep of their .text sections). */
+ * sweep of their .text sections).  And against libipt's instruction decoder:
+ * every near branch it finds among prefixes x opcodes x ModRM bytes has
+ * x86br's class and length (the cached walk, libcommon/ptd_walk.c, takes
+ * sizes and classes from libipt and direct targets from x86br_decode). */
 #include <capstone/capstone.h>
+#include <intel-pt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -204,6 +208,100 @@ static void sweep_binaries(csh h)
 	cs_option(h, CS_OPT_DETAIL, CS_OPT_OFF);
 }
 
+/* libipt's instruction decoder over a fixed trace (PSB, MODE.Exec 64-bit,
+ * PSBEND, TIP.PGE to 0x1000) whose image serves ipt_code */
+static uint8_t ipt_code[16];
+
+static int ipt_read(uint8_t *buf, size_t size, const struct pt_asid *asid, uint64_t ip, void *ctx)
+{
+	(void)asid;
+	(void)ctx;
+	if (ip < 0x1000 || ip >= 0x1000 + sizeof ipt_code)
+		return -pte_nomap;
+	if (size > 0x1000 + sizeof ipt_code - ip)
+		size = 0x1000 + sizeof ipt_code - ip;
+	memcpy(buf, ipt_code + (ip - 0x1000), size);
+	return (int)size;
+}
+
+static void libipt_branches(void)
+{
+	static const uint8_t pfx[][3] = {{0}, {1, 0x66}, {1, 0x67}, {1, 0x48}, {2, 0x66, 0x48}, {1, 0xf3}};
+	uint8_t tr[64];
+	struct pt_config cfg;
+	struct pt_packet pk[4];
+	struct pt_encoder *e;
+	struct pt_insn_decoder *dec;
+	uint64_t len = 0;
+	size_t nbr = 0, bad = 0, p, k;
+	unsigned map, op, m;
+
+	memset(pk, 0, sizeof pk);
+	pk[0].type = ppt_psb;
+	pk[1].type = ppt_mode;
+	pk[1].payload.mode.leaf = pt_mol_exec;
+	pk[1].payload.mode.bits.exec.csl = 1;
+	pk[2].type = ppt_psbend;
+	pk[3].type = ppt_tip_pge;
+	pk[3].payload.ip.ipc = pt_ipc_sext_48;
+	pk[3].payload.ip.ip = 0x1000;
+	pt_config_init(&cfg);
+	cfg.begin = tr;
+	cfg.end = tr + sizeof tr;
+	e = pt_alloc_encoder(&cfg);
+	for (k = 0; k < 4; k++)
+		pt_enc_next(e, &pk[k]);
+	pt_enc_get_offset(e, &len);
+	pt_free_encoder(e);
+	cfg.end = tr + len;
+	dec = pt_insn_alloc_decoder(&cfg);
+	pt_image_set_callback(pt_insn_get_image(dec), ipt_read, NULL);
+	for (p = 0; p < sizeof pfx / sizeof pfx[0]; p++)
+		for (map = 0; map < 2; map++)
+			for (op = 0; op < 256; op++)
+				for (m = 0; m < 256; m++) {
+					struct pt_insn in;
+					struct pt_event ev;
+					struct x86br_insn xi;
+					size_t n = pfx[p][0];
+					int st;
+
+					memcpy(ipt_code, pfx[p] + 1, n);
+					if (map)
+						ipt_code[n++] = 0x0f;
+					ipt_code[n++] = (uint8_t)op;
+					ipt_code[n++] = (uint8_t)m;
+					for (k = n; k < sizeof ipt_code; k++)
+						ipt_code[k] = (uint8_t)(0x25 + 0x11 * k);
+					st = pt_insn_sync_set(dec, 0);
+					while (st >= 0 && (st & pts_event_pending))
+						st = pt_insn_event(dec, &ev, sizeof ev);
+					memset(&in, 0, sizeof in);
+					st = pt_insn_next(dec, &in, sizeof in);
+					if ((st < 0 && st == -pte_bad_insn) || !in.size)
+						continue;
+					if (in.iclass != ptic_call && in.iclass != ptic_jump &&
+					    in.iclass != ptic_cond_jump)
+						continue;
+					nbr++;
+					x86br_decode(ipt_code, 15, 64, 0x1000, &xi);
+					if (xi.size != in.size ||
+					    xi.cls != (in.iclass == ptic_call   ? X86BR_CALL
+						       : in.iclass == ptic_jump ? X86BR_JMP
+										: X86BR_JCC)) {
+						if (bad++ < 5)
+							printf("# libipt class %d size %u, x86br %d/%u: %02x %02x %02x %02x\n",
+							       in.iclass, in.size, xi.cls, (unsigned)xi.size,
+							       ipt_code[0], ipt_code[1], ipt_code[2],
+							       ipt_code[3]);
+					}
+				}
+	pt_insn_free_decoder(dec);
+	T_CHECK(nbr > 10000 && bad == 0,
+		"x86br_decode sizes and classes every near branch libipt decodes (%zu of them, %zu mismatches)",
+		nbr, bad);
+}
+
 int main(void)
 {
 	csh h64;
@@ -294,5 +392,6 @@ int main(void)
 		}
 	}
 
+	libipt_branches();
 	return T_DONE();
 }
