@@ -894,6 +894,17 @@ static int wd_mark(struct ptd *d, struct ptd_walkq *w, int32_t isid, uint64_t ip
 	}
 }
 
+/* A TIP's status for cached block @c's indirect branch.  An ip-suppressed
+ * TIP leaves libipt's block decoder at the branch (its cached path reports
+ * the block and no error): the next block starts there, with the branch
+ * again (fuzz-ptwalk-suppressed-tip-ret.pt). */
+static inline void wd_tip_status(struct ptd_walkq *w, const struct wblk *c, int st)
+{
+	w->status = st;
+	if (st & pts_ip_suppressed)
+		w->ip = c->end_ip;
+}
+
 /* The query that ends cached block @c (any kind but K_ERR): the status,
  * w->ip where the block goes; the return stack as the block decoder's. */
 static inline __attribute__((always_inline)) int wd_query(struct ptd_walkq *w, const struct wblk *c)
@@ -920,7 +931,7 @@ static inline __attribute__((always_inline)) int wd_query(struct ptd_walkq *w, c
 		rs_push(w, c->end_ip + c->isize);
 		st = pt_qry_indirect_branch(w->qry, &w->ip);
 		if (st >= 0)
-			w->status = st;
+			wd_tip_status(w, c, st);
 		return st;
 	case K_RET:
 		st = pt_qry_cond_branch(w->qry, &taken);
@@ -930,13 +941,13 @@ static inline __attribute__((always_inline)) int wd_query(struct ptd_walkq *w, c
 		} else if (st == -pte_bad_query) {
 			st = pt_qry_indirect_branch(w->qry, &w->ip);
 			if (st >= 0)
-				w->status = st;
+				wd_tip_status(w, c, st);
 		}
 		return st;
 	case K_IND:
 		st = pt_qry_indirect_branch(w->qry, &w->ip);
 		if (st >= 0)
-			w->status = st;
+			wd_tip_status(w, c, st);
 		return st;
 	default: /* K_SECEND */
 		w->ip = c->next;

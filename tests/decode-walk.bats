@@ -124,6 +124,10 @@ same() { # ARGS...
 	# next TIP and the walk's own length decoder refused (a third gap,
 	# "unknown instruction", 1,380 blocks short): lengths now come from
 	# libipt's decoder.
+	# fuzz-ptwalk-suppressed-tip-ret.pt: a cached block's ret takes an
+	# ip-suppressed TIP; libipt's block decoder stays at the ret, so the
+	# next block is the ret alone (the walk went back to the block's start:
+	# 2 instructions more, and different bytes).
 	# fuzz-ptwalk-unknown-mode-insn.pt: a TIP.PGE with no MODE.Exec since
 	# the PSB; libipt decodes in an unknown mode (no block: the first
 	# instruction does not decode), which the walk leaves to libipt
