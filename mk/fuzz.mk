@@ -4,7 +4,8 @@
 #   make fuzz            build every target ($(BUILD)/fuzz/fuzz_NAME)
 #   make fuzz-smoke      run each target FUZZ_SECONDS (30) seconds, FUZZ_JOBS (2) at a time
 #   make fuzz-run T=NAME run one target FUZZ_SECONDS seconds
-#   make fuzz-campaign T="NAME..." RUNS=N  run targets to N executions each (FUZZ_DIR)
+#   make fuzz-campaign T="NAME..." RUNS=N  run targets to N executions each (FUZZ_DIR, resumable)
+#   make fuzz-summary    every campaign run in FUZZ_DIR and the totals per target
 #
 # The corpus that grows while fuzzing is fuzz/corpus-NAME/ (git-ignored); the
 # seeds are assembled from the tests into $(BUILD)/fuzz/seeds-NAME/ by
@@ -31,7 +32,7 @@ FUZZ_TARGETS := $(FUZZ_SRC:fuzz/fuzz_%.c=$(FUZZ_BUILD)/fuzz_%)
 FUZZ_LIBOBJ := $(LIBSRC:%.c=$(FUZZ_BUILD)/%.o)
 FUZZ_LIB := $(FUZZ_BUILD)/libmt.a
 
-.PHONY: fuzz fuzz-run fuzz-seeds fuzz-campaign
+.PHONY: fuzz fuzz-run fuzz-seeds fuzz-campaign fuzz-summary
 
 ifneq ($(FUZZ_RUNTIME),)
 TEST_PREREQS += fuzz fuzz-seeds
@@ -112,12 +113,17 @@ fuzz-smoke: fuzz fuzz-seeds
 fuzz-run: fuzz fuzz-seeds
 	$(Q)bash fuzz/smoke.sh -t $(FUZZ_SECONDS) -j 1 $(T)
 
-# A long campaign (fuzz/campaign.sh): target(s) T, RUNS executions each, one
-# after the other under nice -n 19; logs and corpora in FUZZ_DIR.
+# A long campaign (fuzz/campaign.sh): target(s) T, RUNS mutated executions
+# each, one after the other under nice -n 19, in runs of at most CHUNK seconds;
+# resumable (run it again: it goes on from what FUZZ_DIR's runs counted);
+# logs and corpora in FUZZ_DIR.  `make fuzz-summary` prints what they ran.
 RUNS ?= 10000000
+CHUNK ?= 1800
 FUZZ_DIR ?= /work/fuzzlogs
 fuzz-campaign: fuzz fuzz-seeds
-	$(Q)bash fuzz/campaign.sh -n $(RUNS) -d $(FUZZ_DIR) $(T)
+	$(Q)bash fuzz/campaign.sh -n $(RUNS) -c $(CHUNK) -d $(FUZZ_DIR) $(T)
+fuzz-summary:
+	$(Q)bash fuzz/campaign-summary.sh $(FUZZ_DIR)
 
 # One target alone, e.g. `make fuzz-write` (mt-write's, fuzz/fuzz_write.c).
 .PHONY: fuzz-write
