@@ -208,8 +208,10 @@ static inline struct func *func_get(tw *t, uint64_t addr)
 
 static struct func *func_add(tw *t, uint64_t addr)
 {
-	/* room for 1024 at first: growing from 16 copies the array 6 more times */
-	if (mt_grow((void **)&t->fn, &t->fncap, t->nfn < 1024 ? 1024 : t->nfn + 1, sizeof *t->fn) < 0 ||
+	/* room for TW_FN_INIT at first: growing from 16 copies the array 6 more
+	 * times to 1024 */
+	if (mt_grow((void **)&t->fn, &t->fncap, t->nfn < TW_FN_INIT ? TW_FN_INIT : t->nfn + 1,
+		    sizeof *t->fn) < 0 ||
 	    hmap_put(&t->fidx, addr, 0, t->nfn) == HMAP_NONE) {
 		fail(t, TW_ENOMEM);
 		return NULL;

@@ -35,6 +35,9 @@
  * through a double and can lose a nanosecond.  (Checked in tests/write.bats.) */
 
 #define JBUF_SIZE (256u * 1024)
+#ifndef TW_FN_INIT /* the fuzz build's is smaller (mk/fuzz.mk) */
+#define TW_FN_INIT 1024 /* functions t->fn has room for at first */
+#endif
 #define JROOM 65536u  /* a JSON event never exceeds this (strings are clipped) */
 #define MAX_NAME 8000 /* longest name or string argument written */
 

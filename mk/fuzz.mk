@@ -92,6 +92,12 @@ $(FUZZ_BUILD)/libcommon/ptd_walk.o: FUZZ_CFLAGS += -DWB_BITS=10 -DWI_BITS=8
 # primary size, a fresh mmap per exec): more flushes of the same bytes.  (The
 # JSON buffer stays: it holds three JROOM events.)
 $(FUZZ_BUILD)/libcommon/fxt.o: FUZZ_CFLAGS += '-DBUF_SIZE=(64u * 1024)'
+# Its function table starts at 16 entries, not 1024 (216 KiB: a fresh mmap per
+# writer; the growth path runs more), and the JSON buffer (256 KiB, it must
+# hold three JROOM events) is kept for the next writer, poisoned while parked
+# (tw_json.c): ~1 mmap/munmap pair per exec instead of ~3.
+$(FUZZ_BUILD)/libcommon/tracewrite.o: FUZZ_CFLAGS += -DTW_FN_INIT=16
+$(FUZZ_BUILD)/libcommon/tw_json.o: FUZZ_CFLAGS += -DTW_JBUF_SPARE
 
 $(FUZZ_LIB): $(FUZZ_LIBOBJ)
 	$(Q)rm -f $@ && ar rcs $@ $^
