@@ -92,6 +92,9 @@ main() {
 			[ -n "$execs" ] || execs=$(grep -oE '^#[0-9]+' "$log" | tail -1 | tr -d '#')
 			if [ "$rc" -eq 0 ]; then
 				res=clean
+			elif grep -q 'libFuzzer: run interrupted' "$log" &&
+				! grep -qE 'Test unit written to|FUZZ FINDING' "$log"; then
+				res="interrupted (exit $rc)" # SIGINT/SIGTERM: its executions count
 			else
 				art=$(sed -n 's/.*Test unit written to \(.*\)/\1/p' "$log" | tail -1)
 				why=$(grep -m1 -E 'FUZZ FINDING|ERROR: |runtime error' "$log" | cut -c1-160)

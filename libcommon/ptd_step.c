@@ -305,6 +305,14 @@ static inline void resolve(struct ptd *d, struct ptq *q, uint64_t next)
 		 * thread left at the instruction and came back at @next; a
 		 * syscall's to and a sysret's from are 0 (mtev-semantics) */
 		emit_br(d, q, MTEV_BR_SYSCALL, p->from, 0, p->time);
+		if (!next) {
+			/* no resume address (tracing went on at 0: a corrupt
+			 * TIP): a sysret needs one (mtev-semantics); where
+			 * tracing goes on comes with a trace-start */
+			q->need_start = 1;
+			q->start_time = p->time;
+			return;
+		}
 		emit_br(d, q, MTEV_BR_SYSRET, 0, next, p->time);
 		return;
 	case X86BR_SYSRET:
