@@ -111,8 +111,8 @@ main() {
 				break
 			}
 		done
-		echo "$t done $(date -u '+%F %T'): $(bash "$dir/bin/campaign-summary.sh" -q -t "$t" -b "$bin" "$dir") executions of bin $bin" \
-			> "$dir/status-$t"
+		n=$(bash "$dir/bin/campaign-summary.sh" -q -t "$t" -b "$bin" "$dir") && why=done || why="stopped, a run found something"
+		echo "$t $why $(date -u '+%F %T'): $n executions of bin $bin without a finding" > "$dir/status-$t"
 	done
 }
 main "$@"; exit $?
