@@ -500,6 +500,8 @@ void thr_finish(struct ptd *d, struct ptq *q, struct thr *t)
 		r = t->gap;
 		if (end > r.gap.end)
 			r.gap.end = end;
+		/* a later gap of the thread begins where this one ends */
+		t->last_time = r.gap.end;
 		t->gap_pending = 0;
 		d->st->gaps++;
 		t->state = TS_NONE;
