@@ -21,6 +21,10 @@
 #           frame-time that lies inside the decoder's gaps in frames that
 #           begin or end there (no trace shows it: coverage can reach at
 #           most about 1 - gap).  bench/out/corpus/table.txt
+# loss      (not in the default stages) from the table (CORPUS_TABLE, else
+#           table.txt): every faulted row below 95 % frame-time coverage,
+#           with its gap share and what is lost beyond it (1 - coverage -
+#           gap: what mt loses that the recording holds), and the totals
 #
 # Every stage skips what already exists (delete bench/out/corpus/ to redo).
 # CORPUS_ONLY="p1 p2" restricts to some programs (CORPUS_TABLE: the table file
@@ -244,11 +248,28 @@ stage_table() {
 	} | tee "${CORPUS_TABLE:-$O/table.txt}"
 }
 
+# The faulted rows below 95 % coverage: the trace the recording lacks (gap)
+# against what mt loses beyond it.
+stage_loss() {
+	awk -v lim=0.95 '
+	$1 == "program" || $2 !~ /@/ { next }
+	{ n++ }
+	$5 < lim {
+		low++; g = $11 == "-" ? 0 : $11; b = 1 - $5 - g
+		printf "%-15s %-12s %8.4f %7.4f %9.4f %8.4f\n", $1, $2, $5, g, $5 + g, b
+		if (b > worst) worst = b
+		if (b > 0.005) over++
+	}
+	BEGIN { printf "%-15s %-12s %8s %7s %9s %8s\n", "program", "config", "coverage", "gap", "cov+gap", "beyond" }
+	END { printf "faulted rows: %d; below %.2f coverage: %d; beyond > 0.005: %d; largest beyond: %.4f\n",
+		n, lim, low, over, worst }' "${CORPUS_TABLE:-$O/table.txt}"
+}
+
 mkdir -p "$O"
 STAGES=${*:-build step variants table}
 for s in $STAGES; do
 	case $s in
-	build | step | variants | table) "stage_$s" || exit 1 ;;
-	*) echo "usage: sh bench/corpus.sh [build|step|variants|table]..." >&2; exit 2 ;;
+	build | step | variants | table | loss) "stage_$s" || exit 1 ;;
+	*) echo "usage: sh bench/corpus.sh [build|step|variants|table|loss]..." >&2; exit 2 ;;
 	esac
 done
