@@ -25,6 +25,11 @@
 #           table.txt): every faulted row below 95 % frame-time coverage,
 #           with its gap share and what is lost beyond it (1 - coverage -
 #           gap: what mt loses that the recording holds), and the totals
+# chain     (not in the default stages) every window with the trigger's call
+#           chain (mt-ptsim's hits.mt appended to mt-decode's output, as mt
+#           does): mt-compare --absolute-depth (the whole stack, root
+#           included) without and with the chain, the chains joined and the
+#           outer frames they added.  bench/out/corpus/chain.txt
 #
 # Every stage skips what already exists (delete bench/out/corpus/ to redo).
 # CORPUS_ONLY="p1 p2" restricts to some programs (CORPUS_TABLE: the table file
@@ -265,11 +270,39 @@ stage_loss() {
 		n, lim, low, over, worst }' "${CORPUS_TABLE:-$O/table.txt}"
 }
 
+# Windows judged with the whole stack: without and with the call chain.
+stage_chain() {
+	T=$(mktemp -d)
+	trap 'rm -rf "$T"' EXIT
+	{
+		printf '%-15s %-6s %9s %9s %7s %6s %6s\n' program config wrong-no wrong-ch judged joined frames
+		for d in "$O"/*/w*k; do
+			[ -f "$d/hits.mt" ] || continue
+			name=$(basename "$(dirname "$d")")
+			want "$name" || continue
+			$NICE "$B/mt-decode" --buildid-dir "$d/images" -o "$T/dec.mt" "$d/perf.data" 2>/dev/null
+			"$B/mt-cat" -o "$T/in.mt" "$T/dec.mt" "$d/hits.mt"
+			w=
+			for i in dec in; do
+				$NICE "$B/mt-segment" --stats -i "$T/$i.mt" -o "$T/seg.mt" 2>"$T/seg.err"
+				$NICE "$B/mt-stitch" -i "$T/seg.mt" -o "$T/st.mt" 2>/dev/null
+				l=$("$B/mt-compare" -b "$d/truth.mt" --absolute-depth "$d/truth-spans.mt" "$T/st.mt" 2>/dev/null | tail -1)
+				w="$w $(printf '%s' "$l" | sed -n 's/.* wrong=\([0-9]*\).*/\1/p')"
+			done
+			j=$(printf '%s' "$l" | sed -n 's/.* judged=\([0-9]*\).*/\1/p')
+			cj=$(sed -n 's/.* chains_joined=\([0-9]*\).*/\1/p' "$T/seg.err")
+			cf=$(sed -n 's/.* chain_frames=\([0-9]*\).*/\1/p' "$T/seg.err")
+			# shellcheck disable=SC2086
+			printf '%-15s %-6s %9s %9s %7s %6s %6s\n' "$name" "$(basename "$d")" $w "$j" "${cj:--}" "${cf:--}"
+		done
+	} | tee "$O/chain.txt"
+}
+
 mkdir -p "$O"
 STAGES=${*:-build step variants table}
 for s in $STAGES; do
 	case $s in
-	build | step | variants | table | loss) "stage_$s" || exit 1 ;;
-	*) echo "usage: sh bench/corpus.sh [build|step|variants|table|loss]..." >&2; exit 2 ;;
+	build | step | variants | table | loss | chain) "stage_$s" || exit 1 ;;
+	*) echo "usage: sh bench/corpus.sh [build|step|variants|table|loss|chain]..." >&2; exit 2 ;;
 	esac
 done
