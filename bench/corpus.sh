@@ -188,14 +188,16 @@ score() {
 			ns++; st[ns] = t; sb[ns] = b; se[ns] = e
 			if (!(t in last) || e > last[t]) last[t] = e }
 		END {
-			# a gap with no trace after it (no PSB followed the fault)
+			# a gap with no trace after it (no PSB followed the fault;
+			# its end is the last time the decoder saw, or its begin)
 			# runs to the end of the thread, and no frame can be
-			# joined across it
-			for (i = 1; i <= n; i++) if (ge[i] <= gb[i]) {
+			# joined across it; an empty gap with trace after it runs
+			# to the next segment
+			for (i = 1; i <= n; i++) {
 				e = last[gt[i]]
 				tail[i] = 1
 				for (k = 1; k <= m; k++) if (mt[k] == gt[i] && mb[k] >= gb[i] && mb[k] < e) { e = mb[k]; tail[i] = 0 }
-				if (e > gb[i]) ge[i] = e }
+				if ((tail[i] || ge[i] <= gb[i]) && e > gb[i]) ge[i] = e }
 			# a gap inside an earlier one counts once (a truncated
 			# AUX record: an empty gap, then the lost data, at one time)
 			for (i = 1; i <= n; i++) for (k = 1; k < i; k++)

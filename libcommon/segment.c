@@ -1698,10 +1698,21 @@ static int inline_cross(segmenter *s, struct thr *t, uint64_t lin, uint64_t from
 {
 	uint64_t lo, hi;
 	uint32_t fi = t->stk[t->nstk - 1];
-	if (from - lin > 65536 || t->fr[fi].kind != FK_FUNC || !frame_range(s, t, fi, &lo, &hi) ||
-	    !t->rdw || !t->rninl || lin < lo || from >= hi)
+	if (from - lin > 65536 || t->fr[fi].kind != FK_FUNC || !frame_range(s, t, fi, &lo, &hi))
 		return 0;
-	const struct rcache *c = fn_lookup(s, t, t->fr[fi].func);
+	const struct rcache *c;
+	if (lin >= lo && from < hi) {
+		if (!t->rdw || !t->rninl)
+			return 0;
+		c = fn_lookup(s, t, t->fr[fi].func);
+	} else {
+		/* the frame's own code in another symbol: its .cold part
+		 * (a throw's code, inlined constructors and all), with its
+		 * own inline ranges */
+		c = fn_lookup(s, t, lin);
+		if (!c->ok || !c->cold || !c->dw || !c->ninl || lin < c->lo || from >= c->hi)
+			return 0;
+	}
 	const uint64_t *b = c->inlb;
 	uint64_t bias = c->inlb_bias;
 	size_t n = c->ninlb, a = 0, z = n;
