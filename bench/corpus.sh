@@ -24,7 +24,9 @@
 # loss      (not in the default stages) from the table (CORPUS_TABLE, else
 #           table.txt): every faulted row below 95 % frame-time coverage,
 #           with its gap share and what is lost beyond it (1 - coverage -
-#           gap: what mt loses that the recording holds), and the totals
+#           gap: what mt loses that the recording holds; below 0: coverage
+#           credited inside the gap, where mt-stitch joined a frame across
+#           it that the truth shows as several activations), and the totals
 # chain     (not in the default stages) every window with the trigger's call
 #           chain (mt-ptsim's hits.mt appended to mt-decode's output, as mt
 #           does): mt-compare --absolute-depth (the whole stack, root
@@ -263,13 +265,15 @@ stage_loss() {
 	{ n++ }
 	$5 < lim {
 		low++; g = $11 == "-" ? 0 : $11; b = 1 - $5 - g
+		if (b < 0 && b > -0.00005) b = 0
 		printf "%-15s %-12s %8.4f %7.4f %9.4f %8.4f\n", $1, $2, $5, g, $5 + g, b
 		if (b > worst) worst = b
 		if (b > 0.005) over++
+		if (b < -0.005) under++
 	}
 	BEGIN { printf "%-15s %-12s %8s %7s %9s %8s\n", "program", "config", "coverage", "gap", "cov+gap", "beyond" }
-	END { printf "faulted rows: %d; below %.2f coverage: %d; beyond > 0.005: %d; largest beyond: %.4f\n",
-		n, lim, low, over, worst }' "${CORPUS_TABLE:-$O/table.txt}"
+	END { printf "faulted rows: %d; below %.2f coverage: %d; beyond > 0.005: %d (largest %.4f); below -0.005: %d (coverage credited inside a gap: spans joined across it)\n",
+		n, lim, low, over, worst, under }' "${CORPUS_TABLE:-$O/table.txt}"
 }
 
 # Windows judged with the whole stack: without and with the call chain.
