@@ -10,7 +10,7 @@
 # last "#N" status line it printed (a run killed with SIGKILL, or still
 # running: at most the executions since that line are not counted).  "new" is
 # that minus the executions of its start-up replay of the corpus and seeds
-# (the "#N INITED" line): the mutated inputs, what a 10-million campaign
+# (the "#N INITED" line; 0 before it): the mutated inputs, what a 10-million campaign
 # counts (docs/fuzz.md).  Older campaign directories (DIR/log-TARGET*.txt,
 # one run per target, the build from DIR/campaign.log or DIR/status) are read
 # too, with bin "-".
@@ -63,7 +63,7 @@ runs() {
 					tgt = m["target"]; build = m["build"]; bin = m["bin"]; start = m["start"]
 					next
 				}
-				/^#[0-9]+[ \t]/ { n = substr($1, 2) + 0; last = n; if ($2 == "INITED") inited = n }
+				/^#[0-9]+[ \t]/ { n = substr($1, 2) + 0; last = n; if ($2 == "INITED") { inited = n; init_seen = 1 } }
 				/^stat::number_of_executed_units:/ { final = $2 + 0; have_final = 1 }
 				/^Done [0-9]+ runs in/ { done = 1 }
 				/libFuzzer: run interrupted/ { intr = 1 }
@@ -75,7 +75,7 @@ runs() {
 					if (bin == "") bin = "-"
 					if (start == "") start = "-"
 					printf "%s %s %s %s %d %d %s %s\n", tgt, build, bin, start, execs,
-						execs - inited, state, file
+						init_seen ? execs - inited : 0, state, file
 				}' "$f"
 		done
 	done | while read -r t b bin start rest; do
