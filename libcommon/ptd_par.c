@@ -350,20 +350,15 @@ static void rec_block(const struct pjob *j, const struct prec *r, struct pt_bloc
  * bytes from d->secs only (read-only while chunks are decoded: no image
  * changes then); *fail when they are not there (pt_iscache_read would be
  * asked: the body ends). */
-static enum x86br w_classify_ip(const struct ptd *d, struct ccache_ent *cc, uint64_t ip,
-				int32_t isid, uint8_t mode, uint8_t *size, int *fail)
+static enum x86br w_classify_slow(const struct ptd *d, struct ccache_ent *e, uint64_t ip,
+				  int32_t isid, uint8_t mode, uint8_t *size, int *fail)
 {
-	struct ccache_ent *e = &cc[(ip ^ (ip >> 11)) & (PAR_CC - 1)];
 	const struct secview *v;
 	uint8_t buf[16];
 	uint64_t left;
 	int n, bits;
 	enum x86br cls;
 
-	if (e->valid && e->ip == ip && e->isid == isid && e->mode == mode) {
-		*size = e->size;
-		return (enum x86br)e->cls;
-	}
 	*size = 0;
 	if (isid <= 0)
 		return X86BR_NONE;
@@ -388,8 +383,20 @@ static enum x86br w_classify_ip(const struct ptd *d, struct ccache_ent *cc, uint
 	return cls;
 }
 
+static inline __attribute__((always_inline)) enum x86br
+w_classify_ip(const struct ptd *d, struct ccache_ent *cc, uint64_t ip, int32_t isid, uint8_t mode,
+	      uint8_t *size, int *fail)
+{
+	struct ccache_ent *e = &cc[(ip ^ (ip >> 11)) & (PAR_CC - 1)];
+	if (e->valid && e->ip == ip && e->isid == isid && e->mode == mode) {
+		*size = e->size;
+		return (enum x86br)e->cls;
+	}
+	return w_classify_slow(d, e, ip, isid, mode, size, fail);
+}
+
 /* classify_at (ptd_step.c) on a worker, for a block not truncated. */
-static enum x86br w_classify_at(const struct ptd *d, struct ccache_ent *cc,
+static inline __attribute__((always_inline)) enum x86br w_classify_at(const struct ptd *d, struct ccache_ent *cc,
 				const struct pt_block *b, uint8_t *size, int *fail)
 {
 	*size = 0;
@@ -414,7 +421,7 @@ static enum x86br w_classify_at(const struct ptd *d, struct ccache_ent *cc,
 enum { WB_GENERAL = -2, WB_NOT_TAKEN = -1 };
 
 /* fast_br_type (ptd_step.c) on a worker. */
-static int w_br_type(const struct ptd *d, struct ccache_ent *cc, struct pend *p, uint64_t next,
+static inline __attribute__((always_inline)) int w_br_type(const struct ptd *d, struct ccache_ent *cc, struct pend *p, uint64_t next,
 		     int *fail)
 {
 	if (p->cls == X86BR_JCC) {
@@ -437,17 +444,23 @@ static int w_br_type(const struct ptd *d, struct ccache_ent *cc, struct pend *p,
 }
 
 /* One more element of *@v (cap *@cap, n *@n), NULL: out of memory. */
-static void *grow1(void **v, size_t *n, size_t *cap, size_t size)
+static void *grow1_slow(void **v, size_t *n, size_t *cap, size_t size)
 {
-	if (*n == *cap) {
-		size_t nc = *cap ? 2 * *cap : 1024;
-		void *x = realloc(*v, nc * size);
-		if (!x)
-			return NULL;
-		*v = x;
-		*cap = nc;
-	}
+	size_t nc = *cap ? 2 * *cap : 1024;
+	void *x = realloc(*v, nc * size);
+	if (!x)
+		return NULL;
+	*v = x;
+	*cap = nc;
 	return (char *)*v + (*n)++ * size;
+}
+
+static inline __attribute__((always_inline)) void *grow1(void **v, size_t *n, size_t *cap,
+							  size_t size)
+{
+	if (*n < *cap)
+		return (char *)*v + (*n)++ * size;
+	return grow1_slow(v, n, cap, size);
 }
 
 /* A body after block answer @h of @j: blocks from @dec while the fast loop
@@ -508,8 +521,6 @@ static int body_run(struct parq *pq, struct pjob *j, struct pt_block_decoder *de
 		st = pt_blk_next(dec, b, sizeof *b);
 		if (st != 0 || b->truncated)
 			break;
-		if (pt_blk_get_offset(dec, &off) < 0 || (!j->last && off > j->ovl))
-			break;
 		if (p.valid) {
 			type = w_br_type(d, cc, &p, b->ip, &fail);
 			if (type == WB_GENERAL || fail)
@@ -520,11 +531,14 @@ static int body_run(struct parq *pq, struct pjob *j, struct pt_block_decoder *de
 			cls = w_classify_at(d, cc, b, &size, &fail);
 			if (fail)
 				break;
-			/* spinning: two checks 16 branch blocks apart at the
-			 * same offset (the stepper's q_spin_check); those with
-			 * the first check of the body are the stepper's */
-			if (cls != X86BR_NONE && j->cn - y->chk0 >= 16 &&
-			    j->chk[j->cn - 16].off == off)
+			/* the offset at branch blocks only (the units: a block
+			 * of straight-line code past the overlap's start may be
+			 * the body's); spinning: two checks 16 branch blocks
+			 * apart at the same offset (q_spin_check; those with
+			 * the first check of the body are the stepper's) */
+			if (cls != X86BR_NONE &&
+			    (pt_blk_get_offset(dec, &off) < 0 || (!j->last && off > j->ovl) ||
+			     (j->cn - y->chk0 >= 16 && j->chk[j->cn - 16].off == off)))
 				break;
 		}
 		/* the block is the body's */
