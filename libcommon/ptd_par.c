@@ -24,17 +24,20 @@
 #include "ptd_int.h"
 
 #include <pthread.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "vec.h"
 
-/* a chunk is at least this many bytes of trace (to the next PSB): small,
- * so that a chunk's answers are still in the cache when the stepper reads
- * them (64 KiB cost 1.5x the CPU of 4 KiB on the 50M trace, 2.6x on four
- * threads: bench/decode-par.sh) */
-#define PAR_CHUNK_DEFAULT (4u << 10)
+/* a chunk is at least this many bytes of trace (to the next PSB).  With
+ * answers only (--par-answers): small, so that a chunk's answers are still
+ * in the cache when the stepper reads them (64 KiB cost 1.5x the CPU of 4
+ * KiB on the 50M trace, 2.6x on four threads: bench/decode-par.sh).  With
+ * bodies: large enough that the head and the overlap, answers decoded
+ * twice, are a small part (callgrind, the 5M trace, -j 2: 4 KiB 1.20x -j
+ * 1's instructions, 16 KiB 1.15x, 64 KiB 1.14x) */
+#define PAR_CHUNK_ANSWERS (4u << 10)
+#define PAR_CHUNK_DEFAULT (16u << 10)
 /* answers recorded past the next chunk's PSB, to find the splice */
 #define PAR_OVL 64
 /* with records (bodies): the overlap ends PAR_OVB bytes past the next
@@ -481,6 +484,10 @@ static int body_run(struct parq *pq, struct pjob *j, struct pt_block_decoder *de
 	int touched = 0, havet = 0, fail = 0, nacc = 0, st;
 	uint8_t size;
 	enum x86br cls;
+	/* the job's arrays in locals (written back on the way out) */
+	struct brec *rv = j->rec;
+	struct bchk *cv = j->chk;
+	size_t rn = j->rn, rcap = j->rcap, cn = j->cn, ccap = j->ccap, c0 = j->cn;
 
 	rec_block(j, h, &hb);
 	memset(&p, 0, sizeof p);
@@ -509,8 +516,8 @@ static int body_run(struct parq *pq, struct pjob *j, struct pt_block_decoder *de
 	}
 	memset(y, 0, sizeof *y);
 	y->at = j->n;
-	y->rec0 = j->rn;
-	y->chk0 = j->cn;
+	y->rec0 = rn;
+	y->chk0 = cn;
 	y->tim0 = j->tn;
 	y->pend0 = p;
 	for (;;) {
@@ -538,16 +545,22 @@ static int body_run(struct parq *pq, struct pjob *j, struct pt_block_decoder *de
 			 * the first check of the body are the stepper's) */
 			if (cls != X86BR_NONE &&
 			    (pt_blk_get_offset(dec, &off) < 0 || (!j->last && off > j->ovl) ||
-			     (j->cn - y->chk0 >= 16 && j->chk[j->cn - 16].off == off)))
+			     (cn - c0 >= 16 && cv[cn - 16].off == off)))
 				break;
 		}
 		/* the block is the body's */
 		nacc++;
 		if (p.valid) {
 			if (type != WB_NOT_TAKEN) {
-				struct brec *r = grow1((void **)&j->rec, &j->rn, &j->rcap, sizeof *r);
-				if (!r)
-					goto oom;
+				struct brec *r;
+				if (rn == rcap) {
+					j->rn = rn;
+					if (!grow1_slow((void **)&j->rec, &j->rn, &j->rcap, sizeof *r))
+						goto oom;
+					rv = j->rec;
+					rcap = j->rcap;
+				}
+				r = &rv[rn++];
 				r->w = p.time;
 				r->from = p.from;
 				r->to = b->ip;
@@ -575,9 +588,15 @@ static int body_run(struct parq *pq, struct pjob *j, struct pt_block_decoder *de
 			last_ip = b->end_ip;
 			touched = 1;
 			if (cls != X86BR_NONE) {
-				struct bchk *c = grow1((void **)&j->chk, &j->cn, &j->ccap, sizeof *c);
-				if (!c)
-					goto oom;
+				struct bchk *c;
+				if (cn == ccap) {
+					j->cn = cn;
+					if (!grow1_slow((void **)&j->chk, &j->cn, &j->ccap, sizeof *c))
+						goto oom;
+					cv = j->chk;
+					ccap = j->ccap;
+				}
+				c = &cv[cn++];
 				nd++;
 				p.valid = 1;
 				p.cls = (uint8_t)cls;
@@ -610,6 +629,8 @@ static int body_run(struct parq *pq, struct pjob *j, struct pt_block_decoder *de
 		}
 	}
 	*stp = st;
+	j->rn = rn;
+	j->cn = cn;
 	if (!nacc) {
 		j->nbody--;
 		return 1;
@@ -978,14 +999,6 @@ static int splice(struct ptd *d, struct parq *pq)
 		return -1;
 	/* the next job is entered before its first body (its head) */
 	bn = b->nbody ? b->body[0].at : b->n;
-	if (getenv("PARDBG")) {
-		size_t k;
-		fprintf(stderr, "splice: a n %zu ovl0 %zu pos %zu nbody %zu ats", a->n, a->ovl0, pq->hot.pos, a->nbody);
-		for (k = 0; k < a->nbody; k++) fprintf(stderr, " %zu(%zu recs)", a->body[k].at, a->body[k].nrec);
-		fprintf(stderr, "; b n %zu bn %zu\n", b->n, bn);
-		for (k = a->ovl0; k < a->n && k < a->ovl0 + 8; k++) fprintf(stderr, "  a[%zu] op %d off %lu ip %lx\n", k, a->r[k].op, (unsigned long)a->r[k].off, (unsigned long)a->r[k].ip);
-		for (k = 0; k < b->n && k < 8; k++) fprintf(stderr, "  b[%zu] op %d off %lu ip %lx\n", k, b->r[k].op, (unsigned long)b->r[k].off, (unsigned long)b->r[k].ip);
-	}
 	for (j = next_unit(d, a, a->ovl0 > pq->hot.pos ? a->ovl0 : pq->hot.pos); j < a->n;
 	     j = next_unit(d, a, j + 1)) {
 		if (a->r[j].oret < 0)
@@ -1199,7 +1212,6 @@ int par_body(struct ptd *d, struct ptq *q, uint64_t stop)
 		if (S >= stop || !pend_same(&q->pend, &y->pend0) ||
 		    (c0 < y->nchk && q_off(q, cv[c0].off) == q->spin_off)) {
 			/* the stepper's own decoder takes over here */
-			if (getenv("PARDBG")) fprintf(stderr, "body fb: S>=stop %d pend %d/%d cls %d/%d from %lx/%lx spin %d\n", S >= stop, q->pend.valid, y->pend0.valid, q->pend.cls, y->pend0.cls, (unsigned long)q->pend.from, (unsigned long)y->pend0.from, (c0 < y->nchk && q_off(q, cv[c0].off) == q->spin_off));
 			fallback(d, q);
 			return 0;
 		}
@@ -1377,7 +1389,6 @@ static const struct prec *take_slow(struct ptq *q, uint8_t op)
 			pq->lim = pq->hot.bat;
 		return r;
 	}
-	if (getenv("PARDBG")) fprintf(stderr, "take fb: pos %zu bat %zu n %zu op %d\n", pq->hot.pos, pq->hot.bat, pq->job[pq->cur].n, op);
 	fallback(d, q);
 	return NULL;
 }
@@ -1544,7 +1555,9 @@ void ptd_par_start(struct ptd *d, struct ptq *q)
 		return;
 	/* chunks: from the sync, cut at the first PSB chunk bytes on; with
 	 * CYC, whose overlap is a PSB interval more, at least 8 intervals */
-	chunk = d->opts->chunk_bytes ? d->opts->chunk_bytes : PAR_CHUNK_DEFAULT;
+	chunk = d->opts->chunk_bytes ? d->opts->chunk_bytes
+		: d->opts->par_answers ? PAR_CHUNK_ANSWERS
+				       : PAR_CHUNK_DEFAULT;
 	if (cyc && !d->opts->chunk_bytes && q->npsbs &&
 	    chunk < 8 * (q->segs[q->curseg].end - q->segs[q->curseg].begin) / q->npsbs)
 		chunk = 8 * (q->segs[q->curseg].end - q->segs[q->curseg].begin) / q->npsbs;
