@@ -346,6 +346,9 @@ static void rec_block(const struct pjob *j, const struct prec *r, struct pt_bloc
 
 /* ---- bodies: the fast loop's records, on a worker ---- */
 
+/* bytes of sections a worker slot's iscache keeps mapped */
+#define PAR_ISC_LIMIT (256u << 20)
+
 /* entries of a worker's instruction class cache */
 #define PAR_CC 4096
 
@@ -831,6 +834,8 @@ static int pool_start(struct ptd *d)
 			free(p->cc[i]);
 			break;
 		}
+		/* sections stay mapped, with their block caches */
+		pt_iscache_set_limit(p->isc[i], PAR_ISC_LIMIT);
 	}
 	if (!p->th || !p->isc || !p->cc || i < n) {
 		while (p->isc && p->cc && i > 0) {
@@ -1169,17 +1174,31 @@ static void body_push(struct ptd *d, struct ptq *q, struct parq *pq, const struc
 	uint64_t t = 0;
 	if (k >= n)
 		return;
-	for (; k < n; k++) {
-		struct mtev_rec *r = q_push(d, q);
-		if (!r)
-			break;
-		t = v[k].w > S ? v[k].w : S;
-		r->kind = MTEV_BRANCH;
-		r->br.tid = tid;
-		r->br.time = t;
-		r->br.type = v[k].type;
-		r->br.from = v[k].from;
-		r->br.to = v[k].to;
+	while (k < n) {
+		/* the ring's free run from its tail: no check per record */
+		size_t tail, room, e;
+		struct mtev_rec *r;
+		if (q->fcount == q->fcap) {
+			if (!(r = q_grow_push(d, q)))
+				break;
+			q->fcount--;
+		}
+		tail = (q->fhead + q->fcount) & (q->fcap - 1);
+		room = q->fcap - q->fcount;
+		if (room > q->fcap - tail)
+			room = q->fcap - tail;
+		e = n - k < room ? n : k + room;
+		r = &q->fifo[tail];
+		q->fcount += e - k;
+		for (; k < e; k++, r++) {
+			t = v[k].w > S ? v[k].w : S;
+			r->kind = MTEV_BRANCH;
+			r->br.tid = tid;
+			r->br.time = t;
+			r->br.type = v[k].type;
+			r->br.from = v[k].from;
+			r->br.to = v[k].to;
+		}
 	}
 	d->st->branches += k - pq->brec;
 	d->st->par_body_recs += k - pq->brec;

@@ -88,17 +88,18 @@ ptsim_runs() { # VARIANT-REGEX
 	# stepper joins those records at the PSBs (pending branch, time,
 	# commit checks by the branch-block count, hand-backs to the merge).
 	# --stats counts the records so joined: the test fails if none were
-	local d n=0 recs=0 c rc1 rc2
+	local d n=0 recs=0 c k rc1 rc2
 	for d in $(ptsim_runs '^(clean|overflow|drop|corrupt|truncate)$' | grep -E '/(threads|fnptr|signal|recursion)$'); do
 		rc1=0
 		"$BIN/mt-decode" -j 1 --buildid-dir "$d/images" -o "$T/a.mt" "$d/perf.data" 2>"$T/a.err" || rc1=$?
-		for c in 1 2048 4096; do
+		for k in 1 2048 4096; do
 			rc2=0
-			"$BIN/mt-decode" -s -j 2 --chunk-bytes $c --buildid-dir "$d/images" -o "$T/b.mt" \
+			"$BIN/mt-decode" -s -j 2 --chunk-bytes $k --buildid-dir "$d/images" -o "$T/b.mt" \
 				"$d/perf.data" 2>"$T/b.err" || rc2=$?
 			[ $rc1 -eq $rc2 ]
-			cmp "$T/a.mt" "$T/b.mt" || { echo "bodies differ: $d --chunk-bytes $c"; return 1; }
-			recs=$((recs + $(sed -n 's/.* body-records=\([0-9]*\).*/\1/p' "$T/b.err")))
+			cmp "$T/a.mt" "$T/b.mt" || { echo "bodies differ: $d --chunk-bytes $k"; return 1; }
+			c=$(sed -n 's/.* body-records=\([0-9]*\).*/\1/p' "$T/b.err")
+			recs=$((recs + ${c:-0}))
 		done
 		"$BIN/mt-decode" -j 2 --chunk-bytes 1 --par-answers --buildid-dir "$d/images" \
 			-o "$T/b.mt" "$d/perf.data" 2>/dev/null || true
