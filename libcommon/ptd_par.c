@@ -350,7 +350,7 @@ static void rec_block(const struct pjob *j, const struct prec *r, struct pt_bloc
 #define PAR_ISC_LIMIT (256u << 20)
 
 /* entries of a worker's instruction class cache */
-#define PAR_CC 4096
+#define PAR_CC 16384
 
 /* classify_ip_slow (ptd_image.c) on a worker: its own cache, the code
  * bytes from d->secs only (read-only while chunks are decoded: no image
