@@ -499,6 +499,18 @@ static inline int q_psb_passed(struct ptq *q, uint64_t off)
 	return 1;
 }
 
+/* The check every 16 blocks that end at a branch (q->ndec), with the
+ * decoder at @off (@have: whether it could say): a PSB passed commits what
+ * came before; 1 if the queue spins (its stepper reports it). */
+static inline int q_check16(struct ptq *q, int have, uint64_t off)
+{
+	if (!have)
+		off = 0;
+	else if (!q->rs_active)
+		q_psb_passed(q, off);
+	return q_spin_check(off, q->ninsns, &q->spin_off, &q->spin_mark, &q->spin_insns);
+}
+
 /* A sync that failed with the decoder at @off (a broken PSB+): 1 if it is
  * to be reported (the first, or past the last one reported, recorded; the
  * offset check guarantees progress), 0 if the search goes on. */
@@ -519,6 +531,46 @@ static inline int q_step_yield(const struct ptd *d, const struct ptq *q, int st,
 	return (st & pts_event_pending) || q->nready >= PTD_BATCH || q->time > limit ||
 	       (d->sb_apply < d->nsb && d->sb[d->sb_apply].time <= q->time) ||
 	       q->state != Q_RUN || d->err;
+}
+
+/* A stepper's states (see "A stepper" above): open the current segment
+ * (Q_SEG, then Q_SYNC; < 0 on failure), find the next PSB (Q_SYNC), decode
+ * (Q_RUN). */
+struct q_states {
+	int (*open)(struct ptd *d, struct ptq *q);
+	void (*sync)(struct ptd *d, struct ptq *q);
+	void (*run)(struct ptd *d, struct ptq *q, uint64_t limit);
+};
+
+/* A stepper's outer loop: the states, until a batch, @limit, the end or an
+ * error (inline: each stepper gets its own copy, its calls direct). */
+static inline void q_states_run(struct ptd *d, struct ptq *q, uint64_t limit,
+				const struct q_states *s)
+{
+	while (q->nready < PTD_BATCH && q->state != Q_DONE && !d->err &&
+	       (q->time <= limit || q->state == Q_SEG)) {
+		if (d->sb_apply < d->nsb && d->sb[d->sb_apply].time <= q->time)
+			sb_apply_until(d, q->time);
+		switch (q->state) {
+		case Q_SEG:
+			q_commit(q);
+			if (q->curseg >= q->nsegs) {
+				q->state = Q_DONE;
+				break;
+			}
+			if (s->open(d, q) < 0)
+				return;
+			break;
+		case Q_SYNC:
+			s->sync(d, q);
+			break;
+		case Q_RUN:
+			s->run(d, q, limit);
+			break;
+		default:
+			q->state = Q_DONE;
+		}
+	}
 }
 
 /* ---- ptd_step.c ---- */

@@ -1048,12 +1048,8 @@ static int q_blocks(struct ptd *d, struct ptq *q, uint64_t limit, struct pt_bloc
 			/* checked every 16 blocks ending at a branch (ndec):
 			 * a commit a few blocks late is as good */
 			uint64_t off = 0;
-			if (pt_blk_get_offset(q->dec, &off) >= 0)
-				off = q_off(q, off);
-			if (!q->rs_active)
-				q_psb_passed(q, off);
-			if (q_spin_check(off, q->ninsns, &q->spin_off, &q->spin_mark,
-					 &q->spin_insns)) {
+			int have = pt_blk_get_offset(q->dec, &off) >= 0;
+			if (q_check16(q, have, q_off(q, off))) {
 				q_spin_error(d, q, blk->end_ip);
 				return st;
 			}
@@ -1098,36 +1094,23 @@ static void q_run(struct ptd *d, struct ptq *q, uint64_t limit)
 	q_error(d, q, st, blk.ninsn ? blk.end_ip : blk.ip);
 }
 
+/* Q_SEG: the current segment's decoder; a segment after lost data
+ * resyncs at once where --resync asks. */
+static int q_open(struct ptd *d, struct ptq *q)
+{
+	if (q_open_seg(d, q) < 0)
+		return -1;
+	q->state = Q_SYNC;
+	if (q->segs[q->curseg].lost_before && q_resync(d, q, 0))
+		q_resynced(d, q);
+	return 0;
+}
+
 /* The libipt stepper (struct ptd_stepper). */
 static void q_step(struct ptd *d, struct ptq *q, uint64_t limit)
 {
-	while (q->nready < PTD_BATCH && q->state != Q_DONE && !d->err &&
-	       (q->time <= limit || q->state == Q_SEG)) {
-		if (d->sb_apply < d->nsb && d->sb[d->sb_apply].time <= q->time)
-			sb_apply_until(d, q->time);
-		switch (q->state) {
-		case Q_SEG:
-			q_commit(q);
-			if (q->curseg >= q->nsegs) {
-				q->state = Q_DONE;
-				break;
-			}
-			if (q_open_seg(d, q) < 0)
-				return;
-			q->state = Q_SYNC;
-			if (q->segs[q->curseg].lost_before && q_resync(d, q, 0))
-				q_resynced(d, q);
-			break;
-		case Q_SYNC:
-			q_sync(d, q);
-			break;
-		case Q_RUN:
-			q_run(d, q, limit);
-			break;
-		default:
-			q->state = Q_DONE;
-		}
-	}
+	static const struct q_states states = {q_open, q_sync, q_run};
+	q_states_run(d, q, limit, &states);
 }
 
 /* The first PSB (@psb, 16 bytes) in [p, e): what memmem finds, faster (a

@@ -1447,10 +1447,8 @@ static int wk_blocks(struct ptd *d, struct ptq *q, struct ptd_walkq *w, uint64_t
 		ptd_handle_block(d, q, blk, 1);
 		if (q->decided && !(q->ndec & 15)) {
 			uint64_t off = 0;
-			if (pt_qry_get_offset(w->qry, &off) >= 0)
-				q_psb_passed(q, off);
-			if (q_spin_check(off, q->ninsns, &q->spin_off, &q->spin_mark,
-					  &q->spin_insns)) {
+			int have = pt_qry_get_offset(w->qry, &off) >= 0;
+			if (q_check16(q, have, off)) {
 				ptd_spin_error(d, q, blk->end_ip);
 				return st;
 			}
@@ -1499,6 +1497,25 @@ static struct ptd_walkq *wk_new(void)
 	if (w)
 		w->pidx = -1;
 	return w;
+}
+
+/* The walk's states for q_states_run (its queue state in q->walk). */
+static int wk_open(struct ptd *d, struct ptq *q)
+{
+	if (wk_open_seg(d, q, q->walk) < 0)
+		return -1;
+	q->state = Q_SYNC;
+	return 0;
+}
+
+static void wk_state_sync(struct ptd *d, struct ptq *q)
+{
+	wk_sync(d, q, q->walk);
+}
+
+static void wk_state_run(struct ptd *d, struct ptq *q, uint64_t limit)
+{
+	wk_run(d, q, q->walk, limit);
 }
 
 static void wk_step(struct ptd *d, struct ptq *q, uint64_t limit)
@@ -1552,31 +1569,8 @@ static void wk_step(struct ptd *d, struct ptq *q, uint64_t limit)
 		ptd_step_libipt.step(d, q, limit);
 		return;
 	}
-	while (q->nready < PTD_BATCH && q->state != Q_DONE && !d->err &&
-	       (q->time <= limit || q->state == Q_SEG)) {
-		if (d->sb_apply < d->nsb && d->sb[d->sb_apply].time <= q->time)
-			sb_apply_until(d, q->time);
-		switch (q->state) {
-		case Q_SEG:
-			q_commit(q);
-			if (q->curseg >= q->nsegs) {
-				q->state = Q_DONE;
-				break;
-			}
-			if (wk_open_seg(d, q, w) < 0)
-				return;
-			q->state = Q_SYNC;
-			break;
-		case Q_SYNC:
-			wk_sync(d, q, w);
-			break;
-		case Q_RUN:
-			wk_run(d, q, w, limit);
-			break;
-		default:
-			q->state = Q_DONE;
-		}
-	}
+	static const struct q_states states = {wk_open, wk_state_sync, wk_state_run};
+	q_states_run(d, q, limit, &states);
 }
 
 const struct ptd_stepper ptd_step_walk = {"walk", wk_step};
