@@ -33,13 +33,11 @@
  * answers only (--par-answers): small, so that a chunk's answers are still
  * in the cache when the stepper reads them (64 KiB cost 1.5x the CPU of 4
  * KiB on the 50M trace, 2.6x on four threads: bench/decode-par.sh).  With
- * bodies, larger chunks make the head and the overlap a smaller part
- * (callgrind, the 5M trace, -j 2: 4 KiB 1.20x -j 1's instructions, 16 KiB
- * 1.15x, 64 KiB 1.14x), but with 16 KiB chunks the 50M trace's output
- * differed from -j 1's in 1 run of about 15 (one jcc not taken written as
- * taken, one instruction fewer: a block libipt gave differently), with
- * --par-answers too; with 4 KiB none in 30 (docs/decode.md) */
-#define PAR_CHUNK_DEFAULT (4u << 10)
+ * bodies: large enough that the head and the overlap, answers decoded
+ * twice, are a small part (callgrind, the 5M trace, -j 2: 4 KiB 1.19x -j
+ * 1's instructions, 16 KiB 1.14x, 64 KiB 1.14x) */
+#define PAR_CHUNK_ANSWERS (4u << 10)
+#define PAR_CHUNK_DEFAULT (16u << 10)
 /* answers recorded past the next chunk's PSB, to find the splice */
 #define PAR_OVL 64
 /* with records (bodies): the overlap ends PAR_OVB bytes past the next
@@ -1023,8 +1021,15 @@ static int splice(struct ptd *d, struct parq *pq)
 			}
 			if (x == a->n) {
 				d->st->par_spliced++;
-				pq->stop = j;
-				pq->entry = i;
+				/* after the unit, not at it: the stepper has
+				 * the block of this job, whose start may differ
+				 * from the next job's (libipt's block caches
+				 * split straight-line code differently), so the
+				 * branch pending before it is resolved at the
+				 * right address; the blocks after a unit start
+				 * where it went in both */
+				pq->stop = j + 1;
+				pq->entry = i + 1;
 				return 0;
 			}
 		}
@@ -1576,7 +1581,9 @@ void ptd_par_start(struct ptd *d, struct ptq *q)
 		return;
 	/* chunks: from the sync, cut at the first PSB chunk bytes on; with
 	 * CYC, whose overlap is a PSB interval more, at least 8 intervals */
-	chunk = d->opts->chunk_bytes ? d->opts->chunk_bytes : PAR_CHUNK_DEFAULT;
+	chunk = d->opts->chunk_bytes ? d->opts->chunk_bytes
+		: d->opts->par_answers ? PAR_CHUNK_ANSWERS
+				       : PAR_CHUNK_DEFAULT;
 	if (cyc && !d->opts->chunk_bytes && q->npsbs &&
 	    chunk < 8 * (q->segs[q->curseg].end - q->segs[q->curseg].begin) / q->npsbs)
 		chunk = 8 * (q->segs[q->curseg].end - q->segs[q->curseg].begin) / q->npsbs;
