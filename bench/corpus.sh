@@ -21,6 +21,17 @@
 #           frame-time that lies inside the decoder's gaps in frames that
 #           begin or end there (no trace shows it: coverage can reach at
 #           most about 1 - gap).  bench/out/corpus/table.txt
+# loss      (not in the default stages) from the table (CORPUS_TABLE, else
+#           table.txt): every faulted row below 95 % frame-time coverage,
+#           with its gap share and what is lost beyond it (1 - coverage -
+#           gap: what mt loses that the recording holds; below 0: coverage
+#           credited inside the gap, where mt-stitch joined a frame across
+#           it that the truth shows as several activations), and the totals
+# chain     (not in the default stages) every window with the trigger's call
+#           chain (mt-ptsim's hits.mt appended to mt-decode's output, as mt
+#           does): mt-compare --absolute-depth (the whole stack, root
+#           included) without and with the chain, the chains joined and the
+#           outer frames they added.  bench/out/corpus/chain.txt
 #
 # Every stage skips what already exists (delete bench/out/corpus/ to redo).
 # CORPUS_ONLY="p1 p2" restricts to some programs (CORPUS_TABLE: the table file
@@ -179,14 +190,16 @@ score() {
 			ns++; st[ns] = t; sb[ns] = b; se[ns] = e
 			if (!(t in last) || e > last[t]) last[t] = e }
 		END {
-			# a gap with no trace after it (no PSB followed the fault)
+			# a gap with no trace after it (no PSB followed the fault;
+			# its end is the last time the decoder saw, or its begin)
 			# runs to the end of the thread, and no frame can be
-			# joined across it
-			for (i = 1; i <= n; i++) if (ge[i] <= gb[i]) {
+			# joined across it; an empty gap with trace after it runs
+			# to the next segment
+			for (i = 1; i <= n; i++) {
 				e = last[gt[i]]
 				tail[i] = 1
 				for (k = 1; k <= m; k++) if (mt[k] == gt[i] && mb[k] >= gb[i] && mb[k] < e) { e = mb[k]; tail[i] = 0 }
-				if (e > gb[i]) ge[i] = e }
+				if ((tail[i] || ge[i] <= gb[i]) && e > gb[i]) ge[i] = e }
 			# a gap inside an earlier one counts once (a truncated
 			# AUX record: an empty gap, then the lost data, at one time)
 			for (i = 1; i <= n; i++) for (k = 1; k < i; k++)
@@ -244,11 +257,58 @@ stage_table() {
 	} | tee "${CORPUS_TABLE:-$O/table.txt}"
 }
 
+# The faulted rows below 95 % coverage: the trace the recording lacks (gap)
+# against what mt loses beyond it.
+stage_loss() {
+	awk -v lim=0.95 '
+	$1 == "program" || $2 !~ /@/ { next }
+	{ n++ }
+	$5 < lim {
+		low++; g = $11 == "-" ? 0 : $11; b = 1 - $5 - g
+		if (b < 0 && b > -0.00005) b = 0
+		printf "%-15s %-12s %8.4f %7.4f %9.4f %8.4f\n", $1, $2, $5, g, $5 + g, b
+		if (b > worst) worst = b
+		if (b > 0.005) over++
+		if (b < -0.005) under++
+	}
+	BEGIN { printf "%-15s %-12s %8s %7s %9s %8s\n", "program", "config", "coverage", "gap", "cov+gap", "beyond" }
+	END { printf "faulted rows: %d; below %.2f coverage: %d; beyond > 0.005: %d (largest %.4f); below -0.005: %d (coverage credited inside a gap: spans joined across it)\n",
+		n, lim, low, over, worst, under }' "${CORPUS_TABLE:-$O/table.txt}"
+}
+
+# Windows judged with the whole stack: without and with the call chain.
+stage_chain() {
+	T=$(mktemp -d)
+	trap 'rm -rf "$T"' EXIT
+	{
+		printf '%-15s %-6s %9s %9s %7s %6s %6s\n' program config wrong-no wrong-ch judged joined frames
+		for d in "$O"/*/w*k; do
+			[ -f "$d/hits.mt" ] || continue
+			name=$(basename "$(dirname "$d")")
+			want "$name" || continue
+			$NICE "$B/mt-decode" --buildid-dir "$d/images" -o "$T/dec.mt" "$d/perf.data" 2>/dev/null
+			"$B/mt-cat" -o "$T/in.mt" "$T/dec.mt" "$d/hits.mt"
+			w=
+			for i in dec in; do
+				$NICE "$B/mt-segment" --stats -i "$T/$i.mt" -o "$T/seg.mt" 2>"$T/seg.err"
+				$NICE "$B/mt-stitch" -i "$T/seg.mt" -o "$T/st.mt" 2>/dev/null
+				l=$("$B/mt-compare" -b "$d/truth.mt" --absolute-depth "$d/truth-spans.mt" "$T/st.mt" 2>/dev/null | tail -1)
+				w="$w $(printf '%s' "$l" | sed -n 's/.* wrong=\([0-9]*\).*/\1/p')"
+			done
+			j=$(printf '%s' "$l" | sed -n 's/.* judged=\([0-9]*\).*/\1/p')
+			cj=$(sed -n 's/.* chains_joined=\([0-9]*\).*/\1/p' "$T/seg.err")
+			cf=$(sed -n 's/.* chain_frames=\([0-9]*\).*/\1/p' "$T/seg.err")
+			# shellcheck disable=SC2086
+			printf '%-15s %-6s %9s %9s %7s %6s %6s\n' "$name" "$(basename "$d")" $w "$j" "${cj:--}" "${cf:--}"
+		done
+	} | tee "$O/chain.txt"
+}
+
 mkdir -p "$O"
 STAGES=${*:-build step variants table}
 for s in $STAGES; do
 	case $s in
-	build | step | variants | table) "stage_$s" || exit 1 ;;
-	*) echo "usage: sh bench/corpus.sh [build|step|variants|table]..." >&2; exit 2 ;;
+	build | step | variants | table | loss | chain) "stage_$s" || exit 1 ;;
+	*) echo "usage: sh bench/corpus.sh [build|step|variants|table|loss|chain]..." >&2; exit 2 ;;
 	esac
 done

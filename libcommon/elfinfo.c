@@ -427,13 +427,34 @@ static uint64_t rd_uleb(struct rd *r)
 	return v;
 }
 
-/* A DW_EH_PE-encoded pointer: absptr/udata/sdata 2, 4, 8, applied
- * pc-relative (0x10) or relative to @datarel (0x30).  0 + bad otherwise. */
+static uint64_t rd_sleb(struct rd *r)
+{
+	uint64_t v = 0;
+	for (unsigned sh = 0; r->p < r->end; sh += 7) {
+		uint8_t b = *r->p++;
+		r->va++;
+		if (sh < 64)
+			v |= (uint64_t)(b & 0x7f) << sh;
+		if (!(b & 0x80)) {
+			if (sh + 7 < 64 && (b & 0x40))
+				v |= ~(uint64_t)0 << (sh + 7);
+			return v;
+		}
+	}
+	r->bad = 1;
+	return v;
+}
+
+/* A DW_EH_PE-encoded pointer: absptr/udata/sdata 2, 4, 8, uleb128/sleb128,
+ * applied pc-relative (0x10) or relative to @datarel (0x30).  0 + bad
+ * otherwise. */
 static uint64_t rd_enc(struct rd *r, uint8_t enc, uint64_t datarel)
 {
 	uint64_t at = r->va, v;
 	switch (enc & 0x0f) {
 	case 0x00: case 0x04: v = rd_n(r, 8); break;
+	case 0x01: v = rd_uleb(r); break;
+	case 0x09: v = rd_sleb(r); break;
 	case 0x02: v = rd_n(r, 2); break;
 	case 0x03: v = rd_n(r, 4); break;
 	case 0x0a: v = (uint64_t)(int64_t)(int16_t)rd_n(r, 2); break;
@@ -464,9 +485,11 @@ static int rd_at(const struct elfinfo *ei, const char *raw, size_t rawsize, uint
 	return 0;
 }
 
-/* The FDE at @fva: its pc range, through its CIE's 'R' encoding. */
-static int fde_range(const struct elfinfo *ei, const char *raw, size_t rawsize, uint64_t fva,
-		     uint64_t *lo, uint64_t *len)
+/* The FDE at @fva: its pc range, through its CIE's 'R' encoding, and
+ * (@lsda not NULL) the address of its LSDA, through the CIE's 'L' encoding
+ * (0: none; -1 returned when it cannot be read). */
+static int fde_read(const struct elfinfo *ei, const char *raw, size_t rawsize, uint64_t fva,
+		    uint64_t *lo, uint64_t *len, uint64_t *lsda)
 {
 	struct rd r;
 	if (rd_at(ei, raw, rawsize, fva, 8, &r))
@@ -492,7 +515,8 @@ static int fde_range(const struct elfinfo *ei, const char *raw, size_t rawsize, 
 		return -1;
 	c.p += al + 1;
 	c.va += al + 1;
-	uint8_t fenc = 0; /* absptr */
+	uint8_t fenc = 0;    /* absptr */
+	uint8_t lenc = 0xff; /* no LSDA */
 	rd_uleb(&c); /* code alignment */
 	rd_uleb(&c); /* data alignment (sleb: only skipped) */
 	if (version == 1)
@@ -507,7 +531,7 @@ static int fde_range(const struct elfinfo *ei, const char *raw, size_t rawsize, 
 			else if (*a == 'P')
 				rd_enc(&c, (uint8_t)rd_n(&c, 1) & 0x7f, 0);
 			else if (*a == 'L')
-				rd_n(&c, 1);
+				lenc = (uint8_t)rd_n(&c, 1);
 			else if (*a != 'S' && *a != 'B')
 				return -1;
 		}
@@ -518,7 +542,115 @@ static int fde_range(const struct elfinfo *ei, const char *raw, size_t rawsize, 
 		return -1;
 	*lo = rd_enc(&r, fenc, 0);
 	*len = rd_enc(&r, fenc & 0x0f, 0);
+	if (r.bad)
+		return -1;
+	if (!lsda)
+		return 0;
+	*lsda = 0;
+	if (aug[0] != 'z' || lenc == 0xff)
+		return 0;
+	uint64_t alen = rd_uleb(&r);
+	if (r.bad || alen > (uint64_t)(r.end - r.p) || (lenc & 0x80)) /* indirect: not read */
+		return -1;
+	*lsda = rd_enc(&r, lenc, 0);
 	return r.bad ? -1 : 0;
+}
+
+static int fde_range(const struct elfinfo *ei, const char *raw, size_t rawsize, uint64_t fva,
+		     uint64_t *lo, uint64_t *len)
+{
+	return fde_read(ei, raw, rawsize, fva, lo, len, NULL);
+}
+
+/* The size of one value of DW_EH_PE encoding @enc (0: not fixed). */
+static unsigned enc_size(uint8_t enc)
+{
+	switch (enc & 0x0f) {
+	case 0x02: case 0x0a: return 2;
+	case 0x03: case 0x0b: return 4;
+	case 0x00: case 0x04: case 0x0c: return 8;
+	}
+	return 0;
+}
+
+/* The LSDA at @lsda of a function whose FDE begins at @start: the landing
+ * pad of the call-site entry that holds @va (0: none).  0, or -1 when the
+ * table cannot be read. */
+static int lsda_pad(const struct elfinfo *ei, const char *raw, size_t rawsize, uint64_t lsda,
+		    uint64_t start, uint64_t va, uint64_t *pad)
+{
+	struct rd r;
+	int64_t off = elfinfo_vaddr_to_offset(ei, lsda);
+	if (off < 0 || (uint64_t)off >= rawsize ||
+	    rd_at(ei, raw, rawsize, lsda, rawsize - (uint64_t)off, &r))
+		return -1;
+	uint64_t lpstart = start;
+	uint8_t e = (uint8_t)rd_n(&r, 1);
+	if (e != 0xff) {
+		if (e & 0x80)
+			return -1;
+		lpstart = rd_enc(&r, e, 0);
+	}
+	if ((uint8_t)rd_n(&r, 1) != 0xff) /* the type table's offset */
+		rd_uleb(&r);
+	uint8_t cse = (uint8_t)rd_n(&r, 1);
+	uint64_t cslen = rd_uleb(&r);
+	if (r.bad || cslen > (uint64_t)(r.end - r.p))
+		return -1;
+	r.end = r.p + cslen;
+	*pad = 0;
+	while (r.p < r.end) {
+		uint64_t cs = rd_enc(&r, cse, 0), len = rd_enc(&r, cse, 0), lp = rd_enc(&r, cse, 0);
+		rd_uleb(&r); /* the action */
+		if (r.bad)
+			return -1;
+		if (va >= start + cs && va - (start + cs) < len) {
+			*pad = lp ? lpstart + lp : 0;
+			return 0;
+		}
+	}
+	return 0; /* in no entry: no landing pad (the unwinder would terminate) */
+}
+
+int elfinfo_landing_pad(const struct elfinfo *ei, const void *rawv, size_t rawsize, uint64_t va,
+			uint64_t *pad)
+{
+	const char *raw = rawv;
+	struct rd r;
+	if (!ei->eh_hdr || !raw || rd_at(ei, raw, rawsize, ei->eh_hdr, ei->eh_hdr_size, &r) ||
+	    rd_n(&r, 1) != 1)
+		return -1;
+	uint64_t hdr = ei->eh_hdr;
+	uint8_t pe = (uint8_t)rd_n(&r, 1), ce = (uint8_t)rd_n(&r, 1), te = (uint8_t)rd_n(&r, 1);
+	rd_enc(&r, pe, hdr);
+	uint64_t n = rd_enc(&r, ce, hdr);
+	unsigned es = enc_size(te);
+	if (r.bad || te == 0xff || !es || n > (uint64_t)(r.end - r.p) / (2 * es))
+		return -1;
+	/* the last entry whose start is at or below @va */
+	size_t lo = 0, hi = (size_t)n;
+	const uint8_t *tab = r.p;
+	uint64_t tva = r.va;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		struct rd m = {tab + mid * 2 * es, tab + (mid + 1) * 2 * es, tva + mid * 2 * es, 0};
+		if (rd_enc(&m, te, hdr) <= va)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return -1;
+	struct rd m = {tab + (lo - 1) * 2 * es, tab + lo * 2 * es, tva + (lo - 1) * 2 * es, 0};
+	uint64_t start = rd_enc(&m, te, hdr), fva = rd_enc(&m, te, hdr), flo, flen, lsda;
+	if (m.bad || fde_read(ei, raw, rawsize, fva, &flo, &flen, &lsda) || flo != start ||
+	    va - flo >= flen)
+		return -1;
+	if (!lsda) {
+		*pad = 0; /* no LSDA: no landing pad anywhere in it */
+		return 0;
+	}
+	return lsda_pad(ei, raw, rawsize, lsda, flo, va, pad);
 }
 
 /* One synthesized symbol per FDE of PT_GNU_EH_FRAME's search table. */
@@ -669,6 +801,10 @@ static int load(struct elfinfo *ei, const char *path, int want_syms)
 		ei->segs = calloc(phnum, sizeof *ei->segs);
 		for (size_t i = 0; ei->segs && i < phnum; i++) {
 			GElf_Phdr ph;
+			if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_GNU_EH_FRAME) {
+				ei->eh_hdr = ph.p_vaddr;
+				ei->eh_hdr_size = ph.p_filesz;
+			}
 			if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_LOAD)
 				continue;
 			ei->segs[ei->nsegs++] = (struct elf_seg){ph.p_vaddr, ph.p_memsz, ph.p_offset,

@@ -63,6 +63,7 @@ struct elfinfo {
 	char *strpool;
 	struct elf_stubsec stubsecs[4];
 	unsigned nstubsecs;
+	uint64_t eh_hdr, eh_hdr_size; /* PT_GNU_EH_FRAME (.eh_frame_hdr); 0: none */
 };
 
 /* 0 on success; negative errno-style value on failure (-ENOENT, -ENOEXEC for
@@ -96,6 +97,15 @@ const struct elf_sym *elfinfo_named_at(const struct elfinfo *ei, uint64_t addr, 
 int64_t elfinfo_vaddr_to_offset(const struct elfinfo *ei, uint64_t vaddr);
 /* Virtual address of file offset @off; -1 if not in a segment's file image. */
 int64_t elfinfo_offset_to_vaddr(const struct elfinfo *ei, uint64_t off);
+
+/* The C++ landing pad of the call at @vaddr: the call-site table of the
+ * LSDA (.gcc_except_table) that the FDE holding @vaddr points to (its
+ * augmentation data), found through .eh_frame_hdr's search table; @raw is
+ * the file's bytes (@rawsize).  0: known, *pad the pad's address (0: the
+ * call has none, or its function no LSDA); -1: unknown (no FDE, a table
+ * that cannot be read). */
+int elfinfo_landing_pad(const struct elfinfo *ei, const void *raw, size_t rawsize,
+			uint64_t vaddr, uint64_t *pad);
 
 /* The file name in the .gnu_debuglink section of the ELF file at @path
  * into @out (@len bytes): its length (0: none, or too long), or negative

@@ -168,21 +168,13 @@ static const struct fnmapping *find_map(struct fnmap *m, uint32_t tid, uint64_t 
 	return NULL;
 }
 
-size_t fnmap_read(struct fnmap *m, uint32_t tid, uint64_t addr, uint8_t *buf, size_t len)
+/* Opens @ff's file for its bytes, once: mapped read-only when it can be
+ * (the checks read a few bytes per branch, and a system call each cost
+ * more than the rest of mt-segment), else read by pread.  0, or -1: it
+ * cannot be read. */
+static int open_bytes(struct fnfile *ff)
 {
-	if (!m || !m->nmaps)
-		return 0;
-	const struct fnmapping *mp = find_map(m, tid, addr);
-	if (!mp)
-		return 0;
-	struct fnfile *ff = &m->files[mp->file];
-	if (ff->state == 0)
-		load_file(m, ff);
-	if (ff->state != 1)
-		return 0;
 	if (ff->fd == -1) {
-		/* mapped once: the checks read a few bytes per branch, and a
-		 * system call each cost more than the rest of mt-segment */
 		ff->fd = open(ff->ei.path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 		struct stat st;
 		if (ff->fd < 0) {
@@ -195,7 +187,20 @@ size_t fnmap_read(struct fnmap *m, uint32_t tid, uint64_t addr, uint8_t *buf, si
 			}
 		}
 	}
-	if (ff->fd < 0)
+	return ff->fd < 0 ? -1 : 0;
+}
+
+size_t fnmap_read(struct fnmap *m, uint32_t tid, uint64_t addr, uint8_t *buf, size_t len)
+{
+	if (!m || !m->nmaps)
+		return 0;
+	const struct fnmapping *mp = find_map(m, tid, addr);
+	if (!mp)
+		return 0;
+	struct fnfile *ff = &m->files[mp->file];
+	if (ff->state == 0)
+		load_file(m, ff);
+	if (ff->state != 1 || open_bytes(ff))
 		return 0;
 	uint64_t off = addr - mp->start + mp->pgoff;
 	if (addr + len > mp->start + mp->len)
@@ -301,6 +306,19 @@ int fnmap_same_file(struct fnmap *m, uint32_t tid, uint64_t a, uint64_t b)
 	int64_t va;
 	struct fnfile *fa = locate(m, tid, a, &mp, &va);
 	return fa && fa == locate(m, tid, b, &mp, &va);
+}
+
+int fnmap_landing_pad(struct fnmap *m, uint32_t tid, uint64_t addr, uint64_t *pad)
+{
+	const struct fnmapping *mp;
+	int64_t va;
+	uint64_t p;
+	struct fnfile *ff = locate(m, tid, addr, &mp, &va);
+	if (!ff || open_bytes(ff) || !ff->code ||
+	    elfinfo_landing_pad(&ff->ei, ff->code, ff->code_len, (uint64_t)va, &p))
+		return 0;
+	*pad = p ? p + (addr - (uint64_t)va) : 0;
+	return 1;
 }
 
 int fnmap_owner(struct fnmap *m, uint32_t tid, uint64_t addr, struct fn_info *out)

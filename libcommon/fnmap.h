@@ -78,6 +78,11 @@ int fnmap_is_indirect_jump(struct fnmap *m, uint32_t tid, uint64_t addr);
  * 0 no or unknown.  Calls through a PLT stub or a pointer are not seen. */
 int fnmap_calls(struct fnmap *m, uint32_t tid, uint64_t caller, uint64_t callee);
 
+/* The C++ landing pad (runtime address) of the call at @addr, from its
+ * function's LSDA (elfinfo_landing_pad): 1 known, *pad filled (0: the call
+ * has none); 0 unknown. */
+int fnmap_landing_pad(struct fnmap *m, uint32_t tid, uint64_t addr, uint64_t *pad);
+
 /* Number of mapped files that could not be loaded (for a warning). */
 size_t fnmap_missing(const struct fnmap *m);
 /* Path of the @i-th file that could not be loaded, or NULL. */

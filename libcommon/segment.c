@@ -79,9 +79,11 @@ struct thr {
 	size_t nsig, capsig;
 
 	/* the functions on the stack when the last gap began (while the
-	 * segment after it runs: next_reason != 0), for land_after_gap */
-	uint64_t *gapfn;
-	size_t ngapfn, capgapfn;
+	 * segment after it runs: next_reason != 0), for land_after_gap, and
+	 * the call site of the call each was making (its child's; 0: none or
+	 * unknown), for lands_as_before */
+	uint64_t *gapfn, *gapcs;
+	size_t ngapfn, capgapfn, capgapcs;
 
 	uint64_t lin; /* where the straight-line run since the last branch began (0: unknown) */
 
@@ -210,6 +212,7 @@ static void thr_free(struct thr *t)
 	free(t->blk);
 	free(t->chain);
 	free(t->gapfn);
+	free(t->gapcs);
 	if (t->rc != t->rc0)
 		free(t->rc);
 	free(t);
@@ -851,12 +854,16 @@ static int keep_gap_stack(struct thr *t)
 {
 	if (!t->nstk)
 		return 0;
-	if (mt_grow((void **)&t->gapfn, &t->capgapfn, t->nstk, sizeof *t->gapfn))
+	if (mt_grow((void **)&t->gapfn, &t->capgapfn, t->nstk, sizeof *t->gapfn) ||
+	    mt_grow((void **)&t->gapcs, &t->capgapcs, t->nstk, sizeof *t->gapcs))
 		return -1;
 	t->ngapfn = 0;
 	for (size_t i = 0; i < t->nstk; i++)
-		if (t->fr[t->stk[i]].kind == FK_FUNC)
+		if (t->fr[t->stk[i]].kind == FK_FUNC) {
+			const struct frame *k = i + 1 < t->nstk ? &t->fr[t->stk[i + 1]] : NULL;
+			t->gapcs[t->ngapfn] = k && k->kind == FK_FUNC ? k->callsite : 0;
 			t->gapfn[t->ngapfn++] = t->fr[t->stk[i]].func;
+		}
 	return 0;
 }
 
@@ -899,6 +906,43 @@ static int land_after_gap(struct thr *t)
 			o = f;
 	}
 	return !o || !on_gap_stack(t, o->func);
+}
+
+/* An exception lands at @to after a gap, and the segment's outermost frame
+ * (the unwinder's entry) was on the stack before the gap, where
+ * land_after_gap leaves the join to mt-stitch by function.  Can that
+ * earlier activation land there?  It unwinds only the frames below its own
+ * place, and lands in one of them at the landing pad of the call that frame
+ * was making (its LSDA's call-site table: fnmap_landing_pad).  0 when no
+ * frame of the landing function below it made a call whose pad is @to (the
+ * gap held a landing and a new throw or resume, whose unwinder is another
+ * activation of the same function: except_O0, a rethrow inside the gap);
+ * 1 when one did, or when that is unknown. */
+static int lands_as_before(segmenter *s, struct thr *t, uint64_t to)
+{
+	if (!t->next_reason || !t->ngapfn || !s->o.fns)
+		return 1;
+	const struct frame *o = NULL;
+	for (size_t i = 0; i < t->nfr; i++) {
+		const struct frame *f = &t->fr[i];
+		if (f->kind == FK_FUNC && (f->flags & MTEV_SPAN_INFERRED_START) &&
+		    (!o || f->level < o->level))
+			o = f;
+	}
+	if (!o || o->func == t->gapfn[0])
+		return 1;
+	size_t j = t->ngapfn; /* its place before the gap: the deepest */
+	while (j-- > 0 && t->gapfn[j] != o->func)
+		;
+	if (j == SIZE_MAX)
+		return 1;
+	uint64_t x = landing_func(s, t, to), pad;
+	for (size_t k = 0; k < j; k++)
+		if (t->gapfn[k] == x &&
+		    (!t->gapcs[k] || !fnmap_landing_pad(s->o.fns, t->tid, t->gapcs[k], &pad) ||
+		     pad == to))
+			return 1;
+	return 0;
 }
 
 static int land_below_root(segmenter *s, struct thr *t, uint64_t from, uint64_t to, uint64_t time)
@@ -1006,7 +1050,8 @@ static int classify_jump(segmenter *s, struct thr *t, uint64_t from, uint64_t to
 		 * function goes below the root, and mt-stitch aligns it with
 		 * the earlier segment's stack.  Otherwise a new segment
 		 * begins at the landing caller, aligned by function. */
-		if ((!t->nseg || land_after_gap(t)) && (fi.cold || unwinder_frame(s, t, cur)))
+		if ((!t->nseg || land_after_gap(t) || !lands_as_before(s, t, to)) &&
+		    (fi.cold || unwinder_frame(s, t, cur)))
 			return land_below_root(s, t, from, to, time);
 		if (close_seg(s, t))
 			return s->err;
@@ -1653,10 +1698,21 @@ static int inline_cross(segmenter *s, struct thr *t, uint64_t lin, uint64_t from
 {
 	uint64_t lo, hi;
 	uint32_t fi = t->stk[t->nstk - 1];
-	if (from - lin > 65536 || t->fr[fi].kind != FK_FUNC || !frame_range(s, t, fi, &lo, &hi) ||
-	    !t->rdw || !t->rninl || lin < lo || from >= hi)
+	if (from - lin > 65536 || t->fr[fi].kind != FK_FUNC || !frame_range(s, t, fi, &lo, &hi))
 		return 0;
-	const struct rcache *c = fn_lookup(s, t, t->fr[fi].func);
+	const struct rcache *c;
+	if (lin >= lo && from < hi) {
+		if (!t->rdw || !t->rninl)
+			return 0;
+		c = fn_lookup(s, t, t->fr[fi].func);
+	} else {
+		/* the frame's own code in another symbol: its .cold part
+		 * (a throw's code, inlined constructors and all), with its
+		 * own inline ranges */
+		c = fn_lookup(s, t, lin);
+		if (!c->ok || !c->cold || !c->dw || !c->ninl || lin < c->lo || from >= c->hi)
+			return 0;
+	}
 	const uint64_t *b = c->inlb;
 	uint64_t bias = c->inlb_bias;
 	size_t n = c->ninlb, a = 0, z = n;

@@ -139,6 +139,8 @@ struct result {
 struct want { /* one unique (thread, runtime address) */
 	uint64_t addr;
 	uint64_t entry_rt; /* runtime entry of the physical function, 0 unknown */
+	uint64_t owner_rt; /* the same, or for a ".cold" part (gcc's hot/cold
+			    * split) the entry of the function it belongs to */
 	uint32_t tid;
 	uint32_t ri;  /* result */
 	uint32_t lev; /* its inline levels (0 without a result) */

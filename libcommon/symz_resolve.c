@@ -118,7 +118,7 @@ uint32_t want_get_slow(struct ctx *c, struct wslot *e, uint32_t tid, uint64_t ad
 {
 	uint32_t w = wtab_get(&c->want_idx, tid, addr);
 	if (w == NONE) {
-		struct want nw = {addr, 0, tid, NONE, 0, NONE};
+		struct want nw = {.addr = addr, .tid = tid, .ri = NONE, .pfi = NONE};
 		if (c->nwants >= NONE - 1 || VEC_PUSH(c->wants, c->nwants, c->capwants, nw) < 0 ||
 		    wtab_add(&c->want_idx, tid, addr, (uint32_t)(c->nwants - 1)) < 0) {
 			c->oom = 1;
@@ -156,6 +156,24 @@ static int tid_pid(const struct ctx *c, uint32_t tid, uint32_t *pid)
 	}
 	*pid = tid;
 	return 0;
+}
+
+/* The entry (file vaddr) of the function whose ".cold" part ("f.cold",
+ * "f.cold.7": gcc's hot/cold split) begins at @vaddr, found by name in the
+ * same file; 0 when @vaddr is not a cold part's entry, or its function is
+ * not found. */
+static uint64_t cold_owner(const struct elfinfo *ei, uint64_t vaddr)
+{
+	const struct elf_sym *s = ei ? elfinfo_lookup(ei, vaddr) : NULL;
+	const char *c = s && s->addr == vaddr ? strstr(s->name, ".cold") : NULL;
+	char base[512];
+	size_t n = c ? (size_t)(c - s->name) : 0;
+	if (!c || (c[5] && c[5] != '.') || !n || n >= sizeof base)
+		return 0;
+	memcpy(base, s->name, n);
+	base[n] = 0;
+	const struct elf_sym *o = elfinfo_find(ei, base);
+	return o ? o->addr : 0;
 }
 
 static void resolve_want(struct ctx *c, struct want *w)
@@ -377,6 +395,12 @@ void resolve_pending(struct ctx *c)
 			w->entry_rt = r->entry_vaddr;
 		else
 			w->entry_rt = w->addr - r->vaddr + r->entry_vaddr;
+		w->owner_rt = w->entry_rt;
+		if (w->entry_rt && r->bin != NONE) {
+			uint64_t o = cold_owner(bin_syms(&c->bins[r->bin]), r->entry_vaddr);
+			if (o)
+				w->owner_rt = w->addr - r->vaddr + o;
+		}
 	}
 out:
 	c->wants_done = c->nwants;

@@ -189,8 +189,10 @@ __attribute__((noinline)) void wp_inline(struct ctx *c, uint32_t s, const struct
 {
 	struct span *sp = &c->spans[s];
 	uint32_t ri = wt->ri;
-	/* an address outside this function says nothing about its inline frames */
-	if (ri == NONE || ri == sp->last_ri || (wt->entry_rt && sp->func && wt->entry_rt != sp->func))
+	/* an address outside this function (its .cold part is its code) says
+	 * nothing about its inline frames */
+	if (ri == NONE || ri == sp->last_ri ||
+	    (wt->entry_rt && sp->func && wt->entry_rt != sp->func && wt->owner_rt != sp->func))
 		return;
 	const struct result *r = &c->res[ri];
 	uint32_t m = res_levels(r), keep = 0;

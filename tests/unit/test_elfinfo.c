@@ -116,6 +116,78 @@ static void check_labels(void)
 	T_CHECK(system(cmd3) == 0, "cleanup");
 }
 
+/* C++ landing pads (elfinfo_landing_pad) against the compiler's own LSDA:
+ * tests/programs/exact/except.cc (throws, cleanups, catches, a rethrow; at
+ * -O2 the pads sit in .cold parts, each part with its own LSDA) built with
+ * g++ -S at -O0 and -O2, then assembled keeping the local labels (-Wa,-L):
+ * every call-site record of the assembly text (.LEHB start, .LEHE end, the
+ * pad's label or 0) gives the address where the call range begins and the
+ * pad's address, which the file's bytes must give back. */
+static void check_landing_pads(void)
+{
+	char dir[] = "/tmp/mt-elfinfo.XXXXXX";
+	T_CHECK(mkdtemp(dir) != NULL, "temp dir");
+	char cmd[4096], exe[64], line[200];
+	for (int o = 0; o <= 2; o += 2) {
+		snprintf(exe, sizeof exe, "%s/x%d", dir, o);
+		snprintf(cmd, sizeof cmd,
+			 "g++ -O%d -S -o %s.s tests/programs/exact/except.cc && "
+			 "g++ -no-pie -Wa,-L -o %s %s.s && nm %s > %s.nm && "
+			 "awk 'FNR == NR { a[$3] = $1; next } /^\\.LLSDACSB/ { f = 1; n = 0; next } "
+			 "/^\\.LLSDACSE/ { f = 0 } f && $1 == \".uleb128\" { n++; split($2, b, \"-\"); "
+			 "if (n %% 4 == 1) s = b[1]; if (n %% 4 == 3) print a[s], b[1] == \"0\" ? 0 : a[b[1]] }' "
+			 "%s.nm %s.s",
+			 o, exe, exe, exe, exe, exe, exe, exe);
+		FILE *p = popen(cmd, "r");
+		struct elfinfo li;
+		int r = -1, nrec = 0, npad = 0, bad = 0;
+		static char raw[4 << 20];
+		size_t n = 0;
+		while (p && fgets(line, sizeof line, p)) {
+			unsigned long long at, want, pad = 1;
+			if (sscanf(line, "%llx %llx", &at, &want) != 2) {
+				bad++;
+				continue;
+			}
+			if (r < 0 && (r = elfinfo_load(&li, exe)) == 0) {
+				FILE *f = fopen(exe, "rb");
+				n = f ? fread(raw, 1, sizeof raw, f) : 0;
+				if (f)
+					fclose(f);
+			}
+			uint64_t got = 1;
+			int k = r || !n ? -2 : elfinfo_landing_pad(&li, raw, n, at, &got);
+			pad = got;
+			nrec++;
+			npad += want != 0;
+			if (k || pad != want) {
+				bad++;
+				T_CHECK(0, "-O%d: the call at %#llx: pad %#llx (%d), the compiler's %#llx", o,
+					at, pad, k, want);
+			}
+		}
+		if (p)
+			pclose(p);
+		T_CHECK(nrec >= 8 && npad >= 4 && !bad,
+			"-O%d: %d call-site records (%d with a pad) of the compiler's LSDA read back", o,
+			nrec, npad);
+		if (!r) {
+			/* main has no handler at -O0 (no LSDA, no pad); an
+			 * address in no FDE: unknown */
+			const struct elf_sym *m = elfinfo_find(&li, "main");
+			uint64_t pad = 1;
+			if (o == 0)
+				T_CHECK(m && elfinfo_landing_pad(&li, raw, n, m->addr + 1, &pad) == 0 &&
+						pad == 0,
+					"no landing pad in main");
+			T_CHECK(elfinfo_landing_pad(&li, raw, n, 0x10, &pad) == -1, "no FDE: unknown");
+			elfinfo_fini(&li);
+		}
+	}
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	T_CHECK(system(cmd) == 0, "cleanup");
+}
+
 int main(void)
 {
 	char exe[4096];
@@ -178,6 +250,7 @@ int main(void)
 
 	check_stripped(&ei, exe, va, hex);
 	check_labels();
+	check_landing_pads();
 
 	/* errors */
 	struct elfinfo bad;
