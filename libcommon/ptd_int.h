@@ -619,6 +619,23 @@ int par_sync_forward(struct ptq *q);
 int par_sync_offset(struct ptq *q, uint64_t *off);
 int par_sync_set(struct ptq *q, uint64_t off);
 int par_set_image(struct ptq *q, struct pt_image *img);
+/* The first member of a queue's struct parq: the answer the stepper takes
+ * next, and where the next body of records decoded on a worker is (the
+ * fast loop writes it at that answer: par_body). */
+struct parhot {
+	size_t pos, bat;
+};
+static inline int par_due(const struct ptq *q)
+{
+	const struct parhot *h = (const struct parhot *)(const void *)q->par;
+	return h && h->pos == h->bat;
+}
+/* The fast loop (q_fast, its state written back) at a body: writes its
+ * records until the queue's time reaches @stop or a batch is confirmed
+ * (1: hand back to the merge, the body goes on at the next call), or to
+ * its end (0); 0 too when the body does not fit the queue's state (the
+ * queue's own decoder then goes on: serial). */
+int par_body(struct ptd *d, struct ptq *q, uint64_t stop);
 
 /* ---- ptd_sideband.c ---- */
 /* Sideband record @s as MTEV records appended to d->sbout (0 or more). */

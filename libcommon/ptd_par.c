@@ -29,13 +29,23 @@
 
 #include "vec.h"
 
-/* a chunk is at least this many bytes of trace (to the next PSB): small,
- * so that a chunk's answers are still in the cache when the stepper reads
- * them (64 KiB cost 1.5x the CPU of 4 KiB on the 50M trace, 2.6x on four
- * threads: bench/decode-par.sh) */
-#define PAR_CHUNK_DEFAULT (4u << 10)
+/* a chunk is at least this many bytes of trace (to the next PSB).  With
+ * answers only (--par-answers): small, so that a chunk's answers are still
+ * in the cache when the stepper reads them (64 KiB cost 1.5x the CPU of 4
+ * KiB on the 50M trace, 2.6x on four threads: bench/decode-par.sh).  With
+ * bodies: large enough that the head and the overlap, answers decoded
+ * twice, are a small part (callgrind, the 5M trace, -j 2: 4 KiB 1.19x -j
+ * 1's instructions, 16 KiB 1.14x, 64 KiB 1.14x) */
+#define PAR_CHUNK_ANSWERS (4u << 10)
+#define PAR_CHUNK_DEFAULT (16u << 10)
 /* answers recorded past the next chunk's PSB, to find the splice */
 #define PAR_OVL 64
+/* with records (bodies): the overlap ends PAR_OVB bytes past the next
+ * chunk's PSB, and that chunk's bodies begin after it (its head: the
+ * answers the overlap is compared with).  A decoder that ran up to a PSB
+ * can be far behind in its offsets after it (libipt reads packets ahead
+ * at a sync): 213 bytes on the 2M mt-ptgen trace */
+#define PAR_OVB 512u
 /* instructions without trace after which a chunk ends (the stepper's own
  * limit, PTD_MAX_SPIN, is lower: it reports the loop) */
 #define PAR_SPIN (1u << 20)
@@ -67,9 +77,50 @@ union pside {
 
 enum { J_TODO, J_RUN, J_DONE };
 
+/* Records decoded on a worker (a body): a stretch of blocks after a block
+ * answer, run through the fast loop's record logic (q_fast) from the
+ * pending branch that block leaves, the queue's time unknown: times are w,
+ * the worker's running maximum of converted TSCs, and the stepper's time
+ * there is max(its time, w).  Where the checks (every 16th branch block:
+ * a commit past a PSB, spinning) fall depends on the branch blocks before
+ * the body, which the worker does not know: every branch block is kept
+ * (bchk) and the stepper picks every 16th.  Where the stepper hands back
+ * to the merge (its time passes a limit) it finds by btim: every block
+ * where w grew. */
+struct brec { /* a branch record: its time is max(the stepper's, w) */
+	uint64_t w, from, to;
+	uint32_t type, pad;
+};
+
+struct bchk { /* a block that ends at a branch: the pending branch it sets */
+	uint64_t off;	 /* the decoder's offset after it */
+	uint64_t ninsns; /* instructions of the body so far */
+	uint64_t from;
+	int32_t isid;
+	uint32_t nrec, blk; /* records and blocks (with instructions) of the body so far */
+	uint8_t cls, size, mode;
+};
+
+struct btim { /* a block where w grew */
+	uint64_t w, last_ip, ninsns;
+	uint32_t blk, nrec, nd; /* nd: its bchk so far */
+};
+
+struct pbody {
+	size_t at; /* before answer at of its job */
+	size_t rec0, nrec, chk0, nchk, tim0, ntim; /* its part of the job's arrays */
+	struct pend pend0; /* the pending branch it starts with (time not used) */
+	/* at its end (pend1.time is a w) */
+	struct pend pend1;
+	uint64_t w, last_ip, last_tsc, ninsns;
+	uint32_t nblk, lost;
+	int touched, havet;
+};
+
 struct pjob {
 	uint64_t begin, end; /* from the PSB at begin; the next chunk's PSB at end */
 	uint64_t ovl;	     /* answers past this offset are the overlap */
+	uint64_t hlim;	     /* bodies after an answer past this offset only */
 	int last;	     /* to the end of the segment */
 	int state;	     /* J_*, under the pool's lock */
 	struct prec *r;
@@ -78,9 +129,20 @@ struct pjob {
 	size_t xn, xcap;
 	size_t ovl0; /* first answer past end (SIZE_MAX: none) */
 	int oom;
+	/* bodies (records decoded here), in answer order */
+	struct pbody *body;
+	size_t nbody, bodycap;
+	struct brec *rec;
+	size_t rn, rcap;
+	struct bchk *chk;
+	size_t cn, ccap;
+	struct btim *tim;
+	size_t tn, tcap;
+	int nobody; /* no more bodies in this job (code the worker cannot read) */
 };
 
 struct parq {
+	struct parhot hot; /* first: ptd_int.h's par_due reads it */
 	struct ptd *d;
 	struct ptq *q;
 	struct pt_config cfg;
@@ -93,7 +155,17 @@ struct parq {
 	size_t released; /* jobs below it may run */
 	int running;	 /* jobs of this queue running (under the lock) */
 	/* the stepper's side */
-	size_t cur, pos; /* the answer it reads next: job cur, record pos */
+	size_t cur; /* the answer it reads next: job cur, record hot.pos */
+	/* the bodies of job cur: bi the next (hot.bat its answer index);
+	 * bon: it is partly written (the stepper handed back inside it) from
+	 * its record brec, check bchk, time btim, past block bblk; the
+	 * stepper's ndec, ninsns, nblocks where it began; bunits: the units
+	 * (branch blocks) of the job's bodies written so far */
+	size_t bi, brec, bchk, btim;
+	uint32_t bblk;
+	int bon;
+	uint64_t bnd0, bins0, bblk0, bunits;
+	int records; /* bodies wanted (not --par-answers) */
 	size_t stop;	 /* switch to the next job at this record (SIZE_MAX: not known) */
 	/* the fast path (take_fast): records below lim of job cur's rv are
 	 * answers to take in order, with no splice, switch or end to check
@@ -112,6 +184,10 @@ struct parq {
 	struct spare {
 		struct prec *r;
 		size_t cap;
+		struct brec *rec;
+		struct bchk *chk;
+		struct btim *tim;
+		size_t rcap, ccap, tcap;
 	} spare[8];
 	int nspare;
 };
@@ -124,6 +200,9 @@ struct ppool {
 	/* per thread slot, sections of its own (slot_image), for every queue:
 	 * libipt's block caches warm once per slot, not once per queue */
 	struct pt_image_section_cache **isc;
+	/* per thread slot, the workers' instruction classes (d->cc is the
+	 * stepper's) */
+	struct ccache_ent **cc;
 	int quit;
 	struct parq **act; /* queues decoded in parallel */
 	size_t nact, actcap;
@@ -195,16 +274,18 @@ static struct prec *rec_sync(struct pt_block_decoder *dec, struct pjob *j, int s
 	return r;
 }
 
-static struct prec *rec_next(struct pt_block_decoder *dec, struct pjob *j)
+/* Block @b with status @st, just given by @dec, as an answer. */
+static struct prec *rec_put(struct pt_block_decoder *dec, struct pjob *j, int st,
+			    const struct pt_block *bp)
 {
 	struct prec *r = rec_add(j);
-	struct pt_block b; /* zeroed by libipt first */
+	const struct pt_block b = *bp;
 	union pside *x;
 	if (!r)
 		return NULL;
 	r->op = PR_NEXT;
 	r->flags = 0;
-	r->ret = pt_blk_next(dec, &b, sizeof b);
+	r->ret = st;
 	r->ip = b.ip;
 	r->end_ip = b.end_ip;
 	r->isid = b.isid;
@@ -220,6 +301,13 @@ static struct prec *rec_next(struct pt_block_decoder *dec, struct pjob *j)
 	}
 	rec_after(dec, r);
 	return r;
+}
+
+static struct prec *rec_next(struct pt_block_decoder *dec, struct pjob *j)
+{
+	struct pt_block b; /* zeroed by libipt first */
+	int st = pt_blk_next(dec, &b, sizeof b);
+	return rec_put(dec, j, st, &b);
 }
 
 static struct prec *rec_event(struct pt_block_decoder *dec, struct pjob *j)
@@ -256,8 +344,332 @@ static void rec_block(const struct pjob *j, const struct prec *r, struct pt_bloc
 	b->speculative = (r->flags & PF_SPEC) != 0;
 }
 
+/* ---- bodies: the fast loop's records, on a worker ---- */
+
+/* bytes of sections a worker slot's iscache keeps mapped */
+#define PAR_ISC_LIMIT (256u << 20)
+
+/* entries of a worker's instruction class cache */
+#define PAR_CC 16384
+
+/* classify_ip_slow (ptd_image.c) on a worker: its own cache, the code
+ * bytes from d->secs only (read-only while chunks are decoded: no image
+ * changes then); *fail when they are not there (pt_iscache_read would be
+ * asked: the body ends). */
+static enum x86br w_classify_slow(const struct ptd *d, struct ccache_ent *e, uint64_t ip,
+				  int32_t isid, uint8_t mode, uint8_t *size, int *fail)
+{
+	const struct secview *v;
+	uint8_t buf[16];
+	uint64_t left;
+	int n, bits;
+	enum x86br cls;
+
+	*size = 0;
+	if (isid <= 0)
+		return X86BR_NONE;
+	if ((size_t)isid >= d->nsecs || !d->secs[isid].data) {
+		*fail = 1;
+		return X86BR_NONE;
+	}
+	v = &d->secs[isid];
+	if (ip < v->addr || ip - v->addr >= v->size)
+		return X86BR_NONE;
+	left = v->size - (ip - v->addr);
+	n = left < sizeof buf ? (int)left : (int)sizeof buf;
+	memcpy(buf, v->data + (ip - v->addr), (size_t)n);
+	bits = mode == ptem_64bit ? 64 : mode == ptem_32bit ? 32 : 16;
+	cls = x86br_classify(buf, (size_t)n, bits, size);
+	e->ip = ip;
+	e->isid = isid;
+	e->cls = (uint8_t)cls;
+	e->size = *size;
+	e->mode = mode;
+	e->valid = 1;
+	return cls;
+}
+
+static inline __attribute__((always_inline)) enum x86br
+w_classify_ip(const struct ptd *d, struct ccache_ent *cc, uint64_t ip, int32_t isid, uint8_t mode,
+	      uint8_t *size, int *fail)
+{
+	struct ccache_ent *e = &cc[(ip ^ (ip >> 11)) & (PAR_CC - 1)];
+	if (e->valid && e->ip == ip && e->isid == isid && e->mode == mode) {
+		*size = e->size;
+		return (enum x86br)e->cls;
+	}
+	return w_classify_slow(d, e, ip, isid, mode, size, fail);
+}
+
+/* classify_at (ptd_step.c) on a worker, for a block not truncated. */
+static inline __attribute__((always_inline)) enum x86br w_classify_at(const struct ptd *d, struct ccache_ent *cc,
+				const struct pt_block *b, uint8_t *size, int *fail)
+{
+	*size = 0;
+	switch (b->iclass) {
+	case ptic_call:
+		return X86BR_CALL;
+	case ptic_return:
+		return X86BR_RET;
+	case ptic_jump:
+		return X86BR_JMP;
+	case ptic_other:
+	case ptic_ptwrite:
+		return X86BR_NONE;
+	case ptic_cond_jump:
+		return X86BR_JCC;
+	default:
+		break;
+	}
+	return w_classify_ip(d, cc, b->end_ip, b->isid, (uint8_t)b->mode, size, fail);
+}
+
+enum { WB_GENERAL = -2, WB_NOT_TAKEN = -1 };
+
+/* fast_br_type (ptd_step.c) on a worker. */
+static inline __attribute__((always_inline)) int w_br_type(const struct ptd *d, struct ccache_ent *cc, struct pend *p, uint64_t next,
+		     int *fail)
+{
+	if (p->cls == X86BR_JCC) {
+		if (!p->size) {
+			uint64_t delta = next - p->from;
+			if (delta >= 2 && delta <= 15)
+				w_classify_ip(d, cc, p->from, p->isid, p->mode, &p->size, fail);
+		}
+		if (p->size && next == p->from + p->size)
+			return WB_NOT_TAKEN;
+		return MTEV_BR_JCC;
+	}
+	if (p->cls == X86BR_CALL)
+		return MTEV_BR_CALL;
+	if (p->cls == X86BR_RET)
+		return MTEV_BR_RETURN;
+	if (p->cls == X86BR_JMP || p->cls == X86BR_FARJMP)
+		return MTEV_BR_JUMP;
+	return WB_GENERAL;
+}
+
+/* One more element of *@v (cap *@cap, n *@n), NULL: out of memory. */
+static void *grow1_slow(void **v, size_t *n, size_t *cap, size_t size)
+{
+	size_t nc = *cap ? 2 * *cap : 1024;
+	void *x = realloc(*v, nc * size);
+	if (!x)
+		return NULL;
+	*v = x;
+	*cap = nc;
+	return (char *)*v + (*n)++ * size;
+}
+
+static inline __attribute__((always_inline)) void *grow1(void **v, size_t *n, size_t *cap,
+							  size_t size)
+{
+	if (*n < *cap)
+		return (char *)*v + (*n)++ * size;
+	return grow1_slow(v, n, cap, size);
+}
+
+/* A body after block answer @h of @j: blocks from @dec while the fast loop
+ * would take them (status 0, no far transfer to resolve, code bytes at
+ * hand, before the overlap, not spinning).  The block that ends it is not
+ * in it: *@b, status *@st, for the caller to record as an answer.
+ * Returns 1 (a block in *b), 0 (no body: nothing decoded), -1 (out of
+ * memory). */
+static int body_run(struct parq *pq, struct pjob *j, struct pt_block_decoder *dec,
+		    struct ccache_ent *cc, const struct prec *h, struct pt_block *b, int *stp)
+{
+	const struct ptd *d = pq->d;
+	struct pbody *y;
+	struct pend p;
+	struct pt_block hb;
+	uint64_t w = 0, last_tsc = 0, ninsns = 0, last_ip = 0;
+	uint32_t nblk = 0, nd = 0, lost = 0, nrec = 0;
+	int touched = 0, havet = 0, fail = 0, nacc = 0, st;
+	uint8_t size;
+	enum x86br cls;
+	/* the job's arrays in locals (written back on the way out) */
+	struct brec *rv = j->rec;
+	struct bchk *cv = j->chk;
+	size_t rn = j->rn, rcap = j->rcap, cn = j->cn, ccap = j->ccap, c0 = j->cn;
+
+	rec_block(j, h, &hb);
+	memset(&p, 0, sizeof p);
+	if (h->tret >= 0) {
+		last_tsc = h->tsc;
+		w = ptd_conv(d, h->tsc);
+	}
+	cls = w_classify_at(d, cc, &hb, &size, &fail);
+	if (fail) {
+		j->nobody = 1;
+		return 0;
+	}
+	if (cls != X86BR_NONE) {
+		p.valid = 1;
+		p.cls = (uint8_t)cls;
+		p.size = size;
+		p.isid = hb.isid;
+		p.mode = (uint8_t)hb.mode;
+		p.from = hb.end_ip;
+		p.time = w;
+	}
+	y = grow1((void **)&j->body, &j->nbody, &j->bodycap, sizeof *j->body);
+	if (!y) {
+		j->oom = 1;
+		return -1;
+	}
+	memset(y, 0, sizeof *y);
+	y->at = j->n;
+	y->rec0 = rn;
+	y->chk0 = cn;
+	y->tim0 = j->tn;
+	y->pend0 = p;
+	for (;;) {
+		uint64_t off = 0, tsc;
+		uint32_t lm, lc;
+		int type = WB_NOT_TAKEN;
+
+		st = pt_blk_next(dec, b, sizeof *b);
+		if (st != 0 || b->truncated)
+			break;
+		if (p.valid) {
+			type = w_br_type(d, cc, &p, b->ip, &fail);
+			if (type == WB_GENERAL || fail)
+				break;
+		}
+		cls = X86BR_NONE;
+		if (b->ninsn) {
+			cls = w_classify_at(d, cc, b, &size, &fail);
+			if (fail)
+				break;
+			/* the offset at branch blocks only (the units: a block
+			 * of straight-line code past the overlap's start may be
+			 * the body's); spinning: two checks 16 branch blocks
+			 * apart at the same offset (q_spin_check; those with
+			 * the first check of the body are the stepper's) */
+			if (cls != X86BR_NONE &&
+			    (pt_blk_get_offset(dec, &off) < 0 || (!j->last && off > j->ovl) ||
+			     (cn - c0 >= 16 && cv[cn - 16].off == off)))
+				break;
+		}
+		/* the block is the body's */
+		nacc++;
+		if (p.valid) {
+			if (type != WB_NOT_TAKEN) {
+				struct brec *r;
+				if (rn == rcap) {
+					j->rn = rn;
+					if (!grow1_slow((void **)&j->rec, &j->rn, &j->rcap, sizeof *r))
+						goto oom;
+					rv = j->rec;
+					rcap = j->rcap;
+				}
+				r = &rv[rn++];
+				r->w = p.time;
+				r->from = p.from;
+				r->to = b->ip;
+				r->type = (uint32_t)type;
+				nrec++;
+			}
+			p.valid = 0;
+		}
+		if (b->ninsn) {
+			int grew = 0;
+			nblk++;
+			ninsns += b->ninsn;
+			if (pt_blk_time(dec, &tsc, &lm, &lc) >= 0) {
+				if (tsc != last_tsc) {
+					uint64_t t = ptd_conv(d, tsc);
+					last_tsc = tsc;
+					if (t > w) {
+						w = t;
+						grew = 1;
+					}
+				}
+				lost = lm + lc;
+				havet = 1;
+			}
+			last_ip = b->end_ip;
+			touched = 1;
+			if (cls != X86BR_NONE) {
+				struct bchk *c;
+				if (cn == ccap) {
+					j->cn = cn;
+					if (!grow1_slow((void **)&j->chk, &j->cn, &j->ccap, sizeof *c))
+						goto oom;
+					cv = j->chk;
+					ccap = j->ccap;
+				}
+				c = &cv[cn++];
+				nd++;
+				p.valid = 1;
+				p.cls = (uint8_t)cls;
+				p.size = size;
+				p.isid = b->isid;
+				p.mode = (uint8_t)b->mode;
+				p.from = b->end_ip;
+				p.time = w;
+				c->off = off;
+				c->ninsns = ninsns;
+				c->from = b->end_ip;
+				c->isid = b->isid;
+				c->nrec = nrec;
+				c->blk = nblk;
+				c->cls = p.cls;
+				c->size = size;
+				c->mode = p.mode;
+			}
+			if (grew) {
+				struct btim *t = grow1((void **)&j->tim, &j->tn, &j->tcap, sizeof *t);
+				if (!t)
+					goto oom;
+				t->w = w;
+				t->last_ip = b->end_ip;
+				t->ninsns = ninsns;
+				t->blk = nblk;
+				t->nrec = nrec;
+				t->nd = nd;
+			}
+		}
+	}
+	*stp = st;
+	j->rn = rn;
+	j->cn = cn;
+	if (!nacc) {
+		j->nbody--;
+		return 1;
+	}
+	y->nrec = j->rn - y->rec0;
+	y->nchk = j->cn - y->chk0;
+	y->ntim = j->tn - y->tim0;
+	y->pend1 = p;
+	y->w = w;
+	y->last_ip = last_ip;
+	y->last_tsc = last_tsc;
+	y->ninsns = ninsns;
+	y->nblk = nblk;
+	y->lost = lost;
+	y->touched = touched;
+	y->havet = havet;
+	return 1;
+oom:
+	j->oom = 1;
+	return -1;
+}
+
+/* Whether a body may begin after answer @r of @j: a block with status 0
+ * and instructions, before the overlap, past the head (the answers the
+ * previous chunk's overlap is compared with: to PAR_OVB bytes past its
+ * start). */
+static int body_may(const struct parq *pq, const struct pjob *j, const struct prec *r)
+{
+	return pq->records && !j->nobody && r->op == PR_NEXT && r->ret == 0 &&
+	       !(r->flags & PF_SIDE) && r->ninsn && r->oret >= 0 &&
+	       (j->last || r->off <= j->ovl) && (j->nbody || r->off > j->hlim);
+}
+
 /* Decodes job @j as the stepper's libipt stepper would call libipt: blocks
- * and events by the status, after an error a sync to the next PSB. */
+ * and events by the status, after an error a sync to the next PSB; where
+ * the fast loop would run, records (bodies). */
 static void job_run(struct parq *pq, struct pjob *j, int slot)
 {
 	struct pt_block_decoder *dec = pq->dec[slot];
@@ -267,6 +679,8 @@ static void job_run(struct parq *pq, struct pjob *j, int slot)
 	int st;
 
 	j->n = j->xn = 0;
+	j->nbody = j->rn = j->cn = j->tn = 0;
+	j->nobody = 0;
 	j->ovl0 = SIZE_MAX;
 	if (!dec) {
 		dec = pq->dec[slot] = pt_blk_alloc_decoder(&pq->cfg);
@@ -292,7 +706,15 @@ static void job_run(struct parq *pq, struct pjob *j, int slot)
 			if (!(r = rec_sync(dec, j, st)))
 				return;
 		} else {
-			r = (st & pts_event_pending) ? rec_event(dec, j) : rec_next(dec, j);
+			struct pt_block b;
+			int bst = 0, k = 0;
+			if (!(st & pts_event_pending) && body_may(pq, j, r) &&
+			    (k = body_run(pq, j, dec, pq->d->pool->cc[slot], r, &b, &bst)) < 0)
+				return;
+			if (k)
+				r = rec_put(dec, j, bst, &b);
+			else
+				r = (st & pts_event_pending) ? rec_event(dec, j) : rec_next(dec, j);
 			if (!r)
 				return;
 			st = r->ret;
@@ -308,6 +730,11 @@ static void job_run(struct parq *pq, struct pjob *j, int slot)
 			}
 		}
 		if (!j->last && r->oret >= 0 && r->off > j->ovl) {
+			if (pq->records && r->off - j->ovl > PAR_OVB) {
+				/* the next job's head ends there: not compared */
+				j->n--;
+				break;
+			}
 			if (!past++)
 				j->ovl0 = j->n - 1;
 			if (past >= PAR_OVL)
@@ -337,9 +764,15 @@ static void job_do(struct ppool *p, struct parq *pq, struct pjob *j, int slot)
 	j->state = J_RUN;
 	pq->running++;
 	if (!j->r && pq->nspare) {
-		pq->nspare--;
-		j->r = pq->spare[pq->nspare].r;
-		j->cap = pq->spare[pq->nspare].cap;
+		const struct spare *x = &pq->spare[--pq->nspare];
+		j->r = x->r;
+		j->cap = x->cap;
+		j->rec = x->rec;
+		j->rcap = x->rcap;
+		j->chk = x->chk;
+		j->ccap = x->ccap;
+		j->tim = x->tim;
+		j->tcap = x->tcap;
 	}
 	if (!j->r && !j->last) {
 		/* about 1.3 blocks a byte of trace: no growing on the way */
@@ -393,12 +826,23 @@ static int pool_start(struct ptd *d)
 	pthread_cond_init(&p->done, NULL);
 	p->th = calloc((size_t)n, sizeof *p->th);
 	p->isc = calloc((size_t)n, sizeof *p->isc);
-	for (i = 0; p->th && p->isc && i < n; i++)
-		if (!(p->isc[i] = pt_iscache_alloc(NULL)))
+	p->cc = calloc((size_t)n, sizeof *p->cc);
+	for (i = 0; p->th && p->isc && p->cc && i < n; i++) {
+		if (!(p->cc[i] = calloc(PAR_CC, sizeof *p->cc[i])))
 			break;
-	if (!p->th || !p->isc || i < n) {
-		while (p->isc && i > 0)
+		if (!(p->isc[i] = pt_iscache_alloc(NULL))) {
+			free(p->cc[i]);
+			break;
+		}
+		/* sections stay mapped, with their block caches */
+		pt_iscache_set_limit(p->isc[i], PAR_ISC_LIMIT);
+	}
+	if (!p->th || !p->isc || !p->cc || i < n) {
+		while (p->isc && p->cc && i > 0) {
 			pt_iscache_free(p->isc[--i]);
+			free(p->cc[i]);
+		}
+		free(p->cc);
 		free(p->isc);
 		free(p->th);
 		free(p);
@@ -552,17 +996,19 @@ static size_t next_unit(struct ptd *d, const struct pjob *j, size_t k)
 static int splice(struct ptd *d, struct parq *pq)
 {
 	const struct pjob *a = &pq->job[pq->cur], *b;
-	size_t j, i, x, y;
+	size_t j, i, x, y, bn;
 	if (pq->cur + 1 >= pq->njob || d->opts->par_fallback)
 		return -1;
 	b = job_wait(d, pq, pq->cur + 1);
 	if (a->oom || b->oom)
 		return -1;
-	for (j = next_unit(d, a, a->ovl0 > pq->pos ? a->ovl0 : pq->pos); j < a->n;
+	/* the next job is entered before its first body (its head) */
+	bn = b->nbody ? b->body[0].at : b->n;
+	for (j = next_unit(d, a, a->ovl0 > pq->hot.pos ? a->ovl0 : pq->hot.pos); j < a->n;
 	     j = next_unit(d, a, j + 1)) {
 		if (a->r[j].oret < 0)
 			continue;
-		for (i = find_off(b, a->r[j].off); i < b->n && b->r[i].off == a->r[j].off; i++) {
+		for (i = find_off(b, a->r[j].off); i < bn && b->r[i].off == a->r[j].off; i++) {
 			if (!unit(d, b, &b->r[i]) || !unit_eq(a, &a->r[j], b, &b->r[i]))
 				continue;
 			x = j;
@@ -570,13 +1016,20 @@ static int splice(struct ptd *d, struct parq *pq)
 			for (;;) {
 				x = next_unit(d, a, x + 1);
 				y = next_unit(d, b, y + 1);
-				if (x == a->n || y == b->n || !unit_eq(a, &a->r[x], b, &b->r[y]))
+				if (x == a->n || y >= bn || !unit_eq(a, &a->r[x], b, &b->r[y]))
 					break;
 			}
 			if (x == a->n) {
 				d->st->par_spliced++;
-				pq->stop = j;
-				pq->entry = i;
+				/* after the unit, not at it: the stepper has
+				 * the block of this job, whose start may differ
+				 * from the next job's (libipt's block caches
+				 * split straight-line code differently), so the
+				 * branch pending before it is resolved at the
+				 * right address; the blocks after a unit start
+				 * where it went in both */
+				pq->stop = j + 1;
+				pq->entry = i + 1;
 				return 0;
 			}
 		}
@@ -591,9 +1044,18 @@ static void pq_free(struct ptd *d, struct parq *pq)
 	for (i = 0; i < pq->njob; i++) {
 		free(pq->job[i].r);
 		free(pq->job[i].x);
+		free(pq->job[i].body);
+		free(pq->job[i].rec);
+		free(pq->job[i].chk);
+		free(pq->job[i].tim);
 	}
-	while (pq->nspare)
-		free(pq->spare[--pq->nspare].r);
+	while (pq->nspare) {
+		const struct spare *x = &pq->spare[--pq->nspare];
+		free(x->r);
+		free(x->rec);
+		free(x->chk);
+		free(x->tim);
+	}
 	free(pq->job);
 	for (s = 0; s < ns; s++) {
 		if (pq->dec && pq->dec[s])
@@ -642,11 +1104,20 @@ static void fallback(struct ptd *d, struct ptq *q)
 	uint64_t failoff = UINT64_MAX;
 	int st, lost = 0;
 
-	for (k = 1; k < pq->pos && k < j->n; k++)
+	size_t wk = 0;
+	for (k = 1; k < pq->hot.pos && k < j->n; k++)
 		if (unit(d, j, &j->r[k])) {
 			target++;
 			want = &j->r[k];
+			wk = k;
 		}
+	/* and the branch blocks of the bodies written (in part: bon) */
+	target += pq->bunits;
+	if (pq->bon)
+		target += q->ndec - pq->bnd0;
+	if ((pq->bi || pq->bon) && j->body[pq->bon ? pq->bi : pq->bi - 1].at > wk)
+		want = NULL; /* the last unit was a body's */
+	pq->bon = 0;
 	d->st->par_fallbacks++;
 	memset(&t, 0, sizeof t);
 	st = pt_blk_sync_set(dec, j->begin);
@@ -678,6 +1149,198 @@ static void fallback(struct ptd *d, struct ptq *q)
 	ptd_par_stop(d, q);
 }
 
+/* Job cur's first body (its answers were just switched to). */
+static void body_first(struct parq *pq)
+{
+	const struct pjob *j = &pq->job[pq->cur];
+	pq->bi = 0;
+	pq->bon = 0;
+	pq->bunits = 0;
+	pq->hot.bat = j->nbody && !j->oom ? j->body[0].at : SIZE_MAX;
+}
+
+/* The pending branches the stepper and a body start with are the same
+ * (a jcc's size is looked up late: not compared). */
+static int pend_same(const struct pend *a, const struct pend *b)
+{
+	if (a->valid != b->valid)
+		return 0;
+	return !a->valid || (a->cls == b->cls && a->isid == b->isid && a->mode == b->mode &&
+			     a->from == b->from);
+}
+
+/* Body @y's records up to (not including) @n into the ring, their times
+ * not before @S; the thread's last record. */
+static void body_push(struct ptd *d, struct ptq *q, struct parq *pq, const struct pjob *j,
+		      const struct pbody *y, size_t n, uint64_t S)
+{
+	struct thr *th = &d->thr[q->th];
+	const struct brec *v = j->rec + y->rec0;
+	const uint32_t tid = th->tid;
+	size_t k = pq->brec;
+	uint64_t t = 0;
+	if (k >= n)
+		return;
+	while (k < n) {
+		/* the ring's free run from its tail: no check per record */
+		size_t tail, room, e;
+		struct mtev_rec *r;
+		if (q->fcount == q->fcap) {
+			if (!(r = q_grow_push(d, q)))
+				break;
+			q->fcount--;
+		}
+		tail = (q->fhead + q->fcount) & (q->fcap - 1);
+		room = q->fcap - q->fcount;
+		if (room > q->fcap - tail)
+			room = q->fcap - tail;
+		e = n - k < room ? n : k + room;
+		r = &q->fifo[tail];
+		q->fcount += e - k;
+		for (; k < e; k++, r++) {
+			t = v[k].w > S ? v[k].w : S;
+			r->kind = MTEV_BRANCH;
+			r->br.tid = tid;
+			r->br.time = t;
+			r->br.type = v[k].type;
+			r->br.from = v[k].from;
+			r->br.to = v[k].to;
+		}
+	}
+	d->st->branches += k - pq->brec;
+	d->st->par_body_recs += k - pq->brec;
+	pq->brec = k;
+	th->last_time = t;
+	th->has_rec = 1;
+	th->lastq = (int)(q - d->q);
+}
+
+int par_body(struct ptd *d, struct ptq *q, uint64_t stop)
+{
+	struct parq *pq = q->par;
+	const struct pjob *j = &pq->job[pq->cur];
+	const struct pbody *y = &j->body[pq->bi];
+	const struct bchk *cv = j->chk + y->chk0;
+	const struct btim *tv = j->tim + y->tim0;
+	struct thr *th = &d->thr[q->th];
+	uint64_t S = q->time, w;
+	size_t c, ti, tw;
+	uint32_t yblk = UINT32_MAX;
+	/* where it hands back: a block, its records, branch blocks,
+	 * instructions and last instruction; the pending branch it leaves
+	 * (xc: its bchk, or none) */
+	uint32_t xblk, xnrec, xnd;
+	uint64_t xins, xip;
+	const struct bchk *xc;
+
+	if (!pq->bon) {
+		size_t c0 = 15 - (size_t)(q->ndec & 15); /* the first check */
+		if (S >= stop || !pend_same(&q->pend, &y->pend0) ||
+		    (c0 < y->nchk && q_off(q, cv[c0].off) == q->spin_off)) {
+			/* the stepper's own decoder takes over here */
+			fallback(d, q);
+			return 0;
+		}
+		pq->bon = 1;
+		pq->bnd0 = q->ndec;
+		pq->bins0 = q->ninsns;
+		pq->bblk0 = q->nblocks;
+		pq->brec = 0;
+		pq->btim = 0;
+		pq->bblk = 0;
+		pq->bchk = c0;
+		d->st->par_bodies++;
+	}
+	/* the first block where the time reaches @stop */
+	for (ti = pq->btim; ti < y->ntim; ti++)
+		if (tv[ti].blk > pq->bblk && tv[ti].w >= stop) {
+			yblk = tv[ti].blk;
+			break;
+		}
+	/* the checks before it: commits, a full batch */
+	for (c = pq->bchk; c < y->nchk && cv[c].blk <= yblk; c += 16) {
+		uint64_t off = q_off(q, cv[c].off);
+		body_push(d, q, pq, j, y, cv[c].nrec, S);
+		q_psb_passed(q, off);
+		/* never spinning: par_body's first check, body_run the rest */
+		q_spin_check(off, pq->bins0 + cv[c].ninsns, &q->spin_off, &q->spin_mark,
+			     &q->spin_insns);
+		if (q->nready >= PTD_BATCH || d->err) {
+			pq->bchk = c + 16;
+			xc = &cv[c];
+			xblk = xc->blk;
+			xnrec = xc->nrec;
+			xnd = (uint32_t)(c + 1);
+			xins = xc->ninsns;
+			xip = xc->from;
+			goto yield;
+		}
+	}
+	pq->bchk = c;
+	if (yblk != UINT32_MAX) {
+		const struct btim *t = &tv[ti];
+		xblk = t->blk;
+		xnrec = t->nrec;
+		xnd = t->nd;
+		xins = t->ninsns;
+		xip = t->last_ip;
+		xc = xnd && cv[xnd - 1].blk == xblk ? &cv[xnd - 1] : NULL;
+		goto yield;
+	}
+	/* to the end */
+	body_push(d, q, pq, j, y, y->nrec, S);
+	q->time = y->w > S ? y->w : S;
+	q->ndec = pq->bnd0 + y->nchk;
+	q->ninsns = pq->bins0 + y->ninsns;
+	q->nblocks = pq->bblk0 + y->nblk;
+	if (y->touched) {
+		th->state = TS_ON;
+		th->last_ip = y->last_ip;
+	}
+	q->pend = y->pend1;
+	if (q->pend.valid && q->pend.time < S)
+		q->pend.time = S;
+	if (y->havet) {
+		q->last_tsc = y->last_tsc;
+		q->lost_timing = y->lost;
+	}
+	q->status = 0;
+	pq->bunits += y->nchk;
+	pq->bon = 0;
+	pq->bi++;
+	pq->hot.bat = pq->bi < j->nbody ? j->body[pq->bi].at : SIZE_MAX;
+	pq->lim = 0; /* take_slow sets the fast path's end again */
+	return 0;
+yield:
+	body_push(d, q, pq, j, y, xnrec, S);
+	/* the time at that block: the last growth of w at or before it */
+	w = 0;
+	for (tw = pq->btim; tw < y->ntim && tv[tw].blk <= xblk; tw++)
+		w = tv[tw].w;
+	pq->btim = tw;
+	pq->bblk = xblk;
+	if (w > q->time)
+		q->time = w;
+	q->ndec = pq->bnd0 + xnd;
+	q->ninsns = pq->bins0 + xins;
+	q->nblocks = pq->bblk0 + xblk;
+	th->state = TS_ON;
+	th->last_ip = xip;
+	if (xc) {
+		q->pend.valid = 1;
+		q->pend.cls = xc->cls;
+		q->pend.size = xc->size;
+		q->pend.isid = xc->isid;
+		q->pend.mode = xc->mode;
+		q->pend.from = xc->from;
+		q->pend.time = q->time;
+	} else {
+		q->pend.valid = 0;
+	}
+	q->status = 0;
+	return 1;
+}
+
 /* The next answer, of kind @op: NULL when the records have none (then the
  * queue's decoder has taken over). */
 static const struct prec *take_slow(struct ptq *q, uint8_t op)
@@ -688,45 +1351,68 @@ static const struct prec *take_slow(struct ptq *q, uint8_t op)
 	for (;;) {
 		const struct pjob *j = &pq->job[pq->cur];
 		const struct prec *r;
-		if (pq->pos >= j->ovl0 && pq->stop == SIZE_MAX && splice(d, pq) < 0)
+		if (pq->hot.pos == pq->hot.bat)
+			break; /* a body is due: only the fast loop writes it */
+		if (pq->hot.pos >= j->ovl0 && pq->stop == SIZE_MAX && splice(d, pq) < 0)
 			break;
-		if (pq->pos == pq->stop) {
+		if (pq->hot.pos == pq->stop) {
 			struct ppool *p = d->pool;
 			if (pq->last != &pq->act) {
 				pq->act = *pq->last;
 				pq->last = &pq->act;
 			}
+			struct pjob *o = &pq->job[pq->cur];
 			pthread_mutex_lock(&p->mu);
 			if (pq->nspare < (int)(sizeof pq->spare / sizeof pq->spare[0])) {
-				pq->spare[pq->nspare].r = pq->job[pq->cur].r;
-				pq->spare[pq->nspare++].cap = pq->job[pq->cur].cap;
+				struct spare *x = &pq->spare[pq->nspare++];
+				x->r = o->r;
+				x->cap = o->cap;
+				x->rec = o->rec;
+				x->rcap = o->rcap;
+				x->chk = o->chk;
+				x->ccap = o->ccap;
+				x->tim = o->tim;
+				x->tcap = o->tcap;
 			} else {
-				free(pq->job[pq->cur].r);
+				free(o->r);
+				free(o->rec);
+				free(o->chk);
+				free(o->tim);
 			}
-			pq->job[pq->cur].r = NULL;
-			pq->job[pq->cur].n = pq->job[pq->cur].cap = 0;
-			free(pq->job[pq->cur].x);
-			pq->job[pq->cur].x = NULL;
-			pq->job[pq->cur].xn = pq->job[pq->cur].xcap = 0;
+			o->r = NULL;
+			o->n = o->cap = 0;
+			o->rec = NULL;
+			o->chk = NULL;
+			o->tim = NULL;
+			o->rn = o->rcap = o->cn = o->ccap = o->tn = o->tcap = 0;
+			free(o->x);
+			o->x = NULL;
+			o->xn = o->xcap = 0;
+			free(o->body);
+			o->body = NULL;
+			o->nbody = o->bodycap = 0;
 			pq->cur++;
-			pq->pos = pq->entry;
+			pq->hot.pos = pq->entry;
 			pq->stop = SIZE_MAX;
 			release(p, pq);
 			pthread_mutex_unlock(&p->mu);
 			job_wait(d, pq, pq->cur);
+			body_first(pq);
 			continue;
 		}
-		if (j->oom || pq->pos >= j->n)
+		if (j->oom || pq->hot.pos >= j->n)
 			break;
-		r = &j->r[pq->pos];
+		r = &j->r[pq->hot.pos];
 		if (r->op != op)
 			break;
-		pq->pos++;
+		pq->hot.pos++;
 		pq->last = r;
 		pq->rv = j->r;
 		pq->lim = pq->stop != SIZE_MAX ? pq->stop : j->ovl0;
 		if (pq->lim > j->n)
 			pq->lim = j->n;
+		if (pq->lim > pq->hot.bat)
+			pq->lim = pq->hot.bat;
 		return r;
 	}
 	fallback(d, q);
@@ -736,9 +1422,9 @@ static const struct prec *take_slow(struct ptq *q, uint8_t op)
 static inline const struct prec *take(struct ptq *q, uint8_t op)
 {
 	struct parq *pq = q->par;
-	if (pq->pos < pq->lim && pq->rv[pq->pos].op == op) {
+	if (pq->hot.pos < pq->lim && pq->rv[pq->hot.pos].op == op) {
 		/* inside a job, before its overlap or splice: the answer */
-		pq->last = &pq->rv[pq->pos++];
+		pq->last = &pq->rv[pq->hot.pos++];
 		return pq->last;
 	}
 	return take_slow(q, op);
@@ -895,7 +1581,9 @@ void ptd_par_start(struct ptd *d, struct ptq *q)
 		return;
 	/* chunks: from the sync, cut at the first PSB chunk bytes on; with
 	 * CYC, whose overlap is a PSB interval more, at least 8 intervals */
-	chunk = d->opts->chunk_bytes ? d->opts->chunk_bytes : PAR_CHUNK_DEFAULT;
+	chunk = d->opts->chunk_bytes ? d->opts->chunk_bytes
+		: d->opts->par_answers ? PAR_CHUNK_ANSWERS
+				       : PAR_CHUNK_DEFAULT;
 	if (cyc && !d->opts->chunk_bytes && q->npsbs &&
 	    chunk < 8 * (q->segs[q->curseg].end - q->segs[q->curseg].begin) / q->npsbs)
 		chunk = 8 * (q->segs[q->curseg].end - q->segs[q->curseg].begin) / q->npsbs;
@@ -943,6 +1631,7 @@ void ptd_par_start(struct ptd *d, struct ptq *q)
 			if (cyc) /* the overlap from the PSB after */
 				j->ovl = i + 1 < q->npsbs ? q->psbs[i + 1] : UINT64_MAX - 1;
 			pq->job[++pq->njob].begin = q->psbs[i];
+			pq->job[pq->njob].hlim = j->ovl > UINT64_MAX - PAR_OVB ? UINT64_MAX : j->ovl + PAR_OVB;
 			last = q->psbs[i];
 		}
 	pq->job[pq->njob++].last = 1;
@@ -956,8 +1645,10 @@ void ptd_par_start(struct ptd *d, struct ptq *q)
 	pq->sret = pt_blk_get_sync_offset(q->dec, &pq->soff);
 	pq->last = &pq->act;
 	pq->last_sync = 1;
-	pq->pos = 1; /* job 0's sync is the one the stepper made */
+	pq->hot.pos = 1; /* job 0's sync is the one the stepper made */
+	pq->hot.bat = SIZE_MAX;
 	pq->stop = SIZE_MAX;
+	pq->records = !d->opts->par_answers;
 	pthread_mutex_lock(&p->mu);
 	if (mt_grow((void **)&p->act, &p->actcap, p->nact + 1, sizeof *p->act) < 0) {
 		pthread_mutex_unlock(&p->mu);
@@ -969,6 +1660,7 @@ void ptd_par_start(struct ptd *d, struct ptq *q)
 	release(p, pq);
 	pthread_mutex_unlock(&p->mu);
 	job_wait(d, pq, 0);
+	body_first(pq);
 }
 
 void ptd_par_fini(struct ptd *d)
@@ -989,8 +1681,11 @@ void ptd_par_fini(struct ptd *d)
 	pthread_mutex_destroy(&p->mu);
 	pthread_cond_destroy(&p->work);
 	pthread_cond_destroy(&p->done);
-	for (t = 0; t < n; t++)
+	for (t = 0; t < n; t++) {
 		pt_iscache_free(p->isc[t]);
+		free(p->cc[t]);
+	}
+	free(p->cc);
 	free(p->isc);
 	free(p->th);
 	free(p->act);

@@ -830,6 +830,24 @@ static int q_fast(struct ptd *d, struct ptq *q, uint64_t limit, struct pt_block 
 		enum x86br cls;
 		int decided = 0;
 
+		if (par_due(q)) {
+			/* -j N: records decoded on a worker, from here */
+			int y;
+			QF_FLUSH();
+			y = par_body(d, q, stop);
+			now = q->time;
+			last_tsc = q->last_tsc;
+			lost = q->lost_timing;
+			nblocks = q->nblocks;
+			ninsns = q->ninsns;
+			ndec = q->ndec;
+			spin_off = q->spin_off;
+			spin_insns = q->spin_insns;
+			spin_mark = q->spin_mark;
+			st = q->status;
+			if (y || d->err || q->nready >= PTD_BATCH)
+				goto out;
+		}
 		st = pt_blk_next(dec, b, sizeof *b);
 		if (st < 0)
 			break;

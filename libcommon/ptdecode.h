@@ -56,6 +56,7 @@ struct ptd_options {
 	int jobs;
 	uint64_t chunk_bytes; /* bytes of trace per chunk at least; 0: 4 KiB */
 	int par_fallback;     /* test: never switch chunks, take the serial fallback */
+	int par_answers;      /* -j: workers record libipt's answers only, no records */
 	/* sampling: frame-pointer stacks are not completed with their
 	 * thread's root chain (docs/sampling.md) */
 	int no_root_join;
@@ -83,6 +84,7 @@ struct ptd_stats {
 	/* -j N: chunks decoded on threads, switched to at a PSB, and serial
 	 * fallbacks (the records could not answer) */
 	uint64_t par_chunks, par_spliced, par_fallbacks;
+	uint64_t par_bodies, par_body_recs; /* stretches of records decoded on workers */
 	int degraded; /* the data had errors: gaps, missing images, truncation */
 };
 

@@ -82,6 +82,35 @@ ptsim_runs() { # VARIANT-REGEX
 	done
 }
 
+@test "-j 2: branch records decoded on the workers (bodies) join to -j 1's output on faulted and multi-thread runs; --par-answers too" {
+	# by default a worker runs the fast loop's record logic itself past the
+	# head of its chunk (docs/decode.md, "Records on the workers"); the
+	# stepper joins those records at the PSBs (pending branch, time,
+	# commit checks by the branch-block count, hand-backs to the merge).
+	# --stats counts the records so joined: the test fails if none were
+	local d n=0 recs=0 c k rc1 rc2
+	for d in $(ptsim_runs '^(clean|overflow|drop|corrupt|truncate)$' | grep -E '/(threads|fnptr|signal|recursion)$'); do
+		rc1=0
+		"$BIN/mt-decode" -j 1 --buildid-dir "$d/images" -o "$T/a.mt" "$d/perf.data" 2>"$T/a.err" || rc1=$?
+		for k in 1 2048 4096; do
+			rc2=0
+			"$BIN/mt-decode" -s -j 2 --chunk-bytes $k --buildid-dir "$d/images" -o "$T/b.mt" \
+				"$d/perf.data" 2>"$T/b.err" || rc2=$?
+			[ $rc1 -eq $rc2 ]
+			cmp "$T/a.mt" "$T/b.mt" || { echo "bodies differ: $d --chunk-bytes $k"; return 1; }
+			c=$(sed -n 's/.* body-records=\([0-9]*\).*/\1/p' "$T/b.err")
+			recs=$((recs + ${c:-0}))
+		done
+		"$BIN/mt-decode" -j 2 --chunk-bytes 1 --par-answers --buildid-dir "$d/images" \
+			-o "$T/b.mt" "$d/perf.data" 2>/dev/null || true
+		cmp "$T/a.mt" "$T/b.mt" || { echo "--par-answers differs: $d"; return 1; }
+		n=$((n + 1))
+	done
+	[ "$n" -gt 0 ] || skip "no mt-ptsim runs cached in $PTSIM_CACHE"
+	[ "$n" -ge 16 ]
+	[ "$recs" -gt 100000 ]
+}
+
 @test "-j 2: the serial fallback (no chunk switched to) gives -j 1's output" {
 	# --par-fallback refuses every switch between chunks: the queue's own
 	# decoder is brought to where the stepper is from the chunk's PSB, by

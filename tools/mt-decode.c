@@ -65,8 +65,11 @@ static void usage(FILE *f)
 	      "  -j, --jobs N          decode PT on N threads (default 1; not faster yet): each\n"
 	      "                        trace cut at PSBs into chunks decoded ahead; the output\n"
 	      "                        is the same as with -j 1 (docs/decode.md)\n"
-	      "      --chunk-bytes N   -j: cut chunks at the first PSB N bytes on (4 KiB)\n"
+	      "      --chunk-bytes N   -j: cut chunks at the first PSB N bytes on (16 KiB;\n"
+	      "                        4 KiB with --par-answers)\n"
 	      "      --par-fallback    -j: test the serial fallback (no chunk is switched to)\n"
+	      "      --par-answers     -j: workers hand libipt's answers to the one stepper,\n"
+	      "                        not branch records (the older, slower way)\n"
 	      "  -s, --stats           print counts (records, AUX bytes, branches, gaps) to stderr\n"
 	      "  -h, --help            this help\n"
 	      "\n"
@@ -140,7 +143,8 @@ static void input_failed(int ret, const char *in, const char *msg)
 }
 
 enum { O_IMAGES = 256, O_NOIMG, O_PT, O_IMAGE, O_CPU, O_PID, O_TID, O_RECORDS,
-       O_PARTIAL, O_DECODER, O_RESYNC, O_NOROOT, O_CHUNK, O_PARFB };
+       O_PARTIAL, O_DECODER, O_RESYNC, O_NOROOT, O_CHUNK, O_PARFB,
+       O_PARANS };
 
 /* The options with a value that set how PT is decoded: --cpu, --decoder,
  * --chunk-bytes, -j. */
@@ -214,8 +218,9 @@ static void print_stats(const struct ptd_stats *st)
 	if (st->par_chunks)
 		fprintf(stderr,
 			"mt-decode: parallel: chunks=%" PRIu64 " spliced=%" PRIu64
-			" fallbacks=%" PRIu64 "\n",
-			st->par_chunks, st->par_spliced, st->par_fallbacks);
+			" fallbacks=%" PRIu64 " bodies=%" PRIu64 " body-records=%" PRIu64 "\n",
+			st->par_chunks, st->par_spliced, st->par_fallbacks, st->par_bodies,
+			st->par_body_recs);
 }
 
 int main(int argc, char **argv)
@@ -242,6 +247,7 @@ int main(int argc, char **argv)
 		{"jobs", required_argument, NULL, 'j'},
 		{"chunk-bytes", required_argument, NULL, O_CHUNK},
 		{"par-fallback", no_argument, NULL, O_PARFB},
+		{"par-answers", no_argument, NULL, O_PARANS},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -306,6 +312,9 @@ int main(int argc, char **argv)
 			break;
 		case O_PARFB:
 			opts.par_fallback = 1;
+			break;
+		case O_PARANS:
+			opts.par_answers = 1;
 			break;
 		case O_CPU:
 		case O_DECODER:
