@@ -469,6 +469,70 @@ static inline __attribute__((always_inline)) void *grow1(void **v, size_t *n, si
 	return grow1_slow(v, n, cap, size);
 }
 
+/* The pending branch at the end of block @b of class @cls, at time @w. */
+static inline __attribute__((always_inline)) void pend_at(struct pend *p, enum x86br cls,
+							  uint8_t size, const struct pt_block *b,
+							  uint64_t w)
+{
+	p->valid = 1;
+	p->cls = (uint8_t)cls;
+	p->size = size;
+	p->isid = b->isid;
+	p->mode = (uint8_t)b->mode;
+	p->from = b->end_ip;
+	p->time = w;
+}
+
+/* A new body of @j after its answer j->n, its records from @rn, its checks
+ * from @cn, the pending branch @p at its start; NULL: out of memory. */
+static struct pbody *body_open(struct pjob *j, size_t rn, size_t cn, const struct pend *p)
+{
+	struct pbody *y = grow1((void **)&j->body, &j->nbody, &j->bodycap, sizeof *j->body);
+	if (!y)
+		return NULL;
+	memset(y, 0, sizeof *y);
+	y->at = j->n;
+	y->rec0 = rn;
+	y->chk0 = cn;
+	y->tim0 = j->tn;
+	y->pend0 = *p;
+	return y;
+}
+
+/* Check @c: the branch block that set pending branch @p, the decoder at
+ * @off after it, the body's instructions, records and blocks so far. */
+static inline __attribute__((always_inline)) void chk_note(struct bchk *c, uint64_t off,
+							   uint64_t ninsns, uint32_t nrec,
+							   uint32_t nblk, const struct pend *p)
+{
+	c->off = off;
+	c->ninsns = ninsns;
+	c->from = p->from;
+	c->isid = p->isid;
+	c->nrec = nrec;
+	c->blk = nblk;
+	c->cls = p->cls;
+	c->size = p->size;
+	c->mode = p->mode;
+}
+
+/* A block where the body's time grew to @w: it ended at @last_ip with the
+ * body's counts so far.  -1: out of memory. */
+static int tim_note(struct pjob *j, uint64_t w, uint64_t last_ip, uint64_t ninsns,
+		    uint32_t nblk, uint32_t nrec, uint32_t nd)
+{
+	struct btim *t = grow1((void **)&j->tim, &j->tn, &j->tcap, sizeof *t);
+	if (!t)
+		return -1;
+	t->w = w;
+	t->last_ip = last_ip;
+	t->ninsns = ninsns;
+	t->blk = nblk;
+	t->nrec = nrec;
+	t->nd = nd;
+	return 0;
+}
+
 /* A body after block answer @h of @j: blocks from @dec while the fast loop
  * would take them (status 0, no far transfer to resolve, code bytes at
  * hand, before the overlap, not spinning).  The block that ends it is not
@@ -503,26 +567,13 @@ static int body_run(struct parq *pq, struct pjob *j, struct pt_block_decoder *de
 		j->nobody = 1;
 		return 0;
 	}
-	if (cls != X86BR_NONE) {
-		p.valid = 1;
-		p.cls = (uint8_t)cls;
-		p.size = size;
-		p.isid = hb.isid;
-		p.mode = (uint8_t)hb.mode;
-		p.from = hb.end_ip;
-		p.time = w;
-	}
-	y = grow1((void **)&j->body, &j->nbody, &j->bodycap, sizeof *j->body);
+	if (cls != X86BR_NONE)
+		pend_at(&p, cls, size, &hb, w);
+	y = body_open(j, rn, cn, &p);
 	if (!y) {
 		j->oom = 1;
 		return -1;
 	}
-	memset(y, 0, sizeof *y);
-	y->at = j->n;
-	y->rec0 = rn;
-	y->chk0 = cn;
-	y->tim0 = j->tn;
-	y->pend0 = p;
 	for (;;) {
 		uint64_t off = 0, tsc;
 		uint32_t lm, lc;
@@ -601,34 +652,11 @@ static int body_run(struct parq *pq, struct pjob *j, struct pt_block_decoder *de
 				}
 				c = &cv[cn++];
 				nd++;
-				p.valid = 1;
-				p.cls = (uint8_t)cls;
-				p.size = size;
-				p.isid = b->isid;
-				p.mode = (uint8_t)b->mode;
-				p.from = b->end_ip;
-				p.time = w;
-				c->off = off;
-				c->ninsns = ninsns;
-				c->from = b->end_ip;
-				c->isid = b->isid;
-				c->nrec = nrec;
-				c->blk = nblk;
-				c->cls = p.cls;
-				c->size = size;
-				c->mode = p.mode;
+				pend_at(&p, cls, size, b, w);
+				chk_note(c, off, ninsns, nrec, nblk, &p);
 			}
-			if (grew) {
-				struct btim *t = grow1((void **)&j->tim, &j->tn, &j->tcap, sizeof *t);
-				if (!t)
-					goto oom;
-				t->w = w;
-				t->last_ip = b->end_ip;
-				t->ninsns = ninsns;
-				t->blk = nblk;
-				t->nrec = nrec;
-				t->nd = nd;
-			}
+			if (grew && tim_note(j, w, b->end_ip, ninsns, nblk, nrec, nd) < 0)
+				goto oom;
 		}
 	}
 	*stp = st;
