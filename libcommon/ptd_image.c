@@ -207,7 +207,7 @@ enum x86br classify_ip_slow(struct ptd *d, uint64_t ip, int32_t isid, uint8_t mo
 {
 	struct ccache_ent *e = &d->cc1[(ip ^ (ip >> 11)) & (PTD_CC1 - 1)], *e2;
 	uint8_t buf[16];
-	int n, bits;
+	int n;
 	enum x86br cls;
 
 	e2 = &d->cc[(ip ^ (ip >> 13)) & d->ccmask];
@@ -233,14 +233,7 @@ enum x86br classify_ip_slow(struct ptd *d, uint64_t ip, int32_t isid, uint8_t mo
 	}
 	if (n <= 0)
 		return X86BR_NONE;
-	bits = mode == ptem_64bit ? 64 : mode == ptem_32bit ? 32 : 16;
-	cls = x86br_classify(buf, (size_t)n, bits, size);
-	e->ip = ip;
-	e->isid = isid;
-	e->cls = (uint8_t)cls;
-	e->size = *size;
-	e->mode = mode;
-	e->valid = 1;
+	cls = cc_classify(e, buf, n, ip, isid, mode, size);
 	*e2 = *e;
 	return cls;
 }

@@ -276,6 +276,44 @@ struct ccache_ent {
 	uint8_t cls, size, valid, mode;
 };
 
+/* Classifies the instruction at @ip (its first @n bytes in @buf, execution
+ * mode @mode) into cache entry @e; *size its length. */
+static inline enum x86br cc_classify(struct ccache_ent *e, const uint8_t *buf, int n,
+				     uint64_t ip, int32_t isid, uint8_t mode, uint8_t *size)
+{
+	int bits = mode == ptem_64bit ? 64 : mode == ptem_32bit ? 32 : 16;
+	enum x86br cls = x86br_classify(buf, (size_t)n, bits, size);
+	e->ip = ip;
+	e->isid = isid;
+	e->cls = (uint8_t)cls;
+	e->size = *size;
+	e->mode = mode;
+	e->valid = 1;
+	return cls;
+}
+
+/* What block @b's instruction class says of its last instruction, or -1
+ * when only its bytes can say (a conditional jump cut by the block's end,
+ * a far transfer, an unknown class). */
+static inline int iclass_br(const struct pt_block *b)
+{
+	switch (b->iclass) {
+	case ptic_call:
+		return X86BR_CALL;
+	case ptic_return:
+		return X86BR_RET;
+	case ptic_jump:
+		return X86BR_JMP;
+	case ptic_other:
+	case ptic_ptwrite:
+		return X86BR_NONE;
+	case ptic_cond_jump:
+		return b->truncated ? -1 : X86BR_JCC;
+	default:
+		return -1;
+	}
+}
+
 struct secview { /* an iscache section as libipt sees it (pt_mk_section) */
 	const uint8_t *data; /* its first byte; NULL: ask pt_iscache_read */
 	uint64_t addr, size; /* load address, size cut at the end of the file */

@@ -362,8 +362,7 @@ static enum x86br w_classify_slow(const struct ptd *d, struct ccache_ent *e, uin
 	const struct secview *v;
 	uint8_t buf[16];
 	uint64_t left;
-	int n, bits;
-	enum x86br cls;
+	int n;
 
 	*size = 0;
 	if (isid <= 0)
@@ -378,15 +377,7 @@ static enum x86br w_classify_slow(const struct ptd *d, struct ccache_ent *e, uin
 	left = v->size - (ip - v->addr);
 	n = left < sizeof buf ? (int)left : (int)sizeof buf;
 	memcpy(buf, v->data + (ip - v->addr), (size_t)n);
-	bits = mode == ptem_64bit ? 64 : mode == ptem_32bit ? 32 : 16;
-	cls = x86br_classify(buf, (size_t)n, bits, size);
-	e->ip = ip;
-	e->isid = isid;
-	e->cls = (uint8_t)cls;
-	e->size = *size;
-	e->mode = mode;
-	e->valid = 1;
-	return cls;
+	return cc_classify(e, buf, n, ip, isid, mode, size);
 }
 
 static inline __attribute__((always_inline)) enum x86br
@@ -405,22 +396,12 @@ w_classify_ip(const struct ptd *d, struct ccache_ent *cc, uint64_t ip, int32_t i
 static inline __attribute__((always_inline)) enum x86br w_classify_at(const struct ptd *d, struct ccache_ent *cc,
 				const struct pt_block *b, uint8_t *size, int *fail)
 {
+	int c = iclass_br(b);
 	*size = 0;
-	switch (b->iclass) {
-	case ptic_call:
-		return X86BR_CALL;
-	case ptic_return:
-		return X86BR_RET;
-	case ptic_jump:
-		return X86BR_JMP;
-	case ptic_other:
-	case ptic_ptwrite:
-		return X86BR_NONE;
-	case ptic_cond_jump:
-		return X86BR_JCC;
-	default:
-		break;
-	}
+	if (c >= 0)
+		return (enum x86br)c;
+	if (b->iclass == ptic_cond_jump)
+		return X86BR_JCC; /* the caller's block is not truncated */
 	return w_classify_ip(d, cc, b->end_ip, b->isid, (uint8_t)b->mode, size, fail);
 }
 

@@ -239,24 +239,10 @@ static inline __attribute__((always_inline)) enum x86br classify_at(struct ptd *
 								     const struct pt_block *b,
 								     uint8_t *size)
 {
+	int c = iclass_br(b);
 	*size = 0;
-	switch (b->iclass) {
-	case ptic_call:
-		return X86BR_CALL;
-	case ptic_return:
-		return X86BR_RET;
-	case ptic_jump:
-		return X86BR_JMP;
-	case ptic_other:
-	case ptic_ptwrite:
-		return X86BR_NONE;
-	case ptic_cond_jump:
-		if (!b->truncated)
-			return X86BR_JCC;
-		break;
-	default:
-		break;
-	}
+	if (c >= 0)
+		return (enum x86br)c;
 	return classify_bytes(d, b, size);
 }
 
