@@ -4,8 +4,10 @@
 # (run its build, step and variants stages first) decoded without and with
 # `mt-decode --resync`, each through mt-segment | mt-stitch and scored by
 # mt-compare against the truth (its default, honest window): frame-time
-# coverage, wrong spans, kept branches the truth has not (kept-w; the goal is
-# 0) and kept / true branches, without -> with --resync.
+# coverage, wrong spans (joins: of them, spans joined across a gap over two
+# activations), kept branches the truth has not (kept-w; the goal is 0) and
+# kept / true branches, without -> with --resync; with it, "95" when the
+# coverage reaches 0.95.  The last line: the totals.
 #   sh bench/resync.sh [PROGRAM...]     (default: every program there)
 # CORPUS_OUT: the corpus directory (default bench/out/corpus); CORPUS_BIN:
 # the mt tools (default bin/).
@@ -17,7 +19,7 @@ NICE="nice -n 10"
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 
-# one decode through the pipeline: "coverage wrong kept-w kept truth"
+# one decode through the pipeline: "coverage wrong kept-w kept truth joins"
 score() {
 	d=$1
 	shift
@@ -27,18 +29,24 @@ score() {
 	$NICE "$B/mt-stitch" -i "$T/seg.mt" -o "$T/st.mt" 2>/dev/null
 	l=$("$B/mt-compare" "$d/truth-spans.mt" "$T/st.mt" 2>/dev/null | tail -1)
 	get() { printf '%s' "$2" | sed -n "s/.*[ :]$1=\\([^ ]*\\).*/\\1/p"; }
-	echo "$(get coverage "$l") $(get wrong "$l") $(get wrong "$k") $(get kept "$k") $(get truth "$k")"
+	echo "$(get coverage "$l") $(get wrong "$l") $(get wrong "$k") $(get kept "$k") $(get truth "$k") $(get wrong_joins "$l")"
 }
 
-printf '%-15s %-12s %17s %9s %7s %19s\n' program config coverage wrong kept-w kept/truth
+printf '%-15s %-12s %17s %11s %9s %7s %19s\n' program config coverage wrong joins kept-w kept/truth
 progs=${*:-$(cd "$O" && for d in */whole; do [ -d "$d" ] && dirname "$d"; done)}
 for p in $progs; do
 	for d in "$O/$p"/*@*; do
 		[ -f "$d/truth-spans.mt" ] || continue
 		set -- $(score "$d")
-		oc=$1 ow=$2 ok=$4
+		oc=$1 ow=$2 ok=$4 oj=$6 okw=$3
 		set -- $(score "$d" --resync)
-		printf '%-15s %-12s %8s->%8s %4s->%4s %7s %9s->%9s\n' "$p" "$(basename "$d")" "$oc" "$1" \
-			"$ow" "$2" "$3" "$ok" "$4/$5"
+		r=$(awk -v b="$1" 'BEGIN { if (b >= 0.95) printf "95" }')
+		printf '%-15s %-12s %19s %11s %9s %7s %21s %s\n' "$p" "$(basename "$d")" "$oc->$1" \
+			"$ow->$2" "$oj->$6" "$okw->$3" "$ok->$4/$5" "$r"
 	done
-done
+done | awk '{ print }
+	{ n++; split($3, c, "->"); split($4, w, "->"); split($5, j, "->"); split($6, k, "->")
+	  lo0 += c[1] < 0.95; lo1 += c[2] < 0.95; w0 += w[1]; w1 += w[2]; j0 += j[1]; j1 += j[2]; k0 += k[1]; k1 += k[2]
+	  if (c[1] < 0.95 && c[2] >= 0.95) up++ }
+	END { printf "rows %d; below 0.95: %d -> %d (%d reach 0.95 with --resync); wrong spans %d -> %d (joins %d -> %d); kept-w %d -> %d\n",
+		n, lo0, lo1, up, w0, w1, j0, j1, k0, k1 }'

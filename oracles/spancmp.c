@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { SC_BEFORE = 1, SC_AFTER = 2, SC_MATCHED = 4, SC_JUDGED = 8, SC_HIDDEN = 16 };
+enum { SC_BEFORE = 1, SC_AFTER = 2, SC_MATCHED = 4, SC_JUDGED = 8, SC_HIDDEN = 16, SC_BADJOIN = 32 };
 
 static char **names;
 static size_t nnames, capnames;
@@ -46,6 +46,7 @@ void spanset_fini(struct spanset *s)
 {
 	free(s->v);
 	free(s->win);
+	free(s->gap);
 	memset(s, 0, sizeof *s);
 }
 
@@ -62,6 +63,14 @@ int spanset_add(struct spanset *s, const struct mtev_rec *r)
 	x->func = r->span.func;
 	x->flags = r->span.flags;
 	x->name = r->span.func ? 0 : spancmp_intern(r->span.name.p, r->span.name.len);
+	return 0;
+}
+
+int spanset_add_gap(struct spanset *s, uint32_t tid, int is_seg, uint64_t begin, uint64_t end)
+{
+	if (mt_grow((void **)&s->gap, &s->capgap, s->ngap + 1, sizeof *s->gap))
+		return -ENOMEM;
+	s->gap[s->ngap++] = (struct sc_gap){tid, is_seg, begin, end < begin ? begin : end};
 	return 0;
 }
 
@@ -189,11 +198,14 @@ struct iv {
 	uint64_t b, e;
 };
 
-/* union of the intervals of @v[0..n) (sorted by begin) into @out; count */
+/* union of the intervals of @v[0..n) (sorted by begin) into @out, those
+ * flagged a bad join left out; count */
 static size_t merge_ivs(const struct sc_span *v, size_t n, struct iv *out)
 {
 	size_t m = 0;
 	for (size_t i = 0; i < n; i++) {
+		if (v[i].cflags & SC_BADJOIN)
+			continue;
 		if (m && v[i].begin <= out[m - 1].e) {
 			if (v[i].end > out[m - 1].e)
 				out[m - 1].e = v[i].end;
@@ -277,6 +289,8 @@ struct work {
 	size_t nT, nA, capT, capA, capw, capm;
 	struct iv *ut, *ua;
 	uint32_t *hid; /* outer frames hidden, per window (covering()) */
+	struct sc_gap *G; /* the gaps, to the next segment, by thread and begin */
+	size_t nG;
 	uint8_t *tnames; /* names of synthetic truth spans */
 };
 
@@ -497,6 +511,96 @@ static int judged_actual(struct work *W, const struct spanset *actual, struct sp
 	return 0;
 }
 
+static int gap_cmp(const void *x, const void *y)
+{
+	const struct sc_gap *a = x, *b = y;
+	if (a->tid != b->tid)
+		return a->tid < b->tid ? -1 : 1;
+	return (a->begin > b->begin) - (a->begin < b->begin);
+}
+
+/* The time no trace shows, into W->G (merged, by thread and begin): each
+ * gap record from its begin to the first segment that begins at or after
+ * it (none: to the window's end), clipped to the window. */
+static int gaps(struct work *W, const struct spanset *actual)
+{
+	W->G = malloc((actual->ngap + 1) * sizeof *W->G);
+	if (!W->G)
+		return -ENOMEM;
+	for (size_t i = 0; i < actual->ngap; i++) {
+		struct sc_gap g = actual->gap[i];
+		const struct sc_win *w = find_win(actual, g.tid);
+		if (g.is_seg || !w)
+			continue;
+		uint64_t next = UINT64_MAX;
+		for (size_t k = 0; k < actual->ngap; k++) {
+			const struct sc_gap *z = &actual->gap[k];
+			if (z->is_seg && z->tid == g.tid && z->begin >= g.begin && z->begin < next)
+				next = z->begin;
+		}
+		if (next == UINT64_MAX)
+			next = w->end;
+		if (next > g.end)
+			g.end = next;
+		if (g.begin < w->begin)
+			g.begin = w->begin;
+		if (g.end > w->end)
+			g.end = w->end;
+		if (g.end > g.begin)
+			W->G[W->nG++] = g;
+	}
+	qsort(W->G, W->nG, sizeof *W->G, gap_cmp);
+	size_t m = 0;
+	for (size_t i = 0; i < W->nG; i++) {
+		if (m && W->G[m - 1].tid == W->G[i].tid && W->G[i].begin <= W->G[m - 1].end) {
+			if (W->G[i].end > W->G[m - 1].end)
+				W->G[m - 1].end = W->G[i].end;
+		} else
+			W->G[m++] = W->G[i];
+	}
+	W->nG = m;
+	return 0;
+}
+
+/* Is actual span @s joined across a gap over two activations: live across a
+ * gap that no truth span of its group (@t[0..nt)) is live across? */
+static int bad_join(const struct work *W, const struct sc_span *t, size_t nt, const struct sc_span *s)
+{
+	for (size_t g = 0; g < W->nG; g++) {
+		const struct sc_gap *z = &W->G[g];
+		if (z->tid != s->tid || s->begin > z->begin || s->end < z->end)
+			continue;
+		size_t k = 0;
+		while (k < nt && !(t[k].begin <= z->begin && t[k].end >= z->end))
+			k++;
+		if (k == nt)
+			return 1;
+	}
+	return 0;
+}
+
+/* The credit of truth span @x (@c: its time the actual covers) less what
+ * lies inside gaps, unless @x is live across the gap and the actual (@u)
+ * covers the whole gap too. */
+static double gap_less(const struct work *W, const struct sc_span *x, int whole, const struct iv *u,
+		       size_t m, double c)
+{
+	for (size_t g = 0; g < W->nG; g++) {
+		const struct sc_gap *z = &W->G[g];
+		if (z->tid != x->tid || z->end <= x->begin || z->begin >= x->end)
+			continue;
+		if (x->begin <= z->begin && x->end >= z->end) {
+			size_t i = iv_lower(u, m, z->begin);
+			if (i < m && u[i].b <= z->begin && u[i].e >= z->end)
+				continue;
+		}
+		uint64_t lo = z->begin > x->begin ? z->begin : x->begin;
+		uint64_t hi = z->end < x->end ? z->end : x->end;
+		c -= whole ? (double)(hi - lo) : (double)overlap_with(u, m, lo, hi);
+	}
+	return c < 0 ? 0 : c;
+}
+
 /* The truth's span boundaries and the windows' edges, per thread, sorted. */
 static int boundaries(struct work *W, const struct spanset *actual)
 {
@@ -639,7 +743,7 @@ static struct sc_span *best_match(const struct ctx *c, struct sc_span *t, size_t
 static int judge_group(struct work *W, struct sc_span *t, size_t nt, struct sc_span *a, size_t na,
 		       struct spancmp_res *res)
 {
-	size_t mt = merge_ivs(t, nt, W->ut), ma = merge_ivs(a, na, W->ua);
+	size_t mt = merge_ivs(t, nt, W->ut);
 	for (size_t y = 0; y < na; y++) {
 		struct sc_span *s = &a[y];
 		struct sc_span *best = best_match(&W->c, t, nt, s);
@@ -647,23 +751,35 @@ static int judge_group(struct work *W, struct sc_span *t, size_t nt, struct sc_s
 			best->cflags |= SC_MATCHED;
 			s->cflags |= SC_MATCHED;
 			res->matched++;
-			res->exact_time += (double)(best->end - best->begin);
-		} else if (!intersects(W->ut, mt, s->begin, s->end) && !near(&W->c, t, nt, s)) {
+		} else if ((!intersects(W->ut, mt, s->begin, s->end) && !near(&W->c, t, nt, s)) ||
+			   bad_join(W, t, nt, s)) {
+			if (intersects(W->ut, mt, s->begin, s->end) || near(&W->c, t, nt, s)) {
+				s->cflags |= SC_BADJOIN;
+				res->wrong_joins++;
+			}
 			res->wrong++;
 			if (push_span(&res->wrong_spans, &res->nwrong_list, &W->capw, s))
 				return -ENOMEM;
 		}
 	}
+	size_t ma = merge_ivs(a, na, W->ua);
 	/* time: a matched span counts whole (its times are right within the
-	 * truth's resolution), others by their overlap */
+	 * truth's resolution), others by their overlap; neither inside a gap
+	 * unless live across it on both sides (gap_less) */
 	for (size_t x = 0; x < nt; x++) {
-		res->truth_time += (double)(t[x].end - t[x].begin);
-		res->covered_time += t[x].cflags & SC_MATCHED
-					     ? (double)(t[x].end - t[x].begin)
-					     : (double)overlap_with(W->ua, ma, t[x].begin, t[x].end);
+		double len = (double)(t[x].end - t[x].begin);
+		int m = (t[x].cflags & SC_MATCHED) != 0;
+		res->truth_time += len;
+		double c = m ? len : (double)overlap_with(W->ua, ma, t[x].begin, t[x].end);
+		c = W->nG ? gap_less(W, &t[x], m, W->ua, ma, c) : c;
+		res->covered_time += c;
+		if (m)
+			res->exact_time += c;
 	}
 	for (size_t y = 0; y < na; y++) {
 		res->actual_time += (double)(a[y].end - a[y].begin);
+		if (a[y].cflags & SC_BADJOIN)
+			continue;
 		res->true_actual_time += a[y].cflags & SC_MATCHED
 						 ? (double)(a[y].end - a[y].begin)
 						 : (double)overlap_with(W->ut, mt, a[y].begin, a[y].end);
@@ -684,7 +800,7 @@ int spancmp_run(struct spanset *truth, struct spanset *actual, const struct span
 	struct work W = {.c = {o, NULL, 0}};
 	memset(res, 0, sizeof *res);
 
-	if (default_windows(actual) || clip_truth(&W, truth, actual))
+	if (default_windows(actual) || clip_truth(&W, truth, actual) || gaps(&W, actual))
 		goto out;
 	if (!o->absolute_depth) {
 		if (covering(&W, actual))
@@ -729,6 +845,7 @@ out:
 	free(W.c.tb);
 	free(W.hid);
 	free(W.tnames);
+	free(W.G);
 	return ret;
 }
 

@@ -32,7 +32,20 @@
  * lower bound) is first given the depth, at or below its own, of the truth
  * span of the same function that it matches in time (else overlaps most).  Coverage: the fraction of the truth's
  * frame-time (sum of clipped durations over all depths) during which an
- * actual span of the same thread, depth and function is live. */
+ * actual span of the same thread, depth and function is live.
+ *
+ * Gaps (honest about what was not recorded): a gap of the actual result
+ * runs from its gap record's begin to the next segment's begin on that
+ * thread (to the window's end when no segment follows).  Time inside a gap
+ * counts as covered only for a truth span live across the whole gap that
+ * an actual span of its group also covers across it (a frame joined across
+ * the gap that was one activation); a truth span that begins or ends
+ * inside a gap gets no credit there.  An actual span joined across a gap
+ * (live from before its begin to after its end) that matches no truth span
+ * is wrong when no truth span of its group is live across that gap: its
+ * two sides are different activations (a call that returned inside the gap
+ * and one made again); such a span gives no coverage.  Gap records of
+ * reason untraced are not gaps here. */
 #ifndef MT_SPANCMP_H
 #define MT_SPANCMP_H
 
@@ -56,12 +69,27 @@ struct sc_win {
 	uint64_t first_move;
 };
 
+/* A stretch of a thread the recording holds no trace of (the actual
+ * result's gap records), or a segment's begin (spanset_add_gap) */
+struct sc_gap {
+	uint32_t tid;
+	int is_seg; /* a segment record: only its begin is used */
+	uint64_t begin, end;
+};
+
 struct spanset {
 	struct sc_span *v;
 	size_t n, cap;
 	struct sc_win *win;
 	size_t nwin, capwin;
+	struct sc_gap *gap;
+	size_t ngap, capgap;
 };
+
+/* Notes a gap record (@is_seg 0) or a segment record (1) of the actual
+ * result; they bound the time no trace shows (the honest coverage, below).
+ * 0 or -ENOMEM. */
+int spanset_add_gap(struct spanset *s, uint32_t tid, int is_seg, uint64_t begin, uint64_t end);
 
 /* Note that thread @tid took a branch (not a trace-start) at @time. */
 int spanset_note_move(struct spanset *s, uint32_t tid, uint64_t time);
@@ -75,6 +103,7 @@ struct spancmp_opts {
 struct spancmp_res {
 	size_t truth, actual, judged, unjudged, matched, wrong, truth_matched;
 	double truth_time, covered_time, exact_time, actual_time, true_actual_time;
+	size_t wrong_joins; /* of wrong: spans joined across a gap over two activations */
 	/* indices into the actual set (wrong) and into the comparison's clipped
 	 * truth (missed); owned by the result */
 	struct sc_span *wrong_spans, *missed_spans;

@@ -23,7 +23,7 @@ static void usage(FILE *f)
 	      "(mt-ptsim's truth-spans.mt) and prints precision, recall, frame-time\n"
 	      "coverage and the wrong spans.  The last stdout line is one machine-readable\n"
 	      "summary: 'mt-compare: precision=P recall=R coverage=C exact_coverage=E\n"
-	      "time_precision=T wrong=N matched=N truth=N judged=N'.\n"
+	      "time_precision=T wrong=N matched=N truth=N judged=N wrong_joins=N'.\n"
 	      "\n"
 	      "Window (per thread; truth spans are clipped to it): by default the honest\n"
 	      "one, what the recording holds by the truth: the extent of the truth's\n"
@@ -83,6 +83,14 @@ static void usage(FILE *f)
 	      "intersects it.  A span flagged min-depth (its depth a lower bound: unseen\n"
 	      "frames may lie below it) takes the depth, at or below its own, of the\n"
 	      "truth span of its function it matches in time, else overlaps most.\n"
+	      "Gaps (ACTUAL's gap records but untraced ones, each to the next segment's\n"
+	      "begin, else the window's end) are time no trace shows: time inside one\n"
+	      "counts as covered only for a truth span live across the whole gap that\n"
+	      "an actual span of its thread, depth and function also covers across it.\n"
+	      "A span joined across a gap (live from before it to after it) that matches\n"
+	      "no truth span is wrong when no truth span of its thread, depth and\n"
+	      "function is live across that gap: its two sides were different calls\n"
+	      "(counted in wrong_joins too); it covers nothing.\n"
 	      "Spans flagged error (gap markers) are not judged; synthetic\n"
 	      "spans ([syscall] ...) only when the truth has spans of that name.\n"
 	      "Exit status: 0 ok (all thresholds met); 1 a threshold was not met; 2 usage\n"
@@ -123,8 +131,15 @@ static void load_spans(const char *path, struct spanset *s, int segments, int is
 			if (spanset_add(s, &rec))
 				mt_fatal(MT_EXIT_SYS, "out of memory");
 			nspans++;
-		} else if (segments && rec.kind == MTEV_SEGMENT) {
-			if (spanset_add_window(s, rec.segment.tid, rec.segment.begin, rec.segment.end))
+		} else if (rec.kind == MTEV_SEGMENT) {
+			if ((segments && spanset_add_window(s, rec.segment.tid, rec.segment.begin,
+							     rec.segment.end)) ||
+			    (!is_truth && spanset_add_gap(s, rec.segment.tid, 1, rec.segment.begin,
+							  rec.segment.end)))
+				mt_fatal(MT_EXIT_SYS, "out of memory");
+		} else if (rec.kind == MTEV_GAP && !is_truth && rec.gap.reason != MTEV_GAP_UNTRACED) {
+			/* the time no trace shows (spancmp.h, gaps) */
+			if (spanset_add_gap(s, rec.gap.tid, 0, rec.gap.begin, rec.gap.end))
 				mt_fatal(MT_EXIT_SYS, "out of memory");
 		}
 	}
@@ -531,7 +546,8 @@ static int report(const struct opts *o, const struct spancmp_res *r, const char 
 	printf("exact matches: %zu  precision %.6f  recall %.6f\n", r->matched, prec, rec);
 	printf("frame-time: coverage %.6f  exact coverage %.6f  time precision %.6f\n", cov, ecov,
 	       tprec);
-	printf("wrong spans: %zu\n", r->wrong);
+	printf("wrong spans: %zu (joined across a gap over two activations: %zu)\n", r->wrong,
+	       r->wrong_joins);
 	for (size_t i = 0; i < r->nwrong_list && (long)i < o->list; i++)
 		print_span("wrong:", &r->wrong_spans[i]);
 	if (o->verbose) {
@@ -539,8 +555,8 @@ static int report(const struct opts *o, const struct spancmp_res *r, const char 
 			print_span("missed:", &r->missed_spans[i]);
 	}
 	printf("mt-compare: precision=%.6f recall=%.6f coverage=%.6f exact_coverage=%.6f "
-	       "time_precision=%.6f wrong=%zu matched=%zu truth=%zu judged=%zu\n",
-	       prec, rec, cov, ecov, tprec, r->wrong, r->matched, r->truth, r->judged);
+	       "time_precision=%.6f wrong=%zu matched=%zu truth=%zu judged=%zu wrong_joins=%zu\n",
+	       prec, rec, cov, ecov, tprec, r->wrong, r->matched, r->truth, r->judged, r->wrong_joins);
 	if (prec < o->min_prec || rec < o->min_rec || cov < o->min_cov ||
 	    (o->max_wrong >= 0 && (long)r->wrong > o->max_wrong))
 		return 1;
