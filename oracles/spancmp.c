@@ -563,13 +563,18 @@ static int gaps(struct work *W, const struct spanset *actual)
 }
 
 /* Is actual span @s joined across a gap over two activations: live across a
- * gap that no truth span of its group (@t[0..nt)) is live across? */
-static int bad_join(const struct work *W, const struct sc_span *t, size_t nt, const struct sc_span *s)
+ * gap that no truth span of its group (@t[0..nt)) is live across?  Counts
+ * the spans live across a gap into *@joins. */
+static int bad_join(const struct work *W, const struct sc_span *t, size_t nt, const struct sc_span *s,
+		    size_t *joins)
 {
+	int across = 0;
 	for (size_t g = 0; g < W->nG; g++) {
 		const struct sc_gap *z = &W->G[g];
 		if (z->tid != s->tid || s->begin > z->begin || s->end < z->end)
 			continue;
+		*joins += !across;
+		across = 1;
 		size_t k = 0;
 		while (k < nt && !(t[k].begin <= z->begin && t[k].end >= z->end))
 			k++;
@@ -747,12 +752,15 @@ static int judge_group(struct work *W, struct sc_span *t, size_t nt, struct sc_s
 	for (size_t y = 0; y < na; y++) {
 		struct sc_span *s = &a[y];
 		struct sc_span *best = best_match(&W->c, t, nt, s);
+		size_t joins = 0;
+		int bad = bad_join(W, t, nt, s, &joins);
+		res->joins += joins;
 		if (best) {
 			best->cflags |= SC_MATCHED;
 			s->cflags |= SC_MATCHED;
 			res->matched++;
 		} else if ((!intersects(W->ut, mt, s->begin, s->end) && !near(&W->c, t, nt, s)) ||
-			   bad_join(W, t, nt, s)) {
+			   bad) {
 			if (intersects(W->ut, mt, s->begin, s->end) || near(&W->c, t, nt, s)) {
 				s->cflags |= SC_BADJOIN;
 				res->wrong_joins++;

@@ -103,6 +103,7 @@ struct spancmp_opts {
 struct spancmp_res {
 	size_t truth, actual, judged, unjudged, matched, wrong, truth_matched;
 	double truth_time, covered_time, exact_time, actual_time, true_actual_time;
+	size_t joins; /* judged spans live across a gap (joined by mt-stitch) */
 	size_t wrong_joins; /* of wrong: spans joined across a gap over two activations */
 	/* indices into the actual set (wrong) and into the comparison's clipped
 	 * truth (missed); owned by the result */

@@ -23,7 +23,8 @@ static void usage(FILE *f)
 	      "(mt-ptsim's truth-spans.mt) and prints precision, recall, frame-time\n"
 	      "coverage and the wrong spans.  The last stdout line is one machine-readable\n"
 	      "summary: 'mt-compare: precision=P recall=R coverage=C exact_coverage=E\n"
-	      "time_precision=T wrong=N matched=N truth=N judged=N wrong_joins=N'.\n"
+	      "time_precision=T wrong=N matched=N truth=N judged=N wrong_joins=N\n"
+	      "joins=N'.\n"
 	      "\n"
 	      "Window (per thread; truth spans are clipped to it): by default the honest\n"
 	      "one, what the recording holds by the truth: the extent of the truth's\n"
@@ -546,8 +547,9 @@ static int report(const struct opts *o, const struct spancmp_res *r, const char 
 	printf("exact matches: %zu  precision %.6f  recall %.6f\n", r->matched, prec, rec);
 	printf("frame-time: coverage %.6f  exact coverage %.6f  time precision %.6f\n", cov, ecov,
 	       tprec);
-	printf("wrong spans: %zu (joined across a gap over two activations: %zu)\n", r->wrong,
-	       r->wrong_joins);
+	printf("wrong spans: %zu (joined across a gap over two activations: %zu of the %zu spans "
+	       "live across a gap)\n",
+	       r->wrong, r->wrong_joins, r->joins);
 	for (size_t i = 0; i < r->nwrong_list && (long)i < o->list; i++)
 		print_span("wrong:", &r->wrong_spans[i]);
 	if (o->verbose) {
@@ -555,8 +557,9 @@ static int report(const struct opts *o, const struct spancmp_res *r, const char 
 			print_span("missed:", &r->missed_spans[i]);
 	}
 	printf("mt-compare: precision=%.6f recall=%.6f coverage=%.6f exact_coverage=%.6f "
-	       "time_precision=%.6f wrong=%zu matched=%zu truth=%zu judged=%zu wrong_joins=%zu\n",
-	       prec, rec, cov, ecov, tprec, r->wrong, r->matched, r->truth, r->judged, r->wrong_joins);
+	       "time_precision=%.6f wrong=%zu matched=%zu truth=%zu judged=%zu wrong_joins=%zu joins=%zu\n",
+	       prec, rec, cov, ecov, tprec, r->wrong, r->matched, r->truth, r->judged, r->wrong_joins,
+	       r->joins);
 	if (prec < o->min_prec || rec < o->min_rec || cov < o->min_cov ||
 	    (o->max_wrong >= 0 && (long)r->wrong > o->max_wrong))
 		return 1;
