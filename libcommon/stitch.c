@@ -20,6 +20,9 @@
  * mt-segment's min-depth frames, such a frame joins others (the depths in
  * its group are exact relative to each other). */
 #define LOWB (1u << 31)
+/* internal: an earlier frame that was not continued across a gap (decide):
+ * it ended there; a later join aligns with it but does not continue it */
+#define ENDED (1u << 30)
 
 /* A span held in memory: one whose record can still change (on a group's
  * end stack: its end and flags wait for the next join), or whose place in
@@ -79,6 +82,13 @@ struct sthr {
 	int fd;		  /* spill file, or -1 */
 	uint64_t spilled; /* words in it */
 
+	/* the group's completed activations: (group level, function) of every
+	 * span that ended before its segment did, an open-addressing set
+	 * (done_add, done_has): a frame seen returning and called again there
+	 * is not joined across a gap (decide) */
+	uint64_t *done;
+	size_t ndone, capdone;
+
 	struct meta *meta;
 	size_t nmeta, capmeta;
 	size_t seg_meta; /* first meta entry of the current segment (its gaps) */
@@ -106,11 +116,12 @@ void stitch_stats_text(const struct stitch_stats *st, const char *prefix, char *
 	const char *p = prefix;
 	snprintf(buf, len,
 		 "%ssegments=%llu %sjoins=%llu %saligned=%llu %sunaligned=%llu %scontinued=%llu "
-		 "%srevealed=%llu %sgap_spans=%llu %slower_bound=%llu",
+		 "%srevealed=%llu %sgap_spans=%llu %slower_bound=%llu %ssplit=%llu",
 		 p, (unsigned long long)st->segments, p, (unsigned long long)st->joins, p,
 		 (unsigned long long)st->aligned, p, (unsigned long long)st->unaligned, p,
 		 (unsigned long long)st->continued, p, (unsigned long long)st->revealed, p,
-		 (unsigned long long)st->gap_spans, p, (unsigned long long)st->lower_bound);
+		 (unsigned long long)st->gap_spans, p, (unsigned long long)st->lower_bound, p,
+		 (unsigned long long)st->split);
 }
 
 int stitch_unaligned_text(const struct stitch_stats *st, char *buf, size_t len)
@@ -190,6 +201,7 @@ void stitch_free(stitcher *s)
 		free(t->h);
 		free(t->g);
 		free(t->en);
+		free(t->done);
 		free(t->pool);
 		wplog_free(&t->log);
 		if (t->fd >= 0)
@@ -329,6 +341,51 @@ static int add_span(stitcher *s, struct sthr *t, struct hspan *x, const char *na
 	return 0;
 }
 
+static uint64_t done_key(int32_t level, uint64_t func)
+{
+	uint64_t k = (func ^ (uint64_t)(uint32_t)level * 0x9e3779b97f4a7c15ull) | 1;
+	return k;
+}
+
+static size_t done_slot(const struct sthr *t, uint64_t k)
+{
+	size_t i = (size_t)((k * 0xff51afd7ed558ccdull) >> 17) & (t->capdone - 1);
+	while (t->done[i] && t->done[i] != k)
+		i = (i + 1) & (t->capdone - 1);
+	return i;
+}
+
+/* Has the group a completed activation of @func at @level? */
+static int done_has(const struct sthr *t, int32_t level, uint64_t func)
+{
+	return t->capdone && func && t->done[done_slot(t, done_key(level, func))];
+}
+
+/* Notes a completed activation (span @x, its level the group's). */
+static int done_add(stitcher *s, struct sthr *t, const struct hspan *x)
+{
+	if (!x->func || (x->flags & MTEV_SPAN_OPEN_AT_END))
+		return 0;
+	uint64_t k = done_key(x->level, x->func);
+	if (2 * (t->ndone + 1) > t->capdone) {
+		size_t nc = t->capdone ? 2 * t->capdone : 256;
+		uint64_t *o = t->done, *n = calloc(nc, sizeof *n);
+		if (!n)
+			return s->err = -STITCH_ENOMEM;
+		size_t oc = t->capdone;
+		t->done = n;
+		t->capdone = nc;
+		for (size_t i = 0; i < oc; i++)
+			if (o[i])
+				t->done[done_slot(t, o[i])] = o[i];
+		free(o);
+	}
+	size_t i = done_slot(t, k);
+	t->ndone += !t->done[i];
+	t->done[i] = k;
+	return 0;
+}
+
 /* Records @hi as the current segment's open-at-end span at @depth. */
 static int set_end(stitcher *s, struct sthr *t, uint32_t depth, size_t hi)
 {
@@ -350,6 +407,8 @@ static int place_span(stitcher *s, struct sthr *t, struct hspan *x, uint32_t dep
 	x->level = t->L + (int32_t)depth;
 	if (t->lowb)
 		x->flags |= LOWB;
+	if (done_add(s, t, x))
+		return s->err;
 	int held = (x->flags & MTEV_SPAN_OPEN_AT_END) != 0;
 	if (add_span(s, t, x, name, held))
 		return s->err;
@@ -380,6 +439,7 @@ static int emit_span(stitcher *s, struct sthr *t, const struct hspan *x, const c
 	r.span.func = x->func;
 	r.span.callsite = x->callsite;
 	r.span.flags = x->flags & LOWB ? (x->flags & ~LOWB) | MTEV_SPAN_MIN_DEPTH : x->flags;
+	r.span.flags &= ~ENDED;
 	r.span.name.p = x->namelen ? name : NULL;
 	r.span.name.len = x->namelen;
 	return emit(s, &r);
@@ -577,6 +637,14 @@ static int same_frame(const struct sthr *t, const struct hspan *a, const struct 
 	return !a->callsite || !b->callsite || a->callsite == b->callsite;
 }
 
+/* May the earlier frame @y continue into the current segment (after @nq
+ * gaps)?  Not when it ended at an earlier gap, nor across a gap when the
+ * group saw its function complete at its level (done_has). */
+static int joinable(const struct sthr *t, const struct hspan *y, size_t nq)
+{
+	return !(y->flags & ENDED) && (!nq || !done_has(t, y->level, y->func));
+}
+
 /* Gap spans for the queued gap records (the last @n meta entries before
  * the current segment's record, or the last @n entries) at @level. */
 static int gap_spans(stitcher *s, struct sthr *t, size_t from, size_t n, int32_t level)
@@ -653,6 +721,9 @@ static void group_start(struct sthr *t)
 	t->gn = 0;
 	t->L = 0;
 	t->keep = 0;
+	if (t->capdone)
+		memset(t->done, 0, t->capdone * sizeof *t->done);
+	t->ndone = 0;
 }
 
 /* The current segment's start stack is complete: join it to the group. */
@@ -724,18 +795,39 @@ static int decide(stitcher *s, struct sthr *t)
 			t->L = t->gbot + (int32_t)best_s;
 			if (t->L < t->gmin)
 				t->gmin = t->L;
-			for (size_t j = j0; j < j0 + best; j++) {
+			/* Across a gap, facing frames are one activation only
+			 * when nothing says otherwise: a frame the group saw
+			 * return at that level and be called again (a loop's
+			 * callee) may have done so inside the gap, so it and the
+			 * frames above it are not joined: the earlier one ends
+			 * at the gap (still open-at-end), the later one begins
+			 * after it (inferred-start), at the same depth. */
+			long outer = 0; /* the earlier frames beneath B's root */
+			while (outer < best_s && joinable(t, &t->h[t->g[outer]], nq))
+				outer++;
+			size_t nj = 0;
+			while (outer == (best_s > 0 ? best_s : 0) && nj < best &&
+			       joinable(t, &t->h[t->g[(long)(j0 + nj) + best_s]], nq))
+				nj++;
+			s->st.split += best - nj + (size_t)((best_s > 0 ? best_s : 0) - outer);
+			for (size_t j = j0; j < j0 + nj; j++) {
 				size_t c = (size_t)t->g[(long)j + best_s];
 				struct hspan *x = &t->p[st[j]], *y = &t->h[c];
 				y->end = x->end;
 				y->flags = (y->flags & ~(uint32_t)MTEV_SPAN_OPEN_AT_END) |
 					   (x->flags & MTEV_SPAN_OPEN_AT_END) | MTEV_SPAN_STITCHED;
 				x->seq = UINT32_MAX; /* joined: not written */
+				if (done_add(s, t, y))
+					return s->err;
 				if ((x->flags & MTEV_SPAN_OPEN_AT_END) && set_end(s, t, (uint32_t)j, c))
 					return s->err;
 				s->st.continued++;
 			}
-			for (long j = 0; j < best_s; j++) {
+			for (long j = outer; j < best_s; j++)
+				t->h[t->g[j]].flags |= ENDED;
+			for (size_t j = j0 + nj; j < j0 + best; j++)
+				t->h[t->g[(long)j + best_s]].flags |= ENDED;
+			for (long j = 0; j < outer; j++) {
 				struct hspan *y = &t->h[t->g[j]];
 				y->end = t->seg_end;
 				y->flags |= MTEV_SPAN_STITCHED | MTEV_SPAN_OPEN_AT_END;
@@ -753,7 +845,7 @@ static int decide(stitcher *s, struct sthr *t)
 				x->seq = UINT32_MAX;
 				s->st.revealed++;
 			}
-			gaplevel = t->L + (int32_t)(j0 + best);
+			gaplevel = t->L + (int32_t)(j0 + nj);
 			t->keep = best_s > 0 ? (size_t)best_s : 0;
 			if (best_s < 0)
 				t->gbot = t->L;
@@ -878,7 +970,7 @@ static int feed_span(stitcher *s, struct sthr *t, const struct mtev_rec *r)
 	if (cur_seg(s, t, r->span.begin))
 		return s->err;
 	struct hspan x = {r->span.begin, r->span.end, r->span.func, r->span.callsite,
-			  (int32_t)r->span.depth, r->span.flags & ~LOWB, t->seq++, 0, r->span.name.len};
+			  (int32_t)r->span.depth, r->span.flags & ~(LOWB | ENDED), t->seq++, 0, r->span.name.len};
 	if (t->pending) {
 		if ((r->span.flags & MTEV_SPAN_INFERRED_START) && r->span.depth < MAXD) {
 			if (mt_grow((void **)&t->p, &t->capp, t->np + 1, sizeof *t->p) ||

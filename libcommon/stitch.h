@@ -42,6 +42,7 @@ enum stitch_err {
 struct stitch_stats {
 	uint64_t segments, joins, aligned, unaligned, continued, revealed, gap_spans;
 	uint64_t lower_bound; /* segments placed at depths that are lower bounds (min-depth) */
+	uint64_t split; /* facing frames across a gap not joined: seen called again there */
 };
 
 typedef int (*stitch_emit_fn)(void *ctx, const struct mtev_rec *rec);
