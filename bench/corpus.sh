@@ -34,7 +34,8 @@
 #           outer frames they added.  bench/out/corpus/chain.txt
 #
 # Every stage skips what already exists (delete bench/out/corpus/ to redo).
-# CORPUS_ONLY="p1 p2" restricts to some programs (CORPUS_TABLE: the table file
+# CORPUS_CONFIGS (a shell pattern, e.g. '*@*': the faulted rows) restricts
+# the table to some configurations; CORPUS_ONLY="p1 p2" restricts to some programs (CORPUS_TABLE: the table file
 # then, to run parts in parallel); CORPUS_MAX overrides every
 # program's --max-insns; CORPUS_BIN the directory of the mt tools (default
 # bin/: a copy keeps a long table run off a rebuild); CORPUS_INLINE=whole checks
@@ -251,6 +252,8 @@ stage_table() {
 			name=$(basename "$(dirname "$dir")")
 			want "$name" || continue
 			for c in whole $(configs | cut -d' ' -f1); do
+				# shellcheck disable=SC2254
+				case $c in ${CORPUS_CONFIGS:-*}) ;; *) continue ;; esac
 				[ -f "$O/$name/$c/truth-spans.mt" ] && score "$name" "$c" "$O/$name/$c" "$T"
 			done
 		done

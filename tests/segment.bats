@@ -201,6 +201,24 @@ cmp_run() {
 	[ "$status" -eq 2 ]
 }
 
+@test "compare: a gap is no coverage; a span joined across it over two calls is wrong" {
+	"$BIN/mt-undump" "$G/cmp-gap-truth.txt" > "$T/truth.mt"
+	"$BIN/mt-undump" "$G/cmp-gap-window.txt" > "$T/window.mt"
+	# f's two calls joined into one span across the gap [150, 350]: wrong,
+	# and it covers nothing (the old score: coverage 1, 0 wrong); main, live
+	# across the gap and joined across it, keeps its time there
+	"$BIN/mt-undump" "$G/cmp-gap-joined.txt" > "$T/actual.mt"
+	run "$BIN/mt-compare" --truth-branches "$T/window.mt" "$T/truth.mt" "$T/actual.mt"
+	echo "$output"
+	[[ "${lines[-1]}" == *" coverage=0.833333 "*" joins=2 wrong_joins=1 wrong=1 matched=1 truth=3 judged=2" ]]
+	# not joined: each side covers what it recorded, none of the gap
+	# (100 of f's 200 ns lie in it)
+	"$BIN/mt-undump" "$G/cmp-gap-split.txt" > "$T/actual.mt"
+	run "$BIN/mt-compare" --truth-branches "$T/window.mt" "$T/truth.mt" "$T/actual.mt"
+	echo "$output"
+	[[ "${lines[-1]}" == *" coverage=0.916667 "*" joins=1 wrong_joins=0 wrong=0 "* ]]
+}
+
 @test "compare: clipped truth, hidden outer frame, exact actual: all match" {
 	cmp_run cmp-exact.txt --min-precision 1 --min-recall 1 --min-coverage 1 --max-wrong 0
 	echo "$output"

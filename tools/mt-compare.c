@@ -23,8 +23,9 @@ static void usage(FILE *f)
 	      "(mt-ptsim's truth-spans.mt) and prints precision, recall, frame-time\n"
 	      "coverage and the wrong spans.  The last stdout line is one machine-readable\n"
 	      "summary: 'mt-compare: precision=P recall=R coverage=C exact_coverage=E\n"
-	      "time_precision=T wrong=N matched=N truth=N judged=N wrong_joins=N\n"
-	      "joins=N'.\n"
+	      "time_precision=T joins=N wrong_joins=N wrong=N matched=N truth=N\n"
+	      "judged=N' (joins: judged spans live across a gap; wrong_joins: of the wrong\n"
+	      "ones, those joined across a gap over two activations, below).\n"
 	      "\n"
 	      "Window (per thread; truth spans are clipped to it): by default the honest\n"
 	      "one, what the recording holds by the truth: the extent of the truth's\n"
@@ -557,9 +558,10 @@ static int report(const struct opts *o, const struct spancmp_res *r, const char 
 			print_span("missed:", &r->missed_spans[i]);
 	}
 	printf("mt-compare: precision=%.6f recall=%.6f coverage=%.6f exact_coverage=%.6f "
-	       "time_precision=%.6f wrong=%zu matched=%zu truth=%zu judged=%zu wrong_joins=%zu joins=%zu\n",
-	       prec, rec, cov, ecov, tprec, r->wrong, r->matched, r->truth, r->judged, r->wrong_joins,
-	       r->joins);
+	       "time_precision=%.6f joins=%zu wrong_joins=%zu wrong=%zu matched=%zu truth=%zu "
+	       "judged=%zu\n",
+	       prec, rec, cov, ecov, tprec, r->joins, r->wrong_joins, r->wrong, r->matched, r->truth,
+	       r->judged);
 	if (prec < o->min_prec || rec < o->min_rec || cov < o->min_cov ||
 	    (o->max_wrong >= 0 && (long)r->wrong > o->max_wrong))
 		return 1;
