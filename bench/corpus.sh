@@ -19,14 +19,16 @@
 #           --inline-truth) found in mt-symbolize's output (mt-compare
 #           --inline), found/checked; gap (faults): the share of the true
 #           frame-time that lies inside the decoder's gaps in frames that
-#           begin or end there (no trace shows it: coverage can reach at
-#           most about 1 - gap).  bench/out/corpus/table.txt
+#           begin or end there (mt-compare's gap=; no trace shows it:
+#           coverage can reach at most 1 - gap, since mt-compare credits no
+#           time inside a gap but a frame's joined across it that was one
+#           activation).  bench/out/corpus/table.txt
 # loss      (not in the default stages) from the table (CORPUS_TABLE, else
 #           table.txt): every faulted row below 95 % frame-time coverage,
 #           with its gap share and what is lost beyond it (1 - coverage -
-#           gap: what mt loses that the recording holds; below 0: coverage
-#           credited inside the gap, where mt-stitch joined a frame across
-#           it that the truth shows as several activations), and the totals
+#           gap: what mt loses that the recording holds, including the time
+#           in a gap of frames live across it that mt-stitch did not join),
+#           and the totals
 # chain     (not in the default stages) every window with the trigger's call
 #           chain (mt-ptsim's hits.mt appended to mt-decode's output, as mt
 #           does): mt-compare --absolute-depth (the whole stack, root
@@ -178,43 +180,14 @@ score() {
 	kk=$(printf '%s' "$kept" | sed -n 's/.* kept=\([0-9]*\).*/\1/p')
 	kt=$(printf '%s' "$kept" | sed -n 's/.* truth=\([0-9]*\).*/\1/p')
 	$NICE "$B/mt-segment" -i "$T/dec.mt" -o "$T/seg.mt" 2>/dev/null
-	gs=-
-	case $c in
-	*@*)
-		# the true frame-time inside the gaps, in frames that begin or
-		# end there (frames live across a gap are not counted)
-		gs=$({ "$B/mt-dump" -k gap,segment "$T/seg.mt"; "$B/mt-dump" -k span "$d/truth-spans.mt"; } | awk '
-		function v(k,  i, a) { for (i = 2; i <= NF; i++) { split($i, a, "="); if (a[1] == k) return a[2] } }
-		$1 == "gap" { n++; gt[n] = v("tid"); gb[n] = v("begin"); ge[n] = v("end"); next }
-		$1 == "segment" { m++; mt[m] = v("tid"); mb[m] = v("begin"); next }
-		$1 == "span" { t = v("tid"); b = v("begin"); e = v("end"); tot += e - b
-			ns++; st[ns] = t; sb[ns] = b; se[ns] = e
-			if (!(t in last) || e > last[t]) last[t] = e }
-		END {
-			# a gap with no trace after it (no PSB followed the fault;
-			# its end is the last time the decoder saw, or its begin)
-			# runs to the end of the thread, and no frame can be
-			# joined across it; an empty gap with trace after it runs
-			# to the next segment
-			for (i = 1; i <= n; i++) {
-				e = last[gt[i]]
-				tail[i] = 1
-				for (k = 1; k <= m; k++) if (mt[k] == gt[i] && mb[k] >= gb[i] && mb[k] < e) { e = mb[k]; tail[i] = 0 }
-				if ((tail[i] || ge[i] <= gb[i]) && e > gb[i]) ge[i] = e }
-			# a gap inside an earlier one counts once (a truncated
-			# AUX record: an empty gap, then the lost data, at one time)
-			for (i = 1; i <= n; i++) for (k = 1; k < i; k++)
-				if (!dup[k] && gt[k] == gt[i] && gb[k] <= gb[i] && ge[k] >= ge[i]) { dup[i] = 1; break }
-			for (j = 1; j <= ns; j++) for (i = 1; i <= n; i++)
-				if (!dup[i] && gt[i] == st[j] && (tail[i] || !(sb[j] <= gb[i] && se[j] >= ge[i]))) {
-					lo = sb[j] > gb[i] ? sb[j] : gb[i]; hi = se[j] < ge[i] ? se[j] : ge[i]
-					if (hi > lo) in_gap += hi - lo }
-			printf "%.4f\n", tot ? in_gap / tot : 0 }')
-		;;
-	esac
 	$NICE "$B/mt-stitch" -i "$T/seg.mt" -o "$T/st.mt" 2>/dev/null
 	line=$("$B/mt-compare" "$d/truth-spans.mt" "$T/st.mt" 2>/dev/null | tail -1)
 	get() { printf '%s' "$line" | sed -n "s/.*[ :]$1=\\([^ ]*\\).*/\\1/p"; }
+	# faults: the true frame-time inside the decoder's gaps in frames that
+	# begin or end there (mt-compare's gap=; frames live across a gap are
+	# not counted)
+	gs=-
+	case $c in *@*) gs=$(get gap | awk '{ printf "%.4f", $1 }') ;; esac
 	inl=-
 	case ${CORPUS_INLINE:-all}:$c in
 	none:w*) inl=n/m ;;

@@ -6,8 +6,9 @@
 # mt-compare against the truth (its default, honest window): frame-time
 # coverage, wrong spans (joins: of them, spans joined across a gap over two
 # activations), kept branches the truth has not (kept-w; the goal is 0) and
-# kept / true branches, without -> with --resync; with it, "95" when the
-# coverage reaches 0.95.  The last line: the totals.
+# kept / true branches, without -> with --resync, the gap share (mt-compare's
+# gap=: the true frame-time no trace shows) without -> with; "95" when the
+# coverage with it reaches 0.95.  The last line: the totals.
 #   sh bench/resync.sh [PROGRAM...]     (default: every program there)
 # CORPUS_OUT: the corpus directory (default bench/out/corpus); CORPUS_BIN:
 # the mt tools (default bin/).
@@ -19,7 +20,7 @@ NICE="nice -n 10"
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 
-# one decode through the pipeline: "coverage wrong kept-w kept truth joins"
+# one decode through the pipeline: "coverage wrong kept-w kept truth joins gap"
 score() {
 	d=$1
 	shift
@@ -29,20 +30,21 @@ score() {
 	$NICE "$B/mt-stitch" -i "$T/seg.mt" -o "$T/st.mt" 2>/dev/null
 	l=$("$B/mt-compare" "$d/truth-spans.mt" "$T/st.mt" 2>/dev/null | tail -1)
 	get() { printf '%s' "$2" | sed -n "s/.*[ :]$1=\\([^ ]*\\).*/\\1/p"; }
-	echo "$(get coverage "$l") $(get wrong "$l") $(get wrong "$k") $(get kept "$k") $(get truth "$k") $(get wrong_joins "$l")"
+	echo "$(get coverage "$l") $(get wrong "$l") $(get wrong "$k") $(get kept "$k") $(get truth "$k") $(get wrong_joins "$l") $(get gap "$l")"
 }
 
-printf '%-15s %-12s %17s %11s %9s %7s %19s\n' program config coverage wrong joins kept-w kept/truth
+printf '%-15s %-12s %19s %11s %9s %7s %21s %15s\n' program config coverage wrong joins kept-w kept/truth gap
 progs=${*:-$(cd "$O" && for d in */whole; do [ -d "$d" ] && dirname "$d"; done)}
 for p in $progs; do
 	for d in "$O/$p"/*@*; do
 		[ -f "$d/truth-spans.mt" ] || continue
 		set -- $(score "$d")
-		oc=$1 ow=$2 ok=$4 oj=$6 okw=$3
+		oc=$1 ow=$2 ok=$4 oj=$6 okw=$3 og=$7
 		set -- $(score "$d" --resync)
 		r=$(awk -v b="$1" 'BEGIN { if (b >= 0.95) printf "95" }')
-		printf '%-15s %-12s %19s %11s %9s %7s %21s %s\n' "$p" "$(basename "$d")" "$oc->$1" \
-			"$ow->$2" "$oj->$6" "$okw->$3" "$ok->$4/$5" "$r"
+		printf '%-15s %-12s %19s %11s %9s %7s %21s %15s %s\n' "$p" "$(basename "$d")" "$oc->$1" \
+			"$ow->$2" "$oj->$6" "$okw->$3" "$ok->$4/$5" \
+			"$(awk -v a="$og" -v b="$7" 'BEGIN { printf "%.4f->%.4f", a, b }')" "$r"
 	done
 done | awk '{ print }
 	{ n++; split($3, c, "->"); split($4, w, "->"); split($5, j, "->"); split($6, k, "->")

@@ -70,7 +70,7 @@ int spanset_add_gap(struct spanset *s, uint32_t tid, int is_seg, uint64_t begin,
 {
 	if (mt_grow((void **)&s->gap, &s->capgap, s->ngap + 1, sizeof *s->gap))
 		return -ENOMEM;
-	s->gap[s->ngap++] = (struct sc_gap){tid, is_seg, begin, end < begin ? begin : end};
+	s->gap[s->ngap++] = (struct sc_gap){tid, is_seg, 0, begin, end < begin ? begin : end};
 	return 0;
 }
 
@@ -538,8 +538,10 @@ static int gaps(struct work *W, const struct spanset *actual)
 			if (z->is_seg && z->tid == g.tid && z->begin >= g.begin && z->begin < next)
 				next = z->begin;
 		}
-		if (next == UINT64_MAX)
+		if (next == UINT64_MAX) {
 			next = w->end;
+			g.tail = 1;
+		}
 		if (next > g.end)
 			g.end = next;
 		if (g.begin < w->begin)
@@ -555,6 +557,7 @@ static int gaps(struct work *W, const struct spanset *actual)
 		if (m && W->G[m - 1].tid == W->G[i].tid && W->G[i].begin <= W->G[m - 1].end) {
 			if (W->G[i].end > W->G[m - 1].end)
 				W->G[m - 1].end = W->G[i].end;
+			W->G[m - 1].tail |= W->G[i].tail;
 		} else
 			W->G[m++] = W->G[i];
 	}
@@ -582,6 +585,23 @@ static int bad_join(const struct work *W, const struct sc_span *t, size_t nt, co
 			return 1;
 	}
 	return 0;
+}
+
+/* The time of truth span @x inside gaps that no trace shows: where it
+ * begins or ends inside the gap (all of it in a gap no segment follows). */
+static double gap_share(const struct work *W, const struct sc_span *x)
+{
+	double g = 0;
+	for (size_t i = 0; i < W->nG; i++) {
+		const struct sc_gap *z = &W->G[i];
+		if (z->tid != x->tid || z->end <= x->begin || z->begin >= x->end ||
+		    (!z->tail && x->begin <= z->begin && x->end >= z->end))
+			continue;
+		uint64_t lo = z->begin > x->begin ? z->begin : x->begin;
+		uint64_t hi = z->end < x->end ? z->end : x->end;
+		g += (double)(hi - lo);
+	}
+	return g;
 }
 
 /* The credit of truth span @x (@c: its time the actual covers) less what
@@ -778,6 +798,8 @@ static int judge_group(struct work *W, struct sc_span *t, size_t nt, struct sc_s
 		double len = (double)(t[x].end - t[x].begin);
 		int m = (t[x].cflags & SC_MATCHED) != 0;
 		res->truth_time += len;
+		if (W->nG)
+			res->gap_time += gap_share(W, &t[x]);
 		double c = m ? len : (double)overlap_with(W->ua, ma, t[x].begin, t[x].end);
 		c = W->nG ? gap_less(W, &t[x], m, W->ua, ma, c) : c;
 		res->covered_time += c;

@@ -74,6 +74,7 @@ struct sc_win {
 struct sc_gap {
 	uint32_t tid;
 	int is_seg; /* a segment record: only its begin is used */
+	int tail;   /* (a gap) no segment follows it */
 	uint64_t begin, end;
 };
 
@@ -105,6 +106,9 @@ struct spancmp_res {
 	double truth_time, covered_time, exact_time, actual_time, true_actual_time;
 	size_t joins; /* judged spans live across a gap (joined by mt-stitch) */
 	size_t wrong_joins; /* of wrong: spans joined across a gap over two activations */
+	/* truth frame-time inside gaps that no trace can show: in frames that
+	 * begin or end inside one (all, in a gap no segment follows) */
+	double gap_time;
 	/* indices into the actual set (wrong) and into the comparison's clipped
 	 * truth (missed); owned by the result */
 	struct sc_span *wrong_spans, *missed_spans;

@@ -23,9 +23,12 @@ static void usage(FILE *f)
 	      "(mt-ptsim's truth-spans.mt) and prints precision, recall, frame-time\n"
 	      "coverage and the wrong spans.  The last stdout line is one machine-readable\n"
 	      "summary: 'mt-compare: precision=P recall=R coverage=C exact_coverage=E\n"
-	      "time_precision=T joins=N wrong_joins=N wrong=N matched=N truth=N\n"
-	      "judged=N' (joins: judged spans live across a gap; wrong_joins: of the wrong\n"
-	      "ones, those joined across a gap over two activations, below).\n"
+	      "time_precision=T gap=G joins=N wrong_joins=N wrong=N matched=N truth=N\n"
+	      "judged=N' (gap: the share of the truth's frame-time inside gaps in frames\n"
+	      "that begin or end there, all in a gap no segment follows: what no trace\n"
+	      "shows, coverage is at most 1 - gap; joins: judged spans live across a gap;\n"
+	      "wrong_joins: of the wrong ones, those joined across a gap over two\n"
+	      "activations, below).\n"
 	      "\n"
 	      "Window (per thread; truth spans are clipped to it): by default the honest\n"
 	      "one, what the recording holds by the truth: the extent of the truth's\n"
@@ -558,10 +561,10 @@ static int report(const struct opts *o, const struct spancmp_res *r, const char 
 			print_span("missed:", &r->missed_spans[i]);
 	}
 	printf("mt-compare: precision=%.6f recall=%.6f coverage=%.6f exact_coverage=%.6f "
-	       "time_precision=%.6f joins=%zu wrong_joins=%zu wrong=%zu matched=%zu truth=%zu "
-	       "judged=%zu\n",
-	       prec, rec, cov, ecov, tprec, r->joins, r->wrong_joins, r->wrong, r->matched, r->truth,
-	       r->judged);
+	       "time_precision=%.6f gap=%.6f joins=%zu wrong_joins=%zu wrong=%zu matched=%zu "
+	       "truth=%zu judged=%zu\n",
+	       prec, rec, cov, ecov, tprec, ratio(r->gap_time, r->truth_time), r->joins,
+	       r->wrong_joins, r->wrong, r->matched, r->truth, r->judged);
 	if (prec < o->min_prec || rec < o->min_rec || cov < o->min_cov ||
 	    (o->max_wrong >= 0 && (long)r->wrong > o->max_wrong))
 		return 1;
