@@ -815,7 +815,10 @@ static int decide(stitcher *s, struct sthr *t)
 			 * at the gap (still open-at-end), the later one begins
 			 * after it (inferred-start), at the same depth. */
 			long outer = 0; /* the earlier frames beneath B's root */
-			while (outer < best_s && joinable(t, outer, nq))
+			/* (under a surviving root: placed there, not continued;
+			 * ld.so's _start, the thread's root, ends by a tail jump
+			 * to the program's entry, maybe inside the gap) */
+			while (!under_root && outer < best_s && joinable(t, outer, nq))
 				outer++;
 			size_t nj = 0;
 			while (outer == (best_s > 0 ? best_s : 0) && nj < best &&
