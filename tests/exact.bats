@@ -315,7 +315,14 @@ gap_at() {
 		"except_O0 drop@95%:64" "except_O0 corrupt@47%:16" "except_O0 corrupt@56%:16" \
 		"except_O0 truncate-aux@92%" "except_O0 drop@75%:64"; do
 		replay ${f% *} "$T/f" --inject ${f#* }
-		CMP="--max-wrong 0" judge "$T/f" decode
+		# three gaps swallow the first return of top() (main's loop
+		# callee, live since the window began) and its next calls: no
+		# earlier return shows it repeats, mt-stitch joins it across the
+		# gap, and mt-compare's gap score counts that span wrong (1 each;
+		# docs/fidelity.md, Weak); every other span is right
+		mw=0
+		case $f in "except drop@59%:64" | "except_O0 drop@53%:64" | "except_O0 corrupt@56%:16") mw=1 ;; esac
+		CMP="--max-wrong $mw" judge "$T/f" decode
 		# no frame of a function the truth never ran at all
 		"$BIN/mt-dump" -k span "$T/f/truth-spans.mt" | grep -o ' func=0x[0-9a-f]*' | sort -u >"$T/tf"
 		"$BIN/mt-dump" -k span "$T/out.mt" | grep -o ' func=0x[0-9a-f]*' | grep -v '=0x0$' | sort -u >"$T/af"
