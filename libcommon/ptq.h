@@ -1,0 +1,72 @@
+/* ptq: the project's PT query decoder, for the cached walk (issue 20).
+ *
+ * The same answers, in the same order, as libipt 2.0.5's query decoder
+ * (pt_qry_*) gives the walk: TNT bits, TIP targets, events, the time after
+ * each query and the offsets -- for the packets the walk emulates (PAD,
+ * PSB, PSBEND, TNT, TIP, TIP.PGE, TIP.PGD, FUP, MODE.Exec, TSC, CBR, CYC)
+ * with the timing rules libipt applies to them (TSC, CBR and CYC with its
+ * calibration; no MTC/TMA).  Written from libipt's documented behaviour
+ * and the SDM, not its code (docs/decode.md, "The project query
+ * decoder").  Anything else (MTC, TMA, OVF, PIP, VMCS, TSX, power and
+ * PTWRITE packets, errata that rewrite packets) is PTQ_UNSUP: the caller
+ * decides per recording, before decoding, whether this decoder may run
+ * (ptq_usable). */
+#ifndef MT_PTQ_H
+#define MT_PTQ_H
+
+#include <intel-pt.h>
+#include <stdint.h>
+
+#define PTQ_UNSUP (-1000) /* a packet this decoder does not emulate */
+
+struct ptq_ev {
+	struct pt_event q[3][8]; /* by binding: PSBEND, TIP, FUP */
+	uint8_t b[3], e[3];
+	struct pt_event one; /* a standalone event */
+};
+
+struct ptq_time {
+	uint64_t tsc, base, fc;
+	uint32_t lost_mtc, lost_cyc;
+	uint8_t cbr;
+	int have_tsc, have_cbr;
+};
+
+struct ptqd {
+	const uint8_t *begin, *end, *pos, *sync;
+	int next; /* the kind of the packet at pos, 0: none */
+	int enabled, consume;
+	struct pt_event *event; /* published by the last decode */
+	uint64_t ip;		 /* last IP */
+	int have_ip, ip_supp;
+	uint64_t tnt, tnt_idx; /* cached TNT bits, the next one's mask */
+	struct ptq_time time, last_time;
+	/* calibration: the fast-counter:cycles ratio (<<8) */
+	uint64_t fcr, min_fcr, max_fcr, cal_tsc, cyc_tsc;
+	uint8_t nom_freq;
+	struct ptq_ev evq;
+};
+
+/* Whether ptq may decode a trace of @cfg at all (no errata it does not
+ * emulate); the packets are the caller's pre-scan's. */
+int ptq_usable(const struct pt_config *cfg);
+void ptq_init(struct ptqd *d, const struct pt_config *cfg);
+int ptq_sync_forward(struct ptqd *d, uint64_t *ip);
+int ptq_sync_set(struct ptqd *d, uint64_t *ip, uint64_t off);
+int ptq_cond_branch(struct ptqd *d, int *taken);
+int ptq_indirect_branch(struct ptqd *d, uint64_t *ip);
+int ptq_event(struct ptqd *d, struct pt_event *ev);
+int ptq_get_offset(const struct ptqd *d, uint64_t *off);
+int ptq_get_sync_offset(const struct ptqd *d, uint64_t *off);
+
+/* pt_qry_time */
+static inline int ptq_time(const struct ptqd *d, uint64_t *tsc, uint32_t *lost_mtc,
+			   uint32_t *lost_cyc)
+{
+	*tsc = d->last_time.tsc;
+	*lost_mtc = d->last_time.lost_mtc;
+	*lost_cyc = d->last_time.lost_cyc;
+	return d->last_time.have_tsc ? 0 : -pte_no_time;
+}
+
+#endif
