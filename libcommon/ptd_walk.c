@@ -220,7 +220,7 @@ static int wq_cond(struct ptd_walkq *w, int *taken)
 static int wq_indirect(struct ptd_walkq *w, uint64_t *ip)
 {
 	uint64_t ia = *ip, ib = *ip;
-	int a;
+	int a, b;
 	if (w->fast)
 		return ptq_indirect_branch(&w->fq, ip);
 	a = pt_qry_indirect_branch(w->qry, &ia);
@@ -228,7 +228,8 @@ static int wq_indirect(struct ptd_walkq *w, uint64_t *ip)
 		*ip = ia;
 		return a;
 	}
-	return wq_check_ip(w, "indirect_branch", a, ptq_indirect_branch(&w->fq, &ib), ia, ib, ip);
+	b = ptq_indirect_branch(&w->fq, &ib); /* before ib is read */
+	return wq_check_ip(w, "indirect_branch", a, b, ia, ib, ip);
 }
 
 static int wq_event(struct ptd_walkq *w, struct pt_event *ev)
@@ -272,7 +273,7 @@ static int wq_sync_offset(const struct ptd_walkq *w, uint64_t *off)
 static int wq_sync_forward(struct ptd_walkq *w, uint64_t *ip)
 {
 	uint64_t ia = *ip, ib = *ip;
-	int a;
+	int a, b;
 	if (w->fast)
 		return ptq_sync_forward(&w->fq, ip);
 	a = pt_qry_sync_forward(w->qry, &ia);
@@ -280,13 +281,14 @@ static int wq_sync_forward(struct ptd_walkq *w, uint64_t *ip)
 		*ip = ia;
 		return a;
 	}
-	return wq_check_ip(w, "sync_forward", a, ptq_sync_forward(&w->fq, &ib), ia, ib, ip);
+	b = ptq_sync_forward(&w->fq, &ib); /* before ib is read */
+	return wq_check_ip(w, "sync_forward", a, b, ia, ib, ip);
 }
 
 static int wq_sync_set(struct ptd_walkq *w, uint64_t *ip, uint64_t off)
 {
 	uint64_t ia = *ip, ib = *ip;
-	int a;
+	int a, b;
 	if (w->fast)
 		return ptq_sync_set(&w->fq, ip, off);
 	a = pt_qry_sync_set(w->qry, &ia, off);
@@ -294,7 +296,8 @@ static int wq_sync_set(struct ptd_walkq *w, uint64_t *ip, uint64_t off)
 		*ip = ia;
 		return a;
 	}
-	return wq_check_ip(w, "sync_set", a, ptq_sync_set(&w->fq, &ib, off), ia, ib, ip);
+	b = ptq_sync_set(&w->fq, &ib, off); /* before ib is read */
+	return wq_check_ip(w, "sync_set", a, b, ia, ib, ip);
 }
 
 /* The bit of @ip in libipt's block cache of section @isid (NULL: out of

@@ -49,10 +49,7 @@ enum { B_PSBEND, B_TIP, B_FUP };
 
 int ptq_usable(const struct pt_config *cfg)
 {
-	/* bdm70 drops PSB+ FUPs, skd007 reads a CYC as an OVF, skz84 skips
-	 * bad TMAs: packets differ from the pre-scan's */
-	return !cfg->errata.bdm70 && !cfg->errata.skd007 && !cfg->errata.skz84 &&
-	       !cfg->decode.callback;
+	return !cfg->decode.callback;
 }
 
 void ptq_init(struct ptqd *d, const struct pt_config *cfg)
@@ -61,6 +58,8 @@ void ptq_init(struct ptqd *d, const struct pt_config *cfg)
 	d->begin = cfg->begin;
 	d->end = cfg->end;
 	d->nom_freq = cfg->nom_freq;
+	d->bdm70 = cfg->errata.bdm70;
+	d->skd007 = cfg->errata.skd007;
 	d->min_fcr = UINT64_MAX;
 }
 
@@ -442,9 +441,104 @@ static int dec_cyc(struct ptqd *d)
 	int n = read_cyc(d, &v);
 	if (n < 0)
 		return n;
+	/* SKD007: a 2-byte CYC whose second byte is an OVF's first, an OVF's
+	 * second after it: the OVF is the packet, one byte in */
+	if (d->skd007 && n == 2 && (v & 0xffe0) == 0x20 && d->pos + 2 < d->end &&
+	    d->pos[2] == 0xf3) {
+		d->pos++;
+		return 0;
+	}
 	time_cyc(d, v);
 	d->pos += n;
 	return 0;
+}
+
+/* The size of the packet at @p as libipt's packet decoder reads it (its
+ * kind in *kind): for the packets ptq knows, PTQ_UNSUP for the others. */
+static int pkt_size(struct ptqd *d, const uint8_t *p, int *kind)
+{
+	static const int8_t ipsz[8] = {0, 2, 4, 6, 6, -1, 8, -1};
+	int err = fetch(d, p), n;
+	uint64_t v;
+
+	*kind = d->next;
+	if (err)
+		return err;
+	switch (d->next) {
+	case P_PAD:
+	case P_TNT8:
+		if (d->next == P_TNT8 && (*p >> 1) < 2)
+			return -pte_bad_packet;
+		return 1;
+	case P_TIP:
+	case P_FUP:
+	case P_PGE:
+	case P_PGD:
+		n = ipsz[*p >> 5];
+		if (n < 0)
+			return -pte_bad_packet;
+		return fits(d, p + 1, (size_t)n) ? n + 1 : -pte_eos;
+	case P_TNT64:
+		if (!fits(d, p, 8))
+			return -pte_eos;
+		return le(p + 2, 6) < 2 ? -pte_bad_packet : 8;
+	case P_MODE:
+		if (!fits(d, p, 2))
+			return -pte_eos;
+		return (p[1] & 0xe0) > 0x20 ? -pte_bad_packet : 2;
+	case P_PSBEND:
+		return 2;
+	case P_TSC:
+		return fits(d, p, 8) ? 8 : -pte_eos;
+	case P_CBR:
+		return fits(d, p, 4) ? 4 : -pte_eos;
+	case P_PSB:
+		return read_psb(d, p);
+	case P_CYC: {
+		const uint8_t *save = d->pos;
+		d->pos = p;
+		n = read_cyc(d, &v);
+		d->pos = save;
+		return n;
+	}
+	case P_UNKNOWN:
+		return -pte_bad_opc;
+	default:
+		return PTQ_UNSUP;
+	}
+}
+
+/* BDM70: a PSB+ FUP while tracing is off that only PSB+ and timing
+ * packets separate from a TIP.PGE is ignored: its size if so, 0 if not,
+ * or an error (libipt's scan with its packet decoder: running out of
+ * trace is no error). */
+static int bdm70(struct ptqd *d)
+{
+	const uint8_t *p = d->pos;
+	int next = d->next, kind, n, self;
+
+	self = pkt_size(d, p, &kind);
+	if (self < 0) {
+		d->next = next;
+		return self;
+	}
+	for (p += self;;) {
+		n = pkt_size(d, p, &kind);
+		if (n < 0)
+			break;
+		if (kind == P_PGE) {
+			n = self;
+			break;
+		}
+		if (kind != P_PAD && kind != P_TSC && kind != P_CBR && kind != P_PSBEND &&
+		    kind != P_MODE && kind != P_CYC) {
+			n = 0;
+			break;
+		}
+		p += n;
+	}
+	d->next = next;
+	return n == -pte_eos ? 0 : n;
 }
 
 static int dec_header(struct ptqd *d)
@@ -460,6 +554,15 @@ static int dec_header(struct ptqd *d)
 		return 0;
 	case P_FUP:
 		start = d->pos;
+		if (d->bdm70 && !d->enabled) {
+			n = bdm70(d);
+			if (n < 0)
+				return n;
+			if (n) {
+				d->pos += n;
+				return 0;
+			}
+		}
 		n = read_ip(d);
 		if (n < 0)
 			return n;

@@ -8,9 +8,10 @@
  * calibration; no MTC/TMA).  Written from libipt's documented behaviour
  * and the SDM, not its code (docs/decode.md, "The project query
  * decoder").  Anything else (MTC, TMA, OVF, PIP, VMCS, TSX, power and
- * PTWRITE packets, errata that rewrite packets) is PTQ_UNSUP: the caller
- * decides per recording, before decoding, whether this decoder may run
- * (ptq_usable). */
+ * PTWRITE packets) is PTQ_UNSUP: the caller decides per recording, before
+ * decoding, whether this decoder may run (its pre-scan, ptq_usable).  The
+ * query decoder's errata for these packets are emulated: BDM70 (a PSB+
+ * FUP before a TIP.PGE is ignored) and SKD007 (a CYC overlapping an OVF). */
 #ifndef MT_PTQ_H
 #define MT_PTQ_H
 
@@ -44,11 +45,12 @@ struct ptqd {
 	/* calibration: the fast-counter:cycles ratio (<<8) */
 	uint64_t fcr, min_fcr, max_fcr, cal_tsc, cyc_tsc;
 	uint8_t nom_freq;
+	uint8_t bdm70, skd007; /* errata */
 	struct ptq_ev evq;
 };
 
-/* Whether ptq may decode a trace of @cfg at all (no errata it does not
- * emulate); the packets are the caller's pre-scan's. */
+/* Whether ptq may decode a trace of @cfg at all (no packet callback); the
+ * packets are the caller's pre-scan's. */
 int ptq_usable(const struct pt_config *cfg);
 void ptq_init(struct ptqd *d, const struct pt_config *cfg);
 int ptq_sync_forward(struct ptqd *d, uint64_t *ip);
