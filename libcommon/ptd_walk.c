@@ -363,11 +363,11 @@ static int walkable(struct ptq *q, int *mtc)
 			case ppt_pad:
 			case ppt_tsc:
 			case ppt_cbr:
+			case ppt_cyc:
+				break;
 			case ppt_tma:
 			case ppt_mtc:
 				*mtc = 1; /* ptq does not emulate MTC timing */
-				break;
-			case ppt_cyc:
 				break;
 			case ppt_tnt_8:
 			case ppt_tnt_64:
