@@ -40,6 +40,7 @@
 #ifndef WB_BITS
 #define WB_BITS 16 /* blocks, 56 bytes each: 3.5 MiB */
 #endif
+#define ILD_PRE 256 /* instructions sized ahead (ild_run), direct-mapped */
 #ifndef WI_BITS
 #define WI_BITS 13 /* instructions, 48 bytes each: 384 KiB */
 #endif
@@ -101,6 +102,12 @@ struct ptd_walk {
 	uint8_t ild_trace[32];
 	const uint8_t *ild_code;
 	size_t ild_n;
+	/* instructions libipt's decoder sized ahead, in one run (ild_run) */
+	struct ild_pre {
+		uint64_t ip;
+		int32_t isid;
+		uint8_t size, cls, valid;
+	} pre[ILD_PRE];
 };
 
 struct ptd_walkq {
@@ -337,8 +344,9 @@ static int walkable(struct ptq *q, int *mtc)
 	*mtc = 0;
 	for (k = 0; k < q->nsegs; k++) {
 		struct pt_config cfg;
-		struct pt_packet_decoder *pd;
-		struct pt_packet pk;
+		struct ptqd pd;
+		enum pt_packet_type type;
+		uint8_t mb;
 		int st, in_psb = 0, ok = 1, fup = 0, psb_fup = 0, mode = 0;
 
 		pt_config_init(&cfg);
@@ -346,12 +354,11 @@ static int walkable(struct ptq *q, int *mtc)
 		cfg.end = q->stream + q->segs[k].end;
 		if (cfg.begin == cfg.end)
 			continue;
-		pd = pt_pkt_alloc_decoder(&cfg);
-		if (!pd)
-			return 0;
-		st = pt_pkt_sync_forward(pd);
-		while (ok && st >= 0 && (st = pt_pkt_next(pd, &pk, sizeof pk)) >= 0) {
-			switch (pk.type) {
+		/* libipt's packet decoder's packets (ptq's copy, faster) */
+		ptq_init(&pd, &cfg);
+		st = ptq_pkt_sync(&pd);
+		while (ok && st >= 0 && (st = ptq_pkt_next(&pd, &type, &mb)) >= 0) {
+			switch (type) {
 			case ppt_psb:
 				in_psb = 1;
 				psb_fup = mode = 0;
@@ -386,17 +393,16 @@ static int walkable(struct ptq *q, int *mtc)
 					psb_fup = 1;
 				break;
 			case ppt_mode:
-				ok = !fup && pk.payload.mode.leaf == pt_mol_exec &&
-				     pk.payload.mode.bits.exec.csl && !pk.payload.mode.bits.exec.csd;
+				/* MODE.Exec, 64-bit: leaf 0, CS.L, not CS.D */
+				ok = !fup && (mb & 0xe3) == 0x01;
 				mode = 1;
 				break;
 			default:
 				ok = 0;
 			}
-			if (pk.type == ppt_psb)
+			if (type == ppt_psb)
 				ok = ok && !fup;
 		}
-		pt_pkt_free_decoder(pd);
 		if (!ok || (st < 0 && st != -pte_eos))
 			return 0;
 	}
@@ -529,6 +535,53 @@ static int ild_decode(struct ptd_walk *s, const uint8_t *b, size_t n, uint8_t *s
 	return 0;
 }
 
+/* Sizes the straight-line run of section @isid from @ip (the section's
+ * bytes @b, @n of them to its end) with one sync of libipt's decoder, into
+ * s->pre: pt_insn_next goes on without trace from one instruction to the
+ * next and stops at the first branch (its query fails: the branch is
+ * decoded all the same) or at an instruction that does not decode.  Each
+ * instruction sees the bytes ild_decode would give it (at most 15, to the
+ * section's end): a run cut before the section's end stops 15 bytes
+ * short of the cut.  The sync and its events are most of the cost of
+ * sizing one instruction, shared here by the run. */
+static void ild_run(struct ptd_walk *s, int32_t isid, uint64_t ip, const uint8_t *b, size_t n)
+{
+	struct pt_insn in;
+	struct pt_event ev;
+	uint64_t cur = 0;
+	size_t cap = n > 2048 ? 2048 : n;
+	int st, k;
+
+	if (!s->ild && ild_init(s) < 0)
+		return;
+	s->ild_code = b;
+	s->ild_n = cap;
+	st = pt_insn_sync_set(s->ild, 0);
+	while (st >= 0 && (st & pts_event_pending))
+		st = pt_insn_event(s->ild, &ev, sizeof ev);
+	for (k = 0; st >= 0 && k < 64; k++) {
+		struct ild_pre *p;
+		if (cap < n && cur + 15 > cap)
+			break;
+		memset(&in, 0, sizeof in);
+		st = pt_insn_next(s->ild, &in, sizeof in);
+		if (st < 0 && (st == -pte_bad_insn || st == -pte_nomap || !in.size))
+			break;
+		if (in.ip != ILD_IP + cur || !in.size || cur + in.size > cap)
+			break;
+		p = &s->pre[(ip + cur) % ILD_PRE];
+		p->ip = ip + cur;
+		p->isid = isid;
+		p->size = in.size;
+		p->cls = (uint8_t)in.iclass;
+		p->valid = 1;
+		if (in.iclass != ptic_other)
+			break;
+		cur += in.size;
+	}
+	s->ild_code = NULL;
+}
+
 /* libipt's class as the walk's (x86br's names; far transfers as the
  * classifier calls them) */
 static uint8_t cls_of(enum pt_insn_class c)
@@ -621,7 +674,22 @@ static const struct winsn *insn_at(struct ptd *d, struct ptd_walkq *w, uint64_t 
 	{
 		struct x86br_insn xi;
 		enum pt_insn_class ic = ptic_error;
-		int st = ild_decode(d->walk, buf, (size_t)n, &in->size, &ic);
+		struct ptd_walk *s = d->walk;
+		struct ild_pre *p = &s->pre[ip % ILD_PRE];
+		int st;
+
+		if (!(p->valid && p->ip == ip && p->isid == isid) && d->secs[isid].data) {
+			const struct secview *v = &d->secs[isid];
+			ild_run(s, isid, ip, v->data + (ip - v->addr), (size_t)(v->size - (ip - v->addr)));
+		}
+		if (p->valid && p->ip == ip && p->isid == isid) {
+			in->size = p->size;
+			ic = (enum pt_insn_class)p->cls;
+			p->valid = 0;
+			st = 0;
+		} else {
+			st = ild_decode(s, buf, (size_t)n, &in->size, &ic);
+		}
 
 		if (st < 0) {
 			/* cut by the section's end: libipt would read on into

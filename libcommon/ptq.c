@@ -194,66 +194,58 @@ static int fetch(struct ptqd *d, const uint8_t *pos)
 	if (pos == d->end)
 		return -pte_eos;
 	opc = *pos++;
-	switch (opc) {
-	case 0x00:
-		d->next = P_PAD;
-		return 0;
-	case 0x99:
-		d->next = P_MODE;
-		return 0;
-	case 0x19:
-		d->next = P_TSC;
-		return 0;
-	case 0x59:
-		d->next = P_MTC;
-		return 0;
-	case 0x02:
-		if (pos == d->end)
-			return -pte_eos;
-		ext = *pos++;
-		switch (ext) {
-		case 0x82: d->next = P_PSB; return 0;
-		case 0xf3: d->next = P_OVF; return 0;
-		case 0xa3: d->next = P_TNT64; return 0;
-		case 0x23: d->next = P_PSBEND; return 0;
-		case 0x03: d->next = P_CBR; return 0;
-		case 0x43: d->next = P_PIP; return 0;
-		case 0x73: d->next = P_TMA; return 0;
-		case 0x83: /* STOP */
-		case 0x62: /* EXSTOP */
-		case 0xe2:
-		case 0xc2: /* MWAIT */
-		case 0x22: /* PWRE */
-		case 0xa2: /* PWRX */
-			d->next = P_OEVENT;
-			return 0;
-		case 0xc8: /* VMCS */
-			d->next = P_OHEAD;
-			return 0;
-		case 0xc3:
-			if (pos == d->end)
-				return -pte_eos;
-			d->next = *pos == 0x88 ? P_OHEAD : P_UNKNOWN; /* MNT */
-			return 0;
-		default:
-			d->next = (ext & 0x1f) == 0x12 ? P_OEVENT : P_UNKNOWN; /* PTW */
+	if (!(opc & 1)) {
+		if (opc != 0x02) {
+			d->next = opc ? P_TNT8 : P_PAD;
 			return 0;
 		}
+	} else if ((opc & 3) == 3) {
+		d->next = P_CYC;
+		return 0;
+	} else {
+		switch (opc) {
+		case 0x99: d->next = P_MODE; return 0;
+		case 0x19: d->next = P_TSC; return 0;
+		case 0x59: d->next = P_MTC; return 0;
+		default:
+			switch (opc & 0x1f) {
+			case 0x0d: d->next = P_TIP; return 0;
+			case 0x1d: d->next = P_FUP; return 0;
+			case 0x11: d->next = P_PGE; return 0;
+			case 0x01: d->next = P_PGD; return 0;
+			default: d->next = P_UNKNOWN; return 0;
+			}
+		}
+	}
+	if (pos == d->end)
+		return -pte_eos;
+	ext = *pos++;
+	switch (ext) {
+	case 0x82: d->next = P_PSB; return 0;
+	case 0xf3: d->next = P_OVF; return 0;
+	case 0xa3: d->next = P_TNT64; return 0;
+	case 0x23: d->next = P_PSBEND; return 0;
+	case 0x03: d->next = P_CBR; return 0;
+	case 0x43: d->next = P_PIP; return 0;
+	case 0x73: d->next = P_TMA; return 0;
+	case 0x83: /* STOP */
+	case 0x62: /* EXSTOP */
+	case 0xe2:
+	case 0xc2: /* MWAIT */
+	case 0x22: /* PWRE */
+	case 0xa2: /* PWRX */
+		d->next = P_OEVENT;
+		return 0;
+	case 0xc8: /* VMCS */
+		d->next = P_OHEAD;
+		return 0;
+	case 0xc3:
+		if (pos == d->end)
+			return -pte_eos;
+		d->next = *pos == 0x88 ? P_OHEAD : P_UNKNOWN; /* MNT */
+		return 0;
 	default:
-		if (!(opc & 1))
-			d->next = P_TNT8;
-		else if ((opc & 3) == 3)
-			d->next = P_CYC;
-		else if ((opc & 0x1f) == 0x0d)
-			d->next = P_TIP;
-		else if ((opc & 0x1f) == 0x1d)
-			d->next = P_FUP;
-		else if ((opc & 0x1f) == 0x11)
-			d->next = P_PGE;
-		else if ((opc & 0x1f) == 0x01)
-			d->next = P_PGD;
-		else
-			d->next = P_UNKNOWN;
+		d->next = (ext & 0x1f) == 0x12 ? P_OEVENT : P_UNKNOWN; /* PTW */
 		return 0;
 	}
 }
@@ -501,6 +493,12 @@ static int pkt_size(struct ptqd *d, const uint8_t *p, int *kind)
 		d->pos = save;
 		return n;
 	}
+	case P_MTC:
+		return fits(d, p, 2) ? 2 : -pte_eos;
+	case P_TMA:
+		if (!fits(d, p, 7))
+			return -pte_eos;
+		return p[4] || (le(p + 5, 2) & ~0x1ffull) ? -pte_bad_packet : 7;
 	case P_UNKNOWN:
 		return -pte_bad_opc;
 	default:
@@ -531,7 +529,7 @@ static int bdm70(struct ptqd *d)
 			break;
 		}
 		if (kind != P_PAD && kind != P_TSC && kind != P_CBR && kind != P_PSBEND &&
-		    kind != P_MODE && kind != P_CYC) {
+		    kind != P_MODE && kind != P_CYC && kind != P_MTC && kind != P_TMA) {
 			n = 0;
 			break;
 		}
@@ -976,32 +974,35 @@ static const uint8_t *find_psb(const struct ptqd *d, const uint8_t *p)
 	return read_psb(d, p) < 0 ? NULL : p;
 }
 
-int ptq_sync_forward(struct ptqd *d, uint64_t *ip)
+/* libipt's sync forward from d->pos: the PSB, or NULL and *err */
+static const uint8_t *sync_fwd(const struct ptqd *d, int *err)
 {
 	const uint8_t *pos = d->pos ? d->pos : d->begin, *from;
 	uintptr_t a;
 	ptrdiff_t space;
 
+	*err = -pte_internal;
 	if (pos == d->sync)
 		pos += 16;
 	if (pos < d->begin)
-		return -pte_internal;
+		return NULL;
 	space = pos - d->begin;
 	if (space >= 16)
 		space = 15;
 	pos -= space;
 	if (pos > d->end)
-		return -pte_internal;
+		return NULL;
 	from = pos;
 	/* 8-byte words at 8-byte aligned addresses, as libipt reads them */
 	a = ((uintptr_t)pos + 7) & ~(uintptr_t)7;
 	pos = (const uint8_t *)a;
+	*err = -pte_eos;
 	for (;;) {
 		const uint8_t *cur = pos, *psb;
 		int k, m0 = 1, m1 = 1;
 		pos += 8;
 		if (pos > d->end)
-			return -pte_eos;
+			return NULL;
 		for (k = 0; k < 8; k++) {
 			m0 &= cur[k] == ((k & 1) ? 0x82 : 0x02);
 			m1 &= cur[k] == ((k & 1) ? 0x02 : 0x82);
@@ -1011,8 +1012,47 @@ int ptq_sync_forward(struct ptqd *d, uint64_t *ip)
 		psb = find_psb(d, pos);
 		if (!psb || psb < from)
 			continue;
-		return start(d, psb, ip);
+		return psb;
 	}
+}
+
+int ptq_sync_forward(struct ptqd *d, uint64_t *ip)
+{
+	int err;
+	const uint8_t *psb = sync_fwd(d, &err);
+	return psb ? start(d, psb, ip) : err;
+}
+
+int ptq_pkt_sync(struct ptqd *d)
+{
+	int err;
+	const uint8_t *psb = sync_fwd(d, &err);
+	if (!psb)
+		return err;
+	d->sync = d->pos = psb;
+	return 0;
+}
+
+int ptq_pkt_next(struct ptqd *d, enum pt_packet_type *type, uint8_t *mode)
+{
+	static const uint8_t types[P_MAX] = {
+		[P_PAD] = ppt_pad,     [P_PSB] = ppt_psb,     [P_TIP] = ppt_tip,
+		[P_TNT8] = ppt_tnt_8,  [P_TNT64] = ppt_tnt_64, [P_PGE] = ppt_tip_pge,
+		[P_PGD] = ppt_tip_pgd, [P_FUP] = ppt_fup,     [P_MODE] = ppt_mode,
+		[P_PSBEND] = ppt_psbend, [P_TSC] = ppt_tsc,   [P_CBR] = ppt_cbr,
+		[P_CYC] = ppt_cyc,     [P_MTC] = ppt_mtc,     [P_TMA] = ppt_tma,
+	};
+	int kind, n;
+
+	if (!d->pos)
+		return -pte_nosync;
+	n = pkt_size(d, d->pos, &kind);
+	if (n < 0)
+		return n;
+	*type = (enum pt_packet_type)types[kind];
+	*mode = kind == P_MODE ? d->pos[1] : 0;
+	d->pos += n;
+	return n;
 }
 
 int ptq_sync_set(struct ptqd *d, uint64_t *ip, uint64_t off)

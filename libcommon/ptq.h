@@ -59,6 +59,11 @@ int ptq_cond_branch(struct ptqd *d, int *taken);
 int ptq_indirect_branch(struct ptqd *d, uint64_t *ip);
 int ptq_event(struct ptqd *d, struct pt_event *ev);
 int ptq_get_offset(const struct ptqd *d, uint64_t *off);
+/* libipt's packet decoder (pt_pkt_sync_forward, pt_pkt_next) for the
+ * packets ptq knows and MTC/TMA: the packet's size (*type, *mode the MODE
+ * payload byte), -pte_eos, -pte_bad_packet, -pte_bad_opc or PTQ_UNSUP */
+int ptq_pkt_sync(struct ptqd *d);
+int ptq_pkt_next(struct ptqd *d, enum pt_packet_type *type, uint8_t *mode);
 int ptq_get_sync_offset(const struct ptqd *d, uint64_t *off);
 
 /* pt_qry_time */
