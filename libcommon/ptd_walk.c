@@ -208,11 +208,9 @@ static int wq_check_ip(struct ptd_walkq *w, const char *what, int a, int b, uint
 	return a;
 }
 
-static int wq_cond(struct ptd_walkq *w, int *taken)
+static int wq_cond_qry(struct ptd_walkq *w, int *taken)
 {
 	int a, b, ta = 0, tb = 0;
-	if (w->fast)
-		return ptq_cond_branch(&w->fq, taken);
 	a = pt_qry_cond_branch(w->qry, &ta);
 	if (w->check) {
 		b = ptq_cond_branch(&w->fq, &tb);
@@ -224,12 +222,17 @@ static int wq_cond(struct ptd_walkq *w, int *taken)
 	return a;
 }
 
-static int wq_indirect(struct ptd_walkq *w, uint64_t *ip)
+static inline int wq_cond(struct ptd_walkq *w, int *taken)
+{
+	if (w->fast)
+		return ptq_cond_branch(&w->fq, taken);
+	return wq_cond_qry(w, taken);
+}
+
+static int wq_indirect_qry(struct ptd_walkq *w, uint64_t *ip)
 {
 	uint64_t ia = *ip, ib = *ip;
 	int a, b;
-	if (w->fast)
-		return ptq_indirect_branch(&w->fq, ip);
 	a = pt_qry_indirect_branch(w->qry, &ia);
 	if (!w->check) {
 		*ip = ia;
@@ -237,6 +240,13 @@ static int wq_indirect(struct ptd_walkq *w, uint64_t *ip)
 	}
 	b = ptq_indirect_branch(&w->fq, &ib); /* before ib is read */
 	return wq_check_ip(w, "indirect_branch", a, b, ia, ib, ip);
+}
+
+static inline int wq_indirect(struct ptd_walkq *w, uint64_t *ip)
+{
+	if (w->fast)
+		return ptq_indirect_branch(&w->fq, ip);
+	return wq_indirect_qry(w, ip);
 }
 
 static int wq_event(struct ptd_walkq *w, struct pt_event *ev)
@@ -847,7 +857,7 @@ static int wd_fetch_event(struct ptd_walkq *w)
 	return 1;
 }
 
-static int wd_trailing(struct ptd_walkq *w)
+static int wd_trailing_event(struct ptd_walkq *w)
 {
 	int st = wd_fetch_event(w);
 	if (st <= 0)
@@ -874,6 +884,15 @@ static int wd_trailing(struct ptd_walkq *w)
 		return WK_UNSUP;
 	}
 	return wd_status(w, 0);
+}
+
+/* What follows a block: an event fetched when one is pending (its status
+ * then), else the status (the common case, inline). */
+static inline int wd_trailing(struct ptd_walkq *w)
+{
+	if (!w->process_event && !(w->status & pts_event_pending))
+		return wd_status(w, 0);
+	return wd_trailing_event(w);
 }
 
 static void wd_reset(struct ptd_walkq *w)

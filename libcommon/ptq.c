@@ -1111,7 +1111,7 @@ static int cache_tnt(struct ptqd *d)
 	return err < 0 && err != -pte_eos ? err : 0;
 }
 
-int ptq_cond_branch(struct ptqd *d, int *taken)
+int ptq_cond_branch_slow(struct ptqd *d, int *taken)
 {
 	if (!d->tnt_idx) {
 		int err = cache_tnt(d);

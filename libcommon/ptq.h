@@ -55,7 +55,7 @@ int ptq_usable(const struct pt_config *cfg);
 void ptq_init(struct ptqd *d, const struct pt_config *cfg);
 int ptq_sync_forward(struct ptqd *d, uint64_t *ip);
 int ptq_sync_set(struct ptqd *d, uint64_t *ip, uint64_t off);
-int ptq_cond_branch(struct ptqd *d, int *taken);
+int ptq_cond_branch_slow(struct ptqd *d, int *taken);
 int ptq_indirect_branch(struct ptqd *d, uint64_t *ip);
 int ptq_event(struct ptqd *d, struct pt_event *ev);
 int ptq_get_offset(const struct ptqd *d, uint64_t *off);
@@ -65,6 +65,18 @@ int ptq_get_offset(const struct ptqd *d, uint64_t *off);
 int ptq_pkt_sync(struct ptqd *d);
 int ptq_pkt_next(struct ptqd *d, enum pt_packet_type *type, uint8_t *mode);
 int ptq_get_sync_offset(const struct ptqd *d, uint64_t *off);
+
+/* pt_qry_cond_branch: a bit that is not the packet's last needs no
+ * status (an event shows only when no bit is left) */
+static inline int ptq_cond_branch(struct ptqd *d, int *taken)
+{
+	if (d->tnt_idx > 1) {
+		*taken = (d->tnt & d->tnt_idx) != 0;
+		d->tnt_idx >>= 1;
+		return 0;
+	}
+	return ptq_cond_branch_slow(d, taken);
+}
 
 /* pt_qry_time */
 static inline int ptq_time(const struct ptqd *d, uint64_t *tsc, uint32_t *lost_mtc,
