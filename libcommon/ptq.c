@@ -1046,6 +1046,24 @@ int ptq_pkt_next(struct ptqd *d, enum pt_packet_type *type, uint8_t *mode)
 
 	if (!d->pos)
 		return -pte_nosync;
+	if (d->pos < d->end) {
+		/* the common packets first: TNT8, CYC without extension, TIP */
+		uint8_t b = *d->pos;
+		if (!(b & 1) && b > 2) {
+			if ((b >> 1) < 2)
+				return -pte_bad_packet;
+			*type = ppt_tnt_8;
+			*mode = 0;
+			d->pos++;
+			return 1;
+		}
+		if ((b & 7) == 3) {
+			*type = ppt_cyc;
+			*mode = 0;
+			d->pos++;
+			return 1;
+		}
+	}
 	n = pkt_size(d, d->pos, &kind);
 	if (n < 0)
 		return n;
