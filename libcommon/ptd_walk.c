@@ -38,11 +38,11 @@
 /* cache sizes (log2 entries): a fixed cap, a new entry evicts the one in
  * its slot (direct-mapped); the fuzz build makes them small (mk/fuzz.mk) */
 #ifndef WB_BITS
-#define WB_BITS 16 /* blocks, 56 bytes each: 3.5 MiB */
+#define WB_BITS 17 /* blocks, 56 bytes each: 7 MiB */
 #endif
 #define ILD_PRE 256 /* instructions sized ahead (ild_run), direct-mapped */
 #ifndef WI_BITS
-#define WI_BITS 13 /* instructions, 48 bytes each: 384 KiB */
+#define WI_BITS 16 /* instructions, 48 bytes each: 3 MiB */
 #endif
 
 /* how a cached block ends */
