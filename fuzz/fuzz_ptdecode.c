@@ -13,7 +13,8 @@
  * interrupt with its from (the FUP), call/return/jump/jcc/syscall sources
  * inside the image, a
  * sysret, iret or trace-start with its target (where tracing resumes), after a
- * gap or a trace-end the thread's next branch is a trace-start, a sysret only
+ * trace-end the thread's next branch is a trace-start, after a gap a
+ * trace-start or a trace-end (tracing stopped at the gap's end), a sysret only
  * right after its syscall and an iret only right after its interrupt, and
  * after a syscall (interrupt) the next branch is its sysret (iret), a
  * trace-end, or a trace-start (tracing went on where it went on), or a gap.
@@ -57,7 +58,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 struct tstate {
 	uint32_t tid;
 	uint64_t time;
-	int seen, need_start;
+	int seen;
+	int need_start; /* 1: only a trace-start may come; 2 (after a gap): or a trace-end */
 	uint64_t gapend; /* end of the gap just before, ~0: none or unknown */
 	unsigned prev; /* type of the previous branch, or ~0u (none, or a gap since) */
 };
@@ -95,7 +97,8 @@ static void check_output(size_t in_size)
 			time = rec.br.time;
 			unsigned ty = rec.br.type;
 			uint64_t from = rec.br.from, to = rec.br.to;
-			FUZZ_ASSERT(!t->need_start || ty == MTEV_BR_TRACE_START,
+			FUZZ_ASSERT(!t->need_start || ty == MTEV_BR_TRACE_START ||
+					    (t->need_start == 2 && ty == MTEV_BR_TRACE_END),
 				    "tid %u: a %s at %llu where a trace-start must come first", t->tid,
 				    mtev_branch_name(ty), (unsigned long long)time);
 			/* a gap's end is the time of the first good record after
@@ -167,7 +170,7 @@ static void check_output(size_t in_size)
 			/* offset: where in the PT the error was found, or ~0 */
 			FUZZ_ASSERT(rec.gap.offset == ~0ull || rec.gap.offset <= in_size, "gap at PT offset %llu of %zu",
 				    (unsigned long long)rec.gap.offset, in_size);
-			t->need_start = 1;
+			t->need_start = 2;
 			t->prev = ~0u;
 			if (t->seen && t->time > time)
 				break; /* reported below */

@@ -585,13 +585,24 @@ static void handle_event(struct ptd *d, struct ptq *q, const struct pt_event *ev
 			q->need_start = 1;
 			q->start_time = t;
 		} else {
-			uint64_t from = q->pend.valid ? q->pend.from : th->last_ip;
+			int known = q->pend.valid;
+			uint64_t from = known ? q->pend.from : th->last_ip;
 			if (q->pend.valid && !ev->ip_suppressed)
 				resolve(d, q, ev->variant.disabled.ip);
 			q->pend.valid = 0;
-			th->last_ip = from;
-			th->state = TS_ON;
-			thr_finish(d, q, th);
+			if (th->gap_pending) {
+				/* nothing good since the gap: the disable is the
+				 * first good thing after it, so the gap ends here
+				 * and tracing stops here, with a trace-end as
+				 * without the gap (mtev-semantics); its from is
+				 * the pending branch, else 0 (last_ip is from
+				 * before the gap) */
+				emit_br(d, q, MTEV_BR_TRACE_END, known ? from : 0, 0, t);
+			} else {
+				th->last_ip = from;
+				th->state = TS_ON;
+				thr_finish(d, q, th);
+			}
 			th->state = TS_NONE;
 		}
 		break;

@@ -1738,6 +1738,10 @@ static int do_branch(segmenter *s, const struct mtev_rec *r)
 		return s->err = -SEG_ENOMEM;
 	uint64_t time = r->br.time;
 	s->st.branches++;
+	if (__builtin_expect(!t->active, 0) && r->br.type == MTEV_BR_TRACE_END && !r->br.from)
+		/* tracing stopped before anything of it was known (right after
+		 * a gap, formats/mtev-semantics.md): no segment begins */
+		return 0;
 	if (__builtin_expect(!r->br.to, 0) &&
 	    (r->br.type == MTEV_BR_SYSRET || r->br.type == MTEV_BR_IRET ||
 	     r->br.type == MTEV_BR_TRACE_START)) {

@@ -373,9 +373,11 @@ fault_decodes() {
 # formats/mtev-semantics.md (syscall, interrupt, trace-end: to 0; sysret,
 # iret, trace-start: from 0 and to not 0; call/return/jump/jcc: from set (a
 # call through a NULL pointer goes to 0);
-# after a gap or a trace-end, the thread's next branch is a trace-start; a
-# sysret/iret only right after its syscall/interrupt; each thread's records
-# in time order, a gap lasting from its begin to its end);
+# after a trace-end, the thread's next branch is a trace-start, after a gap
+# a trace-start or (tracing stopped before anything good came) a trace-end;
+# a gap's end, when not its begin, is the time of the thread's next branch;
+# a sysret/iret only right after its syscall/interrupt; each thread's
+# records in time order, a gap lasting from its begin to its end);
 # prints "checked N far M" last
 branch_semantics() {
 	awk '{ ty = ""; fr = ""; to = ""; tid = ""; tm = ""; gb = ""; ge = ""
@@ -385,8 +387,11 @@ branch_semantics() {
 		if ($1 == "gap") tm = gb
 		if ((tid in last) && tm + 0 < last[tid] + 0) print "bad (time goes back from " last[tid] "): " $0
 		last[tid] = $1 == "gap" ? ge : tm
-		if ($1 == "gap") { restart[tid] = 1; prev[tid] = ""; next }
-		if (restart[tid] && ty != "trace-start") print "bad (no trace-start after a gap or trace-end): " $0
+		if ($1 == "gap") { restart[tid] = 2; prev[tid] = ""; gend[tid] = ge != gb ? ge : ""; next }
+		if (restart[tid] == 1 && ty != "trace-start") print "bad (no trace-start after a trace-end): " $0
+		if (restart[tid] == 2 && ty !~ /^(trace-start|trace-end)$/) print "bad (no trace-start after a gap): " $0
+		if (gend[tid] != "" && tm != gend[tid]) print "bad (a gap ends at " gend[tid] ", the next branch is at " tm "): " $0
+		gend[tid] = ""
 		restart[tid] = ty == "trace-end"
 		# a sysret (iret) only right after its syscall (interrupt), and
 		# after those only their return, a trace-end or a trace-start
@@ -404,7 +409,7 @@ branch_semantics() {
 		END { print "checked " n + 0 " far " far + 0 }'
 }
 
-@test "damaged traces keep the branch semantics: syscall/interrupt to 0, sysret/iret from 0 and only right after their syscall/interrupt, a trace-start after each gap, time order (every record of every cached fault run and of the fuzzer-found PT)" {
+@test "damaged traces keep the branch semantics: syscall/interrupt to 0, sysret/iret from 0 and only right after their syscall/interrupt, a trace-start after each gap (or a trace-end), a gap ending at the next branch, time order (every record of every cached fault run and of the fuzzer-found PT)" {
 	local n=0 far=0 d f out i F=$BATS_FILE_TMPDIR/faults
 	for i in $(fault_decodes); do
 		d=$(cat "$F/$i/dir") status=$(cat "$F/$i/status")

@@ -95,6 +95,10 @@ SEG='"$BIN/mt-segment" --symfs "$SYMFS" --no-waypoints'
 	golden stitch-gap-depth0 "$SEG | \"\$BIN/mt-stitch\""
 }
 
+@test "stitch: a trace-end from 0 right after a gap (tracing stopped at the gap's end) begins no segment; the next starts at the trace-start" {
+	golden stitch-gap-trace-end "$SEG | \"\$BIN/mt-stitch\""
+}
+
 @test "stitch: a decode error ten frames deep continues all eleven frames" {
 	golden stitch-gap-depth10 "$SEG | \"\$BIN/mt-stitch\""
 }
@@ -258,7 +262,7 @@ cmp_run() {
 }
 
 @test "segment --stitch on the golden gap streams: the records of segment | stitch" {
-	for g in stitch-gap-depth0 stitch-gap-depth10; do
+	for g in stitch-gap-depth0 stitch-gap-depth10 stitch-gap-trace-end; do
 		"$BIN/mt-undump" "$G/$g.in.txt" | "$BIN/mt-segment" --symfs "$SYMFS" | "$BIN/mt-stitch" > "$T/a.mt"
 		"$BIN/mt-undump" "$G/$g.in.txt" | "$BIN/mt-segment" --stitch --symfs "$SYMFS" > "$T/b.mt"
 		diff <("$BIN/mt-dump" "$T/a.mt" | sed 1d) <("$BIN/mt-dump" "$T/b.mt" | sed 1d)
