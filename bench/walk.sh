@@ -2,8 +2,9 @@
 # bench/walk.sh [REPS] — issue 20's cached walk, one run on the same files:
 # the bare libipt block-decoder loop (build/bench/ptdecode_bench bare), its
 # packet decoder alone (the floor of anything that parses packets with
-# libipt), mt-decode --decoder libipt (the libipt stepper) and --decoder
-# walk.  CPU (user + sys) and wall seconds, median of REPS (default 5, env
+# libipt), mt-decode --decoder libipt (the libipt stepper), --decoder
+# walk-qry (the walk over libipt's query decoder) and --decoder walk (the
+# walk over the project's query decoder, ptq.c, where the trace has no MTC).  CPU (user + sys) and wall seconds, median of REPS (default 5, env
 # BENCH_REPS), peak RSS; ratios.  Inputs: the 50M mt-ptgen trace of
 # build/programs/fnptr (bench/out/ptgen-50M, made as bench/pipeline.sh makes
 # it), a 4-thread one (bench/out/ptgen-20M-t4), the Skylake fixture (per-cpu:
@@ -11,7 +12,7 @@
 # --image).  Each walked input is checked byte-identical to --decoder
 # libipt first, and decoded with --decoder walk-only (so the walk did run).
 # BENCH_CG=1 adds callgrind instruction counts (the stable figure) on the 5M
-# trace.
+# trace (CG_N=50M: on the 50M trace, ~15 min).
 set -e
 cd "$(dirname "$0")/.."
 R=${1:-${BENCH_REPS:-5}}
@@ -68,9 +69,10 @@ row() {
 		echo - >"$TMP/bare.cpu"; echo - >"$TMP/bare.wall"; echo - >"$TMP/pkt.cpu"
 	fi
 	measure libipt bin/mt-decode --decoder libipt -o /dev/null "$@"
+	measure walkq bin/mt-decode --decoder walk-qry -o /dev/null "$@"
 	measure walk bin/mt-decode --decoder walk -o /dev/null "$@"
-	printf '%-22s %-18s %6s %6s | %6s %6s %6s | %6s %6s | %7s %7s %7s | %6s %6s\n' "$label" "$walked" \
-		"$(v bare.cpu)" "$(v pkt.cpu)" "$(v libipt.cpu)" "$(v walk.cpu)" \
+	printf '%-22s %-18s %6s %6s | %6s %6s %6s %6s | %6s %6s | %7s %7s %7s | %6s %6s\n' "$label" "$walked" \
+		"$(v bare.cpu)" "$(v pkt.cpu)" "$(v libipt.cpu)" "$(v walkq.cpu)" "$(v walk.cpu)" \
 		"$(ratio libipt.cpu walk.cpu)" "$(ratio bare.cpu walk.cpu)" "$(ratio bare.cpu libipt.cpu)" \
 		"$(v bare.wall)" "$(v libipt.wall)" "$(v walk.wall)" \
 		"$(awk -v k="$(v libipt.rss)" 'BEGIN { printf "%.1f", k / 1024 }')" \
@@ -79,9 +81,9 @@ row() {
 
 echo "bench/walk.sh: $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cpus, load $(cut -d' ' -f1-3 /proc/loadavg), median of $R"
 echo "CPU s: bare = ptdecode_bench bare (pt_blk_next + pt_blk_time), pkt = its packet decoder alone;"
-echo "libipt / walk = mt-decode --decoder libipt / walk, writing MTEV to /dev/null.  walk/libipt and"
+echo "libipt / walk-q / walk = mt-decode --decoder libipt / walk-qry / walk, writing MTEV to /dev/null.  w/lib and"
 echo "bare/walk: how many times faster the walk is; bare/libipt: today's path.  RSS MB: peak."
-printf '%-22s %-18s %6s %6s | %6s %6s %6s | %6s %6s | %7s %7s %7s | %6s %6s\n' input decoded-by bare pkt libipt walk \
+printf '%-22s %-18s %6s %6s | %6s %6s %6s %6s | %6s %6s | %7s %7s %7s | %6s %6s\n' input decoded-by bare pkt libipt walk-q walk \
 	"w/lib" "bare/w" "bare/l" "wall-b" "wall-l" "wall-w" "rss-l" "rss-w"
 row "ptgen 50M" "$D50/perf.data $D50/images" --buildid-dir "$D50/images" "$D50/perf.data"
 row "ptgen 20M, 4 threads" "$DT/perf.data $DT/images" --buildid-dir "$DT/images" "$DT/perf.data"
@@ -108,12 +110,12 @@ for l in $(bin/mt-decode --buildid-dir "$D50/images" "$D50/perf.data" 2>/dev/nul
 	code=$((code + l))
 done
 code=$(awk -v c="$code" 'BEGIN { printf "%.2f", c / 1048576 }')
-echo "code mapped (50M trace): $code MB; the walk's caches: fixed, 2.75 MB (2^16 blocks x 40 B, 2^13"
-echo "instructions x 32 B, per queue) + libipt's block-cache map, 1 bit per code byte (0.125 MB per MB)"
+echo "code mapped (50M trace): $code MB; the walk's caches: fixed, 3.9 MB (2^16 blocks x 56 B, 2^13"
+echo "instructions x 48 B, all queues) + libipt's block-cache map, 1 bit per code byte (0.125 MB per MB)"
 if [ "${BENCH_CG:-0}" = 1 ] && command -v valgrind >/dev/null 2>&1; then
-	N=5M
+	N=${CG_N:-5M}
 	. bench/ptgen-trace
-	for x in bare libipt walk; do
+	for x in bare libipt walk-qry walk; do
 		case $x in
 		bare) set -- "$BARE" bare "$D/perf.data" "$D/images" ;;
 		*) set -- bin/mt-decode --decoder $x --buildid-dir "$D/images" -o /dev/null "$D/perf.data" ;;
@@ -121,6 +123,7 @@ if [ "${BENCH_CG:-0}" = 1 ] && command -v valgrind >/dev/null 2>&1; then
 		valgrind --tool=callgrind --callgrind-out-file=/dev/null "$@" 2>&1 >/dev/null |
 			sed -n 's/^==[0-9]*== I *refs: *//p' | tr -d , >"$TMP/$x.ir"
 	done
-	echo "instructions (callgrind, 5M trace): bare $(v bare.ir), libipt $(v libipt.ir), walk $(v walk.ir):" \
-		"bare/walk $(ratio bare.ir walk.ir), libipt/walk $(ratio libipt.ir walk.ir)"
+	echo "instructions (callgrind, ${CG_N:-5M} trace): bare $(v bare.ir), libipt $(v libipt.ir)," \
+		"walk-qry $(v walk-qry.ir), walk $(v walk.ir): bare/walk $(ratio bare.ir walk.ir)," \
+		"libipt/walk $(ratio libipt.ir walk.ir), walk-qry/walk $(ratio walk-qry.ir walk.ir)"
 fi

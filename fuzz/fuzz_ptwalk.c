@@ -2,7 +2,9 @@
  * the libipt stepper, its oracle.  Each input is raw PT, decoded twice like
  * `mt-decode --pt FILE --image ...` with fuzz_ptdecode's image (ptfuzz.h: the
  * recursion test program at 0x401000, or FUZZ_PT_IMAGE=FILE:OFFSET:SIZE@VADDR):
- * --decoder libipt, then --decoder walk.  Any difference aborts: the return
+ * --decoder libipt, then --decoder walk-check (the walk, its trace read by
+ * the project's query decoder and libipt's in lockstep: a query whose
+ * answer, time or offset differs exits 3).  Any difference aborts: the return
  * value, the error message, every warning, the statistics (blocks,
  * instructions, branches, gaps, retracted) and every byte of the MTEV output,
  * per-branch times included.  Inputs the walk does not emulate go to libipt
@@ -72,6 +74,7 @@ static void decode(const char *path, int walk, struct result *r)
 	r->w.n = 0;
 	ptfuzz_options(&o, warn_cb, &r->w);
 	o.walk = walk;
+	o.walk_qry = walk ? 2 : 0; /* ptq checked against libipt, query by query */
 	fuzz_out_reset();
 	r->ret = ptd_decode_raw(path, ptfuzz_open_out, NULL, &o, &r->st);
 	memcpy(r->errmsg, o.errmsg, sizeof r->errmsg);

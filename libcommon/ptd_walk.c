@@ -28,6 +28,7 @@
  * changes (JIT, perf-map regions) has no image file, is a no-image gap on
  * both paths and is never cached. */
 #include "ptd_int.h"
+#include "ptq.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -37,8 +38,11 @@
 /* cache sizes (log2 entries): a fixed cap, a new entry evicts the one in
  * its slot (direct-mapped); the fuzz build makes them small (mk/fuzz.mk) */
 #ifndef WB_BITS
+/* 2^17 blocks and 2^16 instructions missed 40 % less and ran 10 % fewer
+ * instructions on the 50M trace, but cost more CPU (more cache misses) */
 #define WB_BITS 16 /* blocks, 56 bytes each: 3.5 MiB */
 #endif
+#define ILD_PRE 256 /* instructions sized ahead (ild_run), direct-mapped */
 #ifndef WI_BITS
 #define WI_BITS 13 /* instructions, 48 bytes each: 384 KiB */
 #endif
@@ -87,6 +91,7 @@ struct winsn {
  * block early the first time it walks into code it walked before. */
 struct ptd_walk {
 	int walk;
+	uint8_t *ptq_ok; /* by queue: ptq may decode its trace (no MTC/TMA) */
 	uint8_t **known; /* by isid */
 	size_t nknown;
 	/* the caches, shared by all queues, an entry valid for the image and
@@ -99,11 +104,21 @@ struct ptd_walk {
 	uint8_t ild_trace[32];
 	const uint8_t *ild_code;
 	size_t ild_n;
+	/* instructions libipt's decoder sized ahead, in one run (ild_run) */
+	struct ild_pre {
+		uint64_t ip;
+		int32_t isid;
+		uint8_t size, cls, valid;
+	} pre[ILD_PRE];
 };
 
 struct ptd_walkq {
 	struct ptd *d;
 	int decided, libipt, skd022;
+	/* the trace: the project's query decoder (fq, fast) or libipt's
+	 * (qry); both in lockstep with --decoder walk-check */
+	int ptq_ok, fast, check;
+	struct ptqd fq;
 	struct pt_query_decoder *qry;
 	/* the emulated block decoder */
 	uint64_t ip;
@@ -138,12 +153,170 @@ void ptd_walk_fini(struct ptd *d)
 	for (i = 0; i < d->walk->nknown; i++)
 		free(d->walk->known[i]);
 	free(d->walk->known);
+	free(d->walk->ptq_ok);
 	free(d->walk->bc);
 	free(d->walk->ic);
 	if (d->walk->ild)
 		pt_insn_free_decoder(d->walk->ild);
 	free(d->walk);
 	d->walk = NULL;
+}
+
+/* ---- the trace: one query decoder or the other ----
+ *
+ * wq_* are pt_qry_* on the queue's query decoder: the project's (ptq.c)
+ * when w->fast, else libipt's.  With --decoder walk-check both run in
+ * lockstep and every answer (status, value, event, time and offset after
+ * it) must be the same, else exit 3 naming the query. */
+
+static void wq_differs(const struct ptd_walkq *w, const char *what, int a, int b, uint64_t va,
+		       uint64_t vb)
+{
+	uint64_t off = 0;
+	pt_qry_get_offset(w->qry, &off);
+	fprintf(stderr,
+		"mt-decode: walk-check: %s differs at offset %" PRIu64 ": libipt %d 0x%" PRIx64
+		", ptq %d 0x%" PRIx64 "\n",
+		what, off, a, va, b, vb);
+	exit(3);
+}
+
+/* after a query: the time and offset must agree */
+static void wq_after(const struct ptd_walkq *w, const char *what)
+{
+	uint64_t ta = 0, tb = 0, oa = 0, ob = 0;
+	uint32_t ma = 0, ca = 0, mb = 0, cb = 0;
+	int a = pt_qry_time(w->qry, &ta, &ma, &ca), b = ptq_time(&w->fq, &tb, &mb, &cb);
+	if (a != b || ta != tb || ma != mb || ca != cb)
+		wq_differs(w, what, a, b, ta ^ ((uint64_t)ma << 32) ^ ca,
+			   tb ^ ((uint64_t)mb << 32) ^ cb);
+	a = pt_qry_get_offset(w->qry, &oa);
+	b = ptq_get_offset(&w->fq, &ob);
+	if (a != b || oa != ob)
+		wq_differs(w, "offset", a, b, oa, ob);
+	a = pt_qry_get_sync_offset(w->qry, &oa);
+	b = ptq_get_sync_offset(&w->fq, &ob);
+	if (a != b || oa != ob)
+		wq_differs(w, "sync offset", a, b, oa, ob);
+}
+
+static int wq_check_ip(struct ptd_walkq *w, const char *what, int a, int b, uint64_t ia,
+		       uint64_t ib, uint64_t *ip)
+{
+	if (a != b || ia != ib)
+		wq_differs(w, what, a, b, ia, ib);
+	wq_after(w, what);
+	*ip = ia;
+	return a;
+}
+
+static int wq_cond_qry(struct ptd_walkq *w, int *taken)
+{
+	int a, b, ta = 0, tb = 0;
+	a = pt_qry_cond_branch(w->qry, &ta);
+	if (w->check) {
+		b = ptq_cond_branch(&w->fq, &tb);
+		if (a != b || ta != tb)
+			wq_differs(w, "cond_branch", a, b, (uint64_t)ta, (uint64_t)tb);
+		wq_after(w, "cond_branch");
+	}
+	*taken = ta;
+	return a;
+}
+
+static inline int wq_cond(struct ptd_walkq *w, int *taken)
+{
+	if (w->fast)
+		return ptq_cond_branch(&w->fq, taken);
+	return wq_cond_qry(w, taken);
+}
+
+static int wq_indirect_qry(struct ptd_walkq *w, uint64_t *ip)
+{
+	uint64_t ia = *ip, ib = *ip;
+	int a, b;
+	a = pt_qry_indirect_branch(w->qry, &ia);
+	if (!w->check) {
+		*ip = ia;
+		return a;
+	}
+	b = ptq_indirect_branch(&w->fq, &ib); /* before ib is read */
+	return wq_check_ip(w, "indirect_branch", a, b, ia, ib, ip);
+}
+
+static inline int wq_indirect(struct ptd_walkq *w, uint64_t *ip)
+{
+	if (w->fast)
+		return ptq_indirect_branch(&w->fq, ip);
+	return wq_indirect_qry(w, ip);
+}
+
+static int wq_event(struct ptd_walkq *w, struct pt_event *ev)
+{
+	struct pt_event eb;
+	int a, b;
+	if (w->fast)
+		return ptq_event(&w->fq, ev);
+	a = pt_qry_event(w->qry, ev, sizeof *ev);
+	if (w->check) {
+		memset(&eb, 0, sizeof eb);
+		b = ptq_event(&w->fq, &eb);
+		if (a != b || (a >= 0 && memcmp(ev, &eb, sizeof eb)))
+			wq_differs(w, "event", a, b, ev->type, eb.type);
+		wq_after(w, "event");
+	}
+	return a;
+}
+
+static inline int wq_time(const struct ptd_walkq *w, uint64_t *tsc, uint32_t *lm, uint32_t *lc)
+{
+	if (w->fast)
+		return ptq_time(&w->fq, tsc, lm, lc);
+	return pt_qry_time(w->qry, tsc, lm, lc);
+}
+
+static inline int wq_offset(const struct ptd_walkq *w, uint64_t *off)
+{
+	if (w->fast)
+		return ptq_get_offset(&w->fq, off);
+	return pt_qry_get_offset(w->qry, off);
+}
+
+static int wq_sync_offset(const struct ptd_walkq *w, uint64_t *off)
+{
+	if (w->fast)
+		return ptq_get_sync_offset(&w->fq, off);
+	return pt_qry_get_sync_offset(w->qry, off);
+}
+
+static int wq_sync_forward(struct ptd_walkq *w, uint64_t *ip)
+{
+	uint64_t ia = *ip, ib = *ip;
+	int a, b;
+	if (w->fast)
+		return ptq_sync_forward(&w->fq, ip);
+	a = pt_qry_sync_forward(w->qry, &ia);
+	if (!w->check) {
+		*ip = ia;
+		return a;
+	}
+	b = ptq_sync_forward(&w->fq, &ib); /* before ib is read */
+	return wq_check_ip(w, "sync_forward", a, b, ia, ib, ip);
+}
+
+static int wq_sync_set(struct ptd_walkq *w, uint64_t *ip, uint64_t off)
+{
+	uint64_t ia = *ip, ib = *ip;
+	int a, b;
+	if (w->fast)
+		return ptq_sync_set(&w->fq, ip, off);
+	a = pt_qry_sync_set(w->qry, &ia, off);
+	if (!w->check) {
+		*ip = ia;
+		return a;
+	}
+	b = ptq_sync_set(&w->fq, &ib, off); /* before ib is read */
+	return wq_check_ip(w, "sync_set", a, b, ia, ib, ip);
 }
 
 /* The bit of @ip in libipt's block cache of section @isid (NULL: out of
@@ -176,13 +349,16 @@ oom:
 
 /* ---- the pre-scan: may this queue be walked? ---- */
 
-static int walkable(struct ptq *q)
+static int walkable(struct ptq *q, int *mtc)
 {
 	size_t k;
+
+	*mtc = 0;
 	for (k = 0; k < q->nsegs; k++) {
 		struct pt_config cfg;
-		struct pt_packet_decoder *pd;
-		struct pt_packet pk;
+		struct ptqd pd;
+		enum pt_packet_type type;
+		uint8_t mb;
 		int st, in_psb = 0, ok = 1, fup = 0, psb_fup = 0, mode = 0;
 
 		pt_config_init(&cfg);
@@ -190,12 +366,11 @@ static int walkable(struct ptq *q)
 		cfg.end = q->stream + q->segs[k].end;
 		if (cfg.begin == cfg.end)
 			continue;
-		pd = pt_pkt_alloc_decoder(&cfg);
-		if (!pd)
-			return 0;
-		st = pt_pkt_sync_forward(pd);
-		while (ok && st >= 0 && (st = pt_pkt_next(pd, &pk, sizeof pk)) >= 0) {
-			switch (pk.type) {
+		/* libipt's packet decoder's packets (ptq's copy, faster) */
+		ptq_init(&pd, &cfg);
+		st = ptq_pkt_sync(&pd);
+		while (ok && st >= 0 && (st = ptq_pkt_next(&pd, &type, &mb)) >= 0) {
+			switch (type) {
 			case ppt_psb:
 				in_psb = 1;
 				psb_fup = mode = 0;
@@ -207,9 +382,11 @@ static int walkable(struct ptq *q)
 			case ppt_pad:
 			case ppt_tsc:
 			case ppt_cbr:
+			case ppt_cyc:
+				break;
 			case ppt_tma:
 			case ppt_mtc:
-			case ppt_cyc:
+				*mtc = 1; /* ptq does not emulate MTC timing */
 				break;
 			case ppt_tnt_8:
 			case ppt_tnt_64:
@@ -228,17 +405,16 @@ static int walkable(struct ptq *q)
 					psb_fup = 1;
 				break;
 			case ppt_mode:
-				ok = !fup && pk.payload.mode.leaf == pt_mol_exec &&
-				     pk.payload.mode.bits.exec.csl && !pk.payload.mode.bits.exec.csd;
+				/* MODE.Exec, 64-bit: leaf 0, CS.L, not CS.D */
+				ok = !fup && (mb & 0xe3) == 0x01;
 				mode = 1;
 				break;
 			default:
 				ok = 0;
 			}
-			if (pk.type == ppt_psb)
+			if (type == ppt_psb)
 				ok = ok && !fup;
 		}
-		pt_pkt_free_decoder(pd);
 		if (!ok || (st < 0 && st != -pte_eos))
 			return 0;
 	}
@@ -371,6 +547,53 @@ static int ild_decode(struct ptd_walk *s, const uint8_t *b, size_t n, uint8_t *s
 	return 0;
 }
 
+/* Sizes the straight-line run of section @isid from @ip (the section's
+ * bytes @b, @n of them to its end) with one sync of libipt's decoder, into
+ * s->pre: pt_insn_next goes on without trace from one instruction to the
+ * next and stops at the first branch (its query fails: the branch is
+ * decoded all the same) or at an instruction that does not decode.  Each
+ * instruction sees the bytes ild_decode would give it (at most 15, to the
+ * section's end): a run cut before the section's end stops 15 bytes
+ * short of the cut.  The sync and its events are most of the cost of
+ * sizing one instruction, shared here by the run. */
+static void ild_run(struct ptd_walk *s, int32_t isid, uint64_t ip, const uint8_t *b, size_t n)
+{
+	struct pt_insn in;
+	struct pt_event ev;
+	uint64_t cur = 0;
+	size_t cap = n > 2048 ? 2048 : n;
+	int st, k;
+
+	if (!s->ild && ild_init(s) < 0)
+		return;
+	s->ild_code = b;
+	s->ild_n = cap;
+	st = pt_insn_sync_set(s->ild, 0);
+	while (st >= 0 && (st & pts_event_pending))
+		st = pt_insn_event(s->ild, &ev, sizeof ev);
+	for (k = 0; st >= 0 && k < 64; k++) {
+		struct ild_pre *p;
+		if (cap < n && cur + 15 > cap)
+			break;
+		memset(&in, 0, sizeof in);
+		st = pt_insn_next(s->ild, &in, sizeof in);
+		if (st < 0 && (st == -pte_bad_insn || st == -pte_nomap || !in.size))
+			break;
+		if (in.ip != ILD_IP + cur || !in.size || cur + in.size > cap)
+			break;
+		p = &s->pre[(ip + cur) % ILD_PRE];
+		p->ip = ip + cur;
+		p->isid = isid;
+		p->size = in.size;
+		p->cls = (uint8_t)in.iclass;
+		p->valid = 1;
+		if (in.iclass != ptic_other)
+			break;
+		cur += in.size;
+	}
+	s->ild_code = NULL;
+}
+
 /* libipt's class as the walk's (x86br's names; far transfers as the
  * classifier calls them) */
 static uint8_t cls_of(enum pt_insn_class c)
@@ -463,7 +686,22 @@ static const struct winsn *insn_at(struct ptd *d, struct ptd_walkq *w, uint64_t 
 	{
 		struct x86br_insn xi;
 		enum pt_insn_class ic = ptic_error;
-		int st = ild_decode(d->walk, buf, (size_t)n, &in->size, &ic);
+		struct ptd_walk *s = d->walk;
+		struct ild_pre *p = &s->pre[ip % ILD_PRE];
+		int st;
+
+		if (!(p->valid && p->ip == ip && p->isid == isid) && d->secs[isid].data) {
+			const struct secview *v = &d->secs[isid];
+			ild_run(s, isid, ip, v->data + (ip - v->addr), (size_t)(v->size - (ip - v->addr)));
+		}
+		if (p->valid && p->ip == ip && p->isid == isid) {
+			in->size = p->size;
+			ic = (enum pt_insn_class)p->cls;
+			p->valid = 0;
+			st = 0;
+		} else {
+			st = ild_decode(s, buf, (size_t)n, &in->size, &ic);
+		}
 
 		if (st < 0) {
 			/* cut by the section's end: libipt would read on into
@@ -613,7 +851,7 @@ static int wd_fetch_event(struct ptd_walkq *w)
 		return 1;
 	if (!(w->status & pts_event_pending))
 		return 0;
-	st = pt_qry_event(w->qry, &w->ev, sizeof w->ev);
+	st = wq_event(w, &w->ev);
 	if (st < 0)
 		return st;
 	w->process_event = 1;
@@ -621,7 +859,7 @@ static int wd_fetch_event(struct ptd_walkq *w)
 	return 1;
 }
 
-static int wd_trailing(struct ptd_walkq *w)
+static int wd_trailing_event(struct ptd_walkq *w)
 {
 	int st = wd_fetch_event(w);
 	if (st <= 0)
@@ -650,6 +888,15 @@ static int wd_trailing(struct ptd_walkq *w)
 	return wd_status(w, 0);
 }
 
+/* What follows a block: an event fetched when one is pending (its status
+ * then), else the status (the common case, inline). */
+static inline int wd_trailing(struct ptd_walkq *w)
+{
+	if (!w->process_event && !(w->status & pts_event_pending))
+		return wd_status(w, 0);
+	return wd_trailing_event(w);
+}
+
 static void wd_reset(struct ptd_walkq *w)
 {
 	w->ip = 0;
@@ -674,13 +921,13 @@ static int wd_start(struct ptd_walkq *w, int st)
 static int wd_sync_forward(struct ptd_walkq *w)
 {
 	wd_reset(w);
-	return wd_start(w, pt_qry_sync_forward(w->qry, &w->ip));
+	return wd_start(w, wq_sync_forward(w, &w->ip));
 }
 
 static int wd_sync_set(struct ptd_walkq *w, uint64_t off)
 {
 	wd_reset(w);
-	return wd_start(w, pt_qry_sync_set(w->qry, &w->ip, off));
+	return wd_start(w, wq_sync_set(w, &w->ip, off));
 }
 
 /* One instruction of the event flow (pt_blk_proceed_one_insn): 1 added, 0
@@ -797,13 +1044,13 @@ static int wd_with_trace(struct ptd_walkq *w, const struct winsn *in)
 		return -pte_internal;
 	switch (in->cls) {
 	case X86BR_JCC:
-		st = pt_qry_cond_branch(w->qry, &taken);
+		st = wq_cond(w, &taken);
 		if (st < 0)
 			return st;
 		w->ip = taken ? in->target : in->ip + in->size;
 		break;
 	case X86BR_RET:
-		st = pt_qry_cond_branch(w->qry, &taken);
+		st = wq_cond(w, &taken);
 		if (st >= 0) {
 			if (!taken)
 				return -pte_bad_retcomp;
@@ -817,7 +1064,7 @@ static int wd_with_trace(struct ptd_walkq *w, const struct winsn *in)
 		/* not compressed: a TIP */
 		/* fallthrough */
 	default:
-		st = pt_qry_indirect_branch(w->qry, &w->ip);
+		st = wq_indirect(w, &w->ip);
 		if (st < 0)
 			return st;
 	}
@@ -913,7 +1160,7 @@ static inline __attribute__((always_inline)) int wd_query(struct ptd_walkq *w, c
 
 	switch (c->kind) {
 	case K_COND:
-		st = pt_qry_cond_branch(w->qry, &taken);
+		st = wq_cond(w, &taken);
 		if (st >= 0) {
 			w->status = st;
 			w->ip = taken ? c->next : c->end_ip + c->isize;
@@ -929,23 +1176,23 @@ static inline __attribute__((always_inline)) int wd_query(struct ptd_walkq *w, c
 		return 0;
 	case K_ICALL:
 		rs_push(w, c->end_ip + c->isize);
-		st = pt_qry_indirect_branch(w->qry, &w->ip);
+		st = wq_indirect(w, &w->ip);
 		if (st >= 0)
 			wd_tip_status(w, c, st);
 		return st;
 	case K_RET:
-		st = pt_qry_cond_branch(w->qry, &taken);
+		st = wq_cond(w, &taken);
 		if (st >= 0) {
 			w->status = st;
 			st = !taken ? -pte_bad_retcomp : rs_pop(w, &w->ip);
 		} else if (st == -pte_bad_query) {
-			st = pt_qry_indirect_branch(w->qry, &w->ip);
+			st = wq_indirect(w, &w->ip);
 			if (st >= 0)
 				wd_tip_status(w, c, st);
 		}
 		return st;
 	case K_IND:
-		st = pt_qry_indirect_branch(w->qry, &w->ip);
+		st = wq_indirect(w, &w->ip);
 		if (st >= 0)
 			wd_tip_status(w, c, st);
 		return st;
@@ -1128,7 +1375,7 @@ static inline void wk_now(struct ptd *d, struct ptq *q, struct ptd_walkq *w)
 {
 	uint64_t tsc;
 	uint32_t lm, lc;
-	if (pt_qry_time(w->qry, &tsc, &lm, &lc) >= 0) {
+	if (wq_time(w, &tsc, &lm, &lc) >= 0) {
 		if (tsc != q->last_tsc) {
 			uint64_t t = ptd_conv(d, tsc);
 			q->last_tsc = tsc;
@@ -1147,7 +1394,7 @@ static void wk_error(struct ptd *d, struct ptq *q, struct ptd_walkq *w, int err,
 			    " (use --decoder libipt)", ip);
 		err = -pte_internal;
 	}
-	pt_qry_get_offset(w->qry, &off);
+	wq_offset(w, &off);
 	ptd_q_error_at(d, q, err, ip, off);
 }
 
@@ -1158,6 +1405,12 @@ static int wk_open_seg(struct ptd *d, struct ptq *q, struct ptd_walkq *w)
 	ptd_seg_config(d, q, &cfg);
 	memset(&cfg.flags, 0, sizeof cfg.flags); /* what the block decoder gives its query decoder */
 	w->skd022 = cfg.errata.skd022;
+	w->fast = w->check = 0;
+	if (w->ptq_ok && ptq_usable(&cfg)) {
+		w->fast = d->opts->walk_qry == 0;
+		w->check = d->opts->walk_qry == 2;
+	}
+	ptq_init(&w->fq, &cfg);
 	w->qry = pt_qry_alloc_decoder(&cfg);
 	if (!w->qry)
 		return ptd_fail(d, PTD_ESYS, "cannot allocate a PT decoder");
@@ -1174,7 +1427,7 @@ static void wk_sync(struct ptd *d, struct ptq *q, struct ptd_walkq *w)
 	int st = wd_sync_forward(w);
 	if (st < 0 && st != -pte_eos) {
 		uint64_t off = 0;
-		pt_qry_get_offset(w->qry, &off);
+		wq_offset(w, &off);
 		if (q_sync_error_new(q, off)) {
 			wk_error(d, q, w, st, 0);
 			return;
@@ -1201,7 +1454,7 @@ static void wk_sync(struct ptd *d, struct ptq *q, struct ptd_walkq *w)
 		sb_apply_until(d, q->time);
 		ptd_set_thread(d, q, q->start_time);
 		if ((before != d->sb_apply || img != q->img) &&
-		    pt_qry_get_sync_offset(w->qry, &soff) >= 0) {
+		    wq_sync_offset(w, &soff) >= 0) {
 			st = wd_sync_set(w, soff);
 			if (st < 0)
 				return;
@@ -1405,7 +1658,7 @@ static int wk_fast(struct ptd *d, struct ptq *q, struct ptd_walkq *w, uint64_t l
 		saved.valid = 0;
 		nblocks++;
 		ninsns += c->ninsn;
-		if (pt_qry_time(w->qry, &tsc, &lm, &lc) >= 0) {
+		if (wq_time(w, &tsc, &lm, &lc) >= 0) {
 			if (tsc != last_tsc) {
 				uint64_t t = ptd_conv(d, tsc);
 				last_tsc = tsc;
@@ -1420,7 +1673,7 @@ static int wk_fast(struct ptd *d, struct ptq *q, struct ptd_walkq *w, uint64_t l
 		/* the stepper's checks: every 16 blocks that end at a branch */
 		if (h.valid && !(++ndec & 15)) {
 			uint64_t off = 0;
-			if (pt_qry_get_offset(w->qry, &off) >= 0 && q_psb_passed(q, off))
+			if (wq_offset(w, &off) >= 0 && q_psb_passed(q, off))
 				full |= q->nready >= PTD_BATCH;
 			if (q_spin_check(off, ninsns, &spin_off, &spin_mark, &spin_insns)) {
 				spin = 1;
@@ -1491,7 +1744,7 @@ static int wk_blocks(struct ptd *d, struct ptq *q, struct ptd_walkq *w, uint64_t
 		ptd_handle_block(d, q, blk, 1);
 		if (q->decided && !(q->ndec & 15)) {
 			uint64_t off = 0;
-			int have = pt_qry_get_offset(w->qry, &off) >= 0;
+			int have = wq_offset(w, &off) >= 0;
 			if (q_check16(q, have, off)) {
 				ptd_spin_error(d, q, blk->end_ip);
 				return st;
@@ -1590,8 +1843,16 @@ static void wk_step(struct ptd *d, struct ptq *q, uint64_t limit)
 		/* a caller's section cache keeps libipt's block cache
 		 * from earlier decodes: not emulated */
 		d->walk->walk = !d->per_cpu && !d->opts->resync && !d->opts->iscache;
-		for (k = 0; k < d->nq && d->walk->walk; k++)
-			d->walk->walk = walkable(&d->q[k]);
+		d->walk->ptq_ok = calloc(d->nq ? d->nq : 1, 1);
+		if (!d->walk->ptq_ok) {
+			ptd_fail(d, PTD_ESYS, "out of memory");
+			return;
+		}
+		for (k = 0; k < d->nq && d->walk->walk; k++) {
+			int mtc;
+			d->walk->walk = walkable(&d->q[k], &mtc);
+			d->walk->ptq_ok[k] = !mtc;
+		}
 		if (!d->walk->walk && d->opts->walk > 1) {
 			ptd_fail(d, PTD_EINPUT,
 				 "the cached walk cannot decode this recording (%s)",
@@ -1606,6 +1867,7 @@ static void wk_step(struct ptd *d, struct ptq *q, uint64_t limit)
 	if (!w->decided) {
 		w->decided = 1;
 		w->libipt = !d->walk->walk;
+		w->ptq_ok = d->walk->ptq_ok[q - d->q];
 		w->bc = d->walk->bc;
 		w->ic = d->walk->ic;
 	}

@@ -46,6 +46,9 @@ struct ptd_options {
 	uint32_t raw_pid, raw_tid;
 	int walk; /* 1: decode with the cached walk (ptd_walk.c) where it can, else
 		   * libipt's block decoder; 2: the walk or fail (-PTD_EINPUT) */
+	int walk_qry; /* the walk's trace: 0 the project's query decoder (ptq.c) where it
+		       * can, else libipt's; 1 libipt's; 2 both in lockstep, exit 3 where
+		       * they differ */
 	/* NULL: a fresh libipt section cache per decode.  Else the caller's,
 	 * kept between decodes: the same file section is added once and keeps
 	 * its block cache (a cache of the code's blocks: no result depends on

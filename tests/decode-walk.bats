@@ -149,3 +149,25 @@ same() { # ARGS...
 	[ "$status" -eq 2 ]
 	[[ $output == *"cannot decode this recording"* ]]
 }
+
+@test "walk: the project's query decoder (ptq) answers every query as libipt's does, time and offset included (walk-check), and the walk over it writes libipt's bytes" {
+	# --decoder walk-check runs ptq and libipt's query decoder in lockstep:
+	# exit 3 at the first query whose status, bit, address, event, time
+	# (with its lost-CYC count) or offset differs.  Cached runs of every
+	# variant (the fault kinds included: errors, syncs, truncation; mt-ptsim
+	# says Ice Lake: no errata), then the raw-PT regressions with a Skylake
+	# CPU (errata BDM70 and SKD007 on).  Test 1 compares --decoder walk
+	# (over ptq) with libipt on the cached runs.
+	local d f rec="$ROOT/build/programs/recursion" n=0
+	for d in $(ptsim_dirs '.' | grep -E '/(fnptr|signal)$'); do
+		WALK=walk-check same --buildid-dir "$d/images" "$d/perf.data" || { echo "walk-check: $d"; cat "$T/walk.err"; return 1; }
+		n=$((n + 1))
+	done
+	[ "$n" -gt 0 ] || skip "no mt-ptsim runs cached"
+	[ -f "$rec" ] || skip "build/programs/recursion not built"
+	for f in "$ROOT"/tests/corrupt/fuzz-ptwalk-*.pt "$ROOT"/tests/corrupt/fuzz-ptdecode-*.pt "$ROOT"/fuzz/seeds/ptdecode/*; do
+		[ -f "$f" ] || continue
+		WALK=walk-check same -s --cpu 6/94/3 --image "$rec:0x1000:0x78000@0x401000" --pt "$f" ||
+			{ echo "walk-check: $f"; cat "$T/walk.err"; return 1; }
+	done
+}

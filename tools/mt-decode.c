@@ -52,9 +52,12 @@ static void usage(FILE *f)
 	      "      --pid N, --tid N  raw mode: the thread to attribute the trace to (0)\n"
 	      "      --records         list every perf.data record as text (no decoding)\n"
 	      "      --decoder NAME    libipt (default: libipt's block decoder) or walk (the\n"
-	      "                        cached code walk over libipt's query decoder, same\n"
+	      "                        cached code walk, same\n"
 	      "                        output; a recording it cannot walk uses libipt), or\n"
-	      "                        walk-only (exit 2 instead): docs/decode.md\n"
+	      "                        walk-only (exit 2 instead); the walk reads the trace\n"
+	      "                        with the project's query decoder where it can (no\n"
+	      "                        MTC timing), walk-qry: with libipt's, walk-check:\n"
+	      "                        both, exit 3 where they differ: docs/decode.md\n"
 	      "      --no-root-join    sampling: leave frame-pointer stacks as the walk ended them\n"
 	      "      --partial         decode a truncated perf.data (a killed recorder) as far\n"
 	      "                        as it goes (exit 1); by default it is refused (exit 2)\n"
@@ -159,14 +162,20 @@ static void decoder_opt(int c, const char *arg, struct ptd_options *opts)
 			drv_usage("bad --cpu %s (want FAMILY/MODEL[/STEPPING])", arg);
 		break;
 	case O_DECODER:
+		opts->walk_qry = 0;
 		if (!strcmp(arg, "walk"))
 			opts->walk = 1;
 		else if (!strcmp(arg, "walk-only"))
 			opts->walk = 2;
+		else if (!strcmp(arg, "walk-qry"))
+			opts->walk = 1, opts->walk_qry = 1;
+		else if (!strcmp(arg, "walk-check"))
+			opts->walk = 1, opts->walk_qry = 2;
 		else if (!strcmp(arg, "libipt"))
 			opts->walk = 0;
 		else
-			drv_usage("bad --decoder %s (want libipt, walk or walk-only)", arg);
+			drv_usage("bad --decoder %s (want libipt, walk, walk-only, walk-qry or "
+				  "walk-check)", arg);
 		break;
 	case O_CHUNK: {
 		unsigned long long n = strtoull(arg, &e, 0);

@@ -1,0 +1,91 @@
+/* ptq: the project's PT query decoder, for the cached walk (issue 20).
+ *
+ * The same answers, in the same order, as libipt 2.0.5's query decoder
+ * (pt_qry_*) gives the walk: TNT bits, TIP targets, events, the time after
+ * each query and the offsets -- for the packets the walk emulates (PAD,
+ * PSB, PSBEND, TNT, TIP, TIP.PGE, TIP.PGD, FUP, MODE.Exec, TSC, CBR, CYC)
+ * with the timing rules libipt applies to them (TSC, CBR and CYC with its
+ * calibration; no MTC/TMA).  Written from libipt's documented behaviour
+ * and the SDM, not its code (docs/decode.md, "The project query
+ * decoder").  Anything else (MTC, TMA, OVF, PIP, VMCS, TSX, power and
+ * PTWRITE packets) is PTQ_UNSUP: the caller decides per recording, before
+ * decoding, whether this decoder may run (its pre-scan, ptq_usable).  The
+ * query decoder's errata for these packets are emulated: BDM70 (a PSB+
+ * FUP before a TIP.PGE is ignored) and SKD007 (a CYC overlapping an OVF). */
+#ifndef MT_PTQ_H
+#define MT_PTQ_H
+
+#include <intel-pt.h>
+#include <stdint.h>
+
+#define PTQ_UNSUP (-1000) /* a packet this decoder does not emulate */
+
+struct ptq_ev {
+	struct pt_event q[3][8]; /* by binding: PSBEND, TIP, FUP */
+	uint8_t b[3], e[3];
+	struct pt_event one; /* a standalone event */
+};
+
+struct ptq_time {
+	uint64_t tsc, base, fc;
+	uint32_t lost_mtc, lost_cyc;
+	uint8_t cbr;
+	int have_tsc, have_cbr;
+};
+
+struct ptqd {
+	const uint8_t *begin, *end, *pos, *sync;
+	int next; /* the kind of the packet at pos, 0: none */
+	int enabled, consume;
+	struct pt_event *event; /* published by the last decode */
+	uint64_t ip;		 /* last IP */
+	int have_ip, ip_supp;
+	uint64_t tnt, tnt_idx; /* cached TNT bits, the next one's mask */
+	struct ptq_time time, last_time;
+	/* calibration: the fast-counter:cycles ratio (<<8) */
+	uint64_t fcr, min_fcr, max_fcr, cal_tsc, cyc_tsc;
+	uint8_t nom_freq;
+	uint8_t bdm70, skd007; /* errata */
+	struct ptq_ev evq;
+};
+
+/* Whether ptq may decode a trace of @cfg at all (no packet callback); the
+ * packets are the caller's pre-scan's. */
+int ptq_usable(const struct pt_config *cfg);
+void ptq_init(struct ptqd *d, const struct pt_config *cfg);
+int ptq_sync_forward(struct ptqd *d, uint64_t *ip);
+int ptq_sync_set(struct ptqd *d, uint64_t *ip, uint64_t off);
+int ptq_cond_branch_slow(struct ptqd *d, int *taken);
+int ptq_indirect_branch(struct ptqd *d, uint64_t *ip);
+int ptq_event(struct ptqd *d, struct pt_event *ev);
+int ptq_get_offset(const struct ptqd *d, uint64_t *off);
+/* libipt's packet decoder (pt_pkt_sync_forward, pt_pkt_next) for the
+ * packets ptq knows and MTC/TMA: the packet's size (*type, *mode the MODE
+ * payload byte), -pte_eos, -pte_bad_packet, -pte_bad_opc or PTQ_UNSUP */
+int ptq_pkt_sync(struct ptqd *d);
+int ptq_pkt_next(struct ptqd *d, enum pt_packet_type *type, uint8_t *mode);
+int ptq_get_sync_offset(const struct ptqd *d, uint64_t *off);
+
+/* pt_qry_cond_branch: a bit that is not the packet's last needs no
+ * status (an event shows only when no bit is left) */
+static inline int ptq_cond_branch(struct ptqd *d, int *taken)
+{
+	if (d->tnt_idx > 1) {
+		*taken = (d->tnt & d->tnt_idx) != 0;
+		d->tnt_idx >>= 1;
+		return 0;
+	}
+	return ptq_cond_branch_slow(d, taken);
+}
+
+/* pt_qry_time */
+static inline int ptq_time(const struct ptqd *d, uint64_t *tsc, uint32_t *lost_mtc,
+			   uint32_t *lost_cyc)
+{
+	*tsc = d->last_time.tsc;
+	*lost_mtc = d->last_time.lost_mtc;
+	*lost_cyc = d->last_time.lost_cyc;
+	return d->last_time.have_tsc ? 0 : -pte_no_time;
+}
+
+#endif
