@@ -17,8 +17,6 @@ setup_file() {
 	# inputs for real programs (deterministic content)
 	awk 'BEGIN { for (i = 1; i <= 300000; i++) print (i * 7919) % 100003, i, "line", i * 3 }' \
 		> "$BATS_FILE_TMPDIR/lines.txt"
-	cat "$BATS_FILE_TMPDIR/lines.txt" "$BATS_FILE_TMPDIR/lines.txt" "$BATS_FILE_TMPDIR/lines.txt" \
-		> "$BATS_FILE_TMPDIR/big.txt"
 }
 
 setup() {
@@ -89,14 +87,14 @@ samples() { perf script -i "$1" -F tid 2> /dev/null | grep -c .; }
 	# -s 64: a 256 KiB ring, still wrapped many times over (dwarf samples are
 	# 8 KiB each), yet enough slices that one frame is not 5 %
 	# and every thread with samples under its process, with its name
-	"$MT" run --dir "$T/g" -s 64 -- gzip -9 -c "$IN/big.txt" > /dev/null 2> "$T/err" || { cat "$T/err"; return 1; }
+	"$MT" run --dir "$T/g" -s 64 -- gzip -9 -c "$IN/lines.txt" > /dev/null 2> "$T/err" || { cat "$T/err"; return 1; }
 	named_95 "$T/g/trace.fxt"
 	all_threads_under "$T/g/trace.fxt" "$(pid_of "$T/g")"
 	"$BIN/mt-dump" -k map "$T/g/decode.mt" | grep -q 'path="/usr/bin/gzip"'
-	"$MT" run --dir "$T/s" -s 64 -- sort -n "$IN/big.txt" > /dev/null 2> "$T/err" || { cat "$T/err"; return 1; }
+	"$MT" run --dir "$T/s" -s 64 -- sort -n "$IN/lines.txt" > /dev/null 2> "$T/err" || { cat "$T/err"; return 1; }
 	named_95 "$T/s/trace.fxt"
 	all_threads_under "$T/s/trace.fxt" "$(pid_of "$T/s")"
-	printf 'import json\nfor i in range(2000):\n    json.dumps(list(range(2000)))\n' > "$T/load.py"
+	printf 'import json\nfor i in range(800):\n    json.dumps(list(range(2000)))\n' > "$T/load.py"
 	# the interpreter itself, not a wrapper script around it (pyenv's shims
 	# run a stripped bash first)
 	py=/usr/bin/python3; [ -x "$py" ] || py=$(command -v python3)
@@ -159,9 +157,10 @@ all_threads_under() {
 }
 
 @test "xz -T2: its worker threads are threads of the xz process, named, not separate processes" {
-	# 1 MiB blocks: the 7 MB input is 7 blocks, so both workers compress (big.txt, 22 MB, was
-	# one -6 block of 24 MiB: one worker, 41 s of CPU; this is 5 s)
-	"$MT" run --dir "$T/x" -- xz -T2 -6 --block-size=1MiB -c "$IN/lines.txt" > /dev/null 2> "$T/err" ||
+	# 1 MiB blocks: 3 MB of input is 3 blocks, so both workers compress (one -6
+	# block of 24 MiB would be one worker)
+	head -c 3000000 "$IN/lines.txt" > "$T/x.txt"
+	"$MT" run --dir "$T/x" -- xz -T2 -6 --block-size=1MiB -c "$T/x.txt" > /dev/null 2> "$T/err" ||
 		{ cat "$T/err"; return 1; }
 	pid=$("$BIN/mt-dump" -k process "$T/x/hits.mt" | sed -n 's/.*pid=\([0-9]*\).*/\1/p' | head -1)
 	all_threads_under "$T/x/trace.fxt" "$pid"
@@ -310,8 +309,14 @@ all_threads_under() {
 
 @test "singlestep on a terminal shows progress: instructions, rate, time to --max-insns; nothing when not a terminal" {
 	command -v script > /dev/null || skip "script(1) (util-linux) gives the terminal"
-	script -qec "'$MT' run --mode singlestep --dir '$T/ss' -- '$MT_BUILD/programs/fnptr'" "$T/tty" > /dev/null
-	tr '\r' '\n' < "$T/tty" | grep -q '^mt-ptsim: [0-9]* instructions, [0-9]*/s; --max-insns 2000000 in <= [0-9]* s'
-	"$MT" run --mode singlestep --dir "$T/ss2" -- "$MT_BUILD/programs/fnptr" 2> "$T/err" > /dev/null
+	# 60000 of fnptr's instructions: over a second of stepping, so a progress
+	# line is due (every 0.5 s); the run stops there (exit 1, said once)
+	script -qec "'$MT' run --mode singlestep --ptsim-args '--max-insns 60000' --dir '$T/ss' -- '$MT_BUILD/programs/fnptr'" "$T/tty" > /dev/null ||
+		[ $? -eq 1 ]
+	tr '\r' '\n' < "$T/tty" | grep -q '^mt-ptsim: [0-9]* instructions, [0-9]*/s; --max-insns 60000 in <= [0-9]* s'
+	tr '\r' '\n' < "$T/tty" | grep -q 'still running after 60000 instructions'
+	"$MT" run --mode singlestep --ptsim-args '--max-insns 60000' --dir "$T/ss2" -- "$MT_BUILD/programs/fnptr" 2> "$T/err" > /dev/null ||
+		[ $? -eq 1 ]
+	grep -q 'still running after 60000 instructions' "$T/err"
 	! grep -q 'instructions, ' "$T/err"
 }

@@ -12,6 +12,10 @@
 'use strict';
 const fs = require('fs');
 const path = require('path');
+// The engine's wasm is compiled by V8's baseline compiler only (Liftoff): the
+// optimizing tier would recompile it in the background, more CPU than a
+// test's queries ever win back (2.2 -> 0.9 CPU-s a load, the same rows).
+require('v8').setFlagsFromString('--liftoff-only');
 
 const USAGE = `usage: tp.js [options] TRACE [SQL...]
 Loads TRACE (FXT, Chrome JSON, Perfetto protobuf; .gz is handed to the
