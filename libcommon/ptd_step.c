@@ -616,6 +616,12 @@ static void handle_event(struct ptd *d, struct ptq *q, const struct pt_event *ev
 				thr_finish(d, q, th);
 			}
 			th->state = TS_NONE;
+			/* the next TIP.PGE writes where tracing resumes; libipt
+			 * can also go on with blocks and no enable (a corrupt
+			 * trace): a trace-start comes first then, as after a
+			 * syscall */
+			q->need_start = 1;
+			q->start_time = t;
 		}
 		break;
 	case ptev_async_disabled:

@@ -143,6 +143,9 @@ $(PTPROG_SIM)/%/perf.data: $(PTPROG_SIM)/ptprog.run bin/mt-ptsim
 	@mkdir -p $(dir $@)
 	$(Q)bin/mt-ptsim --replay $< --psb-period 2048 $(PTPROG_ARGS_$*) -o $(dir $@) 2>/dev/null
 
+# tests/decode.bats decodes the findings kept from it (tests/corrupt/*-ptprog.pt)
+TEST_PREREQS += $(PTPROG)
+
 # Seeds come from the tests (and mt-undump turns the golden text into MTEV).
 fuzz-seeds: bin/mt-undump bin/mt-dump bin/mt-decode $(PTPROG_SEEDS)
 	$(Q)sh fuzz/seeds.sh $(FUZZ_BUILD) $(FUZZ_SRC:fuzz/fuzz_%.c=%)

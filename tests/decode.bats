@@ -429,8 +429,12 @@ branch_semantics() {
 	ROOT="$BATS_TEST_DIRNAME/.."
 	[ -f "$MT_BUILD/programs/recursion" ] || skip "$MT_BUILD/programs/recursion is not built"
 	for f in "$BATS_TEST_DIRNAME"/corrupt/fuzz-ptdecode-*.pt; do
-		run timeout 120 "$BIN/mt-decode" -o "$T/raw.mt" --cpu 6/94/3 \
-			--image "$MT_BUILD/programs/recursion:0x1000:0x78000@0x401000" --pt "$f"
+		# found against the image the fuzz targets map: fuzz/ptprog.c
+		# since it exists (*-ptprog.pt), the recursion program before
+		img=$MT_BUILD/programs/recursion:0x1000:0x78000@0x401000
+		case $f in *-ptprog.pt) img=$MT_BUILD/fuzz/ptprog:0x1000@0x401000 ;; esac
+		[ -f "${img%%:*}" ] || { echo "${img%%:*} is not built"; return 1; }
+		run timeout 120 "$BIN/mt-decode" -o "$T/raw.mt" --cpu 6/94/3 --image "$img" --pt "$f"
 		[ "$status" -le 1 ]
 		out=$("$BIN/mt-dump" -k branch,gap "$T/raw.mt" | branch_semantics)
 		[ -z "$(grep '^bad' <<<"$out")" ] || { echo "$f:"; grep '^bad' <<<"$out" | head -5; return 1; }
