@@ -11,7 +11,15 @@ for t in "$@"; do
 	[ $rc -eq 0 ] || echo "not ok - $t exited with status $rc" | tee -a "$log"
 done
 if ls tests/*.bats >/dev/null 2>&1; then
-	bats --tap --timing tests/*.bats </dev/null 2>&1 | tee -a "$log"
+	plan=$(bats --count tests/*.bats)
+	{ bats --tap --timing tests/*.bats </dev/null 2>&1; echo "# bats exit status $?"; } | tee "$out" | tee -a "$log"
+	# a bats run that dies part-way (killed, out of disk) must not pass
+	# on the tests it got through: every planned test has a result
+	got=$(grep -Ec '^(not )?ok [0-9]+ ' "$out")
+	rc=$(sed -n 's/^# bats exit status \([0-9]*\)$/\1/p' "$out")
+	if [ "$got" -ne "$plan" ] || { [ "$rc" != 0 ] && ! grep -q '^not ok ' "$out"; }; then
+		echo "not ok - bats ran $got of $plan tests and exited with status $rc" | tee -a "$log"
+	fi
 fi
 pass=$(grep -c '^ok ' "$log")
 fail=$(grep -c '^not ok ' "$log")
