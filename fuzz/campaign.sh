@@ -11,10 +11,10 @@
 # The work is cut into runs (libFuzzer processes) of at most SECONDS each
 # (default 1800), so a campaign killed without warning loses at most the
 # executions since its run's last "#N" status line.  The binaries
-# (build/fuzz/fuzz_TARGET), seeds, dictionaries, the image fuzz_ptdecode
-# maps and the summary script are copied into DIR/bin/ first, so the worktree
-# can be rebuilt meanwhile; executions are counted per binary (its sha1): a
-# rebuilt target starts from 0.  In DIR (default /work/fuzzlogs):
+# (build/fuzz/fuzz_TARGET), seeds, dictionaries, the program the raw-PT
+# targets map (build/fuzz/ptprog) and the summary script are copied into
+# DIR/bin/ first, so the worktree can be rebuilt meanwhile; executions are
+# counted per binary (its sha1): a rebuilt target starts from 0.  In DIR (default /work/fuzzlogs):
 #   runs/TARGET-START.log  each run's output, after a first line
 #                        "# mt-campaign target= build= bin= start= secs="
 #   campaign.log         one line per finished run: start time, target,
@@ -55,12 +55,12 @@ main() {
 		[ -f "fuzz/$t.dict" ] && { cp "fuzz/$t.dict" "$dir/bin/" || exit 111; }
 	done
 	# shared by the invocations: replaced only when it differs
-	if [ -f "$MT_BUILD/programs/recursion" ] && ! cmp -s "$MT_BUILD/programs/recursion" "$dir/bin/recursion"; then
-		cp "$MT_BUILD/programs/recursion" "$dir/bin/recursion.$$" && mv "$dir/bin/recursion.$$" "$dir/bin/recursion"
+	if [ -f "$B/ptprog" ] && ! cmp -s "$B/ptprog" "$dir/bin/ptprog"; then
+		cp "$B/ptprog" "$dir/bin/ptprog.$$" && mv "$dir/bin/ptprog.$$" "$dir/bin/ptprog"
 	fi
 	cmp -s fuzz/campaign-summary.sh "$dir/bin/campaign-summary.sh" ||
 		{ cp fuzz/campaign-summary.sh "$dir/bin/cs.$$" && mv "$dir/bin/cs.$$" "$dir/bin/campaign-summary.sh"; } || exit 111
-	export FUZZ_PT_IMAGE=$dir/bin/recursion:0x1000:0x78000@0x401000
+	export FUZZ_PT_IMAGE=$dir/bin/ptprog
 
 	for t in "$@"; do
 		mapfile -t extra < <(fuzz_flags "$t" | sed "s|^-dict=fuzz/|-dict=$dir/bin/|")

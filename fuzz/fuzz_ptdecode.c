@@ -1,7 +1,6 @@
 /* libFuzzer target: the raw-PT decode path (libcommon/ptd_*.c, libipt's
  * block decoder), `mt-decode --pt FILE --image ...`, fed arbitrary bytes as PT
- * with a fixed image (ptfuzz.h: the recursion test program at 0x401000, or
- * FUZZ_PT_IMAGE).
+ * with a fixed image (ptfuzz.h: fuzz/ptprog.c's code, or FUZZ_PT_IMAGE).
  *
  * The decoder must return 0 (it reports damage as gaps, never fails on bad PT),
  * and its output must be a valid MTEV stream that keeps the contract of

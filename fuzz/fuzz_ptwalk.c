@@ -1,7 +1,7 @@
 /* libFuzzer target: the cached walk (issue 20, libcommon/ptd_walk.c) against
  * the libipt stepper, its oracle.  Each input is raw PT, decoded twice like
- * `mt-decode --pt FILE --image ...` with fuzz_ptdecode's image (ptfuzz.h: the
- * recursion test program at 0x401000, or FUZZ_PT_IMAGE=FILE:OFFSET:SIZE@VADDR):
+ * `mt-decode --pt FILE --image ...` with fuzz_ptdecode's image (ptfuzz.h:
+ * fuzz/ptprog.c's code, or FUZZ_PT_IMAGE=FILE:OFFSET:SIZE@VADDR):
  * --decoder libipt, then --decoder walk-check (the walk, its trace read by
  * the project's query decoder and libipt's in lockstep: a query whose
  * answer, time or offset differs exits 3).  Any difference aborts: the return

@@ -100,13 +100,15 @@ void fuzz_fail(const char *file, int line, const char *cond, const char *fmt, ..
 	abort();
 }
 
-/* ASan's quarantine of freed memory at 64 MiB instead of 256: an exec frees a
- * few MiB at most, so a use after free inside an exec (or a few execs on) is
- * still caught, and the recycled memory stays warm: the slow targets (write,
- * ptdecode) ran ~22% more executions per CPU-second.  ASAN_OPTIONS still
- * overrides it. */
+/* ASan's quarantine of freed memory at 16 MiB instead of 256: an exec frees a
+ * few MiB at most (ptdecode and ptwalk well under 1 MiB since fuzz/ptprog.c),
+ * so a use after free inside an exec (or a few execs on) is still caught, and
+ * the recycled memory stays warm: at 64 MiB the slow targets (write,
+ * ptdecode) ran ~22% more executions per CPU-second than at 256, at 16 MiB
+ * write ~35%, ptdecode ~10%, ptwalk ~20% more than at 64 (docs/fuzz.md).
+ * ASAN_OPTIONS still overrides it. */
 const char *__asan_default_options(void);
 const char *__asan_default_options(void)
 {
-	return "quarantine_size_mb=64";
+	return "quarantine_size_mb=16";
 }

@@ -1,6 +1,7 @@
 /* Setup shared by the raw-PT fuzz targets (see ptfuzz.h). */
 #include "ptfuzz.h"
 
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -20,19 +21,46 @@ static void rm_input(void)
 	unlink(pt_path);
 }
 
+/* @path's executable segment (its first PT_LOAD with PF_X) as the image;
+ * 0 if @path is not a 64-bit ELF file with one. */
+static int elf_image(const char *path)
+{
+	Elf64_Ehdr eh;
+	Elf64_Phdr ph;
+	int fd = open(path, O_RDONLY), ok = 0;
+	if (fd < 0)
+		return 0;
+	if (pread(fd, &eh, sizeof eh, 0) == (ssize_t)sizeof eh &&
+	    !memcmp(eh.e_ident, ELFMAG, SELFMAG) && eh.e_ident[EI_CLASS] == ELFCLASS64 &&
+	    eh.e_phentsize == sizeof ph)
+		for (unsigned i = 0; i < eh.e_phnum && !ok; i++) {
+			if (pread(fd, &ph, sizeof ph, (off_t)(eh.e_phoff + i * sizeof ph)) !=
+			    (ssize_t)sizeof ph)
+				break;
+			if (ph.p_type == PT_LOAD && (ph.p_flags & PF_X) && ph.p_filesz) {
+				ptfuzz_image = (struct ptd_image_spec){path, ph.p_offset,
+								       ph.p_filesz, ph.p_vaddr};
+				ok = 1;
+			}
+		}
+	close(fd);
+	return ok;
+}
+
 void ptfuzz_init(const char *name)
 {
 	snprintf(pt_path, sizeof pt_path, "/dev/shm/mt-fuzz-%s.%d", name, (int)getpid());
 	atexit(rm_input);
 	const char *spec = getenv("FUZZ_PT_IMAGE");
-	if (spec) {
+	if (spec && strchr(spec, '@')) {
 		FUZZ_ASSERT(ptd_parse_image_spec(spec, &ptfuzz_image) == 0, "bad FUZZ_PT_IMAGE %s",
 			    spec);
 		ptfuzz_have_image = 1;
-	} else if (access("build/programs/recursion", R_OK) == 0) {
-		ptfuzz_image = (struct ptd_image_spec){"build/programs/recursion", 0x1000, 0x78000,
-						       0x401000};
+	} else if (spec) {
+		FUZZ_ASSERT(elf_image(spec), "FUZZ_PT_IMAGE %s: no ELF file with code", spec);
 		ptfuzz_have_image = 1;
+	} else {
+		ptfuzz_have_image = elf_image("build/fuzz/ptprog");
 	}
 }
 

@@ -2,11 +2,14 @@
  * against, the input handed to ptd_decode_raw as a file, the options of a
  * raw decode and its output writer (on FUZZ_FD_OUT, see memfd.h).
  *
- * The image is the recursion test program (build/programs/recursion, a static
- * binary, mapped as mt-ptsim's recordings of it map it: 0x401000, file offset
- * 0x1000, 0x78000 bytes), so that PT seeds from tests/.cache/ptsim/... decode
- * for real; FUZZ_PT_IMAGE=FILE:OFFSET:SIZE@VADDR picks another.  Without the
- * file the targets decode against no image (every ip a gap).
+ * The image is the code of fuzz/ptprog.c (build/fuzz/ptprog, its executable
+ * segment where the ELF file puts it), so that the PT seeds, mt-ptsim's
+ * recordings of it (mk/fuzz.mk, fuzz/seeds.sh), decode for real.
+ * FUZZ_PT_IMAGE=FILE:OFFSET:SIZE@VADDR picks another, FUZZ_PT_IMAGE=FILE
+ * another ELF file's executable segment (the findings kept from before
+ * ptprog decode against build/programs/recursion:0x1000:0x78000@0x401000,
+ * fuzz/smoke.sh).  Without the file the targets decode against no image
+ * (every ip a gap).
  */
 #ifndef MT_FUZZ_PTFUZZ_H
 #define MT_FUZZ_PTFUZZ_H

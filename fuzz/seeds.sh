@@ -50,16 +50,17 @@ for t in "$@"; do
 		[ "$t" = ptwalk ] && [ -d fuzz/seeds/ptdecode ] &&
 			for f in fuzz/seeds/ptdecode/*; do [ -f "$f" ] && put "$d" "$f"; done
 		for f in tests/corrupt/pt-* tests/corrupt/*.pt; do [ -f "$f" ] && put "$d" "$f"; done
-		# the AUX data of mt-ptsim's recordings of the program the target maps
-		# (build/programs/recursion): clean, windowed, faulted...
-		for f in $(cached perf.data | grep '/recursion/'); do
+		# the AUX data of mt-ptsim's recordings of the program the targets
+		# map (fuzz/ptprog.c, mk/fuzz.mk): clean, windowed, faulted...
+		for f in "$build"/ptsim/*/perf.data; do
+			[ -f "$f" ] || continue
 			n=$((n + 1))
 			bin/mt-decode --records "$f" 2>/dev/null |
 				awk '$2 == "AUXTRACE" { for (i = 3; i <= NF; i++) { split($i, kv, "=");
 					if (kv[1] == "size") s = kv[2]; if (kv[1] == "aux_size") a = kv[2] }
 					print $1, s, a }' |
 				while read -r off hs len; do tail -c +$((off + hs + 1)) "$f" | head -c "$len"; done \
-				> "$d/aux-$(basename "$(dirname "$(dirname "$f")")").$n"
+				> "$d/aux-$(basename "$(dirname "$f")").$n"
 		done
 		;;
 	dwcov)

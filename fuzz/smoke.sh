@@ -32,11 +32,34 @@ run_one() {
 		mapfile -t extra < <(fuzz_flags "$t" | grep -v '^-max_len=')
 		# libFuzzer takes directories: the kept findings are copied into one
 		rm -rf "$B/kept-$t" && mkdir -p "$B/kept-$t" || exit 111
-		for f in tests/corrupt/fuzz-"$t"-*; do [ -f "$f" ] && cp "$f" "$B/kept-$t/"; done
-		# -runs=0: each input of the directories runs exactly once, no mutation
-		"$B/fuzz_$t" -runs=0 -timeout=60 -rss_limit_mb=2048 -print_final_stats=1 \
-			-artifact_prefix="$B/$t-" "${extra[@]}" "$B/seeds-$t" "$B/kept-$t" \
-			> "$B/log-$t-$$.txt" 2>&1
+		rm -rf "$B/kept-$t-ptprog" && mkdir -p "$B/kept-$t-ptprog" || exit 111
+		for f in tests/corrupt/fuzz-"$t"-*; do
+			case $f in
+			*-ptprog.pt) cp "$f" "$B/kept-$t-ptprog/" ;; # found against fuzz/ptprog.c
+			*) [ -f "$f" ] && cp "$f" "$B/kept-$t/" ;;
+			esac
+		done
+		# -runs=0: each input of the directories runs exactly once, no
+		# mutation.  The raw-PT targets' kept findings were found against
+		# the recursion test program's code (before fuzz/ptprog.c), and
+		# replay against it, except those named *-ptprog.pt: those and the
+		# seeds against ptprog first.
+		case $t in
+		ptdecode | ptwalk)
+			"$B/fuzz_$t" -runs=0 -timeout=60 -rss_limit_mb=2048 -print_final_stats=1 \
+				-artifact_prefix="$B/$t-" "${extra[@]}" "$B/seeds-$t" "$B/kept-$t-ptprog" \
+				> "$B/log-$t-$$.txt" 2>&1 &&
+				FUZZ_PT_IMAGE=$MT_BUILD/programs/recursion:0x1000:0x78000@0x401000 \
+					"$B/fuzz_$t" -runs=0 -timeout=60 -rss_limit_mb=2048 \
+					-print_final_stats=1 -artifact_prefix="$B/$t-" "${extra[@]}" \
+					"$B/kept-$t" >> "$B/log-$t-$$.txt" 2>&1
+			;;
+		*)
+			"$B/fuzz_$t" -runs=0 -timeout=60 -rss_limit_mb=2048 -print_final_stats=1 \
+				-artifact_prefix="$B/$t-" "${extra[@]}" "$B/seeds-$t" "$B/kept-$t" \
+				> "$B/log-$t-$$.txt" 2>&1
+			;;
+		esac
 		echo $? > "$B/rc-$t-$$"
 		return
 	fi
@@ -60,7 +83,7 @@ wait
 fail=0
 for t in "$@"; do
 	log=$B/log-$t-$$.txt rc=$(cat "$B/rc-$t-$$" 2>/dev/null || echo 111)
-	execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+	execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | awk '{ n += $1 } END { if (NR) print n }')
 	done_line=$(grep -E '^#[0-9]+[[:space:]]+DONE' "$log" | tail -1)
 	cov=$(sed -n 's/.* cov: \([0-9]*\).*/\1/p' <<<"$done_line")
 	corp=$(sed -n 's/.* corp: \([0-9]*\/[0-9]*[a-zA-Z]*\).*/\1/p' <<<"$done_line")

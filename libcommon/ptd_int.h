@@ -328,6 +328,8 @@ struct filemap { /* an image file, mapped once */
 	uint8_t *base; /* NULL: could not be mapped */
 	size_t len;
 };
+/* Unmaps a filemap's base (ptd_image.c). */
+void ptd_fmap_free(uint8_t *base, size_t len);
 
 /* The input's name in messages: the file, "stdin", or "perf.data". */
 #define INNAME(o) ((o)->input_name ? (o)->input_name : "perf.data")

@@ -528,6 +528,18 @@ push:
 	}
 }
 
+/* An interrupt (FUP + TIP or TIP.PGD) before the first block since tracing
+ * (re)started, e.g. right after a PSB+: the trace starts where it was
+ * interrupted, before the interrupt (mtev-semantics: a thread's records
+ * begin with a trace-start). */
+static void q_start_at(struct ptd *d, struct ptq *q, uint64_t ip)
+{
+	if (!q->need_start || q->th < 0 || q->untimed || !ip)
+		return;
+	q->need_start = 0;
+	emit_br(d, q, MTEV_BR_TRACE_START, 0, ip, q->start_time);
+}
+
 static void handle_event(struct ptd *d, struct ptq *q, const struct pt_event *ev)
 {
 	uint64_t t = q_now(d, q);
@@ -604,6 +616,12 @@ static void handle_event(struct ptd *d, struct ptq *q, const struct pt_event *ev
 				thr_finish(d, q, th);
 			}
 			th->state = TS_NONE;
+			/* the next TIP.PGE writes where tracing resumes; libipt
+			 * can also go on with blocks and no enable (a corrupt
+			 * trace): a trace-start comes first then, as after a
+			 * syscall */
+			q->need_start = 1;
+			q->start_time = t;
 		}
 		break;
 	case ptev_async_disabled:
@@ -611,12 +629,14 @@ static void handle_event(struct ptd *d, struct ptq *q, const struct pt_event *ev
 			break;
 		th = &d->thr[q->th];
 		resolve(d, q, ev->variant.async_disabled.at);
+		q_start_at(d, q, ev->variant.async_disabled.at);
 		th->state = TS_ASYNC;
 		th->last_ip = ev->variant.async_disabled.at;
 		th->async_time = t;
 		break;
 	case ptev_async_branch:
 		resolve(d, q, ev->variant.async_branch.from);
+		q_start_at(d, q, ev->variant.async_branch.from);
 		/* left and resumed at once: an interrupt's to and an iret's
 		 * from are 0 */
 		emit_br(d, q, MTEV_BR_INTERRUPT, ev->variant.async_branch.from, 0, t);

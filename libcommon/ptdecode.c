@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 
 #include "io.h"
@@ -98,7 +97,7 @@ static void ptd_fini(struct ptd *d)
 	free(d->cc);
 	for (i = 0; i < d->nfmaps; i++) {
 		if (d->fmaps[i].base)
-			munmap(d->fmaps[i].base, d->fmaps[i].len);
+			ptd_fmap_free(d->fmaps[i].base, d->fmaps[i].len);
 		free(d->fmaps[i].file);
 	}
 	free(d->fmaps);

@@ -43,7 +43,7 @@ endif
 # error paths and raw mode to catch leaks coming back.
 FUZZ_LSAN_TOOLS := $(FUZZ_BUILD)/lsan/mt-cat $(FUZZ_BUILD)/lsan/mt-decode
 
-fuzz: $(FUZZ_TARGETS) $(FUZZ_LSAN_TOOLS)
+fuzz: $(FUZZ_TARGETS) $(FUZZ_LSAN_TOOLS) $(FUZZ_BUILD)/ptprog
 
 $(FUZZ_BUILD)/tools/%.o: tools/%.c
 	@mkdir -p $(dir $@)
@@ -71,10 +71,13 @@ $(FUZZ_BUILD)/fuzz/%.o: fuzz/%.c
 # Speed only, no result changes: ptdecode's classifier caches at 256 entries
 # each (the hot table is in struct ptd, 128 KiB zeroed per decode; the
 # second level 1 MiB, a fresh mmap with its shadow poisoned per decode under
-# ASan) and the packet-less loop limit at 2^12 instructions (same path, 32
-# times shorter runs and record queues).  PTD_CC1 sizes struct ptd: every
+# ASan), the packet-less loop limit at 2^10 instructions (same path, 128
+# times shorter runs and record queues: at most ~80 KiB of records, under
+# ASan's 128 KiB primary allocations) and image files read into memory
+# instead of mapped (PTD_FMAP_READ: a munmap per decode is a TLB shootdown,
+# ~10% of an exec; the same bytes).  PTD_CC1 sizes struct ptd: every
 # ptd*.o gets it.
-$(FUZZ_BUILD)/libcommon/ptd%.o: FUZZ_CFLAGS += -DPTD_CC1=256 -DPTD_CC2_BITS=8 '-DPTD_MAX_SPIN=(1u << 12)'
+$(FUZZ_BUILD)/libcommon/ptd%.o: FUZZ_CFLAGS += -DPTD_CC1=256 -DPTD_CC2_BITS=8 '-DPTD_MAX_SPIN=(1u << 10)' -DPTD_FMAP_READ
 
 # The MTEV writer's buffer and a descriptor reader's first buffer at 4 KiB
 # (64 KiB each, allocated, poisoned and quarantined per reader and writer
@@ -109,8 +112,42 @@ $(FUZZ_BUILD)/fuzz_%: $(FUZZ_BUILD)/fuzz/fuzz_%.o $(FUZZ_BUILD)/fuzz/memfd.o $(F
 # the raw-PT targets' shared setup (image, input file, options, output)
 $(FUZZ_BUILD)/fuzz_ptdecode $(FUZZ_BUILD)/fuzz_ptwalk: $(FUZZ_BUILD)/fuzz/ptfuzz.o
 
+# The program the raw-PT targets decode against (fuzz/ptprog.c: ~500 bytes of
+# its own code, then 56 KiB of static glibc code it never runs, so that a
+# corrupt TIP still lands in code) and mt-ptsim's recordings of it, the PT
+# seeds of both targets (fuzz/seeds.sh): stepped once, then synthesized as
+# tests/.cache's variants are (mk/ptsim.mk), --window shorter (the program
+# runs ~13,000 instructions).
+PTPROG := $(FUZZ_BUILD)/ptprog
+PTPROG_SIM := $(FUZZ_BUILD)/ptsim
+PTPROG_VARIANTS := clean window noretcomp overflow drop corrupt truncate
+PTPROG_ARGS_window := --window 3000
+PTPROG_ARGS_noretcomp := --noretcomp
+PTPROG_ARGS_overflow := --inject overflow@50%
+PTPROG_ARGS_drop := --inject drop@50%:64
+PTPROG_ARGS_corrupt := --inject corrupt@50%:16
+PTPROG_ARGS_truncate := --inject truncate-aux@50%
+PTPROG_SEEDS := $(PTPROG_VARIANTS:%=$(PTPROG_SIM)/%/perf.data)
+
+$(FUZZ_BUILD)/ptprog-code.bin: $(BUILD)/programs/recursion mk/fuzz.mk
+	@mkdir -p $(dir $@)
+	$(Q)objcopy -O binary -j .text $< $@.full && head -c 30720 $@.full > $@ && rm -f $@.full
+$(PTPROG): fuzz/ptprog.c $(FUZZ_BUILD)/ptprog-code.bin mk/fuzz.mk
+	@$(if $(Q),echo "  CC      $@")
+	$(Q)$(CC) -O1 -g -Wall -static -nostdlib -fno-stack-protector \
+		'-DPTPROG_CODE="$(FUZZ_BUILD)/ptprog-code.bin"' -o $@ $<
+$(PTPROG_SIM)/ptprog.run: $(PTPROG) | bin/mt-ptsim
+	@mkdir -p $(dir $@)
+	$(Q)bin/mt-ptsim --save-run $@ -- $< >/dev/null
+$(PTPROG_SIM)/%/perf.data: $(PTPROG_SIM)/ptprog.run bin/mt-ptsim
+	@mkdir -p $(dir $@)
+	$(Q)bin/mt-ptsim --replay $< --psb-period 2048 $(PTPROG_ARGS_$*) -o $(dir $@) 2>/dev/null
+
+# tests/decode.bats decodes the findings kept from it (tests/corrupt/*-ptprog.pt)
+TEST_PREREQS += $(PTPROG)
+
 # Seeds come from the tests (and mt-undump turns the golden text into MTEV).
-fuzz-seeds: bin/mt-undump bin/mt-dump
+fuzz-seeds: bin/mt-undump bin/mt-dump bin/mt-decode $(PTPROG_SEEDS)
 	$(Q)sh fuzz/seeds.sh $(FUZZ_BUILD) $(FUZZ_SRC:fuzz/fuzz_%.c=%)
 
 fuzz-smoke: fuzz fuzz-seeds

@@ -373,7 +373,7 @@ fault_decodes() {
 # formats/mtev-semantics.md (syscall, interrupt, trace-end: to 0; sysret,
 # iret, trace-start: from 0 and to not 0; call/return/jump/jcc: from set (a
 # call through a NULL pointer goes to 0);
-# after a trace-end, the thread's next branch is a trace-start, after a gap
+# a thread's first branch and its next after a trace-end are trace-starts, after a gap
 # a trace-start or (tracing stopped before anything good came) a trace-end;
 # a gap's end, when not its begin, is the time of the thread's next branch;
 # a sysret/iret only right after its syscall/interrupt; each thread's
@@ -387,8 +387,10 @@ branch_semantics() {
 		if ($1 == "gap") tm = gb
 		if ((tid in last) && tm + 0 < last[tid] + 0) print "bad (time goes back from " last[tid] "): " $0
 		last[tid] = $1 == "gap" ? ge : tm
+		# the records of a thread begin with a trace-start (or a gap)
+		if (!(tid in started)) { started[tid] = 1; restart[tid] = 1 }
 		if ($1 == "gap") { restart[tid] = 2; prev[tid] = ""; gend[tid] = ge != gb ? ge : ""; next }
-		if (restart[tid] == 1 && ty != "trace-start") print "bad (no trace-start after a trace-end): " $0
+		if (restart[tid] == 1 && ty != "trace-start") print "bad (no trace-start first or after a trace-end): " $0
 		if (restart[tid] == 2 && ty !~ /^(trace-start|trace-end)$/) print "bad (no trace-start after a gap): " $0
 		if (gend[tid] != "" && tm != gend[tid]) print "bad (a gap ends at " gend[tid] ", the next branch is at " tm "): " $0
 		gend[tid] = ""
@@ -427,8 +429,12 @@ branch_semantics() {
 	ROOT="$BATS_TEST_DIRNAME/.."
 	[ -f "$MT_BUILD/programs/recursion" ] || skip "$MT_BUILD/programs/recursion is not built"
 	for f in "$BATS_TEST_DIRNAME"/corrupt/fuzz-ptdecode-*.pt; do
-		run timeout 120 "$BIN/mt-decode" -o "$T/raw.mt" --cpu 6/94/3 \
-			--image "$MT_BUILD/programs/recursion:0x1000:0x78000@0x401000" --pt "$f"
+		# found against the image the fuzz targets map: fuzz/ptprog.c
+		# since it exists (*-ptprog.pt), the recursion program before
+		img=$MT_BUILD/programs/recursion:0x1000:0x78000@0x401000
+		case $f in *-ptprog.pt) img=$MT_BUILD/fuzz/ptprog:0x1000@0x401000 ;; esac
+		[ -f "${img%%:*}" ] || { echo "${img%%:*} is not built"; return 1; }
+		run timeout 120 "$BIN/mt-decode" -o "$T/raw.mt" --cpu 6/94/3 --image "$img" --pt "$f"
 		[ "$status" -le 1 ]
 		out=$("$BIN/mt-dump" -k branch,gap "$T/raw.mt" | branch_semantics)
 		[ -z "$(grep '^bad' <<<"$out")" ] || { echo "$f:"; grep '^bad' <<<"$out" | head -5; return 1; }

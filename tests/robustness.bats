@@ -412,7 +412,7 @@ cut_input() {
 		fuzz-mtev_text-*) tool=mt-undump ;;
 		fuzz-mtev-*) tool=mt-dump ;;
 		fuzz-perfdata-*) tool=mt-decode variants=("--no-images") ;;
-		fuzz-ptdecode-* | fuzz-ptwalk-*) # raw PT for the PT targets' image, both decoders
+		fuzz-ptdecode-* | fuzz-ptwalk-*) # raw PT, against the image it was found with (before fuzz/ptprog.c), both decoders
 			tool=mt-decode
 			[ -f "$MT_BUILD/programs/recursion" ] || continue
 			img="--cpu 6/94/3 --image $MT_BUILD/programs/recursion:0x1000:0x78000@0x401000"
