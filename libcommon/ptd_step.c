@@ -540,6 +540,15 @@ static void q_start_at(struct ptd *d, struct ptq *q, uint64_t ip)
 	emit_br(d, q, MTEV_BR_TRACE_START, 0, ip, q->start_time);
 }
 
+/* Leaving user code asynchronously at @from: an interrupt, or where @from is
+ * not known (0: a corrupt FUP, an async disable after a gap) a trace-end,
+ * since an interrupt names where it left (mtev-semantics); what follows is
+ * then a trace-start, not an iret. */
+static void emit_leave(struct ptd *d, struct ptq *q, uint64_t from, uint64_t t)
+{
+	emit_br(d, q, from ? MTEV_BR_INTERRUPT : MTEV_BR_TRACE_END, from, 0, t);
+}
+
 static void handle_event(struct ptd *d, struct ptq *q, const struct pt_event *ev)
 {
 	uint64_t t = q_now(d, q);
@@ -559,7 +568,7 @@ static void handle_event(struct ptd *d, struct ptq *q, const struct pt_event *ev
 			/* no resume address (a corrupt TIP.PGE): the next block
 			 * says where tracing goes on, with a trace-start */
 			if (th->state == TS_ASYNC)
-				emit_br(d, q, MTEV_BR_INTERRUPT, th->last_ip, 0, th->async_time);
+				emit_leave(d, q, th->last_ip, th->async_time);
 			q->need_start = 1;
 			q->start_time = t;
 			th->state = TS_ON;
@@ -567,9 +576,12 @@ static void handle_event(struct ptd *d, struct ptq *q, const struct pt_event *ev
 		}
 		if (th->state == TS_SYSCALL)
 			emit_br(d, q, MTEV_BR_SYSRET, 0, ev->variant.enabled.ip, t);
-		else if (th->state == TS_ASYNC) {
+		else if (th->state == TS_ASYNC && th->last_ip) {
 			emit_br(d, q, MTEV_BR_INTERRUPT, th->last_ip, 0, th->async_time);
 			emit_br(d, q, MTEV_BR_IRET, 0, ev->variant.enabled.ip, t);
+		} else if (th->state == TS_ASYNC) {
+			emit_leave(d, q, 0, th->async_time);
+			emit_br(d, q, MTEV_BR_TRACE_START, 0, ev->variant.enabled.ip, t);
 		} else
 			emit_br(d, q, MTEV_BR_TRACE_START, 0, ev->variant.enabled.ip, t);
 		th->state = TS_ON;
@@ -639,8 +651,8 @@ static void handle_event(struct ptd *d, struct ptq *q, const struct pt_event *ev
 		q_start_at(d, q, ev->variant.async_branch.from);
 		/* left and resumed at once: an interrupt's to and an iret's
 		 * from are 0 */
-		emit_br(d, q, MTEV_BR_INTERRUPT, ev->variant.async_branch.from, 0, t);
-		if (!ev->ip_suppressed && ev->variant.async_branch.to) {
+		emit_leave(d, q, ev->variant.async_branch.from, t);
+		if (ev->variant.async_branch.from && !ev->ip_suppressed && ev->variant.async_branch.to) {
 			emit_br(d, q, MTEV_BR_IRET, 0, ev->variant.async_branch.to, t);
 		} else {
 			/* no resume address (a suppressed or corrupt TIP): an
