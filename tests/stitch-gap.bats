@@ -24,17 +24,29 @@ stitched() {
 	echo "$1 $2: ${lines[-1]} / $(cat "$T/st.err")"
 }
 
-# (joined over two calls before: fnptr 3, dynamic 1; each gap lies in a loop
-# calling the same function from the same call site)
-@test "stitch: a loop's callee is not joined across a gap (fnptr drop@35%)" {
-	stitched fnptr drop@35%:64
-	[[ "${lines[-1]}" == *" wrong_joins=0 wrong=0 "* ]]
-	[[ "${lines[-1]}" != *" joins=0 "* ]]
-	[[ "$(cat "$T/st.err")" == *" split="[1-9]* ]]
+# Where a drop lands depends on the run (a fresh clone's mt-ptsim run has
+# other path lengths, so other instruction counts), so each program is
+# faulted at many positions: none may join over two calls (wrong_joins=0,
+# wrong=0), and the rule must have split a frame somewhere (split=N > 0).
+# (The cached runs this was written on joined over two calls before: fnptr
+# drop@35% 3, dynamic drop@50% 1, each gap in a loop calling one function
+# from one call site.)
+scan() { # PROG
+	local p splits=0 k
+	for p in 20 25 30 35 40 45 50 55 60 65 70 75 80; do
+		stitched "$1" drop@$p%:64
+		[[ "${lines[-1]}" == *" wrong_joins=0 wrong=0 "* ]] || return 1
+		k=$(sed -n 's/.* split=\([0-9]*\).*/\1/p' "$T/st.err")
+		splits=$((splits + ${k:-0}))
+	done
+	echo "$1: split $splits frames over 13 drops"
+	[ "$splits" -gt 0 ]
 }
 
-@test "stitch: a loop's callee is not joined across a gap (dynamic drop@50%)" {
-	stitched dynamic drop@50%:64
-	[[ "${lines[-1]}" == *" wrong_joins=0 wrong=0 "* ]]
-	[[ "$(cat "$T/st.err")" == *" split="[1-9]* ]]
+@test "stitch: a loop's callee is not joined across a gap (fnptr, drops at 20-80 %)" {
+	scan fnptr
+}
+
+@test "stitch: a loop's callee is not joined across a gap (dynamic, drops at 20-80 %)" {
+	scan dynamic
 }
