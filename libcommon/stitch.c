@@ -637,24 +637,12 @@ static int same_frame(const struct sthr *t, const struct hspan *a, const struct 
 	return !a->callsite || !b->callsite || a->callsite == b->callsite;
 }
 
-/* May the earlier frame g[@k] continue into the current segment (after @nq
- * gaps)?  Not when it ended at an earlier gap; across a gap, not when the
- * group saw its function complete at its level (done_has), nor when its
- * function is also an outer frame's (a recursion, whose inner call may
- * have returned and been made again). */
-static int joinable(const struct sthr *t, long k, size_t nq)
+/* May the earlier frame @y continue into the current segment (after @nq
+ * gaps)?  Not when it ended at an earlier gap, nor across a gap when the
+ * group saw its function complete at its level (done_has). */
+static int joinable(const struct sthr *t, const struct hspan *y, size_t nq)
 {
-	const struct hspan *y = &t->h[t->g[k]];
-	if (y->flags & ENDED)
-		return 0;
-	if (!nq)
-		return 1;
-	if (done_has(t, y->level, y->func))
-		return 0;
-	for (long i = 0; i < k; i++)
-		if (t->h[t->g[i]].func == y->func)
-			return 0;
-	return 1;
+	return !(y->flags & ENDED) && (!nq || !done_has(t, y->level, y->func));
 }
 
 /* Gap spans for the queued gap records (the last @n meta entries before
@@ -818,11 +806,11 @@ static int decide(stitcher *s, struct sthr *t)
 			/* (under a surviving root: placed there, not continued;
 			 * ld.so's _start, the thread's root, ends by a tail jump
 			 * to the program's entry, maybe inside the gap) */
-			while (!under_root && outer < best_s && joinable(t, outer, nq))
+			while (!under_root && outer < best_s && joinable(t, &t->h[t->g[outer]], nq))
 				outer++;
 			size_t nj = 0;
 			while (outer == (best_s > 0 ? best_s : 0) && nj < best &&
-			       joinable(t, (long)(j0 + nj) + best_s, nq))
+			       joinable(t, &t->h[t->g[(long)(j0 + nj) + best_s]], nq))
 				nj++;
 			s->st.split += best - nj + (size_t)((best_s > 0 ? best_s : 0) - outer);
 			for (size_t j = j0; j < j0 + nj; j++) {

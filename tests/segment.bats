@@ -99,10 +99,7 @@ SEG='"$BIN/mt-segment" --symfs "$SYMFS" --no-waypoints'
 	golden stitch-gap-trace-end "$SEG | \"\$BIN/mt-stitch\""
 }
 
-# (d1b5615: a recursive frame is not joined across a gap: it may have
-# returned and been called again inside it, which the honest score counts
-# wrong; the frames under the recursion continue)
-@test "stitch: a decode error ten frames deep in a recursion: the three outer frames continue, the recursive ones end at the gap and begin again after it" {
+@test "stitch: a decode error ten frames deep continues all eleven frames" {
 	golden stitch-gap-depth10 "$SEG | \"\$BIN/mt-stitch\""
 }
 
