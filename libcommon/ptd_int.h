@@ -92,6 +92,7 @@ struct thr {
 	struct mtev_rec gap;
 	int announced;
 	int has_rec;
+	int ended;  /* its last record is a trace-end: nothing runs traced */
 	int lastq;
 	uint64_t out_time; /* time of its last record written (per-cpu clamp) */
 	/* sampling: the thread's root chain (ptd_sideband.c, sb_roots) by

@@ -46,6 +46,7 @@ static inline __attribute__((always_inline)) void push_br(struct ptd *d, struct 
 	r->br.to = to;
 	t->last_time = time;
 	t->has_rec = 1;
+	t->ended = type == MTEV_BR_TRACE_END;
 	t->lastq = (int)(q - d->q);
 	d->st->branches++;
 }
@@ -546,6 +547,13 @@ static void q_start_at(struct ptd *d, struct ptq *q, uint64_t ip)
  * then a trace-start, not an iret. */
 static void emit_leave(struct ptd *d, struct ptq *q, uint64_t from, uint64_t t)
 {
+	const struct thr *th = q->th >= 0 ? &d->thr[q->th] : NULL;
+
+	/* an exit from an unknown place is a trace-end, which says something
+	 * only where traced code ran since the last one, or after a gap
+	 * (mtev-semantics: a thread's trace begins with a trace-start) */
+	if (!from && th && !th->gap_pending && (!th->has_rec || th->ended))
+		return;
 	emit_br(d, q, from ? MTEV_BR_INTERRUPT : MTEV_BR_TRACE_END, from, 0, t);
 }
 
@@ -796,6 +804,7 @@ static inline __attribute__((always_inline)) int fast_br_type(struct ptd *d, str
 		if (nbr) {                                                                         \
 			th->last_time = br_time;                                                   \
 			th->has_rec = 1;                                                           \
+			th->ended = 0;                                                             \
 			th->lastq = (int)(q - d->q);                                               \
 			d->st->branches += nbr;                                                    \
 			nbr = 0;                                                                   \

@@ -1691,6 +1691,7 @@ static int wk_fast(struct ptd *d, struct ptq *q, struct ptd_walkq *w, uint64_t l
 	if (nbr) {
 		th->last_time = br_time;
 		th->has_rec = 1;
+		th->ended = 0;
 		th->lastq = (int)(q - d->q);
 		d->st->branches += nbr;
 	}
