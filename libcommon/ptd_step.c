@@ -1178,13 +1178,9 @@ static const uint8_t *find_psb(const uint8_t *p, const uint8_t *e, const uint8_t
 }
 
 /* The decoder configuration of @q's current segment (any libipt decoder). */
-void ptd_seg_config(struct ptd *d, struct ptq *q, struct pt_config *cfg)
+/* The recording's cpu (--cpu, else perf's cpuid) and its errata into @cfg. */
+void ptd_cpu_config(const struct ptd *d, struct pt_config *cfg)
 {
-	const struct seg *s = &q->segs[q->curseg];
-
-	pt_config_init(cfg);
-	cfg->begin = q->stream + s->begin;
-	cfg->end = q->stream + s->end;
 	if (d->opts->cpu_family) {
 		cfg->cpu.vendor = pcv_intel;
 		cfg->cpu.family = (uint16_t)d->opts->cpu_family;
@@ -1201,6 +1197,16 @@ void ptd_seg_config(struct ptd *d, struct ptq *q, struct pt_config *cfg)
 	}
 	if (cfg->cpu.vendor == pcv_intel && pt_cpu_errata(&cfg->errata, &cfg->cpu) < 0)
 		memset(&cfg->errata, 0, sizeof cfg->errata);
+}
+
+void ptd_seg_config(struct ptd *d, struct ptq *q, struct pt_config *cfg)
+{
+	const struct seg *s = &q->segs[q->curseg];
+
+	pt_config_init(cfg);
+	cfg->begin = q->stream + s->begin;
+	cfg->end = q->stream + s->end;
+	ptd_cpu_config(d, cfg);
 	if (d->have_info && d->npriv > 15) {
 		uint64_t mtc_bits = d->priv[11];
 		uint64_t config = d->pt_attr ? d->pt_attr->config : 0;
