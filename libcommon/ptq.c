@@ -539,6 +539,15 @@ static int bdm70(struct ptqd *d)
 	return n == -pte_eos ? 0 : n;
 }
 
+/* A packet ptq does not emulate at d->pos: libipt reads it first, so a
+ * truncated or malformed one is that error (an MTC cut by the end of the
+ * trace is -pte_eos), else PTQ_UNSUP. */
+static int unsup(struct ptqd *d)
+{
+	int kind, n = pkt_size(d, d->pos, &kind);
+	return n < 0 && n != PTQ_UNSUP ? n : PTQ_UNSUP;
+}
+
 static int dec_header(struct ptqd *d)
 {
 	const uint8_t *start;
@@ -591,7 +600,7 @@ static int dec_header(struct ptqd *d)
 	case P_TMA:
 	case P_PIP:
 	case P_OHEAD:
-		return PTQ_UNSUP;
+		return unsup(d);
 	default:
 		return -pte_bad_context;
 	}
@@ -836,7 +845,7 @@ static int decode(struct ptqd *d)
 	case P_NONE:
 		return -pte_internal;
 	default:
-		return PTQ_UNSUP;
+		return unsup(d);
 	}
 }
 

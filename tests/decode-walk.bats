@@ -146,7 +146,10 @@ same() { # ARGS...
 	# trace and in a PSB+ (where an OVF ends the header as PSBEND does);
 	# the walk met an overflow it does not emulate (an internal-error gap
 	# where libipt had an overflow or a decode error): the pre-scan now
-	# leaves such a queue to libipt (walk-only exits 2)
+	# leaves such a queue to libipt (walk-only exits 2).
+	# fuzz-ptwalk-truncated-mtc-at-end-ptprog.pt (c13): an MTC cut by the
+	# end of the trace after a TIP.PGD; libipt's read-ahead reads it first
+	# (end of trace), ptq answered "not emulated" (an internal-error gap)
 	local f rec="$ROOT/build/programs/recursion" n=0 img
 	[ -f "$rec" ] || skip "build/programs/recursion not built"
 	img="$rec:0x1000:0x78000@0x401000"
