@@ -645,11 +645,14 @@ static int same_frame(const struct sthr *t, const struct hspan *a, const struct 
 }
 
 /* May the earlier frame g[@k] continue into the current segment (after @nq
- * gaps)?  Not when it ended at an earlier gap; across a gap, not when the
- * group saw its function complete at its level (done_has), nor when its
- * function is also an outer frame's (a recursion, whose inner call may
- * have returned and been made again inside the gap). */
-static int joinable(const struct sthr *t, long k, size_t nq)
+ * gaps)?  Not when it ended at an earlier gap.  Across a gap, only without
+ * evidence that it may have returned and been called again inside the gap:
+ * not when the group saw its function complete at its level (done_has: a
+ * loop's callee), nor when its function is also an outer frame's (a
+ * recursion, whose inner call may return and recur), nor when the code of
+ * its caller calls its function from another call site too (a direct call:
+ * fnmap_call_sites; with the call site unknown, from two). */
+static int joinable(stitcher *s, const struct sthr *t, long k, size_t nq)
 {
 	const struct hspan *y = &t->h[t->g[k]];
 	if (y->flags & ENDED)
@@ -661,6 +664,13 @@ static int joinable(const struct sthr *t, long k, size_t nq)
 	for (long i = 0; i < k; i++)
 		if (y->func && t->h[t->g[i]].func == y->func)
 			return 0;
+	if (s->fns && y->func && k > 0) {
+		const struct hspan *p = &t->h[t->g[k - 1]];
+		if (y->callsite ? fnmap_call_sites(s->fns, t->tid, y->callsite, y->func,
+						   y->callsite, 1) > 0
+				: p->func && fnmap_call_sites(s->fns, t->tid, p->func, y->func, 0, 2) > 1)
+			return 0;
+	}
 	return 1;
 }
 
@@ -825,11 +835,11 @@ static int decide(stitcher *s, struct sthr *t)
 			/* (under a surviving root: placed there, not continued;
 			 * ld.so's _start, the thread's root, ends by a tail jump
 			 * to the program's entry, maybe inside the gap) */
-			while (!under_root && outer < best_s && joinable(t, outer, nq))
+			while (!under_root && outer < best_s && joinable(s, t, outer, nq))
 				outer++;
 			size_t nj = 0;
 			while (outer == (best_s > 0 ? best_s : 0) && nj < best &&
-			       joinable(t, (long)(j0 + nj) + best_s, nq))
+			       joinable(s, t, (long)(j0 + nj) + best_s, nq))
 				nj++;
 			s->st.split += best - nj + (size_t)((best_s > 0 ? best_s : 0) - outer);
 			for (size_t j = j0; j < j0 + nj; j++) {
