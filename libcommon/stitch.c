@@ -649,9 +649,11 @@ static int same_frame(const struct sthr *t, const struct hspan *a, const struct 
  * evidence that it may have returned and been called again inside the gap:
  * not when the group saw its function complete at its level (done_has: a
  * loop's callee), nor when its function is also an outer frame's (a
- * recursion, whose inner call may return and recur), nor when the code of
- * its caller calls its function from another call site too (a direct call:
- * fnmap_call_sites; with the call site unknown, from two). */
+ * recursion, whose inner call may return and recur), nor when it is the
+ * outermost frame of a recursion (its function also an inner frame's) and
+ * the code of its caller calls its function from another call site too (a
+ * direct call: fnmap_call_sites; with the call site unknown, from two): the
+ * recursion may have ended and begun again from there. */
 static int joinable(stitcher *s, const struct sthr *t, long k, size_t nq)
 {
 	const struct hspan *y = &t->h[t->g[k]];
@@ -661,17 +663,22 @@ static int joinable(stitcher *s, const struct sthr *t, long k, size_t nq)
 		return 1;
 	if (done_has(t, y->level, y->func))
 		return 0;
+	if (!y->func)
+		return 1;
 	for (long i = 0; i < k; i++)
-		if (y->func && t->h[t->g[i]].func == y->func)
+		if (t->h[t->g[i]].func == y->func)
 			return 0;
-	if (s->fns && y->func && k > 0) {
-		const struct hspan *p = &t->h[t->g[k - 1]];
-		if (y->callsite ? fnmap_call_sites(s->fns, t->tid, y->callsite, y->func,
-						   y->callsite, 1) > 0
-				: p->func && fnmap_call_sites(s->fns, t->tid, p->func, y->func, 0, 2) > 1)
-			return 0;
-	}
-	return 1;
+	if (!s->fns || k == 0)
+		return 1;
+	long i = k + 1;
+	while (i < (long)t->gn && t->h[t->g[i]].func != y->func)
+		i++;
+	if (i == (long)t->gn)
+		return 1;
+	const struct hspan *p = &t->h[t->g[k - 1]];
+	if (y->callsite)
+		return fnmap_call_sites(s->fns, t->tid, y->callsite, y->func, y->callsite, 1) == 0;
+	return !p->func || fnmap_call_sites(s->fns, t->tid, p->func, y->func, 0, 2) < 2;
 }
 
 /* Gap spans for the queued gap records (the last @n meta entries before
