@@ -92,6 +92,7 @@ struct thr {
 	struct mtev_rec gap;
 	int announced;
 	int has_rec;
+	int ended;  /* its last record is a trace-end: nothing runs traced */
 	int lastq;
 	uint64_t out_time; /* time of its last record written (per-cpu clamp) */
 	/* sampling: the thread's root chain (ptd_sideband.c, sb_roots) by
@@ -622,6 +623,7 @@ void thr_finish(struct ptd *d, struct ptq *q, struct thr *t);
 /* For the cached walk: the libipt stepper's record logic, fed blocks and
  * events from elsewhere (q->dec NULL: q->time is the caller's). */
 void ptd_seg_config(struct ptd *d, struct ptq *q, struct pt_config *cfg);
+void ptd_cpu_config(const struct ptd *d, struct pt_config *cfg);
 int ptd_seg_psbs(struct ptd *d, struct ptq *q, const uint8_t *b, const uint8_t *e);
 void ptd_seg_end(struct ptd *d, struct ptq *q);
 void ptd_handle_block(struct ptd *d, struct ptq *q, const struct pt_block *b, int ok);

@@ -1221,6 +1221,7 @@ static void body_push(struct ptd *d, struct ptq *q, struct parq *pq, const struc
 	pq->brec = k;
 	th->last_time = t;
 	th->has_rec = 1;
+	th->ended = 0;
 	th->lastq = (int)(q - d->q);
 }
 

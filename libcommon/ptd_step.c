@@ -46,6 +46,7 @@ static inline __attribute__((always_inline)) void push_br(struct ptd *d, struct 
 	r->br.to = to;
 	t->last_time = time;
 	t->has_rec = 1;
+	t->ended = type == MTEV_BR_TRACE_END;
 	t->lastq = (int)(q - d->q);
 	d->st->branches++;
 }
@@ -546,6 +547,13 @@ static void q_start_at(struct ptd *d, struct ptq *q, uint64_t ip)
  * then a trace-start, not an iret. */
 static void emit_leave(struct ptd *d, struct ptq *q, uint64_t from, uint64_t t)
 {
+	const struct thr *th = q->th >= 0 ? &d->thr[q->th] : NULL;
+
+	/* an exit from an unknown place is a trace-end, which says something
+	 * only where traced code ran since the last one, or after a gap
+	 * (mtev-semantics: a thread's trace begins with a trace-start) */
+	if (!from && th && !th->gap_pending && (!th->has_rec || th->ended))
+		return;
 	emit_br(d, q, from ? MTEV_BR_INTERRUPT : MTEV_BR_TRACE_END, from, 0, t);
 }
 
@@ -796,6 +804,7 @@ static inline __attribute__((always_inline)) int fast_br_type(struct ptd *d, str
 		if (nbr) {                                                                         \
 			th->last_time = br_time;                                                   \
 			th->has_rec = 1;                                                           \
+			th->ended = 0;                                                             \
 			th->lastq = (int)(q - d->q);                                               \
 			d->st->branches += nbr;                                                    \
 			nbr = 0;                                                                   \
@@ -1169,13 +1178,9 @@ static const uint8_t *find_psb(const uint8_t *p, const uint8_t *e, const uint8_t
 }
 
 /* The decoder configuration of @q's current segment (any libipt decoder). */
-void ptd_seg_config(struct ptd *d, struct ptq *q, struct pt_config *cfg)
+/* The recording's cpu (--cpu, else perf's cpuid) and its errata into @cfg. */
+void ptd_cpu_config(const struct ptd *d, struct pt_config *cfg)
 {
-	const struct seg *s = &q->segs[q->curseg];
-
-	pt_config_init(cfg);
-	cfg->begin = q->stream + s->begin;
-	cfg->end = q->stream + s->end;
 	if (d->opts->cpu_family) {
 		cfg->cpu.vendor = pcv_intel;
 		cfg->cpu.family = (uint16_t)d->opts->cpu_family;
@@ -1192,6 +1197,16 @@ void ptd_seg_config(struct ptd *d, struct ptq *q, struct pt_config *cfg)
 	}
 	if (cfg->cpu.vendor == pcv_intel && pt_cpu_errata(&cfg->errata, &cfg->cpu) < 0)
 		memset(&cfg->errata, 0, sizeof cfg->errata);
+}
+
+void ptd_seg_config(struct ptd *d, struct ptq *q, struct pt_config *cfg)
+{
+	const struct seg *s = &q->segs[q->curseg];
+
+	pt_config_init(cfg);
+	cfg->begin = q->stream + s->begin;
+	cfg->end = q->stream + s->end;
+	ptd_cpu_config(d, cfg);
 	if (d->have_info && d->npriv > 15) {
 		uint64_t mtc_bits = d->priv[11];
 		uint64_t config = d->pt_attr ? d->pt_attr->config : 0;

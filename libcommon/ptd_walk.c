@@ -349,7 +349,7 @@ oom:
 
 /* ---- the pre-scan: may this queue be walked? ---- */
 
-static int walkable(struct ptq *q, int *mtc)
+static int walkable(struct ptq *q, int skd007, int *mtc)
 {
 	size_t k;
 
@@ -379,10 +379,17 @@ static int walkable(struct ptq *q, int *mtc)
 				in_psb = 0;
 				ok = mode || !psb_fup;
 				break;
+			case ppt_cyc:
+				/* SKD007 (libipt's query decoder applies it): a
+				 * 2-byte CYC whose last byte and the next are an
+				 * OVF is that OVF, which the walk does not emulate */
+				if (skd007 && st == 2 && pd.pos[-1] == 0x02 && pd.pos < cfg.end &&
+				    pd.pos[0] == 0xf3)
+					ok = 0;
+				break;
 			case ppt_pad:
 			case ppt_tsc:
 			case ppt_cbr:
-			case ppt_cyc:
 				break;
 			case ppt_tma:
 			case ppt_mtc:
@@ -1691,6 +1698,7 @@ static int wk_fast(struct ptd *d, struct ptq *q, struct ptd_walkq *w, uint64_t l
 	if (nbr) {
 		th->last_time = br_time;
 		th->has_rec = 1;
+		th->ended = 0;
 		th->lastq = (int)(q - d->q);
 		d->st->branches += nbr;
 	}
@@ -1828,6 +1836,7 @@ static void wk_step(struct ptd *d, struct ptq *q, uint64_t limit)
 		w->d = d;
 	}
 	if (!d->walk) {
+		struct pt_config ec;
 		size_t k;
 		d->walk = calloc(1, sizeof *d->walk);
 		if (!d->walk) {
@@ -1848,9 +1857,11 @@ static void wk_step(struct ptd *d, struct ptq *q, uint64_t limit)
 			ptd_fail(d, PTD_ESYS, "out of memory");
 			return;
 		}
+		pt_config_init(&ec);
+		ptd_cpu_config(d, &ec);
 		for (k = 0; k < d->nq && d->walk->walk; k++) {
 			int mtc;
-			d->walk->walk = walkable(&d->q[k], &mtc);
+			d->walk->walk = walkable(&d->q[k], ec.errata.skd007, &mtc);
 			d->walk->ptq_ok[k] = !mtc;
 		}
 		if (!d->walk->walk && d->opts->walk > 1) {

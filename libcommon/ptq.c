@@ -646,7 +646,9 @@ static int dec_psbend(struct ptqd *d)
 	return 0;
 }
 
-static int dec_tip(struct ptqd *d)
+/* TIP and TIP.PGD: the IP completes the event bound to it, or (PGD alone) is the
+ * disable itself. */
+static int dec_tip(struct ptqd *d, int pgd)
 {
 	struct pt_event *ev;
 	int n = read_ip(d);
@@ -657,17 +659,41 @@ static int dec_tip(struct ptqd *d)
 	if (ev) {
 		switch (ev->type) {
 		case ptev_async_branch:
-			d->consume = 1;
-			ev_ip(d, ev, &ev->variant.async_branch.to);
+			if (pgd) {
+				uint64_t at = ev->variant.async_branch.from;
+				ev->type = ptev_async_disabled;
+				ev->variant.async_disabled.at = at;
+				ev_ip(d, ev, &ev->variant.async_disabled.ip);
+			} else {
+				d->consume = 1;
+				ev_ip(d, ev, &ev->variant.async_branch.to);
+			}
 			break;
 		case ptev_exec_mode:
-			ev_ip(d, ev, &ev->variant.exec_mode.ip);
+			if (pgd)
+				ev->ip_suppressed = 1;
+			else
+				ev_ip(d, ev, &ev->variant.exec_mode.ip);
 			break;
 		default:
 			return -pte_bad_context;
 		}
-		d->event = ev;
-		if (ev_pending(d, B_TIP) || !d->consume)
+	} else if (pgd) {
+		ev = ev_one(d);
+		ev->type = ptev_disabled;
+		ev_ip(d, ev, &ev->variant.disabled.ip);
+		ev_time(d, ev);
+	} else {
+		d->pos += n;
+		return 0;
+	}
+	d->event = ev;
+	if (ev_pending(d, B_TIP))
+		return 0;
+	if (pgd) {
+		d->enabled = 0;
+	} else {
+		if (!d->consume)
 			return 0;
 		d->consume = 0;
 	}
@@ -707,43 +733,6 @@ static int dec_pge(struct ptqd *d)
 	if (!d->consume)
 		return -pte_internal;
 	d->consume = 0;
-	d->pos += n;
-	return 0;
-}
-
-static int dec_pgd(struct ptqd *d)
-{
-	struct pt_event *ev;
-	int n = read_ip(d);
-
-	if (n < 0)
-		return n;
-	ev = ev_take(d, B_TIP);
-	if (ev) {
-		switch (ev->type) {
-		case ptev_async_branch: {
-			uint64_t at = ev->variant.async_branch.from;
-			ev->type = ptev_async_disabled;
-			ev->variant.async_disabled.at = at;
-			ev_ip(d, ev, &ev->variant.async_disabled.ip);
-			break;
-		}
-		case ptev_exec_mode:
-			ev->ip_suppressed = 1;
-			break;
-		default:
-			return -pte_bad_context;
-		}
-	} else {
-		ev = ev_one(d);
-		ev->type = ptev_disabled;
-		ev_ip(d, ev, &ev->variant.disabled.ip);
-		ev_time(d, ev);
-	}
-	d->event = ev;
-	if (ev_pending(d, B_TIP))
-		return 0;
-	d->enabled = 0;
 	d->pos += n;
 	return 0;
 }
@@ -821,7 +810,7 @@ static int decode(struct ptqd *d)
 	case P_PSB:
 		return dec_psb(d);
 	case P_TIP:
-		return dec_tip(d);
+		return dec_tip(d, 0);
 	case P_TNT8:
 		return dec_tnt(d, 0);
 	case P_TNT64:
@@ -829,7 +818,7 @@ static int decode(struct ptqd *d)
 	case P_PGE:
 		return dec_pge(d);
 	case P_PGD:
-		return dec_pgd(d);
+		return dec_tip(d, 1);
 	case P_FUP:
 		return dec_fup(d);
 	case P_MODE:

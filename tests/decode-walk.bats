@@ -27,6 +27,15 @@ ptsim_dirs() { # VARIANT-REGEX: cached run dirs holding perf.data
 	done
 }
 
+# the --image of a raw-PT fuzz input: fuzz/ptprog.c's for those found
+# against it (*-ptprog.pt), the recursion program's before
+fuzz_image() { # FILE
+	case $1 in
+	*-ptprog.pt) echo "$ROOT/build/fuzz/ptprog:0x1000@0x401000" ;;
+	*) echo "$ROOT/build/programs/recursion:0x1000:0x78000@0x401000" ;;
+	esac
+}
+
 # mt-decode ARGS... with --decoder libipt and --decoder $WALK (default
 # walk): output, stderr and exit status equal
 same() { # ARGS...
@@ -104,7 +113,7 @@ same() { # ARGS...
 	[ -f "$rec" ] || skip "build/programs/recursion not built"
 	for f in "$ROOT"/tests/corrupt/fuzz-ptdecode-*.pt "$ROOT"/fuzz/seeds/ptdecode/*; do
 		[ -f "$f" ] || continue
-		same --cpu 6/94/3 --image "$rec:0x1000:0x78000@0x401000" --pt "$f" || { echo "differ: $f"; return 1; }
+		same --cpu 6/94/3 --image "$(fuzz_image "$f")" --pt "$f" || { echo "differ: $f"; return 1; }
 	done
 }
 
@@ -130,16 +139,29 @@ same() { # ARGS...
 	# 2 instructions more, and different bytes).
 	# fuzz-ptwalk-unknown-mode-insn.pt: a TIP.PGE with no MODE.Exec since
 	# the PSB; libipt decodes in an unknown mode (no block: the first
-	# instruction does not decode), which the walk leaves to libipt
+	# instruction does not decode), which the walk leaves to libipt.
+	# fuzz-ptwalk-skd007-ovf*-ptprog.pt (campaign c12, against ptprog): a
+	# 2-byte CYC whose last byte and the next are 02 f3, which libipt's
+	# query decoder takes for an OVF on a Skylake (erratum SKD007), in the
+	# trace and in a PSB+ (where an OVF ends the header as PSBEND does);
+	# the walk met an overflow it does not emulate (an internal-error gap
+	# where libipt had an overflow or a decode error): the pre-scan now
+	# leaves such a queue to libipt (walk-only exits 2)
 	local f rec="$ROOT/build/programs/recursion" n=0 img
 	[ -f "$rec" ] || skip "build/programs/recursion not built"
 	img="$rec:0x1000:0x78000@0x401000"
 	for f in "$ROOT"/tests/corrupt/fuzz-ptwalk-*.pt; do
-		same -s --cpu 6/94/3 --image "$img" --pt "$f" ||
+		same -s --cpu 6/94/3 --image "$(fuzz_image "$f")" --pt "$f" ||
 			{ echo "differ: $f"; return 1; }
 		case $f in
-		*unknown-mode*) grep -q 'blocks=0 instructions=0' "$T/walk.err" ;;
+		*unknown-mode* | *in-psb-header*) grep -q 'blocks=0 instructions=0' "$T/walk.err" ;;
 		*) grep -q 'blocks=[1-9]' "$T/walk.err" ;;
+		esac
+		case $f in
+		*skd007*)
+			run "$BIN/mt-decode" --decoder walk-only --cpu 6/94/3 --image "$(fuzz_image "$f")" \
+				-o "$T/x.mt" --pt "$f"
+			[ "$status" -eq 2 ] || { echo "walk-only walked $f"; return 1; } ;;
 		esac
 		n=$((n + 1))
 	done
@@ -167,7 +189,7 @@ same() { # ARGS...
 	[ -f "$rec" ] || skip "build/programs/recursion not built"
 	for f in "$ROOT"/tests/corrupt/fuzz-ptwalk-*.pt "$ROOT"/tests/corrupt/fuzz-ptdecode-*.pt "$ROOT"/fuzz/seeds/ptdecode/*; do
 		[ -f "$f" ] || continue
-		WALK=walk-check same -s --cpu 6/94/3 --image "$rec:0x1000:0x78000@0x401000" --pt "$f" ||
+		WALK=walk-check same -s --cpu 6/94/3 --image "$(fuzz_image "$f")" --pt "$f" ||
 			{ echo "walk-check: $f"; cat "$T/walk.err"; return 1; }
 	done
 }

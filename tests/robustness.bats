@@ -416,6 +416,7 @@ cut_input() {
 			tool=mt-decode
 			[ -f "$MT_BUILD/programs/recursion" ] || continue
 			img="--cpu 6/94/3 --image $MT_BUILD/programs/recursion:0x1000:0x78000@0x401000"
+			case $f in *-ptprog.pt) img="--cpu 6/94/3 --image $MT_BUILD/fuzz/ptprog:0x1000@0x401000" ;; esac
 			variants=("$img --pt" "--decoder walk $img --pt") ;;
 		fuzz-write-*) tool=mt-write variants=("-f fxt" "-f json") ;;
 		fuzz-dwcov-*) continue ;; # DWARF section bytes: no tool reads them alone
