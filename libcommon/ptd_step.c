@@ -494,7 +494,7 @@ void thr_finish(struct ptd *d, struct ptq *q, struct thr *t)
 		t->state = TS_NONE;
 		goto push;
 	}
-	if (!t->has_rec) {
+	if (!t->has_rec || t->ended) { /* nothing traced since its last end */
 		t->state = TS_NONE;
 		return;
 	}
@@ -518,6 +518,7 @@ void thr_finish(struct ptd *d, struct ptq *q, struct thr *t)
 		return;
 	}
 	t->state = TS_NONE;
+	t->ended = 1;
 	d->st->branches++;
 push:
 	if (q) {
