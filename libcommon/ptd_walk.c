@@ -29,6 +29,7 @@
  * both paths and is never cached. */
 #include "ptd_int.h"
 #include "ptq.h"
+#include "vec.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -347,7 +348,115 @@ oom:
 	return NULL;
 }
 
-/* ---- the pre-scan: may this queue be walked? ---- */
+/* ---- the pre-scan: may this queue be walked? ----
+ *
+ * Every packet the query decoder may read must be one the walk emulates.
+ * It reads on from the PSB it syncs to, through later PSBs, and after an
+ * error syncs forward again with libipt's search, which can find a PSB
+ * inside bytes the packet decoder read as other packets (PSBs that
+ * overlap).  So the stretch from every PSB of that search's chain is read
+ * as libipt's packet decoder reads it, up to a later PSB of the chain (read
+ * from there anyway), an error or the end. */
+
+struct scan {
+	int in_psb, fup, psb_fup, mode;
+};
+
+/* One packet (@size bytes, pd->pos just after it): may the walk meet it
+ * here? */
+static int scan_pkt(struct scan *s, const struct ptqd *pd, const uint8_t *end,
+		    enum pt_packet_type type, uint8_t mb, int size, int skd007, int *mtc)
+{
+	switch (type) {
+	case ppt_psb:
+		if (s->fup) /* an FUP binds to a TIP.PGD only (an async disable) */
+			return 0;
+		s->in_psb = 1;
+		s->psb_fup = s->mode = 0;
+		return 1;
+	case ppt_psbend:
+		s->in_psb = 0;
+		return s->mode || !s->psb_fup;
+	case ppt_cyc:
+		/* SKD007 (libipt's query decoder applies it): a 2-byte CYC
+		 * whose last byte and the next are an OVF is that OVF, which
+		 * the walk does not emulate */
+		return !(skd007 && size == 2 && pd->pos[-1] == 0x02 && pd->pos < end &&
+			 pd->pos[0] == 0xf3);
+	case ppt_pad:
+	case ppt_tsc:
+	case ppt_cbr:
+		return 1;
+	case ppt_tma:
+	case ppt_mtc:
+		*mtc = 1; /* ptq does not emulate MTC timing */
+		return 1;
+	case ppt_tnt_8:
+	case ppt_tnt_64:
+	case ppt_tip:
+	case ppt_tip_pge:
+		return !s->fup && s->mode;
+	case ppt_tip_pgd:
+		s->fup = 0;
+		return s->mode;
+	case ppt_fup:
+		if (!s->in_psb)
+			s->fup = 1;
+		else
+			s->psb_fup = 1;
+		return 1;
+	case ppt_mode:
+		/* MODE.Exec, 64-bit: leaf 0, CS.L, not CS.D */
+		s->mode = 1;
+		return !s->fup && (mb & 0xe3) == 0x01;
+	default:
+		return 0;
+	}
+}
+
+/* The segment @cfg: 1 if the walk may decode it, 0 if not, -1 out of
+ * memory. */
+static int seg_walkable(const struct pt_config *cfg, int skd007, int *mtc)
+{
+	const uint8_t **chain = NULL;
+	size_t n = 0, cap = 0, i, j = 1;
+	struct ptqd pd;
+	int ok = 1;
+
+	ptq_init(&pd, cfg);
+	while (ptq_pkt_sync(&pd) >= 0) { /* strictly forward: each from the last */
+		if (mt_grow((void **)&chain, &cap, n + 1, sizeof *chain) < 0) {
+			free(chain);
+			return -1;
+		}
+		chain[n++] = pd.pos;
+	}
+	for (i = 0; ok && i < n; i++) {
+		struct scan s = {0};
+		enum pt_packet_type type;
+		uint8_t mb;
+		int st;
+
+		ptq_init(&pd, cfg);
+		pd.pos = pd.sync = chain[i];
+		while (ok && (st = ptq_pkt_next(&pd, &type, &mb)) >= 0) {
+			const uint8_t *at = pd.pos - st;
+			if (type == ppt_psb) {
+				while (j < n && chain[j] < at)
+					j++;
+				if (j < n && chain[j] == at && at != chain[i]) {
+					ok = !s.fup; /* as scan_pkt at a PSB */
+					break;
+				}
+			}
+			ok = scan_pkt(&s, &pd, cfg->end, type, mb, st, skd007, mtc);
+		}
+		if (ok && st < 0 && st != -pte_eos)
+			ok = 0;
+	}
+	free(chain);
+	return ok;
+}
 
 static int walkable(struct ptq *q, int skd007, int *mtc)
 {
@@ -356,73 +465,15 @@ static int walkable(struct ptq *q, int skd007, int *mtc)
 	*mtc = 0;
 	for (k = 0; k < q->nsegs; k++) {
 		struct pt_config cfg;
-		struct ptqd pd;
-		enum pt_packet_type type;
-		uint8_t mb;
-		int st, in_psb = 0, ok = 1, fup = 0, psb_fup = 0, mode = 0;
+		int ok;
 
 		pt_config_init(&cfg);
 		cfg.begin = q->stream + q->segs[k].begin;
 		cfg.end = q->stream + q->segs[k].end;
 		if (cfg.begin == cfg.end)
 			continue;
-		/* libipt's packet decoder's packets (ptq's copy, faster) */
-		ptq_init(&pd, &cfg);
-		st = ptq_pkt_sync(&pd);
-		while (ok && st >= 0 && (st = ptq_pkt_next(&pd, &type, &mb)) >= 0) {
-			switch (type) {
-			case ppt_psb:
-				in_psb = 1;
-				psb_fup = mode = 0;
-				break;
-			case ppt_psbend:
-				in_psb = 0;
-				ok = mode || !psb_fup;
-				break;
-			case ppt_cyc:
-				/* SKD007 (libipt's query decoder applies it): a
-				 * 2-byte CYC whose last byte and the next are an
-				 * OVF is that OVF, which the walk does not emulate */
-				if (skd007 && st == 2 && pd.pos[-1] == 0x02 && pd.pos < cfg.end &&
-				    pd.pos[0] == 0xf3)
-					ok = 0;
-				break;
-			case ppt_pad:
-			case ppt_tsc:
-			case ppt_cbr:
-				break;
-			case ppt_tma:
-			case ppt_mtc:
-				*mtc = 1; /* ptq does not emulate MTC timing */
-				break;
-			case ppt_tnt_8:
-			case ppt_tnt_64:
-			case ppt_tip:
-			case ppt_tip_pge:
-				ok = !fup && mode; /* an FUP binds to a TIP.PGD only (an async disable) */
-				break;
-			case ppt_tip_pgd:
-				ok = mode;
-				fup = 0;
-				break;
-			case ppt_fup:
-				if (!in_psb)
-					fup = 1;
-				else
-					psb_fup = 1;
-				break;
-			case ppt_mode:
-				/* MODE.Exec, 64-bit: leaf 0, CS.L, not CS.D */
-				ok = !fup && (mb & 0xe3) == 0x01;
-				mode = 1;
-				break;
-			default:
-				ok = 0;
-			}
-			if (type == ppt_psb)
-				ok = ok && !fup;
-		}
-		if (!ok || (st < 0 && st != -pte_eos))
+		ok = seg_walkable(&cfg, skd007, mtc);
+		if (ok <= 0)
 			return 0;
 	}
 	return 1;

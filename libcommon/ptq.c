@@ -997,15 +997,12 @@ static const uint8_t *sync_fwd(const struct ptqd *d, int *err)
 	*err = -pte_eos;
 	for (;;) {
 		const uint8_t *cur = pos, *psb;
-		int k, m0 = 1, m1 = 1;
+		uint64_t w;
 		pos += 8;
 		if (pos > d->end)
 			return NULL;
-		for (k = 0; k < 8; k++) {
-			m0 &= cur[k] == ((k & 1) ? 0x82 : 0x02);
-			m1 &= cur[k] == ((k & 1) ? 0x02 : 0x82);
-		}
-		if (!m0 && !m1)
+		memcpy(&w, cur, 8); /* 02 82 02 82 ... or 82 02 82 02 ... */
+		if (w != 0x8202820282028202ull && w != 0x0282028202820282ull)
 			continue;
 		psb = find_psb(d, pos);
 		if (!psb || psb < from)

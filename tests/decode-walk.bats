@@ -149,7 +149,13 @@ same() { # ARGS...
 	# leaves such a queue to libipt (walk-only exits 2).
 	# fuzz-ptwalk-truncated-mtc-at-end-ptprog.pt (c13): an MTC cut by the
 	# end of the trace after a TIP.PGD; libipt's read-ahead reads it first
-	# (end of trace), ptq answered "not emulated" (an internal-error gap)
+	# (end of trace), ptq answered "not emulated" (an internal-error gap).
+	# fuzz-ptwalk-overlapping-psb-tsx-ptprog.pt (c13): a PSB+ broken by a
+	# PSB; libipt's query decoder syncs again to a PSB that overlaps the one
+	# the packet decoder read, and meets a MODE.TSX there, which the
+	# pre-scan's linear read never saw (walk-check exit 3; without the
+	# check an internal-error gap): the pre-scan now reads from every PSB
+	# of libipt's sync chain
 	local f rec="$ROOT/build/programs/recursion" n=0 img
 	[ -f "$rec" ] || skip "build/programs/recursion not built"
 	img="$rec:0x1000:0x78000@0x401000"
@@ -157,11 +163,11 @@ same() { # ARGS...
 		same -s --cpu 6/94/3 --image "$(fuzz_image "$f")" --pt "$f" ||
 			{ echo "differ: $f"; return 1; }
 		case $f in
-		*unknown-mode* | *in-psb-header*) grep -q 'blocks=0 instructions=0' "$T/walk.err" ;;
+		*unknown-mode* | *in-psb-header* | *overlapping-psb*) grep -q 'blocks=0 instructions=0' "$T/walk.err" ;;
 		*) grep -q 'blocks=[1-9]' "$T/walk.err" ;;
 		esac
 		case $f in
-		*skd007*)
+		*skd007* | *overlapping-psb*)
 			run "$BIN/mt-decode" --decoder walk-only --cpu 6/94/3 --image "$(fuzz_image "$f")" \
 				-o "$T/x.mt" --pt "$f"
 			[ "$status" -eq 2 ] || { echo "walk-only walked $f"; return 1; } ;;
