@@ -1862,7 +1862,7 @@ static void wk_step(struct ptd *d, struct ptq *q, uint64_t limit)
 		for (k = 0; k < d->nq && d->walk->walk; k++) {
 			int mtc;
 			d->walk->walk = walkable(&d->q[k], ec.errata.skd007, &mtc);
-			d->walk->ptq_ok[k] = !mtc;
+			d->walk->ptq_ok[k] = 1;
 		}
 		if (!d->walk->walk && d->opts->walk > 1) {
 			ptd_fail(d, PTD_EINPUT,

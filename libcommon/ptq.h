@@ -29,8 +29,9 @@ struct ptq_ev {
 struct ptq_time {
 	uint64_t tsc, base, fc;
 	uint32_t lost_mtc, lost_cyc;
+	uint32_t ctc, ctc_cyc; /* the last MTC's (or TMA's) CTC bits; the one CYC counts from */
 	uint8_t cbr;
-	int have_tsc, have_cbr;
+	uint8_t have_tsc, have_cbr, have_tma, have_mtc;
 };
 
 struct ptqd {
@@ -42,10 +43,16 @@ struct ptqd {
 	int have_ip, ip_supp;
 	uint64_t tnt, tnt_idx; /* cached TNT bits, the next one's mask */
 	struct ptq_time time, last_time;
-	/* calibration: the fast-counter:cycles ratio (<<8) */
-	uint64_t fcr, min_fcr, max_fcr, cal_tsc, cyc_tsc;
-	uint8_t nom_freq;
-	uint8_t bdm70, skd007; /* errata */
+	/* calibration: the fast-counter:cycles ratio (<<8), from the cycles
+	 * between two PSB+ TSCs or two MTCs */
+	uint64_t fcr, min_fcr, max_fcr, cal_tsc, cyc_tsc, cyc_mtc;
+	uint32_t cal_ctc;
+	uint8_t cal_mtc, skl168_check;
+	/* the recording's: nominal ratio, MTC period (log2 of CTC ticks),
+	 * the TSC:CTC ratio (CPUID 0x15 ebx/eax) */
+	uint8_t nom_freq, mtc_freq;
+	uint32_t ctc_num, ctc_den;
+	uint8_t bdm70, skd007, skl168, skz84; /* errata */
 	struct ptq_ev evq;
 };
 
