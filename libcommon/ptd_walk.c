@@ -1416,6 +1416,7 @@ static int wk_open_seg(struct ptd *d, struct ptq *q, struct ptd_walkq *w)
 	if (w->ptq_ok && ptq_usable(&cfg)) {
 		w->fast = d->opts->walk_qry == 0;
 		w->check = d->opts->walk_qry == 2;
+		d->st->walk_checked += (uint64_t)w->check;
 	}
 	ptq_init(&w->fq, &cfg);
 	w->qry = pt_qry_alloc_decoder(&cfg);

@@ -91,6 +91,7 @@ struct ptd_stats {
 	 * fallbacks (the records could not answer) */
 	uint64_t par_chunks, par_spliced, par_fallbacks;
 	uint64_t par_bodies, par_body_recs; /* stretches of records decoded on workers */
+	uint64_t walk_checked; /* --decoder walk-check: trace segments ptq decoded in lockstep */
 	int degraded; /* the data had errors: gaps, missing images, truncation */
 };
 

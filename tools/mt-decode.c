@@ -392,6 +392,9 @@ int main(int argc, char **argv)
 	drv_out_commit(&oc.out, oc.path);
 	if (stats)
 		print_stats(&st);
+	if (opts.walk_qry == 2) /* what was checked (a queue libipt's stepper decoded is not) */
+		fprintf(stderr, "mt-decode: walk-check: checked=%" PRIu64 " trace segments\n",
+			st.walk_checked);
 	free(images);
 	return st.degraded || st.warnings ? MT_EXIT_DEGRADED : MT_EXIT_OK;
 }
