@@ -91,7 +91,6 @@ struct winsn {
  * block early the first time it walks into code it walked before. */
 struct ptd_walk {
 	int walk;
-	uint8_t *ptq_ok; /* by queue: ptq may decode its trace (no MTC/TMA) */
 	uint8_t **known; /* by isid */
 	size_t nknown;
 	/* the caches, shared by all queues, an entry valid for the image and
@@ -117,7 +116,7 @@ struct ptd_walkq {
 	int decided, libipt, skd022;
 	/* the trace: the project's query decoder (fq, fast) or libipt's
 	 * (qry); both in lockstep with --decoder walk-check */
-	int ptq_ok, fast, check;
+	int fast, check;
 	struct ptqd fq;
 	struct pt_query_decoder *qry;
 	/* the emulated block decoder */
@@ -153,7 +152,6 @@ void ptd_walk_fini(struct ptd *d)
 	for (i = 0; i < d->walk->nknown; i++)
 		free(d->walk->known[i]);
 	free(d->walk->known);
-	free(d->walk->ptq_ok);
 	free(d->walk->bc);
 	free(d->walk->ic);
 	if (d->walk->ild)
@@ -349,11 +347,10 @@ oom:
 
 /* ---- the pre-scan: may this queue be walked? ---- */
 
-static int walkable(struct ptq *q, int skd007, int *mtc)
+static int walkable(struct ptq *q, int skd007)
 {
 	size_t k;
 
-	*mtc = 0;
 	for (k = 0; k < q->nsegs; k++) {
 		struct pt_config cfg;
 		struct ptqd pd;
@@ -390,10 +387,8 @@ static int walkable(struct ptq *q, int skd007, int *mtc)
 			case ppt_pad:
 			case ppt_tsc:
 			case ppt_cbr:
-				break;
 			case ppt_tma:
 			case ppt_mtc:
-				*mtc = 1; /* ptq does not emulate MTC timing */
 				break;
 			case ppt_tnt_8:
 			case ppt_tnt_64:
@@ -1413,7 +1408,7 @@ static int wk_open_seg(struct ptd *d, struct ptq *q, struct ptd_walkq *w)
 	memset(&cfg.flags, 0, sizeof cfg.flags); /* what the block decoder gives its query decoder */
 	w->skd022 = cfg.errata.skd022;
 	w->fast = w->check = 0;
-	if (w->ptq_ok && ptq_usable(&cfg)) {
+	if (ptq_usable(&cfg)) {
 		w->fast = d->opts->walk_qry == 0;
 		w->check = d->opts->walk_qry == 2;
 		d->st->walk_checked += (uint64_t)w->check;
@@ -1853,18 +1848,10 @@ static void wk_step(struct ptd *d, struct ptq *q, uint64_t limit)
 		/* a caller's section cache keeps libipt's block cache
 		 * from earlier decodes: not emulated */
 		d->walk->walk = !d->per_cpu && !d->opts->resync && !d->opts->iscache;
-		d->walk->ptq_ok = calloc(d->nq ? d->nq : 1, 1);
-		if (!d->walk->ptq_ok) {
-			ptd_fail(d, PTD_ESYS, "out of memory");
-			return;
-		}
 		pt_config_init(&ec);
 		ptd_cpu_config(d, &ec);
-		for (k = 0; k < d->nq && d->walk->walk; k++) {
-			int mtc;
-			d->walk->walk = walkable(&d->q[k], ec.errata.skd007, &mtc);
-			d->walk->ptq_ok[k] = 1;
-		}
+		for (k = 0; k < d->nq && d->walk->walk; k++)
+			d->walk->walk = walkable(&d->q[k], ec.errata.skd007);
 		if (!d->walk->walk && d->opts->walk > 1) {
 			ptd_fail(d, PTD_EINPUT,
 				 "the cached walk cannot decode this recording (%s)",
@@ -1879,7 +1866,6 @@ static void wk_step(struct ptd *d, struct ptq *q, uint64_t limit)
 	if (!w->decided) {
 		w->decided = 1;
 		w->libipt = !d->walk->walk;
-		w->ptq_ok = d->walk->ptq_ok[q - d->q];
 		w->bc = d->walk->bc;
 		w->ic = d->walk->ic;
 	}
