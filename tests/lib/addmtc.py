@@ -3,8 +3,8 @@
 timing packets `perf record -e intel_pt/mtc=1,mtc_period=MTC_FREQ/` adds,
 into OUT: a TMA after every TSC (the CTC's low 16 bits and the TSC ticks
 past its last CTC tick) and an MTC after a CYC whose cycles carry the clock
-into a new MTC period (one MTC however many periods passed: the others are
-lost MTCs).  mt-ptsim's clock: one CYC cycle is one TSC tick; the CTC runs
+into new MTC periods (one MTC for each of the last 8 periods it entered:
+the others are lost MTCs).  mt-ptsim's clock: one CYC cycle is one TSC tick; the CTC runs
 at TSC * EAX / EBX (CPUID 0x15).  Control flow is unchanged: decoders must
 find the same branches, and libipt's query decoder gives the times
 (mt-decode --decoder walk-check --pt OUT --pt-timing MTC_FREQ,EBX,EAX,NOM).
@@ -58,8 +58,8 @@ def main():
             old = (tsc * eax // ebx) >> freq
             tsc += cyc
             new = (tsc * eax // ebx) >> freq
-            if new != old:
-                out += bytes([0x59, new & 0xff])
+            for k in range(max(old + 1, new - 7), new + 1):
+                out += bytes([0x59, k & 0xff])
         i += n
     open(dst, "wb").write(out)
 
