@@ -219,7 +219,7 @@ same() { # ARGS...
 			# the packets are there: more bytes than the run's
 			[ "$(wc -c < "$T/mtc.pt")" -gt "$(wc -c < "$T/raw.pt")" ]
 			for cpu in 6/94/3 6/106/6; do
-				WALK=walk-check same --cpu $cpu --pt-timing "$cfg" --pt "$T/mtc.pt" $args ||
+				WALK=walk-check same -s --cpu $cpu --pt-timing "$cfg" --pt "$T/mtc.pt" $args ||
 					{ echo "walk-check: $d $cfg $cpu"; cat "$T/walk.err"; return 1; }
 				grep -q '^mt-decode: walk-check: checked=1 ' "$T/walk.err" ||
 					{ echo "ptq did not run: $d $cfg $cpu"; cat "$T/walk.err"; return 1; }

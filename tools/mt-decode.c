@@ -78,6 +78,7 @@ static void usage(FILE *f)
 	      "      --par-answers     -j: workers hand libipt's answers to the one stepper,\n"
 	      "                        not branch records (the older, slower way)\n"
 	      "  -s, --stats           print counts (records, AUX bytes, branches, gaps) to stderr\n"
+	      "                        (walk-check: also the trace segments it checked)\n"
 	      "  -h, --help            this help\n"
 	      "\n"
 	      "Limits (docs/limits.md): perf records as perf writes them; an AUXTRACE record\n"
@@ -390,11 +391,12 @@ int main(int argc, char **argv)
 		drv_write_failed(&oc.out, oc.path, e == -MTEV_EIO ? NULL : mtev_strerror(-e));
 	mtev_writer_free(oc.w);
 	drv_out_commit(&oc.out, oc.path);
-	if (stats)
+	if (stats) {
 		print_stats(&st);
-	if (opts.walk_qry == 2) /* what was checked (a queue libipt's stepper decoded is not) */
-		fprintf(stderr, "mt-decode: walk-check: checked=%" PRIu64 " trace segments\n",
-			st.walk_checked);
+		if (opts.walk_qry == 2) /* what was checked (not what libipt's stepper decoded) */
+			fprintf(stderr, "mt-decode: walk-check: checked=%" PRIu64 " trace segments\n",
+				st.walk_checked);
+	}
 	free(images);
 	return st.degraded || st.warnings ? MT_EXIT_DEGRADED : MT_EXIT_OK;
 }
