@@ -3,15 +3,17 @@
  * The same answers, in the same order, as libipt 2.0.5's query decoder
  * (pt_qry_*) gives the walk: TNT bits, TIP targets, events, the time after
  * each query and the offsets -- for the packets the walk emulates (PAD,
- * PSB, PSBEND, TNT, TIP, TIP.PGE, TIP.PGD, FUP, MODE.Exec, TSC, CBR, CYC)
- * with the timing rules libipt applies to them (TSC, CBR and CYC with its
- * calibration; no MTC/TMA).  Written from libipt's documented behaviour
- * and the SDM, not its code (docs/decode.md, "The project query
- * decoder").  Anything else (MTC, TMA, OVF, PIP, VMCS, TSX, power and
- * PTWRITE packets) is PTQ_UNSUP: the caller decides per recording, before
- * decoding, whether this decoder may run (its pre-scan, ptq_usable).  The
- * query decoder's errata for these packets are emulated: BDM70 (a PSB+
- * FUP before a TIP.PGE is ignored) and SKD007 (a CYC overlapping an OVF). */
+ * PSB, PSBEND, TNT, TIP, TIP.PGE, TIP.PGD, FUP, MODE.Exec, TSC, CBR, CYC,
+ * MTC, TMA) with the timing rules libipt applies to them (TSC, CBR, CYC,
+ * MTC and TMA, the calibration by PSB+ TSCs, CBR or MTCs).  Written from
+ * libipt's documented behaviour and the SDM, not its code (docs/decode.md,
+ * "The project query decoder").  Anything else (OVF, PIP, VMCS, TSX,
+ * power and PTWRITE packets) is PTQ_UNSUP: the caller decides per
+ * recording, before decoding, whether this decoder may run (its pre-scan,
+ * ptq_usable).  The query decoder's errata for these packets are
+ * emulated: BDM70 (a PSB+ FUP before a TIP.PGE is ignored), SKD007 (a CYC
+ * overlapping an OVF), SKL168 (the first MTC after a PSB may not
+ * calibrate) and SKZ84 (a TMA with reserved bits set is skipped). */
 #ifndef MT_PTQ_H
 #define MT_PTQ_H
 
