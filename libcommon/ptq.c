@@ -12,8 +12,9 @@
  * event at a time, until its queue is empty, and only then consumed.  The
  * time a query reports is the decoder's time when the query's own packet
  * was decoded (timing packets read ahead after it count for the next
- * query): TSC, CBR, CYC, MTC and TMA with libipt's arithmetic.  TNT bits are cached one packet at a time, and no event is
- * reported while bits are left. */
+ * query): TSC, CBR, CYC, MTC and TMA with libipt's arithmetic.  TNT
+ * bits are cached one packet at a time, and no event is reported while
+ * bits are left. */
 #include "ptq.h"
 
 #include <stddef.h>
