@@ -228,13 +228,15 @@ int fnmap_is_return_site(struct fnmap *m, uint32_t tid, uint64_t addr)
 	return fnmap_lookup(m, tid, target, &fi) && fi.entry == target;
 }
 
-int fnmap_calls(struct fnmap *m, uint32_t tid, uint64_t caller, uint64_t callee)
+int fnmap_call_sites(struct fnmap *m, uint32_t tid, uint64_t caller, uint64_t callee,
+		     uint64_t except, int max)
 {
 	struct fn_info fi;
 	if (!fnmap_lookup(m, tid, caller, &fi) || fi.end <= fi.entry)
 		return 0;
 	uint64_t lo = fi.entry, hi = fi.end - lo > 65536 ? lo + 65536 : fi.end;
 	uint8_t b[4096 + 4];
+	int found = 0;
 	/* chunks overlapping by 4 bytes, so that no rel32 straddles two */
 	for (uint64_t a = lo; a + 5 <= hi; a += 4096) {
 		size_t want = hi - a < sizeof b ? (size_t)(hi - a) : sizeof b;
@@ -244,13 +246,21 @@ int fnmap_calls(struct fnmap *m, uint32_t tid, uint64_t caller, uint64_t callee)
 				continue;
 			int32_t rel = (int32_t)((uint32_t)b[i + 1] | (uint32_t)b[i + 2] << 8 |
 						(uint32_t)b[i + 3] << 16 | (uint32_t)b[i + 4] << 24);
-			if (a + i + 5 + (uint64_t)(int64_t)rel == callee)
-				return 1;
+			/* the call at @except: its E8 after up to 3 prefixes
+			 * (addr32, bnd, ...); another call is 5 bytes away */
+			if (a + i + 5 + (uint64_t)(int64_t)rel == callee &&
+			    (!except || a + i < except || a + i > except + 3) && ++found >= max)
+				return found;
 		}
 		if (n < want)
 			break;
 	}
-	return 0;
+	return found;
+}
+
+int fnmap_calls(struct fnmap *m, uint32_t tid, uint64_t caller, uint64_t callee)
+{
+	return fnmap_call_sites(m, tid, caller, callee, 0, 1);
 }
 
 int fnmap_is_indirect_jump(struct fnmap *m, uint32_t tid, uint64_t addr)

@@ -78,6 +78,12 @@ int fnmap_is_indirect_jump(struct fnmap *m, uint32_t tid, uint64_t addr);
  * 0 no or unknown.  Calls through a PLT stub or a pointer are not seen. */
 int fnmap_calls(struct fnmap *m, uint32_t tid, uint64_t caller, uint64_t callee);
 
+/* The direct calls to @callee in the function containing @caller (as
+ * fnmap_calls looks for them), not counting the one at @except (0: none):
+ * how many, up to @max (0: none, or unknown). */
+int fnmap_call_sites(struct fnmap *m, uint32_t tid, uint64_t caller, uint64_t callee,
+		     uint64_t except, int max);
+
 /* The C++ landing pad (runtime address) of the call at @addr, from its
  * function's LSDA (elfinfo_landing_pad): 1 known, *pad filled (0: the call
  * has none); 0 unknown. */

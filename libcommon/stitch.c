@@ -40,6 +40,7 @@ struct hspan {
 struct meta {
 	struct mtev_rec r; /* message: malloc'd copy in .gap.message */
 	int has_msg;
+	uint32_t seq; /* a gap's: its span's place in the input order */
 };
 
 /* Log words: a waypoint in libcommon/wplog.h's encoding (1, 2 or 6 words,
@@ -417,14 +418,20 @@ static int place_span(stitcher *s, struct sthr *t, struct hspan *x, uint32_t dep
 
 /* ---- output of a group ---- */
 
+/* The output order (pre-order): by begin; at one begin, in input order
+ * (seq: a gap's span between the spans before its record and those after
+ * it; a root that a later segment revealed first), then outermost first.
+ * Not by depth before input order: a frame entered at a gap's begin (a
+ * zero-length span, ended there) lies under the frames that end there,
+ * before the gap span that begins then at a smaller depth. */
 static int cmp_h(const void *a, const void *b)
 {
 	const struct hspan *x = a, *y = b;
 	if (x->begin != y->begin)
 		return x->begin < y->begin ? -1 : 1;
-	if (x->level != y->level)
-		return x->level < y->level ? -1 : 1;
-	return (x->seq > y->seq) - (x->seq < y->seq);
+	if (x->seq != y->seq)
+		return x->seq < y->seq ? -1 : 1;
+	return (x->level > y->level) - (x->level < y->level);
 }
 
 static int emit_span(stitcher *s, struct sthr *t, const struct hspan *x, const char *name)
@@ -637,12 +644,41 @@ static int same_frame(const struct sthr *t, const struct hspan *a, const struct 
 	return !a->callsite || !b->callsite || a->callsite == b->callsite;
 }
 
-/* May the earlier frame @y continue into the current segment (after @nq
- * gaps)?  Not when it ended at an earlier gap, nor across a gap when the
- * group saw its function complete at its level (done_has). */
-static int joinable(const struct sthr *t, const struct hspan *y, size_t nq)
+/* May the earlier frame g[@k] continue into the current segment (after @nq
+ * gaps)?  Not when it ended at an earlier gap.  Across a gap, only without
+ * evidence that it may have returned and been called again inside the gap:
+ * not when the group saw its function complete at its level (done_has: a
+ * loop's callee), nor when its function is also an outer frame's (a
+ * recursion, whose inner call may return and recur), nor when it is the
+ * outermost frame of a recursion (its function also an inner frame's) and
+ * the code of its caller calls its function from another call site too (a
+ * direct call: fnmap_call_sites; with the call site unknown, from two): the
+ * recursion may have ended and begun again from there. */
+static int joinable(stitcher *s, const struct sthr *t, long k, size_t nq)
 {
-	return !(y->flags & ENDED) && (!nq || !done_has(t, y->level, y->func));
+	const struct hspan *y = &t->h[t->g[k]];
+	if (y->flags & ENDED)
+		return 0;
+	if (!nq)
+		return 1;
+	if (done_has(t, y->level, y->func))
+		return 0;
+	if (!y->func)
+		return 1;
+	for (long i = 0; i < k; i++)
+		if (t->h[t->g[i]].func == y->func)
+			return 0;
+	if (!s->fns || k == 0)
+		return 1;
+	long i = k + 1;
+	while (i < (long)t->gn && t->h[t->g[i]].func != y->func)
+		i++;
+	if (i == (long)t->gn)
+		return 1;
+	const struct hspan *p = &t->h[t->g[k - 1]];
+	if (y->callsite)
+		return fnmap_call_sites(s->fns, t->tid, y->callsite, y->func, y->callsite, 1) == 0;
+	return !p->func || fnmap_call_sites(s->fns, t->tid, p->func, y->func, 0, 2) < 2;
 }
 
 /* Gap spans for the queued gap records (the last @n meta entries before
@@ -678,7 +714,7 @@ static int gap_spans(stitcher *s, struct sthr *t, size_t from, size_t n, int32_t
 		if (len < 0 || (size_t)len >= sizeof buf)
 			len = (int)strlen(buf);
 		struct hspan x = {g->gap.begin, g->gap.end, 0, 0, level, flags,
-				  0x80000000u | (uint32_t)s->st.gap_spans, 0, (uint32_t)len};
+				  t->meta[i].seq, 0, (uint32_t)len};
 		s->st.gap_spans++;
 		/* held, so that it is written where the span order puts it
 		 * (before the waypoints of its begin time) */
@@ -806,11 +842,11 @@ static int decide(stitcher *s, struct sthr *t)
 			/* (under a surviving root: placed there, not continued;
 			 * ld.so's _start, the thread's root, ends by a tail jump
 			 * to the program's entry, maybe inside the gap) */
-			while (!under_root && outer < best_s && joinable(t, &t->h[t->g[outer]], nq))
+			while (!under_root && outer < best_s && joinable(s, t, outer, nq))
 				outer++;
 			size_t nj = 0;
 			while (outer == (best_s > 0 ? best_s : 0) && nj < best &&
-			       joinable(t, &t->h[t->g[(long)(j0 + nj) + best_s]], nq))
+			       joinable(s, t, (long)(j0 + nj) + best_s, nq))
 				nj++;
 			s->st.split += best - nj + (size_t)((best_s > 0 ? best_s : 0) - outer);
 			for (size_t j = j0; j < j0 + nj; j++) {
@@ -840,6 +876,7 @@ static int decide(stitcher *s, struct sthr *t)
 			for (size_t j = 0; j < j0; j++) {
 				struct hspan *x = &t->p[st[j]];
 				x->begin = t->gstart;
+				x->seq = 0; /* before the group's first span */
 				x->flags |= MTEV_SPAN_STITCHED | (t->lowb ? LOWB : 0);
 				x->level = t->L + (int32_t)j;
 				if (add_span(s, t, x, t->ppool + x->name, 1) ||
@@ -1060,6 +1097,7 @@ static int stitch_feed_slow(stitcher *s, const struct mtev_rec *r)
 			return s->err;
 		if (add_meta(s, t, r))
 			return s->err;
+		t->meta[t->nmeta - 1].seq = t->seq++;
 		t->ngaps_q++;
 		return 0;
 	default:

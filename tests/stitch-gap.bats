@@ -27,25 +27,37 @@ stitched() {
 # Where a drop lands depends on the run (a fresh clone's mt-ptsim run has
 # other path lengths, so other instruction counts), so each program is
 # faulted at many positions: none may join over two calls (wrong_joins=0,
-# wrong=0), and the rule must have split a frame somewhere (split=N > 0).
-# (The cached runs this was written on joined over two calls before: fnptr
-# drop@35% 3, dynamic drop@50% 1, each gap in a loop calling one function
-# from one call site.)
-scan() { # PROG
-	local p splits=0 k
-	for p in 20 25 30 35 40 45 50 55 60 65 70 75 80; do
-		stitched "$1" drop@$p%:64
+# wrong=0), and the rules must have split a frame somewhere (split=N > 0).
+# (The cached runs this was written on joined over two calls without the
+# rules: fnptr drop@30% 4 (recursive frames), dynamic drop@50% 1 (a loop's
+# callee), recursion drop@78-82% 118-126 (the recursive frames; without the
+# call-site rule still 1: down(300)'s first call from main joined with its
+# second, from another call site).)
+scan() { # PROG [POSITION...]
+	local prog=$1 p splits=0 k n=0
+	shift
+	[ $# -gt 0 ] || set -- 20 25 30 35 40 45 50 55 60 65 70 75 80
+	for p; do
+		stitched "$prog" drop@$p%:64
 		[[ "${lines[-1]}" == *" wrong_joins=0 wrong=0 "* ]] || return 1
 		k=$(sed -n 's/.* split=\([0-9]*\).*/\1/p' "$T/st.err")
 		splits=$((splits + ${k:-0}))
+		n=$((n + 1))
 	done
-	echo "$1: split $splits frames over 13 drops"
+	echo "$prog: split $splits frames over $n drops"
 	[ "$splits" -gt 0 ]
 }
 
-# (fnptr also recurses: its drops can join a recursive frame over two calls,
-# which no rule in the code catches yet: docs/stitch.md)
-
 @test "stitch: a loop's callee is not joined across a gap (dynamic, drops at 20-80 %)" {
 	scan dynamic
+}
+
+@test "stitch: a recursive frame is not joined across a gap (fnptr, drops at 20-80 %)" {
+	scan fnptr
+}
+
+# recursion.c: main calls down(300) three times, from three call sites; the
+# calls lie in the last fifth of the run
+@test "stitch: a recursion, nor its outermost frame when its caller calls it from another site too (recursion, drops at 74-86 %)" {
+	scan recursion 74 76 78 80 82 84 86
 }
