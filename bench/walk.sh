@@ -4,7 +4,7 @@
 # packet decoder alone (the floor of anything that parses packets with
 # libipt), mt-decode --decoder libipt (the libipt stepper), --decoder
 # walk-qry (the walk over libipt's query decoder) and --decoder walk (the
-# walk over the project's query decoder, ptq.c, where the trace has no MTC).  CPU (user + sys) and wall seconds, median of REPS (default 5, env
+# walk over the project's query decoder, ptq.c).  CPU (user + sys) and wall seconds, median of REPS (default 5, env
 # BENCH_REPS), peak RSS; ratios.  Inputs: the 50M mt-ptgen trace of
 # build/programs/fnptr (bench/out/ptgen-50M, made as bench/pipeline.sh makes
 # it), a 4-thread one (bench/out/ptgen-20M-t4), the Skylake fixture (per-cpu:

@@ -75,6 +75,10 @@ static void decode(const char *path, int walk, struct result *r)
 	ptfuzz_options(&o, warn_cb, &r->w);
 	o.walk = walk;
 	o.walk_qry = walk ? 2 : 0; /* ptq checked against libipt, query by query */
+	/* MTC/TMA time too: perf's default MTC period, a 2:1 TSC:CTC ratio */
+	o.raw_mtc_freq = 3;
+	o.raw_ctc_num = 2;
+	o.raw_ctc_den = 1;
 	fuzz_out_reset();
 	r->ret = ptd_decode_raw(path, ptfuzz_open_out, NULL, &o, &r->st);
 	memcpy(r->errmsg, o.errmsg, sizeof r->errmsg);

@@ -1218,6 +1218,11 @@ void ptd_seg_config(struct ptd *d, struct ptq *q, struct pt_config *cfg)
 		cfg->cpuid_0x15_ebx = (uint32_t)d->priv[12];
 		cfg->cpuid_0x15_eax = (uint32_t)d->priv[13];
 		cfg->nom_freq = (uint8_t)d->priv[15];
+	} else if (!d->have_info) { /* raw mode: --pt-timing */
+		cfg->mtc_freq = (uint8_t)d->opts->raw_mtc_freq;
+		cfg->cpuid_0x15_ebx = d->opts->raw_ctc_num;
+		cfg->cpuid_0x15_eax = d->opts->raw_ctc_den;
+		cfg->nom_freq = (uint8_t)d->opts->raw_nom_freq;
 	}
 	cfg->flags.variant.block.end_on_call = 1;
 	cfg->flags.variant.block.end_on_jump = 1;

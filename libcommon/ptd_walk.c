@@ -92,7 +92,6 @@ struct winsn {
  * block early the first time it walks into code it walked before. */
 struct ptd_walk {
 	int walk;
-	uint8_t *ptq_ok; /* by queue: ptq may decode its trace (no MTC/TMA) */
 	uint8_t **known; /* by isid */
 	size_t nknown;
 	/* the caches, shared by all queues, an entry valid for the image and
@@ -118,7 +117,7 @@ struct ptd_walkq {
 	int decided, libipt, skd022;
 	/* the trace: the project's query decoder (fq, fast) or libipt's
 	 * (qry); both in lockstep with --decoder walk-check */
-	int ptq_ok, fast, check;
+	int fast, check;
 	struct ptqd fq;
 	struct pt_query_decoder *qry;
 	/* the emulated block decoder */
@@ -154,7 +153,6 @@ void ptd_walk_fini(struct ptd *d)
 	for (i = 0; i < d->walk->nknown; i++)
 		free(d->walk->known[i]);
 	free(d->walk->known);
-	free(d->walk->ptq_ok);
 	free(d->walk->bc);
 	free(d->walk->ic);
 	if (d->walk->ild)
@@ -365,7 +363,7 @@ struct scan {
 /* One packet (@size bytes, pd->pos just after it): may the walk meet it
  * here? */
 static int scan_pkt(struct scan *s, const struct ptqd *pd, const uint8_t *end,
-		    enum pt_packet_type type, uint8_t mb, int size, int skd007, int *mtc)
+		    enum pt_packet_type type, uint8_t mb, int size, int skd007)
 {
 	switch (type) {
 	case ppt_psb:
@@ -386,10 +384,8 @@ static int scan_pkt(struct scan *s, const struct ptqd *pd, const uint8_t *end,
 	case ppt_pad:
 	case ppt_tsc:
 	case ppt_cbr:
-		return 1;
 	case ppt_tma:
 	case ppt_mtc:
-		*mtc = 1; /* ptq does not emulate MTC timing */
 		return 1;
 	case ppt_tnt_8:
 	case ppt_tnt_64:
@@ -416,7 +412,7 @@ static int scan_pkt(struct scan *s, const struct ptqd *pd, const uint8_t *end,
 
 /* The segment @cfg: 1 if the walk may decode it, 0 if not, -1 out of
  * memory. */
-static int seg_walkable(const struct pt_config *cfg, int skd007, int *mtc)
+static int seg_walkable(const struct pt_config *cfg, int skd007)
 {
 	const uint8_t **chain = NULL;
 	size_t n = 0, cap = 0, i, j = 1;
@@ -449,7 +445,7 @@ static int seg_walkable(const struct pt_config *cfg, int skd007, int *mtc)
 					break;
 				}
 			}
-			ok = scan_pkt(&s, &pd, cfg->end, type, mb, st, skd007, mtc);
+			ok = scan_pkt(&s, &pd, cfg->end, type, mb, st, skd007);
 		}
 		if (ok && st < 0 && st != -pte_eos)
 			ok = 0;
@@ -458,11 +454,10 @@ static int seg_walkable(const struct pt_config *cfg, int skd007, int *mtc)
 	return ok;
 }
 
-static int walkable(struct ptq *q, int skd007, int *mtc)
+static int walkable(struct ptq *q, int skd007)
 {
 	size_t k;
 
-	*mtc = 0;
 	for (k = 0; k < q->nsegs; k++) {
 		struct pt_config cfg;
 		int ok;
@@ -472,7 +467,7 @@ static int walkable(struct ptq *q, int skd007, int *mtc)
 		cfg.end = q->stream + q->segs[k].end;
 		if (cfg.begin == cfg.end)
 			continue;
-		ok = seg_walkable(&cfg, skd007, mtc);
+		ok = seg_walkable(&cfg, skd007);
 		if (ok <= 0)
 			return 0;
 	}
@@ -1464,9 +1459,10 @@ static int wk_open_seg(struct ptd *d, struct ptq *q, struct ptd_walkq *w)
 	memset(&cfg.flags, 0, sizeof cfg.flags); /* what the block decoder gives its query decoder */
 	w->skd022 = cfg.errata.skd022;
 	w->fast = w->check = 0;
-	if (w->ptq_ok && ptq_usable(&cfg)) {
+	if (ptq_usable(&cfg)) {
 		w->fast = d->opts->walk_qry == 0;
 		w->check = d->opts->walk_qry == 2;
+		d->st->walk_checked += (uint64_t)w->check;
 	}
 	ptq_init(&w->fq, &cfg);
 	w->qry = pt_qry_alloc_decoder(&cfg);
@@ -1903,18 +1899,10 @@ static void wk_step(struct ptd *d, struct ptq *q, uint64_t limit)
 		/* a caller's section cache keeps libipt's block cache
 		 * from earlier decodes: not emulated */
 		d->walk->walk = !d->per_cpu && !d->opts->resync && !d->opts->iscache;
-		d->walk->ptq_ok = calloc(d->nq ? d->nq : 1, 1);
-		if (!d->walk->ptq_ok) {
-			ptd_fail(d, PTD_ESYS, "out of memory");
-			return;
-		}
 		pt_config_init(&ec);
 		ptd_cpu_config(d, &ec);
-		for (k = 0; k < d->nq && d->walk->walk; k++) {
-			int mtc;
-			d->walk->walk = walkable(&d->q[k], ec.errata.skd007, &mtc);
-			d->walk->ptq_ok[k] = !mtc;
-		}
+		for (k = 0; k < d->nq && d->walk->walk; k++)
+			d->walk->walk = walkable(&d->q[k], ec.errata.skd007);
 		if (!d->walk->walk && d->opts->walk > 1) {
 			ptd_fail(d, PTD_EINPUT,
 				 "the cached walk cannot decode this recording (%s)",
@@ -1929,7 +1917,6 @@ static void wk_step(struct ptd *d, struct ptq *q, uint64_t limit)
 	if (!w->decided) {
 		w->decided = 1;
 		w->libipt = !d->walk->walk;
-		w->ptq_ok = d->walk->ptq_ok[q - d->q];
 		w->bc = d->walk->bc;
 		w->ic = d->walk->ic;
 	}

@@ -44,6 +44,9 @@ struct ptd_options {
 	size_t nimages;
 	int cpu_family, cpu_model, cpu_stepping; /* 0: unknown vendor */
 	uint32_t raw_pid, raw_tid;
+	/* raw mode: what perf's AUXTRACE_INFO gives: the MTC period (log2 of CTC
+	 * ticks), CPUID 0x15 EBX/EAX (TSC:CTC), the nominal core:bus ratio */
+	uint32_t raw_mtc_freq, raw_ctc_num, raw_ctc_den, raw_nom_freq;
 	int walk; /* 1: decode with the cached walk (ptd_walk.c) where it can, else
 		   * libipt's block decoder; 2: the walk or fail (-PTD_EINPUT) */
 	int walk_qry; /* the walk's trace: 0 the project's query decoder (ptq.c) where it
@@ -88,6 +91,7 @@ struct ptd_stats {
 	 * fallbacks (the records could not answer) */
 	uint64_t par_chunks, par_spliced, par_fallbacks;
 	uint64_t par_bodies, par_body_recs; /* stretches of records decoded on workers */
+	uint64_t walk_checked; /* --decoder walk-check: trace segments ptq decoded in lockstep */
 	int degraded; /* the data had errors: gaps, missing images, truncation */
 };
 

@@ -12,8 +12,9 @@
  * event at a time, until its queue is empty, and only then consumed.  The
  * time a query reports is the decoder's time when the query's own packet
  * was decoded (timing packets read ahead after it count for the next
- * query).  TNT bits are cached one packet at a time, and no event is
- * reported while bits are left. */
+ * query): TSC, CBR, CYC, MTC and TMA with libipt's arithmetic.  TNT
+ * bits are cached one packet at a time, and no event is reported while
+ * bits are left. */
 #include "ptq.h"
 
 #include <stddef.h>
@@ -27,9 +28,9 @@ enum {
 enum {
 	P_NONE,
 	P_PAD, P_PSB, P_TIP, P_TNT8, P_TNT64, P_PGE, P_PGD, P_FUP, P_MODE, P_PSBEND,
-	P_TSC, P_CBR, P_CYC, P_UNKNOWN,
+	P_TSC, P_CBR, P_CYC, P_MTC, P_TMA, P_UNKNOWN,
 	/* known to libipt, not emulated */
-	P_OVF, P_PIP, P_MTC, P_TMA, P_OEVENT, P_OHEAD,
+	P_OVF, P_PIP, P_OEVENT, P_OHEAD,
 	P_MAX
 };
 
@@ -49,7 +50,9 @@ enum { B_PSBEND, B_TIP, B_FUP };
 
 int ptq_usable(const struct pt_config *cfg)
 {
-	return !cfg->decode.callback;
+	/* an MTC period past 23 overflows libipt's 32-bit CTC arithmetic
+	 * (only a damaged AUXTRACE_INFO gives one) */
+	return !cfg->decode.callback && cfg->mtc_freq <= 23;
 }
 
 void ptq_init(struct ptqd *d, const struct pt_config *cfg)
@@ -58,8 +61,13 @@ void ptq_init(struct ptqd *d, const struct pt_config *cfg)
 	d->begin = cfg->begin;
 	d->end = cfg->end;
 	d->nom_freq = cfg->nom_freq;
+	d->mtc_freq = cfg->mtc_freq;
+	d->ctc_num = cfg->cpuid_0x15_ebx;
+	d->ctc_den = cfg->cpuid_0x15_eax;
 	d->bdm70 = cfg->errata.bdm70;
 	d->skd007 = cfg->errata.skd007;
+	d->skl168 = cfg->errata.skl168;
+	d->skz84 = cfg->errata.skz84;
 	d->min_fcr = UINT64_MAX;
 }
 
@@ -99,8 +107,15 @@ static inline int ev_pending(const struct ptqd *d, int b)
 
 static void cal_reset(struct ptqd *d)
 {
-	d->fcr = d->max_fcr = d->cal_tsc = d->cyc_tsc = 0;
+	d->fcr = d->max_fcr = d->cal_tsc = d->cyc_tsc = d->cyc_mtc = 0;
 	d->min_fcr = UINT64_MAX;
+	d->cal_ctc = 0;
+	d->cal_mtc = d->skl168_check = 0;
+}
+
+static inline int cal_have(const struct ptqd *d)
+{
+	return d->min_fcr <= d->max_fcr;
 }
 
 static void cal_set(struct ptqd *d, uint64_t fcr)
@@ -112,10 +127,13 @@ static void cal_set(struct ptqd *d, uint64_t fcr)
 		d->max_fcr = fcr;
 }
 
+/* a TSC: the time, whole (the CTC the next CYC counts from stays) */
 static void time_tsc(struct ptqd *d, uint64_t tsc)
 {
 	d->time.have_tsc = 1;
+	d->time.have_tma = d->time.have_mtc = 0;
 	d->time.tsc = d->time.base = tsc;
+	d->time.ctc = 0;
 	d->time.fc = 0;
 	d->time.lost_mtc = d->time.lost_cyc = 0;
 }
@@ -136,8 +154,8 @@ static int cal_header_tsc(struct ptqd *d, uint64_t tsc)
 
 	d->cal_tsc = tsc;
 	d->cyc_tsc = 0;
-	if (!last || !cyc)
-		return 0;
+	if (!last || !cyc || d->cal_mtc)
+		return 0; /* MTCs calibrate, where there are */
 	if (tsc < last) {
 		tsc += 1ull << 56;
 		if (tsc < last)
@@ -160,17 +178,146 @@ static int cal_header_cbr(struct ptqd *d, uint8_t cbr)
 	return 0;
 }
 
-static void time_cyc(struct ptqd *d, uint64_t cyc)
-{
-	uint64_t fcr = d->min_fcr <= d->max_fcr ? d->fcr : 0;
+/* ---- MTC and TMA: the crystal clock (CTC) ----
+ *
+ * An MTC carries 8 bits of the CTC, bits mtc_freq and up; a TMA (after a
+ * TSC) the CTC's low 16 bits and the fast counter (TSC) bits the TSC
+ * lacked.  CTC ticks are TSC ticks * den / num (CPUID 0x15).  A bad
+ * configuration (no ratio) is no error: that MTC or CYC just adds no
+ * time (libipt's rule). */
 
+/* the CTC ticks from @last to @ctc, one wrap of the MTC's bits corrected */
+static int ctc_delta(const struct ptqd *d, uint32_t ctc, uint32_t last, uint32_t *delta)
+{
+	if (ctc < last) {
+		ctc += 1u << (d->mtc_freq + 8);
+		if (ctc < last)
+			return -pte_bad_packet;
+	}
+	*delta = ctc - last;
+	return 0;
+}
+
+static int ctc_to_fc(const struct ptqd *d, uint64_t ctc, uint64_t *fc)
+{
+	if (!d->ctc_num || !d->ctc_den)
+		return -pte_bad_config;
+	*fc = ctc * d->ctc_num / d->ctc_den;
+	return 0;
+}
+
+/* an MTC calibrates: the fast counter over the cycles since the last one */
+static int cal_mtc(struct ptqd *d, uint32_t ctc)
+{
+	uint64_t cyc = d->cyc_mtc, fc, fcr;
+	uint32_t last = d->cal_ctc, delta;
+	int check = d->skl168_check, err;
+
+	d->skl168_check = 0;
+	if (!d->cal_mtc) {
+		d->cyc_mtc = 0;
+		d->cal_ctc = ctc;
+		d->cal_mtc = 1;
+		return 0;
+	}
+	if (!cyc)
+		return 0; /* the next MTC spans both periods */
+	d->cyc_mtc = 0;
+	d->cal_ctc = ctc;
+	err = ctc_delta(d, ctc, last, &delta);
+	if (err < 0)
+		return err;
+	err = ctc_to_fc(d, delta, &fc);
+	if (err < 0)
+		return err;
+	if (fc & ~(~0ull >> FCR_SHR))
+		return -pte_internal;
+	fcr = (fc << FCR_SHR) / cyc;
+	/* SKL168: a CYC right before a PSB may be lost.  The first MTC after
+	 * a PSB does not calibrate if MTCs were lost or a CYC wrap (4096
+	 * cycles) seems to be */
+	if (check) {
+		if ((1u << d->mtc_freq) < delta)
+			return 0;
+		if (d->mtc_freq < 10 && cal_have(d) &&
+		    (d->fcr * (cyc + 0xf00)) >> FCR_SHR < fc)
+			return 0;
+	}
+	cal_set(d, fcr);
+	return 0;
+}
+
+/* an MTC moves the time to its CTC */
+static int time_mtc(struct ptqd *d, uint32_t ctc)
+{
+	struct ptq_time *t = &d->time;
+	uint32_t last = t->ctc, delta;
+	uint64_t fc;
+	int had = t->have_mtc, err;
+
+	if (t->have_tsc && !t->have_tma)
+		return 0; /* between a TSC and its TMA */
+	if (t->fc || t->lost_cyc || !had)
+		t->ctc_cyc = ctc;
+	t->have_mtc = 1;
+	t->fc = 0;
+	t->ctc = ctc;
+	t->lost_cyc = 0;
+	if (!had) {
+		uint32_t hi = ctc & ~0xffffu;
+		/* the first after a TMA: the CTC's high bits from this MTC
+		 * (no MTC lost between them), else nothing to go by */
+		if (!t->have_tma)
+			return 0;
+		if (last & ~0xffffu)
+			return -pte_internal;
+		if ((ctc & 0xffffu) < last) {
+			hi -= 1u << 16;
+			hi &= 0xffu << d->mtc_freq;
+		}
+		last |= hi;
+	}
+	err = ctc_delta(d, ctc, last, &delta);
+	if (err < 0) {
+		t->lost_mtc++;
+		return err;
+	}
+	err = ctc_to_fc(d, delta, &fc);
+	if (err < 0)
+		return err;
+	t->tsc = t->base = t->base + fc;
+	return 0;
+}
+
+/* a CYC: cycles since the last CYC-eligible packet, in fast-counter units
+ * by the calibration.  The first after an MTC that counts over earlier
+ * MTC periods gives those periods' estimated cycles back. */
+static int time_cyc(struct ptqd *d, uint64_t cyc)
+{
+	struct ptq_time *t = &d->time;
+	uint64_t fcr = cal_have(d) ? d->fcr : 0;
+
+	d->cyc_mtc += cyc;
 	d->cyc_tsc += cyc;
 	if (!fcr) {
-		d->time.lost_cyc++;
-		return;
+		t->lost_cyc++;
+		return 0;
 	}
-	d->time.fc += (cyc * fcr) >> FCR_SHR;
-	d->time.tsc = d->time.base + d->time.fc;
+	if (!t->fc && t->ctc != t->ctc_cyc) {
+		uint32_t delta;
+		uint64_t fc, old;
+		int err = ctc_delta(d, t->ctc, t->ctc_cyc, &delta);
+		if (err < 0)
+			return err;
+		err = ctc_to_fc(d, delta, &fc);
+		if (err < 0)
+			return err;
+		old = (fc << FCR_SHR) / fcr;
+		cyc = cyc < old ? 0 : cyc - old;
+	}
+	t->fc += (cyc * fcr) >> FCR_SHR;
+	t->tsc = t->base + t->fc;
+	return 0;
 }
 
 static void ev_time(const struct ptqd *d, struct pt_event *ev)
@@ -394,6 +541,57 @@ static int dec_tsc(struct ptqd *d, int header)
 	return 0;
 }
 
+static int dec_mtc(struct ptqd *d)
+{
+	uint32_t ctc;
+	int err;
+
+	if (!fits(d, d->pos, 2))
+		return -pte_eos;
+	ctc = (uint32_t)d->pos[1] << d->mtc_freq;
+	err = cal_mtc(d, ctc);
+	if (err < 0 && err != -pte_bad_config)
+		return err;
+	err = time_mtc(d, ctc);
+	if (err < 0 && err != -pte_bad_config)
+		return err;
+	d->pos += 2;
+	return 0;
+}
+
+static int dec_tma(struct ptqd *d)
+{
+	struct ptq_time *t = &d->time;
+	uint32_t ctc, fc, bits = d->mtc_freq + 8u;
+
+	if (!fits(d, d->pos, 7))
+		return -pte_eos;
+	ctc = (uint32_t)le(d->pos + 2, 2);
+	fc = (uint32_t)le(d->pos + 5, 2);
+	if ((fc & ~0x1ffu) || d->pos[4]) {
+		/* SKZ84 (reserved bits of a corrupted TMA): skipped, one
+		 * byte more than its size, as libipt does */
+		if (d->skz84) {
+			d->pos += 8;
+			return 0;
+		}
+		return -pte_bad_packet;
+	}
+	if (!t->have_tsc || t->have_tma)
+		return -pte_bad_context;
+	if (t->have_mtc)
+		return -pte_internal;
+	t->have_tma = 1;
+	t->base -= fc;
+	t->fc += fc;
+	/* its CTC bits include all an MTC has: it is one */
+	if (bits <= 16)
+		t->have_mtc = 1;
+	t->ctc = t->ctc_cyc = ctc & ((1u << bits) - 1u);
+	d->pos += 7;
+	return 0;
+}
+
 static int dec_cbr(struct ptqd *d, int header)
 {
 	struct pt_event *ev;
@@ -430,7 +628,7 @@ static int dec_cbr(struct ptqd *d, int header)
 static int dec_cyc(struct ptqd *d)
 {
 	uint64_t v;
-	int n = read_cyc(d, &v);
+	int n = read_cyc(d, &v), err;
 	if (n < 0)
 		return n;
 	/* SKD007: a 2-byte CYC whose second byte is an OVF's first, an OVF's
@@ -440,7 +638,9 @@ static int dec_cyc(struct ptqd *d)
 		d->pos++;
 		return 0;
 	}
-	time_cyc(d, v);
+	err = time_cyc(d, v);
+	if (err < 0 && err != -pte_bad_config)
+		return err;
 	d->pos += n;
 	return 0;
 }
@@ -594,10 +794,12 @@ static int dec_header(struct ptqd *d)
 		return dec_cbr(d, 1);
 	case P_CYC:
 		return dec_cyc(d);
+	case P_MTC:
+		return dec_mtc(d);
+	case P_TMA:
+		return dec_tma(d);
 	case P_UNKNOWN:
 		return -pte_bad_opc;
-	case P_MTC:
-	case P_TMA:
 	case P_PIP:
 	case P_OHEAD:
 		return unsup(d);
@@ -613,6 +815,8 @@ static int dec_psb(struct ptqd *d)
 
 	if (err < 0)
 		return err;
+	if (d->skl168)
+		d->skl168_check = 1;
 	d->pos += 16;
 	d->have_ip = d->ip_supp = 0;
 	d->ip = 0;
@@ -840,6 +1044,10 @@ static int decode(struct ptqd *d)
 		return dec_cbr(d, 0);
 	case P_CYC:
 		return dec_cyc(d);
+	case P_MTC:
+		return dec_mtc(d);
+	case P_TMA:
+		return dec_tma(d);
 	case P_UNKNOWN:
 		return -pte_bad_opc;
 	case P_NONE:

@@ -3,15 +3,17 @@
  * The same answers, in the same order, as libipt 2.0.5's query decoder
  * (pt_qry_*) gives the walk: TNT bits, TIP targets, events, the time after
  * each query and the offsets -- for the packets the walk emulates (PAD,
- * PSB, PSBEND, TNT, TIP, TIP.PGE, TIP.PGD, FUP, MODE.Exec, TSC, CBR, CYC)
- * with the timing rules libipt applies to them (TSC, CBR and CYC with its
- * calibration; no MTC/TMA).  Written from libipt's documented behaviour
- * and the SDM, not its code (docs/decode.md, "The project query
- * decoder").  Anything else (MTC, TMA, OVF, PIP, VMCS, TSX, power and
- * PTWRITE packets) is PTQ_UNSUP: the caller decides per recording, before
- * decoding, whether this decoder may run (its pre-scan, ptq_usable).  The
- * query decoder's errata for these packets are emulated: BDM70 (a PSB+
- * FUP before a TIP.PGE is ignored) and SKD007 (a CYC overlapping an OVF). */
+ * PSB, PSBEND, TNT, TIP, TIP.PGE, TIP.PGD, FUP, MODE.Exec, TSC, CBR, CYC,
+ * MTC, TMA) with the timing rules libipt applies to them (TSC, CBR, CYC,
+ * MTC and TMA, the calibration by PSB+ TSCs, CBR or MTCs).  Written from
+ * libipt's documented behaviour and the SDM, not its code (docs/decode.md,
+ * "The project query decoder").  Anything else (OVF, PIP, VMCS, TSX,
+ * power and PTWRITE packets) is PTQ_UNSUP: the caller decides per
+ * recording, before decoding, whether this decoder may run (its pre-scan,
+ * ptq_usable).  The query decoder's errata for these packets are
+ * emulated: BDM70 (a PSB+ FUP before a TIP.PGE is ignored), SKD007 (a CYC
+ * overlapping an OVF), SKL168 (the first MTC after a PSB may not
+ * calibrate) and SKZ84 (a TMA with reserved bits set is skipped). */
 #ifndef MT_PTQ_H
 #define MT_PTQ_H
 
@@ -29,8 +31,9 @@ struct ptq_ev {
 struct ptq_time {
 	uint64_t tsc, base, fc;
 	uint32_t lost_mtc, lost_cyc;
+	uint32_t ctc, ctc_cyc; /* the last MTC's (or TMA's) CTC bits; the one CYC counts from */
 	uint8_t cbr;
-	int have_tsc, have_cbr;
+	uint8_t have_tsc, have_cbr, have_tma, have_mtc;
 };
 
 struct ptqd {
@@ -42,10 +45,16 @@ struct ptqd {
 	int have_ip, ip_supp;
 	uint64_t tnt, tnt_idx; /* cached TNT bits, the next one's mask */
 	struct ptq_time time, last_time;
-	/* calibration: the fast-counter:cycles ratio (<<8) */
-	uint64_t fcr, min_fcr, max_fcr, cal_tsc, cyc_tsc;
-	uint8_t nom_freq;
-	uint8_t bdm70, skd007; /* errata */
+	/* calibration: the fast-counter:cycles ratio (<<8), from the cycles
+	 * between two PSB+ TSCs or two MTCs */
+	uint64_t fcr, min_fcr, max_fcr, cal_tsc, cyc_tsc, cyc_mtc;
+	uint32_t cal_ctc;
+	uint8_t cal_mtc, skl168_check;
+	/* the recording's: nominal ratio, MTC period (log2 of CTC ticks),
+	 * the TSC:CTC ratio (CPUID 0x15 ebx/eax) */
+	uint8_t nom_freq, mtc_freq;
+	uint32_t ctc_num, ctc_den;
+	uint8_t bdm70, skd007, skl168, skz84; /* errata */
 	struct ptq_ev evq;
 };
 

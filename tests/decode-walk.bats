@@ -48,7 +48,9 @@ same() { # ARGS...
 		echo "exit $rc" >> "$T/$dec.err"
 		[ -f "$T/$dec.mt" ] || echo none > "$T/$dec.mt"
 	done
-	cmp "$T/libipt.mt" "$T/walk.mt" && diff "$T/libipt.err" "$T/walk.err"
+	# walk-check's own line: how many trace segments it checked
+	grep -v '^mt-decode: walk-check: checked=' "$T/walk.err" > "$T/walk.err2"
+	cmp "$T/libipt.mt" "$T/walk.mt" && diff "$T/libipt.err" "$T/walk.err2"
 }
 
 @test "walk: byte-identical to libipt on every cached mt-ptsim run (clean, window, noretcomp, every fault kind); walked where no packet forbids it" {
@@ -201,4 +203,35 @@ same() { # ARGS...
 		WALK=walk-check same -s --cpu 6/94/3 --image "$(fuzz_image "$f")" --pt "$f" ||
 			{ echo "walk-check: $f"; cat "$T/walk.err"; return 1; }
 	done
+}
+
+@test "walk: ptq answers as libipt's query decoder does on a trace with MTC and TMA (perf's default mtc): time after every query, calibration, SKL168; the walk over it writes libipt's bytes" {
+	# mt-ptsim writes no MTC: tests/lib/addmtc.py adds perf's (a TMA after
+	# each TSC, an MTC where the clock enters a new MTC period) to a clean
+	# run's raw PT, and --pt-timing gives what AUXTRACE_INFO would: MTC
+	# period 3 (the TMA holds every MTC bit) and 9 (it does not: the first
+	# MTC estimates them; with a fast CTC, often across a wrap of its 16
+	# bits), TSC:CTC 2:1, 5:3 and 1:64, the nominal ratio (CBR
+	# calibrates) or none (MTCs calibrate); Skylake (SKL168 on) and Ice Lake.
+	# walk-check must have checked the trace (ptq ran on it), find no query
+	# whose answer or time differs, and write libipt's bytes.
+	local d args cfg cpu n=0
+	for d in $(ptsim_dirs '^clean$' | grep -E '/fnptr$'); do
+		raw_pt "$d" "$T/raw.pt"
+		args=$(image_args "$d")
+		for cfg in 3,2,1,0 9,2,1,0 3,2,1,22 0,5,3,0 9,1,64,0; do
+			IFS=, read -r f x y _ <<<"$cfg"
+			python3 "$ROOT/tests/lib/addmtc.py" "$T/raw.pt" "$T/mtc.pt" "$f" "$x" "$y"
+			# the packets are there: more bytes than the run's
+			[ "$(wc -c < "$T/mtc.pt")" -gt "$(wc -c < "$T/raw.pt")" ]
+			for cpu in 6/94/3 6/106/6; do
+				WALK=walk-check same -s --cpu $cpu --pt-timing "$cfg" --pt "$T/mtc.pt" $args ||
+					{ echo "walk-check: $d $cfg $cpu"; cat "$T/walk.err"; return 1; }
+				grep -q '^mt-decode: walk-check: checked=1 ' "$T/walk.err" ||
+					{ echo "ptq did not run: $d $cfg $cpu"; cat "$T/walk.err"; return 1; }
+				n=$((n + 1))
+			done
+		done
+	done
+	[ "$n" -gt 0 ] || skip "no mt-ptsim runs cached"
 }

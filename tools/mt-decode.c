@@ -50,13 +50,17 @@ static void usage(FILE *f)
 	      "      --cpu F/M/S       the Intel cpu (family/model/stepping) whose errata apply\n"
 	      "                        (default: the recording's CPUID; raw mode: none)\n"
 	      "      --pid N, --tid N  raw mode: the thread to attribute the trace to (0)\n"
+	      "      --pt-timing MTC,EBX,EAX,NOM  raw mode: the MTC period (perf's\n"
+	      "                        mtc_period), CPUID 0x15 EBX/EAX (TSC:CTC) and the\n"
+	      "                        nominal core:bus ratio perf would record (default\n"
+	      "                        0,0,0,0: MTC adds no time; CYC is calibrated by TSC)\n"
 	      "      --records         list every perf.data record as text (no decoding)\n"
 	      "      --decoder NAME    libipt (default: libipt's block decoder) or walk (the\n"
 	      "                        cached code walk, same\n"
 	      "                        output; a recording it cannot walk uses libipt), or\n"
 	      "                        walk-only (exit 2 instead); the walk reads the trace\n"
-	      "                        with the project's query decoder where it can (no\n"
-	      "                        MTC timing), walk-qry: with libipt's, walk-check:\n"
+	      "                        with the project's query decoder where it can, MTC\n"
+	      "                        timing included), walk-qry: with libipt's, walk-check:\n"
 	      "                        both, exit 3 where they differ: docs/decode.md\n"
 	      "      --no-root-join    sampling: leave frame-pointer stacks as the walk ended them\n"
 	      "      --partial         decode a truncated perf.data (a killed recorder) as far\n"
@@ -74,6 +78,7 @@ static void usage(FILE *f)
 	      "      --par-answers     -j: workers hand libipt's answers to the one stepper,\n"
 	      "                        not branch records (the older, slower way)\n"
 	      "  -s, --stats           print counts (records, AUX bytes, branches, gaps) to stderr\n"
+	      "                        (walk-check: also the trace segments it checked)\n"
 	      "  -h, --help            this help\n"
 	      "\n"
 	      "Limits (docs/limits.md): perf records as perf writes them; an AUXTRACE record\n"
@@ -147,7 +152,7 @@ static void input_failed(int ret, const char *in, const char *msg)
 
 enum { O_IMAGES = 256, O_NOIMG, O_PT, O_IMAGE, O_CPU, O_PID, O_TID, O_RECORDS,
        O_PARTIAL, O_DECODER, O_RESYNC, O_NOROOT, O_CHUNK, O_PARFB,
-       O_PARANS };
+       O_PARANS, O_PTTIME };
 
 /* The options with a value that set how PT is decoded: --cpu, --decoder,
  * --chunk-bytes, -j. */
@@ -248,6 +253,7 @@ int main(int argc, char **argv)
 		{"image", required_argument, NULL, O_IMAGE},
 		{"cpu", required_argument, NULL, O_CPU},
 		{"pid", required_argument, NULL, O_PID},
+		{"pt-timing", required_argument, NULL, O_PTTIME},
 		{"tid", required_argument, NULL, O_TID},
 		{"records", no_argument, NULL, O_RECORDS},
 		{"decoder", required_argument, NULL, O_DECODER},
@@ -266,7 +272,7 @@ int main(int argc, char **argv)
 	struct ptd_image_spec *images = NULL;
 	size_t nimages = 0;
 	const char *pt = NULL, *in = NULL;
-	int c, records = 0, stats = 0, fd, ret;
+	int c, records = 0, stats = 0, pttime = 0, fd, ret;
 
 	drv_init(argc, argv);
 	memset(&oc, 0, sizeof oc);
@@ -304,6 +310,15 @@ int main(int argc, char **argv)
 		case O_IMAGE:
 			add_image(&images, &nimages, optarg);
 			break;
+		case O_PTTIME: {
+			char x;
+			if (sscanf(optarg, "%u,%u,%u,%u%c", &opts.raw_mtc_freq, &opts.raw_ctc_num,
+				   &opts.raw_ctc_den, &opts.raw_nom_freq, &x) != 4 ||
+			    opts.raw_mtc_freq > 15 || opts.raw_nom_freq > 255)
+				drv_usage("bad --pt-timing %s (want MTC,EBX,EAX,NOM)", optarg);
+			pttime = 1;
+			break;
+		}
 		case O_PID:
 			opts.raw_pid = parse_id(optarg, "--pid");
 			break;
@@ -341,6 +356,8 @@ int main(int argc, char **argv)
 	in = drv_input(argc, argv, in);
 	if (nimages && !pt)
 		drv_usage("--image needs --pt");
+	if (pttime && !pt)
+		drv_usage("--pt-timing needs --pt");
 	if (pt && in)
 		drv_usage("--pt and a perf.data file are exclusive");
 	opts.images = images;
@@ -374,8 +391,12 @@ int main(int argc, char **argv)
 		drv_write_failed(&oc.out, oc.path, e == -MTEV_EIO ? NULL : mtev_strerror(-e));
 	mtev_writer_free(oc.w);
 	drv_out_commit(&oc.out, oc.path);
-	if (stats)
+	if (stats) {
 		print_stats(&st);
+		if (opts.walk_qry == 2) /* what was checked (not what libipt's stepper decoded) */
+			fprintf(stderr, "mt-decode: walk-check: checked=%" PRIu64 " trace segments\n",
+				st.walk_checked);
+	}
 	free(images);
 	return st.degraded || st.warnings ? MT_EXIT_DEGRADED : MT_EXIT_OK;
 }
