@@ -173,23 +173,21 @@ SEG='"$BIN/mt-segment" --symfs "$SYMFS" --no-waypoints'
 }
 
 # The truth of a run whose recording holds [150, 350] (cmp-truth-window.txt,
-# the truth's branches of the window: mt-compare's honest window).
+# the truth's branches of the window: mt-compare's honest window); another
+# truth or window by CMP_TRUTH, CMP_WINDOW.  cmp_run ACTUAL [ARGS...]
 cmp_run() {
-	"$BIN/mt-undump" "$G/cmp-truth.txt" > "$T/truth.mt"
-	"$BIN/mt-undump" "$G/cmp-truth-window.txt" > "$T/window.mt"
+	"$BIN/mt-undump" "$G/${CMP_TRUTH:-cmp-truth.txt}" > "$T/truth.mt"
+	"$BIN/mt-undump" "$G/${CMP_WINDOW:-cmp-truth-window.txt}" > "$T/window.mt"
 	"$BIN/mt-undump" "$G/$1" > "$T/actual.mt"
 	shift
 	run "$BIN/mt-compare" --truth-branches "$T/window.mt" "$@" "$T/truth.mt" "$T/actual.mt"
 }
 
 @test "compare: the honest window (the truth's) counts trace lost at a window's edge; --actual-window hides it" {
-	"$BIN/mt-undump" "$G/cmp-truth.txt" > "$T/truth.mt"
-	"$BIN/mt-undump" "$G/cmp-truth-window-early.txt" > "$T/window.mt"
-	"$BIN/mt-undump" "$G/cmp-exact.txt" > "$T/actual.mt"
 	# the recording holds [140, 350]; the actual begins at 150: main and a
 	# lost 10 of their 210 + 60 clipped ns (b: 50 more), and neither begins where the truth's
 	# window does
-	run "$BIN/mt-compare" --truth-branches "$T/window.mt" "$T/truth.mt" "$T/actual.mt"
+	CMP_WINDOW=cmp-truth-window-early.txt cmp_run cmp-exact.txt
 	echo "$output"
 	[[ "${lines[-1]}" == *" coverage=0.937500 exact_coverage=0.156250 "*" wrong=0 matched=1 truth=3 judged=3" ]]
 	# a truth named DIR/truth-spans.mt takes DIR/truth.mt as its branch stream
@@ -211,19 +209,15 @@ cmp_run() {
 }
 
 @test "compare: a gap is no coverage; a span joined across it over two calls is wrong" {
-	"$BIN/mt-undump" "$G/cmp-gap-truth.txt" > "$T/truth.mt"
-	"$BIN/mt-undump" "$G/cmp-gap-window.txt" > "$T/window.mt"
 	# f's two calls joined into one span across the gap [150, 350]: wrong,
 	# and it covers nothing (the old score: coverage 1, 0 wrong); main, live
 	# across the gap and joined across it, keeps its time there
-	"$BIN/mt-undump" "$G/cmp-gap-joined.txt" > "$T/actual.mt"
-	run "$BIN/mt-compare" --truth-branches "$T/window.mt" "$T/truth.mt" "$T/actual.mt"
+	CMP_TRUTH=cmp-gap-truth.txt CMP_WINDOW=cmp-gap-window.txt cmp_run cmp-gap-joined.txt
 	echo "$output"
 	[[ "${lines[-1]}" == *" coverage=0.833333 "*" joins=2 wrong_joins=1 wrong=1 matched=1 truth=3 judged=2" ]]
 	# not joined: each side covers what it recorded, none of the gap
 	# (100 of f's 200 ns lie in it)
-	"$BIN/mt-undump" "$G/cmp-gap-split.txt" > "$T/actual.mt"
-	run "$BIN/mt-compare" --truth-branches "$T/window.mt" "$T/truth.mt" "$T/actual.mt"
+	CMP_TRUTH=cmp-gap-truth.txt CMP_WINDOW=cmp-gap-window.txt cmp_run cmp-gap-split.txt
 	echo "$output"
 	[[ "${lines[-1]}" == *" coverage=0.916667 "*" joins=1 wrong_joins=0 wrong=0 "* ]]
 }
