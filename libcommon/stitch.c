@@ -910,7 +910,11 @@ static int decide(stitcher *s, struct sthr *t)
 				x->seq = UINT32_MAX;
 				s->st.revealed++;
 			}
-			gaplevel = t->L + (int32_t)(j0 + nj);
+			/* the gap span just above the last frame joined: the first
+			 * earlier frame beneath B's root not continued, else the
+			 * first facing pair not joined */
+			gaplevel = !under_root && outer < best_s ? t->h[t->g[outer]].level
+								 : t->L + (int32_t)(j0 + nj);
 			t->keep = best_s > 0 ? (size_t)best_s : 0;
 			if (best_s < 0)
 				t->gbot = t->L;
