@@ -507,6 +507,12 @@ static int add_root(segmenter *s, struct thr *t, uint64_t ip, int promoted)
 		      MTEV_SPAN_INFERRED_START))
 		return s->err;
 	t->fr[t->nfr - 1].promoted = (uint8_t)promoted;
+	/* a segment that begins inside a PLT stub: the frame is the stub's
+	 * target's, named at the jump out of stub code (classify_jump), as
+	 * for a call through a stub; stubs are never shown */
+	struct fn_info fi;
+	if (!promoted && s->o.fns && fnmap_lookup(s->o.fns, t->tid, ip, &fi) && fi.is_plt)
+		t->fr[t->nfr - 1].stub = 1;
 	/* its span may continue one of an earlier segment (mt-stitch) */
 	t->fr[t->nfr - 1].wp_open = 1;
 	if (promoted)
