@@ -246,15 +246,19 @@ static int tgt_add(segmenter *s, uint64_t a)
 	return a && hmap_put(&s->tgt, a, 0, 0) == HMAP_NONE ? -1 : 0;
 }
 
-/* Entry of the function containing @ip from ELF symbols; without them the
- * entry is unknowable (a call target below @ip may belong to another
- * function), so @ip itself stands for the function. */
+/* Entry of the function containing @ip from ELF symbols, else from the
+ * loader's pointer arrays (fnmap_pointer_entry: a stripped object's crtstuff
+ * functions); without them the entry is unknowable (a call target below @ip
+ * may belong to another function), so @ip itself stands for the function. */
 static uint64_t func_entry(segmenter *s, const struct thr *t, uint64_t ip)
 {
 	struct fn_info fi;
+	uint64_t e;
 	/* a .cold part's frame is its function's (fnmap_owner) */
 	if (fnmap_owner(s->o.fns, t->tid, ip, &fi) || fnmap_lookup(s->o.fns, t->tid, ip, &fi))
 		return fi.entry;
+	if (fnmap_pointer_entry(s->o.fns, t->tid, ip, &e))
+		return e;
 	return ip;
 }
 
