@@ -240,10 +240,13 @@ static int tgt_has(const segmenter *s, uint64_t a)
 	return a && hmap_get(&s->tgt, a, 0) != HMAP_NONE;
 }
 
-/* 0, or -1 out of memory. */
-static int tgt_add(segmenter *s, uint64_t a)
+/* 0, or -1 out of memory.  Most calls target a function called before:
+ * the inline look-up first, hmap_put (a call) only for a new target. */
+static inline int tgt_add(segmenter *s, uint64_t a)
 {
-	return a && hmap_put(&s->tgt, a, 0, 0) == HMAP_NONE ? -1 : 0;
+	if (!a || hmap_get(&s->tgt, a, 0) != HMAP_NONE)
+		return 0;
+	return hmap_put(&s->tgt, a, 0, 0) == HMAP_NONE ? -1 : 0;
 }
 
 /* Entry of the function containing @ip from ELF symbols; without them the
