@@ -97,6 +97,10 @@ struct thr {
 	uint64_t rbase;
 	uint64_t ilo, ihi; /* without rbits: [ilo, ihi) is all inline (iin) or */
 	int iin;	   /* none of it is (in_inline's last answer; frame rfi) */
+	/* frame rfi is a function's (FK_FUNC) whose range is known and has
+	 * no inline ranges: [qlo, qhi) is that range, where inline_cross has
+	 * nothing to do; else empty */
+	uint64_t qlo, qhi;
 
 	/* for wp_keep: the levels of the frames that ended in the run at
 	 * pop_run, and the children begun in the run at kid_run (parent frame,
@@ -624,6 +628,9 @@ static inline __attribute__((always_inline)) int frame_range(segmenter *s, struc
 	t->ilo = t->ihi = 0;
 	*lo = t->rlo = c->lo;
 	*hi = t->rhi = c->hi;
+	int quiet = f->kind == FK_FUNC && c->ok && !(c->dw && c->ninl);
+	t->qlo = quiet ? c->lo : 0;
+	t->qhi = quiet ? c->hi : 0;
 	return c->ok;
 }
 
@@ -1771,7 +1778,11 @@ static int do_branch(segmenter *s, const struct mtev_rec *r)
 	unsigned type = r->br.type;
 	uint64_t lin = t->lin;
 	t->lin = r->br.to;
+	/* inline_cross, unless frame_range's cache says it has nothing to do
+	 * (qlo, qhi: the run lies in a function without inline ranges) */
 	if (lin && r->br.from > lin && t->nstk && !s->o.no_waypoints &&
+	    !(t->stk[t->nstk - 1] == t->rfi && t->rgen == s->gen && lin >= t->qlo &&
+	      r->br.from < t->qhi) &&
 	    inline_cross(s, t, lin, r->br.from))
 		return s->err;
 	/* the common case first: a jump inside the current function leaves
