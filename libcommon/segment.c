@@ -1780,11 +1780,21 @@ static int do_branch(segmenter *s, const struct mtev_rec *r)
 	t->lin = r->br.to;
 	/* inline_cross, unless frame_range's cache says it has nothing to do
 	 * (qlo, qhi: the run lies in a function without inline ranges) */
-	if (lin && r->br.from > lin && t->nstk && !s->o.no_waypoints &&
-	    !(t->stk[t->nstk - 1] == t->rfi && t->rgen == s->gen && lin >= t->qlo &&
-	      r->br.from < t->qhi) &&
-	    inline_cross(s, t, lin, r->br.from))
-		return s->err;
+	if (lin && r->br.from > lin && t->nstk && !s->o.no_waypoints) {
+		if (t->stk[t->nstk - 1] == t->rfi && t->rgen == s->gen && lin >= t->qlo &&
+		    r->br.from < t->qhi) {
+			/* and a jump inside that function, without DWARF: both
+			 * waypoints left out (the fast path below, its range
+			 * and the top frame's known here) */
+			if ((type == MTEV_BR_JCC || type == MTEV_BR_JUMP) && t->run_k <= 1 && !t->rdw &&
+			    r->br.to && r->br.to >= t->rlo && r->br.to < t->rhi) {
+				s->st.wp_elided += 2;
+				return 0;
+			}
+		} else if (inline_cross(s, t, lin, r->br.from)) {
+			return s->err;
+		}
+	}
 	/* the common case first: a jump inside the current function leaves
 	 * two waypoints and nothing else (what do_jump does for it) */
 	if ((type == MTEV_BR_JCC || type == MTEV_BR_JUMP) && t->nstk && t->run_k <= 1 &&
