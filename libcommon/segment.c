@@ -436,8 +436,10 @@ static void kid_note(struct thr *t, uint32_t parent, uint64_t cs)
 	}
 }
 
-static int new_frame(segmenter *s, struct thr *t, uint8_t kind, uint64_t func, uint64_t callsite,
-		     uint64_t begin, int32_t level, uint16_t flags)
+static inline __attribute__((always_inline)) int new_frame(segmenter *s, struct thr *t,
+							   uint8_t kind, uint64_t func,
+							   uint64_t callsite, uint64_t begin,
+							   int32_t level, uint16_t flags)
 {
 	if (t->nfr == t->capfr && mt_grow((void **)&t->fr, &t->capfr, t->nfr + 1, sizeof *t->fr))
 		return s->err = -SEG_ENOMEM;
