@@ -529,7 +529,8 @@ static int ensure_root(segmenter *s, struct thr *t, uint64_t ip)
 }
 
 /* Synthetic frames left open by a lost sysret/iret/trace-start. */
-static int close_synthetic(segmenter *s, struct thr *t, uint64_t time)
+static __attribute__((noinline)) int close_synthetic_slow(segmenter *s, struct thr *t,
+							  uint64_t time)
 {
 	struct frame *f;
 	while ((f = top(t)) && f->kind >= FK_SYSCALL) {
@@ -538,6 +539,13 @@ static int close_synthetic(segmenter *s, struct thr *t, uint64_t time)
 			return s->err;
 	}
 	return 0;
+}
+
+/* The same: none, mostly (no call then). */
+static inline int close_synthetic(segmenter *s, struct thr *t, uint64_t time)
+{
+	const struct frame *f = top(t);
+	return f && f->kind >= FK_SYSCALL ? close_synthetic_slow(s, t, time) : 0;
 }
 
 static int is_cold_part(const char *name)
