@@ -778,7 +778,8 @@ static inline __attribute__((always_inline)) int wp_pair_if(segmenter *s, struct
 }
 
 /* @cs: @addr is the call site of a child the top frame begins now (wp_needed) */
-static inline int waypoint_at(segmenter *s, struct thr *t, uint64_t addr, int cs)
+static inline __attribute__((always_inline)) int waypoint_at(segmenter *s, struct thr *t,
+								uint64_t addr, int cs)
 {
 	if (s->o.no_waypoints || !addr || !wp_wanted(s, t, addr, cs))
 		return 0;
