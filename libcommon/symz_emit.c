@@ -100,7 +100,8 @@ static int write_symbols(struct ctx *c, mtev_writer *wr)
 }
 
 /* Writes node @x (its depth set). */
-static int emit_node(struct ctx *c, mtev_writer *wr, uint32_t x)
+static inline __attribute__((always_inline)) int emit_node(struct ctx *c, mtev_writer *wr,
+							   uint32_t x)
 {
 	const struct node *nd = ND(c, x);
 	const struct inode *in = x & INL ? &c->inodes[x & ~INL] : NULL;
@@ -152,7 +153,7 @@ static uint32_t open_child(const struct ctx *c, uint32_t si, uint32_t x)
 	return NONE;
 }
 
-static int path_push(struct ctx *c, uint32_t x)
+static inline int path_push(struct ctx *c, uint32_t x)
 {
 	if (c->npath == c->cappath && mt_grow((void **)&c->path, &c->cappath, c->npath + 1, sizeof *c->path) < 0)
 		return -MTEV_ENOMEM;
@@ -173,7 +174,7 @@ int node_done(struct ctx *c, uint32_t x, uint32_t si, uint64_t lim)
 }
 
 /* A written node is done: its slot is free. */
-static void node_release(struct ctx *c, uint32_t x)
+static inline void node_release(struct ctx *c, uint32_t x)
 {
 	if (x & INL) {
 		inode_release(c, x);
