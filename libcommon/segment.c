@@ -1752,7 +1752,7 @@ static int inline_cross(segmenter *s, struct thr *t, uint64_t lin, uint64_t from
 	return 0;
 }
 
-static __attribute__((noinline)) int do_branch(segmenter *s, const struct mtev_rec *r)
+static int do_branch(segmenter *s, const struct mtev_rec *r)
 {
 	struct thr *t = get_thr(s, r->br.tid);
 	if (!t)
@@ -1893,55 +1893,12 @@ static __attribute__((noinline)) int do_branch(segmenter *s, const struct mtev_r
 	return 0;
 }
 
-/* A branch that do_branch would end at its first fast path (a jump inside
- * a function without DWARF, in the run frame_range's cache covers, on the
- * thread of the record before, at a time that closes no buffered run), or
- * 0 with nothing changed.  Only compares before any store, and no call: no
- * register to save for most branches. */
-static inline __attribute__((always_inline)) int branch_quick(segmenter *s,
-							       const struct mtev_rec *r)
-{
-	struct thr *t = s->last;
-	if (!t || t->tid != r->br.tid || !t->active || s->o.no_waypoints || !t->nstk)
-		return 0;
-	uint64_t time = r->br.time, from = r->br.from, to = r->br.to, lin = t->lin;
-	unsigned type = r->br.type;
-	if ((type != MTEV_BR_JCC && type != MTEV_BR_JUMP) || time < t->last_time || !lin ||
-	    from <= lin || !to)
-		return 0;
-	int same = time == t->run_time;
-	if (same ? t->run_k > 1 : t->nrun != 0)
-		return 0;
-	if (t->stk[t->nstk - 1] != t->rfi || t->rgen != s->gen || t->rdw || lin < t->qlo ||
-	    from >= t->qhi || to < t->rlo || to >= t->rhi)
-		return 0;
-	s->st.branches++;
-	if (!same) {
-		t->run_k = 0;
-		t->run_time = time;
-	}
-	t->last_time = time;
-	t->lin = to;
-	s->st.wp_elided += 2;
-	return 1;
-}
-
-static __attribute__((noinline)) int seg_feed_other(segmenter *s, const struct mtev_rec *r);
-
 int seg_feed(segmenter *s, const struct mtev_rec *r)
 {
 	if (s->err)
 		return s->err;
-	if (__builtin_expect(r->kind == MTEV_BRANCH, 1)) {
-		if (branch_quick(s, r))
-			return 0;
+	if (__builtin_expect(r->kind == MTEV_BRANCH, 1))
 		return do_branch(s, r);
-	}
-	return seg_feed_other(s, r);
-}
-
-static int seg_feed_other(segmenter *s, const struct mtev_rec *r)
-{
 	switch (r->kind) {
 	case MTEV_GAP: {
 		struct thr *t = get_thr(s, r->gap.tid);
