@@ -1792,8 +1792,9 @@ static int do_branch(segmenter *s, const struct mtev_rec *r)
 	/* inline_cross, unless frame_range's cache says it has nothing to do
 	 * (qlo, qhi: the run lies in a function without inline ranges) */
 	if (lin && r->br.from > lin && t->nstk && !s->o.no_waypoints) {
-		if (t->stk[t->nstk - 1] == t->rfi && t->rgen == s->gen && lin >= t->qlo &&
-		    r->br.from < t->qhi) {
+		/* qhi first: 0 (nothing quiet) with --all-waypoints */
+		if (r->br.from < t->qhi && lin >= t->qlo && t->stk[t->nstk - 1] == t->rfi &&
+		    t->rgen == s->gen) {
 			/* and a jump inside that function, without DWARF: both
 			 * waypoints left out (the fast path below, its range
 			 * and the top frame's known here) */
