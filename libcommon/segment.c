@@ -1513,6 +1513,8 @@ static int emit_wprun_before(segmenter *s, struct thr *t, struct wpout *c, uint6
 
 static inline int emit_wps(segmenter *s, struct thr *t, struct wpout *c, uint64_t limit)
 {
+	if (!c->have || c->time >= limit) /* both's first test: mostly, no call */
+		return 0;
 	return s->o.wprun ? emit_wprun_before(s, t, c, limit) : emit_wps_before(s, t, c, limit);
 }
 
