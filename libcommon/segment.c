@@ -1282,7 +1282,8 @@ static int emit(segmenter *s, const struct mtev_rec *r)
 	return 0;
 }
 
-static int emit_span(segmenter *s, struct thr *t, const struct frame *f)
+static inline __attribute__((always_inline)) int emit_span(segmenter *s, struct thr *t,
+							   const struct frame *f)
 {
 	struct mtev_rec r;
 	memset(&r, 0, sizeof r);
