@@ -1001,7 +1001,7 @@ static int begin_segment(stitcher *s, struct sthr *t, uint32_t index, uint64_t b
 
 /* Spans and waypoints before any segment record: an implicit segment
  * beginning at the first of them (earlier waypoints move it back). */
-static int cur_seg(stitcher *s, struct sthr *t, uint64_t time)
+static inline int cur_seg(stitcher *s, struct sthr *t, uint64_t time)
 {
 	if (!t->nseg)
 		return begin_segment(s, t, 0, time, time, 0, 1);
