@@ -789,7 +789,8 @@ static inline __attribute__((always_inline)) int waypoint_at(segmenter *s, struc
 	return run_add(s, t, RUN_WP, addr, level);
 }
 
-static inline int waypoint(segmenter *s, struct thr *t, uint64_t addr)
+static inline __attribute__((always_inline)) int waypoint(segmenter *s, struct thr *t,
+							     uint64_t addr)
 {
 	return waypoint_at(s, t, addr, 0);
 }
