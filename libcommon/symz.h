@@ -472,8 +472,6 @@ int try_close_slow(struct ctx *c, uint32_t si, uint64_t now);
 void attach_ready(struct ctx *c, struct thr *t);
 
 /* symz_emit.c */
-/* Node @x (of span @si) can get no more children before @lim. */
-int node_done(struct ctx *c, uint32_t x, uint32_t si, uint64_t lim);
 /* Writes what has settled, frees what is done.  0 or -MTEV_E*. */
 int emit_round(struct ctx *c, mtev_writer *wr);
 

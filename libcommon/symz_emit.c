@@ -163,7 +163,7 @@ static inline int path_push(struct ctx *c, uint32_t x)
 
 /* Node @x (of span @si), written, with no child left to write, can get no
  * more children: no later node can begin before @lim. */
-int node_done(struct ctx *c, uint32_t x, uint32_t si, uint64_t lim)
+static inline int node_done(struct ctx *c, uint32_t x, uint32_t si, uint64_t lim)
 {
 	if (x & INL) {
 		const struct inode *in = &c->inodes[x & ~INL];
