@@ -503,6 +503,8 @@ static int pop_to(segmenter *s, struct thr *t, size_t n, uint64_t time)
 	return 0;
 }
 
+static inline const struct rcache *fn_lookup(segmenter *s, struct thr *t, uint64_t addr);
+
 /* The frame that was live when the segment began (or that a return
  * revealed): begins at the segment start. */
 static int add_root(segmenter *s, struct thr *t, uint64_t ip, int promoted)
@@ -514,6 +516,13 @@ static int add_root(segmenter *s, struct thr *t, uint64_t ip, int promoted)
 	t->fr[t->nfr - 1].promoted = (uint8_t)promoted;
 	/* its span may continue one of an earlier segment (mt-stitch) */
 	t->fr[t->nfr - 1].wp_open = 1;
+	if (s->o.fns) {
+		/* trace that resumes in PLT stub code (a resync or a trace-start
+		 * inside a stub's lazy path) runs in the frame of the stub's
+		 * target: named at the jump out, as after a call to a stub */
+		const struct rcache *c = fn_lookup(s, t, ip);
+		t->fr[t->nfr - 1].stub = (uint8_t)(c->ok && c->is_plt);
+	}
 	if (promoted)
 		s->st.promoted++;
 	return 0;

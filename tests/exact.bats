@@ -99,6 +99,45 @@ stub_hits() {
 	done
 }
 
+@test "PLT stubs: snapshots that begin inside a stub's lazy-binding path (the stub's jmp, its push, its jmp to PLT0, PLT0) name that frame after the stub's target, as a call through the stub does" {
+	# the run's first lazy resolution (in the qsort run, one of libc's own
+	# .plt entries): the jump through the stub's GOT slot to the push right
+	# behind it (the binding is not known yet)
+	replay qsort "$T/q"
+	stub_ranges "$T/q" >"$T/stubs"
+	line=$("$BIN/mt-dump" -k branch "$T/q/truth.mt" | awk -v r="$T/stubs" '
+			BEGIN { while ((getline l < r) > 0) { split(l, a, " "); n++; lo[n] = a[1]; hi[n] = a[2] } }
+			function hex(s,  i, c, v) { s = tolower(s); sub(/^0x/, "", s); v = 0
+				for (i = 1; i <= length(s); i++) { c = index("0123456789abcdef", substr(s, i, 1)) - 1; v = v * 16 + c }
+				return v }
+			function inr(a,  i) { for (i = 1; i <= n; i++) if (a >= lo[i] && a < hi[i]) return 1; return 0 }
+			/type=jump/ { f = t = ""; for (i = 1; i <= NF; i++) { if ($i ~ /^from=/) f = hex(substr($i, 6)); if ($i ~ /^to=/) t = hex(substr($i, 4)); if ($i ~ /^time=/) tm = substr($i, 6) }
+				if (inr(f) && inr(t) && t > f && t - f < 16) { print tm; exit } }')
+	[ -n "$line" ]
+	# the smallest window that still holds that jump: bisect (the window's
+	# first record moves back as it grows)
+	first_time() { replay qsort "$T/w" --window "$1"; "$BIN/mt-dump" -k branch "$T/w/truth.mt" | head -1 | sed 's/.*time=\([0-9]*\).*/\1/'; }
+	lo=1000 hi=$("$BIN/mt-dump" -k branch "$T/q/truth.mt" | wc -l)
+	hi=$((hi * 20))
+	[ "$(first_time $hi)" -le "$line" ]
+	while [ $((hi - lo)) -gt 1 ]; do
+		m=$(((lo + hi) / 2))
+		if [ "$(first_time $m)" -gt "$line" ]; then lo=$m; else hi=$m; fi
+	done
+	# windows beginning at PLT0's jump, in PLT0, at the stub's jmp to PLT0,
+	# at its push, at its jmp through the GOT, and just before the call
+	instub=0
+	for n in $((hi - 3)) $((hi - 2)) $((hi - 1)) $hi $((hi + 1)) $((hi + 2)); do
+		replay qsort "$T/w" --window $n
+		"$BIN/mt-dump" -k branch "$T/w/truth.mt" | head -1
+		"$BIN/mt-dump" -k branch "$T/w/truth.mt" | head -1 | stub_hits "$T/stubs" | grep -q . && instub=$((instub + 1))
+		judge "$T/w" truth
+		judge "$T/w" decode
+	done
+	echo "windows beginning in stub code: $instub"
+	[ "$instub" -ge 4 ]
+}
+
 @test ".cold landing pads: the -O2 exception program (landing pads in f [clone .cold], entered by the unwinder) exact like its -O0 build" {
 	nm "$P/except" | grep -q '\.cold$'
 	for p in except except_O0; do
