@@ -381,12 +381,74 @@ static size_t recorded(const struct spanset *actual, const struct sc_win *w, uin
 	return n / 2;
 }
 
+/* Is truth span @x live from the start @ab of a stretch of window @w (began
+ * before it: before the window, clipped there, or live when the truth
+ * began), and up to its end @ae (ended after it; after the window: clipped
+ * there)? */
+static int live_from(const struct sc_span *x, const struct sc_win *w, uint64_t ab)
+{
+	return ab > w->begin ? x->begin < ab
+			     : (x->cflags & SC_BEFORE) ||
+				       (x->begin == ab && (x->flags & MTEV_SPAN_INFERRED_START));
+}
+
+static int live_to(const struct sc_span *x, const struct sc_win *w, uint64_t ae)
+{
+	return ae < w->end ? x->end > ae : (x->cflags & SC_AFTER) != 0;
+}
+
+static int by_begin(const void *a, const void *b)
+{
+	const struct sc_span *x = *(const struct sc_span *const *)a, *y = *(const struct sc_span *const *)b;
+	return x->begin < y->begin ? -1 : x->begin > y->begin;
+}
+
+/* Is depth @d of window @w's thread held without a break across the
+ * stretch [@ab, @ae] by truth frames that follow one another at the same
+ * instant (a tail call: the jump ends one frame where the next begins, so
+ * the frame beneath executes nothing)?  1 yes, 0 no, -ENOMEM. */
+static int chained(const struct work *W, const struct sc_win *w, uint32_t d, uint64_t ab,
+		   uint64_t ae)
+{
+	size_t n = 0;
+	for (size_t j = 0; j < W->nT; j++)
+		n += W->T[j].tid == w->tid && W->T[j].depth == d && W->T[j].end >= ab &&
+		     W->T[j].begin <= ae;
+	if (!n)
+		return 0;
+	const struct sc_span **v = malloc(n * sizeof *v);
+	if (!v)
+		return -ENOMEM;
+	n = 0;
+	for (size_t j = 0; j < W->nT; j++)
+		if (W->T[j].tid == w->tid && W->T[j].depth == d && W->T[j].end >= ab &&
+		    W->T[j].begin <= ae)
+			v[n++] = &W->T[j];
+	qsort(v, n, sizeof *v, by_begin);
+	int ok = 0;
+	size_t j = 0;
+	while (j < n && !live_from(v[j], w, ab))
+		j++;
+	if (j < n) {
+		const struct sc_span *cur = v[j];
+		while (!(ok = live_to(cur, w, ae))) {
+			while (j < n && v[j]->begin < cur->end)
+				j++;
+			if (j == n || v[j]->begin != cur->end)
+				break;
+			cur = v[j];
+		}
+	}
+	free(v);
+	return ok;
+}
+
 /* How many outer frames of each window's thread no recorded trace can see
  * (into W->hid): depth k is hidden when, in every stretch the actual result
- * recorded (recorded()), a truth frame of depth k and one of depth k + 1
- * are live across it: such frames executed nothing there.  Live across a
- * stretch: began before it (before the window: clipped there, or live when
- * the truth began) and ended after it (after the window: clipped there). */
+ * recorded (recorded()), one truth frame of depth k is live across it
+ * (live_from, live_to) and depth k + 1 is held across it by one frame or by
+ * frames that tail-call one another (chained()): such a depth-k frame
+ * executed nothing there. */
 static int covering(struct work *W, const struct spanset *actual)
 {
 	W->hid = calloc(actual->nwin + 1, sizeof *W->hid);
@@ -403,22 +465,22 @@ static int covering(struct work *W, const struct spanset *actual)
 			const struct sc_span *x = &W->T[j];
 			if (x->tid != w->tid || x->depth >= 64)
 				continue;
-			for (size_t k = 0; k < ns; k++) {
-				uint64_t ab = st[2 * k], ae = st[2 * k + 1];
-				int b = ab > w->begin ? x->begin < ab
-						      : (x->cflags & SC_BEFORE) ||
-								(x->begin == ab &&
-								 (x->flags & MTEV_SPAN_INFERRED_START));
-				int e = ae < w->end ? x->end > ae : (x->cflags & SC_AFTER) != 0;
-				if (b && e)
+			for (size_t k = 0; k < ns; k++)
+				if (live_from(x, w, st[2 * k]) && live_to(x, w, st[2 * k + 1]))
 					mask[k] |= 1ull << x->depth;
-			}
 		}
 		uint32_t k = 0;
 		for (;;) {
 			int all = ns > 0 && k + 1 < 64;
-			for (size_t z = 0; z < ns && all; z++)
-				all = (mask[z] >> k & 3) == 3;
+			for (size_t z = 0; z < ns && all; z++) {
+				all = (mask[z] >> k & 1) != 0;
+				if (all && !(mask[z] >> (k + 1) & 1)) {
+					int c = chained(W, w, k + 1, st[2 * z], st[2 * z + 1]);
+					if (c < 0)
+						return c;
+					all = c;
+				}
+			}
 			if (!all)
 				break;
 			k++;
