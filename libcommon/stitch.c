@@ -362,25 +362,32 @@ static int done_has(const struct sthr *t, int32_t level, uint64_t func)
 	return t->capdone && func && t->done[done_slot(t, done_key(level, func))];
 }
 
+/* done_add's table, twice the size (or its first). */
+static __attribute__((noinline)) int done_grow(stitcher *s, struct sthr *t)
+{
+	size_t nc = t->capdone ? 2 * t->capdone : 256;
+	uint64_t *o = t->done, *n = calloc(nc, sizeof *n);
+	if (!n)
+		return s->err = -STITCH_ENOMEM;
+	size_t oc = t->capdone;
+	t->done = n;
+	t->capdone = nc;
+	for (size_t i = 0; i < oc; i++)
+		if (o[i])
+			t->done[done_slot(t, o[i])] = o[i];
+	free(o);
+	return 0;
+}
+
 /* Notes a completed activation (span @x, its level the group's). */
-static int done_add(stitcher *s, struct sthr *t, const struct hspan *x)
+static inline __attribute__((always_inline)) int done_add(stitcher *s, struct sthr *t,
+							   const struct hspan *x)
 {
 	if (!x->func || (x->flags & MTEV_SPAN_OPEN_AT_END))
 		return 0;
 	uint64_t k = done_key(x->level, x->func);
-	if (2 * (t->ndone + 1) > t->capdone) {
-		size_t nc = t->capdone ? 2 * t->capdone : 256;
-		uint64_t *o = t->done, *n = calloc(nc, sizeof *n);
-		if (!n)
-			return s->err = -STITCH_ENOMEM;
-		size_t oc = t->capdone;
-		t->done = n;
-		t->capdone = nc;
-		for (size_t i = 0; i < oc; i++)
-			if (o[i])
-				t->done[done_slot(t, o[i])] = o[i];
-		free(o);
-	}
+	if (2 * (t->ndone + 1) > t->capdone && done_grow(s, t))
+		return s->err;
 	size_t i = done_slot(t, k);
 	t->ndone += !t->done[i];
 	t->done[i] = k;
@@ -1023,7 +1030,7 @@ static int begin_segment(stitcher *s, struct sthr *t, uint32_t index, uint64_t b
 
 /* Spans and waypoints before any segment record: an implicit segment
  * beginning at the first of them (earlier waypoints move it back). */
-static int cur_seg(stitcher *s, struct sthr *t, uint64_t time)
+static inline int cur_seg(stitcher *s, struct sthr *t, uint64_t time)
 {
 	if (!t->nseg)
 		return begin_segment(s, t, 0, time, time, 0, 1);
