@@ -61,28 +61,28 @@ NICE="nice -n 10"
 # exits 1 and its outputs cover the run up to the cut): "whole" is that run.
 programs() {
 	cat <<'EOF'
-ls	400000	-	/usr/bin/ls -l /usr/bin
-sort	400000	-	/usr/bin/sort @IN@/words.txt
-gzip	400000	-	/usr/bin/gzip -c @IN@/words.txt
-gunzip	400000	-	/usr/bin/gzip -dc @IN@/words.txt.gz
-grep-r	400000	-	/usr/bin/grep -r -n fo @IN@/tree
-sed	400000	-	/usr/bin/sed -e s/a/A/g -e /9/d @IN@/words.txt
-awk	400000	-	/usr/bin/awk {s+=length($0)}END{print(s)} @IN@/words.txt
-find	400000	-	/usr/bin/find @IN@/tree -name *.txt
-tar	400000	-	/usr/bin/tar -cf - -C $IN tree
-bzip2	400000	-	/usr/bin/bzip2 -c @IN@/words.txt
-xz	400000	-	/usr/bin/xz -c -0 @IN@/words.txt
-md5sum	400000	-	/usr/bin/md5sum @IN@/words.txt
-diff	400000	-	/usr/bin/diff @IN@/words.txt @IN@/words2.txt
-bc	400000	-	/usr/bin/bc -l @IN@/calc.bc
-jq	400000	-	/usr/bin/jq .a[2].b @IN@/doc.json
-python3	400000	--start-at PyRun_SimpleStringFlags	/usr/bin/python3.11 -c print(sorted({i*7%13:i~for~i~in~range(50)}.items())[:3])
-perl	400000	--start-at perl_run	/usr/bin/perl -e my%h;$h{$_%17}+=$_~for~1..300;print(join(",",sort{$a<=>$b}keys%h),"\n")
-sqlite3	400000	-	/usr/bin/sqlite3 :memory: create~table~t(a,b);insert~into~t~values(1,2),(3,4);select~sum(a*b)~from~t;
-cxx-containers	400000	--start-at main	@O@/bin/cxx-containers 400
-cxx-iostream	400000	--start-at main	@O@/bin/cxx-iostream 150
-cxx-except	400000	--start-at main	@O@/bin/cxx-except 120
-rust-collect	400000	--start-at main	@O@/bin/rust-collect 300
+ls	2000000	-	/usr/bin/ls -l /usr/bin
+sort	2000000	-	/usr/bin/sort @IN@/words.txt
+gzip	2000000	-	/usr/bin/gzip -c @IN@/words.txt
+gunzip	2000000	-	/usr/bin/gzip -dc @IN@/words.txt.gz
+grep-r	2000000	-	/usr/bin/grep -r -n fo @IN@/tree
+sed	2000000	-	/usr/bin/sed -e s/a/A/g -e /9/d @IN@/words.txt
+awk	2000000	-	/usr/bin/awk {s+=length($0)}END{print(s)} @IN@/words.txt
+find	2000000	-	/usr/bin/find @IN@/tree -name *.txt
+tar	2000000	-	/usr/bin/tar -cf - -C $IN tree
+bzip2	2000000	-	/usr/bin/bzip2 -c @IN@/words.txt
+xz	2000000	-	/usr/bin/xz -c -0 @IN@/words.txt
+md5sum	2000000	-	/usr/bin/md5sum @IN@/words.txt
+diff	2000000	-	/usr/bin/diff @IN@/words.txt @IN@/words2.txt
+bc	2000000	-	/usr/bin/bc -l @IN@/calc.bc
+jq	2000000	-	/usr/bin/jq .a[2].b @IN@/doc.json
+python3	2000000	--start-at PyRun_SimpleStringFlags	/usr/bin/python3.11 -c print(sorted({i*7%13:i~for~i~in~range(50)}.items())[:3])
+perl	2000000	--start-at perl_run	/usr/bin/perl -e my%h;$h{$_%17}+=$_~for~1..300;print(join(",",sort{$a<=>$b}keys%h),"\n")
+sqlite3	2000000	-	/usr/bin/sqlite3 :memory: create~table~t(a,b);insert~into~t~values(1,2),(3,4);select~sum(a*b)~from~t;
+cxx-containers	2000000	--start-at main	@O@/bin/cxx-containers 400
+cxx-iostream	2000000	--start-at main	@O@/bin/cxx-iostream 150
+cxx-except	2000000	--start-at main	@O@/bin/cxx-except 120
+rust-collect	2000000	--start-at main	@O@/bin/rust-collect 300
 EOF
 }
 
@@ -134,7 +134,7 @@ stage_step() {
 		# shellcheck disable=SC2086
 		(cd "$IN" && $NICE "$B/mt-ptsim" --stats --max-insns "${CORPUS_MAX:-$max}" $opts \
 			--save-run "$O/runs/$name.run.tmp" -o "$O/$name/whole" -- "$@" \
-			>"$O/$name/stdout.txt" 2>"$O/$name/ptsim.err")
+			</dev/null >"$O/$name/stdout.txt" 2>"$O/$name/ptsim.err")
 		rc=$?
 		if [ $rc -le 1 ] && [ -f "$O/$name/whole/truth-spans.mt" ]; then
 			mv "$O/runs/$name.run.tmp" "$O/runs/$name.run"

@@ -38,6 +38,7 @@ cg() { # name, command...
 }
 cg bare "$BARE" bare "$D/perf.data" "$D/images"
 cg decode bin/mt-decode --buildid-dir "$D/images" -o /dev/null "$D/perf.data"
+cg walk bin/mt-decode --decoder walk --buildid-dir "$D/images" -o /dev/null "$D/perf.data"
 cg segment bin/mt-segment -i "$TMP/dec.mt" -o /dev/null
 cg stitch bin/mt-stitch -i "$TMP/seg.mt" -o /dev/null
 cg segstitch bin/mt-segment --stitch -i "$TMP/dec.mt" -o /dev/null
@@ -49,12 +50,13 @@ cg symbolize_all bin/mt-symbolize --images "$D/images" --cache-dir "$TMP/cache" 
 v() { cat "$TMP/$1.ir"; }
 echo "bench/instructions.sh: $(date -u '+%Y-%m-%d %H:%M UTC'), trace $D: $N instructions of $BIN,"
 echo "  $BR branches -> $NSP spans + $NWP waypoints ($NWPA with --all-waypoints); callgrind instruction counts (millions)"
-awk -v br="$BR" -v bare="$(v bare)" -v dec="$(v decode)" -v seg="$(v segment)" -v st="$(v stitch)" \
+awk -v br="$BR" -v bare="$(v bare)" -v dec="$(v decode)" -v walk="$(v walk)" -v seg="$(v segment)" -v st="$(v stitch)" \
 	-v ss="$(v segstitch)" -v sym="$(v symbolize)" -v wr="$(v write)" \
 	-v ssa="$(v segstitch_all)" -v syma="$(v symbolize_all)" 'BEGIN {
-	printf "\n| what | M instructions | per branch | vs mt-decode |\n|---|---:|---:|---:|\n"
+	printf "\n| what | M instructions | per branch | vs mt-decode | vs bare loop |\n|---|---:|---:|---:|---:|\n"
 	row("bare libipt block-decoder loop", bare)
 	row("mt-decode", dec)
+	row("mt-decode --decoder walk", walk)
 	row("mt-segment", seg)
 	row("mt-stitch", st)
 	row("mt-segment --stitch", ss)
@@ -65,7 +67,13 @@ awk -v br="$BR" -v bare="$(v bare)" -v dec="$(v decode)" -v seg="$(v segment)" -
 	row("mt-segment --stitch --all-waypoints", ssa)
 	row("mt-symbolize of that (warm cache)", syma)
 	row("pipeline: decode, segment --stitch --all-waypoints, symbolize, write", dec + ssa + syma + wr)
+	row("pipeline: decode --decoder walk, segment, stitch, symbolize, write", walk + seg + st + sym + wr)
+	row("pipeline: decode --decoder walk, segment --stitch, symbolize, write", walk + ss + sym + wr)
+	row("pipeline: decode --decoder walk, segment --stitch --all-waypoints, symbolize, write", walk + ssa + syma + wr)
 	printf "\nmt-decode vs the bare loop: %.3fx (goal >= 0.7x); pipeline vs mt-decode: %.2fx, with --stitch %.2fx, with --all-waypoints %.2fx (goal <= 2x)\n",
 		bare / dec, (dec + seg + st + sym + wr) / dec, (dec + ss + sym + wr) / dec, (dec + ssa + syma + wr) / dec
+	printf "pipeline vs the bare loop (issue 20: goal <= 1.5x): libipt path %.2fx, with --stitch %.2fx; walk %.2fx, with --stitch %.2fx, with --all-waypoints %.2fx\n",
+		(dec + seg + st + sym + wr) / bare, (dec + ss + sym + wr) / bare,
+		(walk + seg + st + sym + wr) / bare, (walk + ss + sym + wr) / bare, (walk + ssa + syma + wr) / bare
 }
-function row(what, n) { printf "| %s | %.1f | %.0f | %.2fx |\n", what, n / 1e6, n / br, n / dec }'
+function row(what, n) { printf "| %s | %.1f | %.0f | %.2fx | %.2fx |\n", what, n / 1e6, n / br, n / dec, n / bare }'

@@ -5,6 +5,7 @@
 #include "elfinfo.h"
 #include "imgfind.h"
 
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -25,6 +26,11 @@ struct fnfile {
 	struct elfinfo ei;
 	struct dwcov dw; /* what DWARF covers (read on the first lookup) */
 	int dw_state;	 /* 0 not read, 1 read */
+	/* function entries no symbol or FDE may name (array_entries): file
+	 * addresses, sorted, distinct; read on the first lookup that needs them */
+	uint64_t *ent;
+	size_t nent;
+	int ent_state; /* 0 not read, 1 read */
 };
 
 struct fnmapping {
@@ -61,6 +67,7 @@ void fnmap_free(struct fnmap *m)
 		if (m->files[i].state == 1)
 			elfinfo_fini(&m->files[i].ei);
 		dwcov_fini(&m->files[i].dw);
+		free(m->files[i].ent);
 		if (m->files[i].code)
 			munmap((void *)m->files[i].code, m->files[i].code_len);
 		if (m->files[i].fd >= 0)
@@ -357,6 +364,153 @@ int fnmap_owner(struct fnmap *m, uint32_t tid, uint64_t addr, struct fn_info *ou
 	if (!x)
 		return 0;
 	return fnmap_lookup(m, tid, x->addr + (addr - (uint64_t)va), out);
+}
+
+static uint64_t rd64(const uint8_t *p)
+{
+	uint64_t v;
+	memcpy(&v, p, 8);
+	return v;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static int in_exec_seg(const struct elfinfo *ei, uint64_t va)
+{
+	for (size_t i = 0; i < ei->nsegs; i++)
+		if ((ei->segs[i].flags & PF_X) && va >= ei->segs[i].vaddr &&
+		    va - ei->segs[i].vaddr < ei->segs[i].memsz)
+			return 1;
+	return 0;
+}
+
+/* The function entries that the loader calls through a pointer: every
+ * element of .preinit_array, .init_array and .fini_array (the link writes
+ * each pointer's value into the section, also where a relative relocation
+ * sets it at load time), and the starts of .init and .fini.  A stripped
+ * shared object names none of them: crtstuff's __do_global_dtors_aux and
+ * frame_dummy have neither a symbol nor an FDE, and a trace that begins
+ * inside them (a snapshot of a process's exit) learns them from a return
+ * alone.  Little-endian ELF64 only; anything else gives none. */
+static void array_entries(struct fnfile *ff)
+{
+	ff->ent_state = 1;
+	if (open_bytes(ff) || !ff->code || ff->code_len < sizeof(Elf64_Ehdr))
+		return;
+	const uint8_t *f = ff->code;
+	Elf64_Ehdr eh;
+	memcpy(&eh, f, sizeof eh);
+	if (memcmp(eh.e_ident, ELFMAG, SELFMAG) || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh.e_ident[EI_DATA] != ELFDATA2LSB || eh.e_shentsize != sizeof(Elf64_Shdr) ||
+	    eh.e_shoff > ff->code_len || eh.e_shnum > (ff->code_len - eh.e_shoff) / sizeof(Elf64_Shdr))
+		return;
+	Elf64_Shdr str = {0};
+	if (eh.e_shstrndx < eh.e_shnum)
+		memcpy(&str, f + eh.e_shoff + (size_t)eh.e_shstrndx * sizeof str, sizeof str);
+	size_t cap = 0;
+	for (size_t i = 0; i < eh.e_shnum; i++) {
+		Elf64_Shdr sh;
+		memcpy(&sh, f + eh.e_shoff + i * sizeof sh, sizeof sh);
+		uint64_t one[1], *v = one;
+		size_t n = 0;
+		if (sh.sh_type == SHT_INIT_ARRAY || sh.sh_type == SHT_FINI_ARRAY ||
+		    sh.sh_type == SHT_PREINIT_ARRAY) {
+			if (sh.sh_offset > ff->code_len || sh.sh_size > ff->code_len - sh.sh_offset)
+				continue;
+			n = (size_t)(sh.sh_size / 8);
+			v = NULL;
+		} else if (sh.sh_type == SHT_PROGBITS && (sh.sh_flags & SHF_EXECINSTR) &&
+			   str.sh_type == SHT_STRTAB && sh.sh_name < str.sh_size &&
+			   str.sh_offset <= ff->code_len && str.sh_size <= ff->code_len - str.sh_offset) {
+			const char *nm = (const char *)f + str.sh_offset + sh.sh_name;
+			size_t left = (size_t)(str.sh_size - sh.sh_name);
+			if ((left > 5 && !memcmp(nm, ".init", 6)) || (left > 5 && !memcmp(nm, ".fini", 6))) {
+				one[0] = sh.sh_addr;
+				n = 1;
+			}
+		}
+		for (size_t k = 0; k < n; k++) {
+			uint64_t a = v ? v[k] : rd64(f + sh.sh_offset + k * 8);
+			if (!in_exec_seg(&ff->ei, a))
+				continue;
+			if (mt_grow((void **)&ff->ent, &cap, ff->nent + 1, sizeof *ff->ent))
+				return;
+			ff->ent[ff->nent++] = a;
+		}
+	}
+	if (!ff->nent)
+		return;
+	qsort(ff->ent, ff->nent, sizeof *ff->ent, cmp_u64);
+	size_t w = 1;
+	for (size_t i = 1; i < ff->nent; i++)
+		if (ff->ent[i] != ff->ent[w - 1])
+			ff->ent[w++] = ff->ent[i];
+	ff->nent = w;
+}
+
+/* The symbol with the greatest address <= @va, or NULL. */
+static const struct elf_sym *sym_at_or_below(const struct elfinfo *ei, uint64_t va)
+{
+	size_t lo = 0, hi = ei->nsyms;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (ei->syms[mid].addr <= va)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo ? &ei->syms[lo - 1] : NULL;
+}
+
+/* The function holding @va, which no symbol holds, that only an array
+ * entry (array_entries) names: the greatest entry E <= @va with no symbol
+ * between E and @va, up to the next symbol or entry.  1: found, *e0 = E
+ * (a file address). */
+static int array_function(struct fnfile *ff, uint64_t va, uint64_t *e0)
+{
+	if (!ff->ent_state)
+		array_entries(ff);
+	size_t lo = 0, hi = ff->nent;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (ff->ent[mid] <= va)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return 0;
+	uint64_t e = ff->ent[lo - 1];
+	const struct elf_sym *b = sym_at_or_below(&ff->ei, va);
+	if (b && b->addr >= e && b->addr != e)
+		return 0; /* a symbol (sized, not holding @va, or @s) lies between */
+	if (b && b->addr == e)
+		return 0; /* the symbol itself names it */
+	uint64_t end = lo < ff->nent ? ff->ent[lo] : UINT64_MAX;
+	const struct elf_sym *n = b ? b + 1 : ff->ei.syms;
+	if (n < ff->ei.syms + ff->ei.nsyms && n->addr < end)
+		end = n->addr;
+	if (end <= va)
+		return 0;
+	*e0 = e;
+	return 1;
+}
+
+int fnmap_pointer_entry(struct fnmap *m, uint32_t tid, uint64_t addr, uint64_t *entry)
+{
+	const struct fnmapping *mp;
+	int64_t va;
+	uint64_t e;
+	struct fnfile *ff = locate(m, tid, addr, &mp, &va);
+	if (!ff || elfinfo_lookup(&ff->ei, (uint64_t)va) ||
+	    elfinfo_stub(&ff->ei, (uint64_t)va, &e, &e) || !array_function(ff, (uint64_t)va, &e))
+		return 0;
+	*entry = e + (addr - (uint64_t)va);
+	return 1;
 }
 
 int fnmap_lookup(struct fnmap *m, uint32_t tid, uint64_t addr, struct fn_info *out)

@@ -53,6 +53,16 @@ int fnmap_add_thread(struct fnmap *m, uint32_t pid, uint32_t tid);
  * 1: found, *out filled; 0: unknown (no map, no file, no symbol). */
 int fnmap_lookup(struct fnmap *m, uint32_t tid, uint64_t addr, struct fn_info *out);
 
+/* The entry of the function containing @addr when no symbol, FDE or PLT
+ * stub holds it but the loader calls it through a pointer: the greatest
+ * element of the file's .preinit_array, .init_array or .fini_array, or the
+ * start of .init or .fini, at or below @addr with no symbol in between
+ * (crtstuff's __do_global_dtors_aux and frame_dummy in a stripped shared
+ * object).  Only for naming a frame that a return or a trace's start
+ * reveals: a jump to such an entry is no tail call to fnmap_lookup (nor to
+ * mt-ptsim's truth).  1: found, *entry set; 0: unknown. */
+int fnmap_pointer_entry(struct fnmap *m, uint32_t tid, uint64_t addr, uint64_t *entry);
+
 /* The same, but for an address in a ".cold" part of a function (gcc's
  * hot/cold split, "f.cold"), the function it belongs to ("f", by name in
  * the same file).  0: unknown. */

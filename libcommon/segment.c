@@ -97,6 +97,10 @@ struct thr {
 	uint64_t rbase;
 	uint64_t ilo, ihi; /* without rbits: [ilo, ihi) is all inline (iin) or */
 	int iin;	   /* none of it is (in_inline's last answer; frame rfi) */
+	/* frame rfi is a function's (FK_FUNC) whose range is known and has
+	 * no inline ranges: [qlo, qhi) is that range, where inline_cross has
+	 * nothing to do; else empty */
+	uint64_t qlo, qhi;
 
 	/* for wp_keep: the levels of the frames that ended in the run at
 	 * pop_run, and the children begun in the run at kid_run (parent frame,
@@ -240,21 +244,28 @@ static int tgt_has(const segmenter *s, uint64_t a)
 	return a && hmap_get(&s->tgt, a, 0) != HMAP_NONE;
 }
 
-/* 0, or -1 out of memory. */
-static int tgt_add(segmenter *s, uint64_t a)
+/* 0, or -1 out of memory.  Most calls target a function called before:
+ * the inline look-up first, hmap_put (a call) only for a new target. */
+static inline int tgt_add(segmenter *s, uint64_t a)
 {
-	return a && hmap_put(&s->tgt, a, 0, 0) == HMAP_NONE ? -1 : 0;
+	if (!a || hmap_get(&s->tgt, a, 0) != HMAP_NONE)
+		return 0;
+	return hmap_put(&s->tgt, a, 0, 0) == HMAP_NONE ? -1 : 0;
 }
 
-/* Entry of the function containing @ip from ELF symbols; without them the
- * entry is unknowable (a call target below @ip may belong to another
- * function), so @ip itself stands for the function. */
+/* Entry of the function containing @ip from ELF symbols, else from the
+ * loader's pointer arrays (fnmap_pointer_entry: a stripped object's crtstuff
+ * functions); without them the entry is unknowable (a call target below @ip
+ * may belong to another function), so @ip itself stands for the function. */
 static uint64_t func_entry(segmenter *s, const struct thr *t, uint64_t ip)
 {
 	struct fn_info fi;
+	uint64_t e;
 	/* a .cold part's frame is its function's (fnmap_owner) */
 	if (fnmap_owner(s->o.fns, t->tid, ip, &fi) || fnmap_lookup(s->o.fns, t->tid, ip, &fi))
 		return fi.entry;
+	if (fnmap_pointer_entry(s->o.fns, t->tid, ip, &e))
+		return e;
 	return ip;
 }
 
@@ -429,8 +440,10 @@ static void kid_note(struct thr *t, uint32_t parent, uint64_t cs)
 	}
 }
 
-static int new_frame(segmenter *s, struct thr *t, uint8_t kind, uint64_t func, uint64_t callsite,
-		     uint64_t begin, int32_t level, uint16_t flags)
+static inline __attribute__((always_inline)) int new_frame(segmenter *s, struct thr *t,
+							   uint8_t kind, uint64_t func,
+							   uint64_t callsite, uint64_t begin,
+							   int32_t level, uint16_t flags)
 {
 	if (t->nfr == t->capfr && mt_grow((void **)&t->fr, &t->capfr, t->nfr + 1, sizeof *t->fr))
 		return s->err = -SEG_ENOMEM;
@@ -529,7 +542,8 @@ static int ensure_root(segmenter *s, struct thr *t, uint64_t ip)
 }
 
 /* Synthetic frames left open by a lost sysret/iret/trace-start. */
-static int close_synthetic(segmenter *s, struct thr *t, uint64_t time)
+static __attribute__((noinline)) int close_synthetic_slow(segmenter *s, struct thr *t,
+							  uint64_t time)
 {
 	struct frame *f;
 	while ((f = top(t)) && f->kind >= FK_SYSCALL) {
@@ -538,6 +552,13 @@ static int close_synthetic(segmenter *s, struct thr *t, uint64_t time)
 			return s->err;
 	}
 	return 0;
+}
+
+/* The same: none, mostly (no call then). */
+static inline int close_synthetic(segmenter *s, struct thr *t, uint64_t time)
+{
+	const struct frame *f = top(t);
+	return f && f->kind >= FK_SYSCALL ? close_synthetic_slow(s, t, time) : 0;
 }
 
 static int is_cold_part(const char *name)
@@ -630,6 +651,9 @@ static inline __attribute__((always_inline)) int frame_range(segmenter *s, struc
 	t->ilo = t->ihi = 0;
 	*lo = t->rlo = c->lo;
 	*hi = t->rhi = c->hi;
+	int quiet = f->kind == FK_FUNC && c->ok && !(c->dw && c->ninl);
+	t->qlo = quiet ? c->lo : 0;
+	t->qhi = quiet ? c->hi : 0;
 	return c->ok;
 }
 
@@ -767,7 +791,8 @@ static inline __attribute__((always_inline)) int wp_pair_if(segmenter *s, struct
 }
 
 /* @cs: @addr is the call site of a child the top frame begins now (wp_needed) */
-static inline int waypoint_at(segmenter *s, struct thr *t, uint64_t addr, int cs)
+static inline __attribute__((always_inline)) int waypoint_at(segmenter *s, struct thr *t,
+								uint64_t addr, int cs)
 {
 	if (s->o.no_waypoints || !addr || !wp_wanted(s, t, addr, cs))
 		return 0;
@@ -777,7 +802,8 @@ static inline int waypoint_at(segmenter *s, struct thr *t, uint64_t addr, int cs
 	return run_add(s, t, RUN_WP, addr, level);
 }
 
-static inline int waypoint(segmenter *s, struct thr *t, uint64_t addr)
+static inline __attribute__((always_inline)) int waypoint(segmenter *s, struct thr *t,
+							     uint64_t addr)
 {
 	return waypoint_at(s, t, addr, 0);
 }
@@ -1270,7 +1296,8 @@ static int emit(segmenter *s, const struct mtev_rec *r)
 	return 0;
 }
 
-static int emit_span(segmenter *s, struct thr *t, const struct frame *f)
+static inline __attribute__((always_inline)) int emit_span(segmenter *s, struct thr *t,
+							   const struct frame *f)
 {
 	struct mtev_rec r;
 	memset(&r, 0, sizeof r);
@@ -1501,6 +1528,8 @@ static int emit_wprun_before(segmenter *s, struct thr *t, struct wpout *c, uint6
 
 static inline int emit_wps(segmenter *s, struct thr *t, struct wpout *c, uint64_t limit)
 {
+	if (!c->have || c->time >= limit) /* both's first test: mostly, no call */
+		return 0;
 	return s->o.wprun ? emit_wprun_before(s, t, c, limit) : emit_wps_before(s, t, c, limit);
 }
 
@@ -1777,9 +1806,24 @@ static int do_branch(segmenter *s, const struct mtev_rec *r)
 	unsigned type = r->br.type;
 	uint64_t lin = t->lin;
 	t->lin = r->br.to;
-	if (lin && r->br.from > lin && t->nstk && !s->o.no_waypoints &&
-	    inline_cross(s, t, lin, r->br.from))
-		return s->err;
+	/* inline_cross, unless frame_range's cache says it has nothing to do
+	 * (qlo, qhi: the run lies in a function without inline ranges) */
+	if (lin && r->br.from > lin && t->nstk && !s->o.no_waypoints) {
+		/* qhi first: 0 (nothing quiet) with --all-waypoints */
+		if (r->br.from < t->qhi && lin >= t->qlo && t->stk[t->nstk - 1] == t->rfi &&
+		    t->rgen == s->gen) {
+			/* and a jump inside that function, without DWARF: both
+			 * waypoints left out (the fast path below, its range
+			 * and the top frame's known here) */
+			if ((type == MTEV_BR_JCC || type == MTEV_BR_JUMP) && t->run_k <= 1 && !t->rdw &&
+			    r->br.to && r->br.to >= t->rlo && r->br.to < t->rhi) {
+				s->st.wp_elided += 2;
+				return 0;
+			}
+		} else if (inline_cross(s, t, lin, r->br.from)) {
+			return s->err;
+		}
+	}
 	/* the common case first: a jump inside the current function leaves
 	 * two waypoints and nothing else (what do_jump does for it) */
 	if ((type == MTEV_BR_JCC || type == MTEV_BR_JUMP) && t->nstk && t->run_k <= 1 &&

@@ -117,12 +117,12 @@ void stitch_stats_text(const struct stitch_stats *st, const char *prefix, char *
 	const char *p = prefix;
 	snprintf(buf, len,
 		 "%ssegments=%llu %sjoins=%llu %saligned=%llu %sunaligned=%llu %scontinued=%llu "
-		 "%srevealed=%llu %sgap_spans=%llu %slower_bound=%llu %ssplit=%llu",
+		 "%srevealed=%llu %sgap_spans=%llu %slower_bound=%llu %ssplit=%llu %sresumed=%llu",
 		 p, (unsigned long long)st->segments, p, (unsigned long long)st->joins, p,
 		 (unsigned long long)st->aligned, p, (unsigned long long)st->unaligned, p,
 		 (unsigned long long)st->continued, p, (unsigned long long)st->revealed, p,
 		 (unsigned long long)st->gap_spans, p, (unsigned long long)st->lower_bound, p,
-		 (unsigned long long)st->split);
+		 (unsigned long long)st->split, p, (unsigned long long)st->resumed);
 }
 
 int stitch_unaligned_text(const struct stitch_stats *st, char *buf, size_t len)
@@ -362,25 +362,32 @@ static int done_has(const struct sthr *t, int32_t level, uint64_t func)
 	return t->capdone && func && t->done[done_slot(t, done_key(level, func))];
 }
 
+/* done_add's table, twice the size (or its first). */
+static __attribute__((noinline)) int done_grow(stitcher *s, struct sthr *t)
+{
+	size_t nc = t->capdone ? 2 * t->capdone : 256;
+	uint64_t *o = t->done, *n = calloc(nc, sizeof *n);
+	if (!n)
+		return s->err = -STITCH_ENOMEM;
+	size_t oc = t->capdone;
+	t->done = n;
+	t->capdone = nc;
+	for (size_t i = 0; i < oc; i++)
+		if (o[i])
+			t->done[done_slot(t, o[i])] = o[i];
+	free(o);
+	return 0;
+}
+
 /* Notes a completed activation (span @x, its level the group's). */
-static int done_add(stitcher *s, struct sthr *t, const struct hspan *x)
+static inline __attribute__((always_inline)) int done_add(stitcher *s, struct sthr *t,
+							   const struct hspan *x)
 {
 	if (!x->func || (x->flags & MTEV_SPAN_OPEN_AT_END))
 		return 0;
 	uint64_t k = done_key(x->level, x->func);
-	if (2 * (t->ndone + 1) > t->capdone) {
-		size_t nc = t->capdone ? 2 * t->capdone : 256;
-		uint64_t *o = t->done, *n = calloc(nc, sizeof *n);
-		if (!n)
-			return s->err = -STITCH_ENOMEM;
-		size_t oc = t->capdone;
-		t->done = n;
-		t->capdone = nc;
-		for (size_t i = 0; i < oc; i++)
-			if (o[i])
-				t->done[done_slot(t, o[i])] = o[i];
-		free(o);
-	}
+	if (2 * (t->ndone + 1) > t->capdone && done_grow(s, t))
+		return s->err;
 	size_t i = done_slot(t, k);
 	t->ndone += !t->done[i];
 	t->done[i] = k;
@@ -872,6 +879,31 @@ static int decide(stitcher *s, struct sthr *t)
 				y->flags |= MTEV_SPAN_STITCHED | MTEV_SPAN_OPEN_AT_END;
 				s->st.continued++;
 			}
+			/* The earlier frames beneath B's root that are not joined:
+			 * whether one returned and was called again inside the
+			 * gap no branch says, but the alignment puts its function
+			 * at its level under B's root either way (B's root is
+			 * called from there): a span of it begins after the gap
+			 * (inferred-start, no call site), live through this
+			 * segment, as a facing frame's later part does, and a
+			 * later join may continue it.  Not under a surviving
+			 * root (its function after the gap is unknown) nor for a
+			 * synthetic frame. */
+			uint32_t bseq = UINT32_MAX;
+			for (size_t j = 0; j < n; j++)
+				if (t->p[st[j]].seq < bseq)
+					bseq = t->p[st[j]].seq;
+			for (long j = outer; !under_root && j < best_s && t->h[t->g[j]].func; j++) {
+				const struct hspan *y = &t->h[t->g[j]];
+				struct hspan x = {t->seg_begin, t->seg_end, y->func, 0, y->level,
+						  (y->flags & LOWB) | MTEV_SPAN_INFERRED_START |
+							  MTEV_SPAN_OPEN_AT_END,
+						  bseq, 0, 0};
+				if (add_span(s, t, &x, "", 1))
+					return s->err;
+				t->g[j] = (int32_t)(t->nh - 1);
+				s->st.resumed++;
+			}
 			/* roots only this segment saw: live during the whole group */
 			for (size_t j = 0; j < j0; j++) {
 				struct hspan *x = &t->p[st[j]];
@@ -885,7 +917,11 @@ static int decide(stitcher *s, struct sthr *t)
 				x->seq = UINT32_MAX;
 				s->st.revealed++;
 			}
-			gaplevel = t->L + (int32_t)(j0 + nj);
+			/* the gap span just above the last frame joined: the first
+			 * earlier frame beneath B's root not continued, else the
+			 * first facing pair not joined */
+			gaplevel = !under_root && outer < best_s ? t->h[t->g[outer]].level
+								 : t->L + (int32_t)(j0 + nj);
 			t->keep = best_s > 0 ? (size_t)best_s : 0;
 			if (best_s < 0)
 				t->gbot = t->L;
@@ -994,7 +1030,7 @@ static int begin_segment(stitcher *s, struct sthr *t, uint32_t index, uint64_t b
 
 /* Spans and waypoints before any segment record: an implicit segment
  * beginning at the first of them (earlier waypoints move it back). */
-static int cur_seg(stitcher *s, struct sthr *t, uint64_t time)
+static inline int cur_seg(stitcher *s, struct sthr *t, uint64_t time)
 {
 	if (!t->nseg)
 		return begin_segment(s, t, 0, time, time, 0, 1);

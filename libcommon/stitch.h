@@ -43,6 +43,8 @@ struct stitch_stats {
 	uint64_t segments, joins, aligned, unaligned, continued, revealed, gap_spans;
 	uint64_t lower_bound; /* segments placed at depths that are lower bounds (min-depth) */
 	uint64_t split; /* facing frames across a gap not joined: seen called again there */
+	uint64_t resumed; /* earlier frames beneath the later root not joined across a gap:
+			   * a span of the same function after it (inferred-start) */
 };
 
 typedef int (*stitch_emit_fn)(void *ctx, const struct mtev_rec *rec);

@@ -376,14 +376,19 @@ struct ctx {
 	char *(*demangle)(const char *, char *, size_t *, int *);
 };
 
-/* The value of the hex digit @ch (either case), or -1. */
+/* The value of the hex digit @ch (either case), or -1: a table (the cache
+ * index reads every address of the cache file through it). */
+#define HEXD_(b) ['0' + (b)] = (b) + 1
+#define HEXL_(b) ['a' + (b)] = (b) + 11, ['A' + (b)] = (b) + 11
+static const int8_t hex_digit_1[256] = {HEXD_(0), HEXD_(1), HEXD_(2), HEXD_(3), HEXD_(4),
+					HEXD_(5), HEXD_(6), HEXD_(7), HEXD_(8), HEXD_(9),
+					HEXL_(0), HEXL_(1), HEXL_(2), HEXL_(3), HEXL_(4),
+					HEXL_(5)}; /* value + 1; 0: not a digit */
+#undef HEXD_
+#undef HEXL_
 static inline int hex_digit(unsigned ch)
 {
-	if (ch - '0' < 10)
-		return (int)(ch - '0');
-	if ((ch | 0x20) - 'a' < 6)
-		return (int)((ch | 0x20) - 'a' + 10);
-	return -1;
+	return ch < 256 ? hex_digit_1[ch] - 1 : -1;
 }
 
 static inline const char *base_name(const char *p)
@@ -467,8 +472,6 @@ int try_close_slow(struct ctx *c, uint32_t si, uint64_t now);
 void attach_ready(struct ctx *c, struct thr *t);
 
 /* symz_emit.c */
-/* Node @x (of span @si) can get no more children before @lim. */
-int node_done(struct ctx *c, uint32_t x, uint32_t si, uint64_t lim);
 /* Writes what has settled, frees what is done.  0 or -MTEV_E*. */
 int emit_round(struct ctx *c, mtev_writer *wr);
 

@@ -11,7 +11,13 @@ static const struct result *want_res(const struct ctx *c, uint32_t w)
 }
 
 /* The string id of name @s, writing its string record the first time.
- * 0 or -MTEV_E*. */
+ * 0 or -MTEV_E*.
+ * NAME_BY_REF: a span record then carries the id with an empty name.  The
+ * writer writes the same bytes as for the id with the text (an empty name
+ * and the reference), without comparing the text with the string record's:
+ * ids from SID_BASE up are ours alone (symz_core drops input string
+ * records that use them), each written once with its onames text, so the
+ * comparison could not fail. */
 static int name_sid(struct ctx *c, mtev_writer *wr, struct mtev_str s, uint32_t *sid)
 {
 	int fresh;
@@ -33,19 +39,19 @@ static int span_name(struct ctx *c, mtev_writer *wr, uint32_t si, struct mtev_re
 	const struct span *sp = &c->spans[si];
 	if (sp->nm) {
 		const struct spstr *in = &c->inames.v[sp->nm - 1];
-		rec->span.name = (struct mtev_str){in->p, in->len};
-		return name_sid(c, wr, rec->span.name, &rec->span.name_id);
+		int e = name_sid(c, wr, (struct mtev_str){in->p, in->len}, &rec->span.name_id);
+		rec->span.name = (struct mtev_str){NULL, 0}; /* by reference (NAME_BY_REF) */
+		return e;
 	}
 	if (sp->func_w == NONE || c->wants[sp->func_w].pfi == NONE)
 		return 0;
 	struct sframe *f = &c->frames[c->wants[sp->func_w].pfi];
-	rec->span.name = (struct mtev_str){f->name, f->name_len};
 	if (!f->sid) {
-		int e = name_sid(c, wr, rec->span.name, &f->sid);
+		int e = name_sid(c, wr, (struct mtev_str){f->name, f->name_len}, &f->sid);
 		if (e < 0)
 			return e;
 	}
-	rec->span.name_id = f->sid;
+	rec->span.name_id = f->sid; /* by reference (NAME_BY_REF) */
 	return 0;
 }
 
@@ -94,7 +100,8 @@ static int write_symbols(struct ctx *c, mtev_writer *wr)
 }
 
 /* Writes node @x (its depth set). */
-static int emit_node(struct ctx *c, mtev_writer *wr, uint32_t x)
+static inline __attribute__((always_inline)) int emit_node(struct ctx *c, mtev_writer *wr,
+							   uint32_t x)
 {
 	const struct node *nd = ND(c, x);
 	const struct inode *in = x & INL ? &c->inodes[x & ~INL] : NULL;
@@ -119,10 +126,10 @@ static int emit_node(struct ctx *c, mtev_writer *wr, uint32_t x)
 		if (rec.span.end < rec.span.begin)
 			rec.span.end = rec.span.begin;
 		rec.span.flags = in->iflags;
-		rec.span.name = (struct mtev_str){f->name, f->name_len};
-		if (!f->sid && (r = name_sid(c, wr, rec.span.name, &f->sid)) < 0)
+		if (!f->sid &&
+		    (r = name_sid(c, wr, (struct mtev_str){f->name, f->name_len}, &f->sid)) < 0)
 			return r;
-		rec.span.name_id = f->sid;
+		rec.span.name_id = f->sid; /* by reference (NAME_BY_REF) */
 		c->st->inline_spans++;
 	}
 	if ((r = mtev_write(wr, &rec)) < 0)
@@ -146,7 +153,7 @@ static uint32_t open_child(const struct ctx *c, uint32_t si, uint32_t x)
 	return NONE;
 }
 
-static int path_push(struct ctx *c, uint32_t x)
+static inline int path_push(struct ctx *c, uint32_t x)
 {
 	if (c->npath == c->cappath && mt_grow((void **)&c->path, &c->cappath, c->npath + 1, sizeof *c->path) < 0)
 		return -MTEV_ENOMEM;
@@ -156,7 +163,7 @@ static int path_push(struct ctx *c, uint32_t x)
 
 /* Node @x (of span @si), written, with no child left to write, can get no
  * more children: no later node can begin before @lim. */
-int node_done(struct ctx *c, uint32_t x, uint32_t si, uint64_t lim)
+static inline int node_done(struct ctx *c, uint32_t x, uint32_t si, uint64_t lim)
 {
 	if (x & INL) {
 		const struct inode *in = &c->inodes[x & ~INL];
@@ -167,7 +174,7 @@ int node_done(struct ctx *c, uint32_t x, uint32_t si, uint64_t lim)
 }
 
 /* A written node is done: its slot is free. */
-static void node_release(struct ctx *c, uint32_t x)
+static inline void node_release(struct ctx *c, uint32_t x)
 {
 	if (x & INL) {
 		inode_release(c, x);

@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# compare-segment.sh OLD_BIN NEW_BIN: runs mt-segment and mt-stitch of two
+# builds (directories holding mt-*) over the test corpus and the benchmark
+# traces with the option sets the tests and the pipeline use, and compares
+# every output byte, exit code and stderr line (bench/compare-outputs.sh does
+# the same for mt-symbolize and mt-write).  For a speed change that must not
+# change behaviour:
+#   bash bench/compare-segment.sh /tmp/main-bin bin
+# Inputs: every cached mt-ptsim run (tests/.cache/ptsim/*/*: its perf.data
+# through the old mt-decode, and its truth.mt), the golden segment and stitch
+# inputs (tests/golden/segment/*.in.txt, with the segfuncs ELF files of
+# $MT_BUILD/tests/segment*, without symbols too), tests/corrupt/*.mt and the
+# benchmark traces present in bench/out/ptgen-* (mt-ptgen's; make them with
+# bench/instructions.sh or bench/pipeline.sh).  Progress goes to stderr.
+# Prints one line per difference and the counts; exit 1 if anything differs.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+. mk/build-dir.sh
+OLD=$(cd "$1" && pwd) NEW=$(cd "$2" && pwd)
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+runs=0 same=0 diff=0
+# one LABEL TOOL ARGS... (OUT in ARGS is replaced by an output path): runs
+# TOOL of both builds, compares output file, stdout, stderr, exit code
+one() {
+	local label=$1 tool=$2
+	shift 2
+	local v
+	for v in old new; do
+		local dir=$OLD
+		[ $v = new ] && dir=$NEW
+		local args=() a
+		for a in "$@"; do
+			case $a in
+			OUT) args+=("$T/$v.out") ;;
+			*) args+=("$a") ;;
+			esac
+		done
+		rm -f "$T/$v.out"
+		"$dir/$tool" "${args[@]}" > "$T/$v.stdout" 2> "$T/$v.stderr" < /dev/null
+		echo $? > "$T/$v.rc"
+		sed -i "s|$T/$v|T|g; s|$dir/||g" "$T/$v.stderr"
+	done
+	runs=$((runs + 1))
+	local bad=
+	cmp -s "$T/old.rc" "$T/new.rc" || bad="$bad exit($(cat "$T/old.rc")/$(cat "$T/new.rc"))"
+	cmp -s "$T/old.stdout" "$T/new.stdout" || bad="$bad stdout"
+	cmp -s "$T/old.stderr" "$T/new.stderr" || bad="$bad stderr"
+	if [ -e "$T/old.out" ] || [ -e "$T/new.out" ]; then
+		cmp -s "$T/old.out" "$T/new.out" 2> /dev/null || bad="$bad output"
+	fi
+	if [ -n "$bad" ]; then
+		diff=$((diff + 1))
+		echo "DIFF $label: $tool $*:$bad"
+	else
+		same=$((same + 1))
+	fi
+}
+
+# seg LABEL INPUT [options...]: the option sets of the tests and the pipeline
+seg() {
+	local label=$1 in=$2
+	shift 2
+	one "$label" mt-segment --stats "$@" -o OUT "$in"
+	one "$label" mt-segment --stats --stitch "$@" -o OUT "$in"
+	one "$label" mt-segment --stitch --all-waypoints "$@" -o OUT "$in"
+	one "$label" mt-segment --no-waypoints --stitch "$@" -o OUT "$in"
+	one "$label" mt-segment --no-smear --no-call-targets "$@" -o OUT "$in"
+	one "$label" mt-segment --stitch --mem-limit 256 "$@" -o OUT "$in"
+	one "$label" mt-segment --partial --stitch "$@" -o OUT "$in"
+	"$OLD/mt-segment" "$@" -o "$T/seg.mt" "$in" 2> /dev/null
+	if [ -s "$T/seg.mt" ]; then
+		one "$label" mt-stitch --stats "$@" -o OUT "$T/seg.mt"
+		one "$label" mt-stitch --mem-limit 256 "$@" -o OUT "$T/seg.mt"
+	fi
+}
+
+for d in tests/.cache/ptsim/*/*/; do
+	v=${d#tests/.cache/ptsim/}
+	v=${v%%/*}
+	[ -z "${VARIANTS:-}" ] || case " $VARIANTS " in *" $v "*) ;; *) continue ;; esac
+	[ -f "$d/perf.data" ] || continue
+	label=${d#tests/.cache/ptsim/}
+	label=${label%/}
+	echo "compare-segment: $label ($runs so far)" >&2
+	"$OLD/mt-decode" --buildid-dir "$d/images" -o "$T/dec.mt" "$d/perf.data" 2> /dev/null
+	[ -s "$T/dec.mt" ] && seg "$label/decoded" "$T/dec.mt" --images "$d/images"
+	[ -s "$T/dec.mt" ] && one "$label/decoded" mt-segment --stitch --no-symbols -o OUT "$T/dec.mt"
+	[ -s "$d/truth.mt" ] && one "$label/truth" mt-segment --stitch --images "$d/images" -o OUT "$d/truth.mt"
+done
+
+echo "compare-segment: golden and corrupt ($runs so far)" >&2
+for f in tests/golden/segment/*.in.txt; do
+	"$OLD/mt-undump" "$f" > "$T/g.mt" 2> /dev/null || continue
+	b=${f##*/}
+	seg "golden/$b" "$T/g.mt" --no-symbols
+	for sym in "$MT_BUILD/tests/segment" "$MT_BUILD/tests/segment-dwarf"; do
+		[ -d "$sym" ] && seg "golden/$b" "$T/g.mt" --images "$sym"
+	done
+done
+for f in tests/corrupt/*.mt; do
+	one "corrupt/${f##*/}" mt-segment -o OUT "$f"
+	one "corrupt/${f##*/}" mt-segment --partial --stitch -o OUT "$f"
+	one "corrupt/${f##*/}" mt-stitch --partial -o OUT "$f"
+done
+
+for D in bench/out/ptgen-*/; do
+	[ -f "$D/perf.data" ] || continue
+	echo "compare-segment: $D ($runs so far)" >&2
+	"$OLD/mt-decode" --buildid-dir "$D/images" -o "$T/dec.mt" "$D/perf.data" 2> /dev/null
+	one "$D" mt-segment --stats --images "$D/images" -o OUT "$T/dec.mt"
+	one "$D" mt-segment --stats --stitch --images "$D/images" -o OUT "$T/dec.mt"
+	one "$D" mt-segment --stitch --all-waypoints --images "$D/images" -o OUT "$T/dec.mt"
+	"$OLD/mt-segment" --images "$D/images" -o "$T/seg.mt" "$T/dec.mt" 2> /dev/null
+	one "$D" mt-stitch --stats --images "$D/images" -o OUT "$T/seg.mt"
+done
+echo "compare-segment: $runs comparisons, $same identical, $diff different"
+[ "$diff" -eq 0 ]
