@@ -47,6 +47,7 @@ void spanset_fini(struct spanset *s)
 	free(s->v);
 	free(s->win);
 	free(s->gap);
+	free(s->jmp);
 	memset(s, 0, sizeof *s);
 }
 
@@ -105,6 +106,44 @@ int spanset_note_move(struct spanset *s, uint32_t tid, uint64_t time)
 	struct sc_win *w = find_win(s, tid);
 	if (time < w->first_move)
 		w->first_move = time;
+	return 0;
+}
+
+int spanset_note_jump(struct spanset *s, uint32_t tid, uint64_t time, uint64_t to)
+{
+	if (mt_grow((void **)&s->jmp, &s->capjmp, s->njmp + 1, sizeof *s->jmp))
+		return -ENOMEM;
+	s->jmp[s->njmp++] = (struct sc_jump){tid, time, to};
+	s->jmp_sorted = 0;
+	return 0;
+}
+
+static int jump_cmp(const void *x, const void *y)
+{
+	const struct sc_jump *a = x, *b = y;
+	if (a->tid != b->tid)
+		return a->tid < b->tid ? -1 : 1;
+	if (a->time != b->time)
+		return a->time < b->time ? -1 : 1;
+	return a->to < b->to ? -1 : a->to > b->to;
+}
+
+void spanset_sort_jumps(struct spanset *s)
+{
+	if (s->njmp)
+		qsort(s->jmp, s->njmp, sizeof *s->jmp, jump_cmp);
+	s->jmp_sorted = 1;
+}
+
+/* Did thread @tid jump to @to at @time (spanset_note_jump)? */
+static int jumped(const struct spanset *s, uint32_t tid, uint64_t time, uint64_t to)
+{
+	struct sc_jump k = {tid, time, to};
+	if (s->jmp_sorted)
+		return s->njmp && bsearch(&k, s->jmp, s->njmp, sizeof *s->jmp, jump_cmp) != NULL;
+	for (size_t i = 0; i < s->njmp; i++)
+		if (!jump_cmp(&k, &s->jmp[i]))
+			return 1;
 	return 0;
 }
 
@@ -381,12 +420,78 @@ static size_t recorded(const struct spanset *actual, const struct sc_win *w, uin
 	return n / 2;
 }
 
+/* Is truth span @x live from the start @ab of a stretch of window @w (began
+ * before it: before the window, clipped there, or live when the truth
+ * began), and up to its end @ae (ended after it; after the window: clipped
+ * there)? */
+static int live_from(const struct sc_span *x, const struct sc_win *w, uint64_t ab)
+{
+	return ab > w->begin ? x->begin < ab
+			     : (x->cflags & SC_BEFORE) ||
+				       (x->begin == ab && (x->flags & MTEV_SPAN_INFERRED_START));
+}
+
+static int live_to(const struct sc_span *x, const struct sc_win *w, uint64_t ae)
+{
+	return ae < w->end ? x->end > ae : (x->cflags & SC_AFTER) != 0;
+}
+
+static int by_begin(const void *a, const void *b)
+{
+	const struct sc_span *x = *(const struct sc_span *const *)a, *y = *(const struct sc_span *const *)b;
+	return x->begin < y->begin ? -1 : x->begin > y->begin;
+}
+
+/* Is depth @d of window @w's thread held without a break across the
+ * stretch [@ab, @ae] by truth frames that tail-call one another (each
+ * begins as the one before ends, by a jump of the truth's branch stream
+ * @jumps to it: the frame beneath executes nothing)?  1 yes, 0 no,
+ * -ENOMEM. */
+static int chained(const struct work *W, const struct spanset *jumps, const struct sc_win *w,
+		   uint32_t d, uint64_t ab, uint64_t ae)
+{
+	size_t n = 0;
+	for (size_t j = 0; j < W->nT; j++)
+		n += W->T[j].tid == w->tid && W->T[j].depth == d && W->T[j].end >= ab &&
+		     W->T[j].begin <= ae;
+	if (!n)
+		return 0;
+	const struct sc_span **v = malloc(n * sizeof *v);
+	if (!v)
+		return -ENOMEM;
+	n = 0;
+	for (size_t j = 0; j < W->nT; j++)
+		if (W->T[j].tid == w->tid && W->T[j].depth == d && W->T[j].end >= ab &&
+		    W->T[j].begin <= ae)
+			v[n++] = &W->T[j];
+	qsort(v, n, sizeof *v, by_begin);
+	int ok = 0;
+	size_t j = 0;
+	while (j < n && !live_from(v[j], w, ab))
+		j++;
+	if (j < n) {
+		const struct sc_span *cur = v[j++];
+		while (!(ok = live_to(cur, w, ae))) {
+			while (j < n && v[j]->begin < cur->end)
+				j++;
+			/* the next frame begins as this one ends, by a jump to it:
+			 * a return and the parent's next call can share a time */
+			if (j == n || v[j]->begin != cur->end ||
+			    !jumped(jumps, w->tid, v[j]->begin, v[j]->func))
+				break;
+			cur = v[j++]; /* j moves on: a zero-length span is passed once */
+		}
+	}
+	free(v);
+	return ok;
+}
+
 /* How many outer frames of each window's thread no recorded trace can see
  * (into W->hid): depth k is hidden when, in every stretch the actual result
- * recorded (recorded()), a truth frame of depth k and one of depth k + 1
- * are live across it: such frames executed nothing there.  Live across a
- * stretch: began before it (before the window: clipped there, or live when
- * the truth began) and ended after it (after the window: clipped there). */
+ * recorded (recorded()), one truth frame of depth k is live across it
+ * (live_from, live_to) and depth k + 1 is held across it by one frame or by
+ * frames that tail-call one another (chained()): such a depth-k frame
+ * executed nothing there. */
 static int covering(struct work *W, const struct spanset *actual)
 {
 	W->hid = calloc(actual->nwin + 1, sizeof *W->hid);
@@ -403,22 +508,22 @@ static int covering(struct work *W, const struct spanset *actual)
 			const struct sc_span *x = &W->T[j];
 			if (x->tid != w->tid || x->depth >= 64)
 				continue;
-			for (size_t k = 0; k < ns; k++) {
-				uint64_t ab = st[2 * k], ae = st[2 * k + 1];
-				int b = ab > w->begin ? x->begin < ab
-						      : (x->cflags & SC_BEFORE) ||
-								(x->begin == ab &&
-								 (x->flags & MTEV_SPAN_INFERRED_START));
-				int e = ae < w->end ? x->end > ae : (x->cflags & SC_AFTER) != 0;
-				if (b && e)
+			for (size_t k = 0; k < ns; k++)
+				if (live_from(x, w, st[2 * k]) && live_to(x, w, st[2 * k + 1]))
 					mask[k] |= 1ull << x->depth;
-			}
 		}
 		uint32_t k = 0;
 		for (;;) {
 			int all = ns > 0 && k + 1 < 64;
-			for (size_t z = 0; z < ns && all; z++)
-				all = (mask[z] >> k & 3) == 3;
+			for (size_t z = 0; z < ns && all; z++) {
+				all = (mask[z] >> k & 1) != 0;
+				if (all && !(mask[z] >> (k + 1) & 1)) {
+					int c = chained(W, actual, w, k + 1, st[2 * z], st[2 * z + 1]);
+					if (c < 0)
+						return c;
+					all = c;
+				}
+			}
 			if (!all)
 				break;
 			k++;

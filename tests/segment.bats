@@ -240,6 +240,22 @@ cmp_run() {
 	[[ "$output" == *"outer frames hidden: 1"* ]]
 }
 
+@test "compare: an outer frame whose children tail-call one another across the window (a jump of the truth's branches to each) executed nothing there: hidden; one they return to at the same time is not" {
+	CMP_TRUTH=cmp-tail-truth.txt CMP_WINDOW=cmp-tail-window.txt cmp_run cmp-tail-actual.txt --max-wrong 0
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "${lines[-1]}" == *"precision=1.000000 recall=1.000000 coverage=1.000000 "*" wrong=0 matched=2 truth=2 judged=2" ]]
+	[[ "$output" == *"outer frames hidden: 2"* ]]
+	# a returned to main, which called b at the same time (no jump to b):
+	# main ran in the window, so it stays, and the actual without it is one
+	# level off
+	CMP_TRUTH=cmp-tail-ret-truth.txt CMP_WINDOW=cmp-tail-ret-window.txt cmp_run cmp-tail-actual.txt --max-wrong 0
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"outer frames hidden: 1"* ]]
+	[[ "${lines[-1]}" == *" wrong=2 matched=0 truth=3 judged=2" ]]
+}
+
 @test "compare: --absolute-depth keeps the unobservable root: nothing matches" {
 	cmp_run cmp-exact.txt --absolute-depth --min-recall 1
 	[ "$status" -eq 1 ]
