@@ -10,7 +10,9 @@
 #           ~7-37k instructions/s), its outputs are the "whole" configuration
 # variants  replays of each saved run (cheap): windows of 2,000 / 20,000 /
 #           200,000 instructions, every --inject kind at 25 %, 50 %, 75 %
-# table     mt-decode | mt-segment | mt-stitch on every configuration and
+# table     mt-decode | mt-segment | mt-stitch on every configuration (mt-decode
+#           and mt-segment given the run's images, as mt run passes its
+#           capture's: not whatever ~/.debug holds) and
 #           mt-compare against the truth (its default, honest window):
 #           precision, recall, frame-time coverage and exact coverage, wrong
 #           spans; kept-w: decoded branches the truth has not (mt-compare
@@ -179,7 +181,7 @@ score() {
 	kw=$(printf '%s' "$kept" | sed -n 's/.* wrong=\([0-9]*\).*/\1/p')
 	kk=$(printf '%s' "$kept" | sed -n 's/.* kept=\([0-9]*\).*/\1/p')
 	kt=$(printf '%s' "$kept" | sed -n 's/.* truth=\([0-9]*\).*/\1/p')
-	$NICE "$B/mt-segment" -i "$T/dec.mt" -o "$T/seg.mt" 2>/dev/null
+	$NICE "$B/mt-segment" --images "$d/images" -i "$T/dec.mt" -o "$T/seg.mt" 2>/dev/null
 	$NICE "$B/mt-stitch" -i "$T/seg.mt" -o "$T/st.mt" 2>/dev/null
 	line=$("$B/mt-compare" "$d/truth-spans.mt" "$T/st.mt" 2>/dev/null | tail -1)
 	get() { printf '%s' "$line" | sed -n "s/.*[ :]$1=\\([^ ]*\\).*/\\1/p"; }
@@ -266,7 +268,7 @@ stage_chain() {
 			"$B/mt-cat" -o "$T/in.mt" "$T/dec.mt" "$d/hits.mt"
 			w=
 			for i in dec in; do
-				$NICE "$B/mt-segment" --stats -i "$T/$i.mt" -o "$T/seg.mt" 2>"$T/seg.err"
+				$NICE "$B/mt-segment" --stats --images "$d/images" -i "$T/$i.mt" -o "$T/seg.mt" 2>"$T/seg.err"
 				$NICE "$B/mt-stitch" -i "$T/seg.mt" -o "$T/st.mt" 2>/dev/null
 				l=$("$B/mt-compare" -b "$d/truth.mt" --absolute-depth "$d/truth-spans.mt" "$T/st.mt" 2>/dev/null | tail -1)
 				w="$w $(printf '%s' "$l" | sed -n 's/.* wrong=\([0-9]*\).*/\1/p')"

@@ -32,7 +32,7 @@ score() {
 	fi
 	cp "$T/dec.mt" "$T/last.mt"
 	k=$("$B/mt-compare" --kept-branches "$d/truth.mt" "$T/dec.mt" 2>/dev/null | tail -1)
-	$NICE "$B/mt-segment" -i "$T/dec.mt" -o "$T/seg.mt" 2>/dev/null
+	$NICE "$B/mt-segment" --images "$d/images" -i "$T/dec.mt" -o "$T/seg.mt" 2>/dev/null
 	$NICE "$B/mt-stitch" -i "$T/seg.mt" -o "$T/st.mt" 2>/dev/null
 	l=$("$B/mt-compare" "$d/truth-spans.mt" "$T/st.mt" 2>/dev/null | tail -1)
 	get() { printf '%s' "$2" | sed -n "s/.*[ :]$1=\\([^ ]*\\).*/\\1/p"; }

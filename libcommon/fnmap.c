@@ -96,7 +96,12 @@ int fnmap_add_thread(struct fnmap *m, uint32_t pid, uint32_t tid)
 int fnmap_add_map(struct fnmap *m, uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff,
 		  const char *path, size_t pathlen, const uint8_t *build_id, size_t build_id_len)
 {
-	if (!pathlen || path[0] == '[') /* [vdso], [stack], anonymous: no file */
+	/* [stack], [heap], anonymous: no file.  The vdso has one where it was
+	 * saved (perf's cache, mt-ptsim's images: by its build-id): its
+	 * functions are entered by tail calls too (ld.so's resolver binding
+	 * an IFUNC such as time() to the vdso's own) */
+	int vdso = pathlen == 6 && !memcmp(path, "[vdso]", 6);
+	if (!pathlen || (path[0] == '[' && !(vdso && build_id_len)))
 		return 0;
 	size_t f;
 	for (f = 0; f < m->nfiles; f++)
@@ -133,7 +138,8 @@ static void load_file(struct fnmap *m, struct fnfile *ff)
 		ff->state = 1;
 		return;
 	}
-	m->nmissing++;
+	if (ff->path[0] != '[') /* a vdso not saved: as before, no warning */
+		m->nmissing++;
 }
 
 size_t fnmap_missing(const struct fnmap *m)

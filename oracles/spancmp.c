@@ -47,6 +47,7 @@ void spanset_fini(struct spanset *s)
 	free(s->v);
 	free(s->win);
 	free(s->gap);
+	free(s->jmp);
 	memset(s, 0, sizeof *s);
 }
 
@@ -105,6 +106,44 @@ int spanset_note_move(struct spanset *s, uint32_t tid, uint64_t time)
 	struct sc_win *w = find_win(s, tid);
 	if (time < w->first_move)
 		w->first_move = time;
+	return 0;
+}
+
+int spanset_note_jump(struct spanset *s, uint32_t tid, uint64_t time, uint64_t to)
+{
+	if (mt_grow((void **)&s->jmp, &s->capjmp, s->njmp + 1, sizeof *s->jmp))
+		return -ENOMEM;
+	s->jmp[s->njmp++] = (struct sc_jump){tid, time, to};
+	s->jmp_sorted = 0;
+	return 0;
+}
+
+static int jump_cmp(const void *x, const void *y)
+{
+	const struct sc_jump *a = x, *b = y;
+	if (a->tid != b->tid)
+		return a->tid < b->tid ? -1 : 1;
+	if (a->time != b->time)
+		return a->time < b->time ? -1 : 1;
+	return a->to < b->to ? -1 : a->to > b->to;
+}
+
+void spanset_sort_jumps(struct spanset *s)
+{
+	if (s->njmp)
+		qsort(s->jmp, s->njmp, sizeof *s->jmp, jump_cmp);
+	s->jmp_sorted = 1;
+}
+
+/* Did thread @tid jump to @to at @time (spanset_note_jump)? */
+static int jumped(const struct spanset *s, uint32_t tid, uint64_t time, uint64_t to)
+{
+	struct sc_jump k = {tid, time, to};
+	if (s->jmp_sorted)
+		return s->njmp && bsearch(&k, s->jmp, s->njmp, sizeof *s->jmp, jump_cmp) != NULL;
+	for (size_t i = 0; i < s->njmp; i++)
+		if (!jump_cmp(&k, &s->jmp[i]))
+			return 1;
 	return 0;
 }
 
@@ -404,11 +443,12 @@ static int by_begin(const void *a, const void *b)
 }
 
 /* Is depth @d of window @w's thread held without a break across the
- * stretch [@ab, @ae] by truth frames that follow one another at the same
- * instant (a tail call: the jump ends one frame where the next begins, so
- * the frame beneath executes nothing)?  1 yes, 0 no, -ENOMEM. */
-static int chained(const struct work *W, const struct sc_win *w, uint32_t d, uint64_t ab,
-		   uint64_t ae)
+ * stretch [@ab, @ae] by truth frames that tail-call one another (each
+ * begins as the one before ends, by a jump of the truth's branch stream
+ * @jumps to it: the frame beneath executes nothing)?  1 yes, 0 no,
+ * -ENOMEM. */
+static int chained(const struct work *W, const struct spanset *jumps, const struct sc_win *w,
+		   uint32_t d, uint64_t ab, uint64_t ae)
 {
 	size_t n = 0;
 	for (size_t j = 0; j < W->nT; j++)
@@ -430,13 +470,16 @@ static int chained(const struct work *W, const struct sc_win *w, uint32_t d, uin
 	while (j < n && !live_from(v[j], w, ab))
 		j++;
 	if (j < n) {
-		const struct sc_span *cur = v[j];
+		const struct sc_span *cur = v[j++];
 		while (!(ok = live_to(cur, w, ae))) {
 			while (j < n && v[j]->begin < cur->end)
 				j++;
-			if (j == n || v[j]->begin != cur->end)
+			/* the next frame begins as this one ends, by a jump to it:
+			 * a return and the parent's next call can share a time */
+			if (j == n || v[j]->begin != cur->end ||
+			    !jumped(jumps, w->tid, v[j]->begin, v[j]->func))
 				break;
-			cur = v[j];
+			cur = v[j++]; /* j moves on: a zero-length span is passed once */
 		}
 	}
 	free(v);
@@ -475,7 +518,7 @@ static int covering(struct work *W, const struct spanset *actual)
 			for (size_t z = 0; z < ns && all; z++) {
 				all = (mask[z] >> k & 1) != 0;
 				if (all && !(mask[z] >> (k + 1) & 1)) {
-					int c = chained(W, w, k + 1, st[2 * z], st[2 * z + 1]);
+					int c = chained(W, actual, w, k + 1, st[2 * z], st[2 * z + 1]);
 					if (c < 0)
 						return c;
 					all = c;

@@ -85,6 +85,15 @@ struct spanset {
 	size_t nwin, capwin;
 	struct sc_gap *gap;
 	size_t ngap, capgap;
+	/* the window's jumps (the truth's branch stream): a frame that follows
+	 * another at the same depth at one instant was tail-called only if a
+	 * jump to it was taken then */
+	struct sc_jump {
+		uint32_t tid;
+		uint64_t time, to;
+	} *jmp;
+	size_t njmp, capjmp;
+	int jmp_sorted;
 };
 
 /* Notes a gap record (@is_seg 0) or a segment record (1) of the actual
@@ -94,6 +103,14 @@ int spanset_add_gap(struct spanset *s, uint32_t tid, int is_seg, uint64_t begin,
 
 /* Note that thread @tid took a branch (not a trace-start) at @time. */
 int spanset_note_move(struct spanset *s, uint32_t tid, uint64_t time);
+
+/* Note that thread @tid jumped to @to at @time (a jmp, not a call or a
+ * return: a tail call when @to is a function's entry).  0 or -ENOMEM. */
+int spanset_note_jump(struct spanset *s, uint32_t tid, uint64_t time, uint64_t to);
+
+/* Sorts the jumps noted, for fast lookups (without it they are searched
+ * one by one). */
+void spanset_sort_jumps(struct spanset *s);
 
 struct spancmp_opts {
 	uint64_t tol;

@@ -24,7 +24,7 @@ spans() {
 		"$BIN/mt-cat" -o "$T/in2.mt" "$T/in.mt" "$hits"
 		mv "$T/in2.mt" "$T/in.mt"
 	fi
-	"$BIN/mt-segment" --stats -i "$T/in.mt" -o "$T/seg.mt" 2> "$T/seg.err"
+	"$BIN/mt-segment" --stats --images "$d/images" -i "$T/in.mt" -o "$T/seg.mt" 2> "$T/seg.err"
 	"$BIN/mt-stitch" -i "$T/seg.mt" -o "$out" 2>/dev/null
 }
 

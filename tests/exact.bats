@@ -33,7 +33,7 @@ judge() {
 	local d=$1 src=$2
 	shift 2
 	branch_input "$d" "$src" "$T/in.mt"
-	"$BIN/mt-segment" "$@" -i "$T/in.mt" -o "$T/seg.mt" 2>/dev/null || { echo "$d: mt-segment failed"; return 1; }
+	"$BIN/mt-segment" --images "$d/images" "$@" -i "$T/in.mt" -o "$T/seg.mt" 2>/dev/null || { echo "$d: mt-segment failed"; return 1; }
 	"$BIN/mt-stitch" -i "$T/seg.mt" -o "$T/out.mt" 2>"$T/stitch.err" || { echo "$d: mt-stitch failed"; return 1; }
 	if grep -q "no common frame" "$T/stitch.err"; then
 		echo "$d $src: $(cat "$T/stitch.err")"

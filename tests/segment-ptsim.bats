@@ -19,7 +19,9 @@ check() {
 	local d="$C/$v/$p"
 	branch_input "$d" "$src" "$T/in.mt"
 	[ "$src" = truth ] || [ -s "$T/in.mt" ] || { echo "$v/$p: mt-decode wrote nothing"; return 1; }
-	"$BIN/mt-segment" $SEGOPTS -i "$T/in.mt" -o "$T/seg.mt" 2>/dev/null || { echo "$v/$p: mt-segment failed"; return 1; }
+	# the run's own images (as mt run passes its capture's): the vdso's
+	# symbols are there, not in whatever ~/.debug holds
+	"$BIN/mt-segment" $SEGOPTS --images "$d/images" -i "$T/in.mt" -o "$T/seg.mt" 2>/dev/null || { echo "$v/$p: mt-segment failed"; return 1; }
 	if [ "$stages" = stitch ]; then
 		"$BIN/mt-stitch" -i "$T/seg.mt" -o "$T/out.mt" 2>/dev/null || { echo "$v/$p: mt-stitch failed"; return 1; }
 	else
@@ -108,7 +110,7 @@ gap_share() {
 			rm -rf "$T/nd"
 			MT_DEBUGINFO_DIR= "$BIN/mt-ptsim" --replay "$C/runs/$p.run" --psb-period 2048 $w -o "$T/nd" 2>/dev/null
 			for o in "" --no-call-targets; do
-				MT_DEBUGINFO_DIR= "$BIN/mt-segment" $o -i "$T/nd/truth.mt" -o "$T/nd.mt" 2>/dev/null
+				MT_DEBUGINFO_DIR= "$BIN/mt-segment" $o --images "$T/nd/images" -i "$T/nd/truth.mt" -o "$T/nd.mt" 2>/dev/null
 				run "$BIN/mt-compare" "$T/nd/truth-spans.mt" "$T/nd.mt"
 				echo "$p ${w:-clean} ${o:-default}: ${lines[-1]}"
 				case "$p/$w" in

@@ -240,14 +240,15 @@ cmp_run() {
 	[[ "$output" == *"outer frames hidden: 1"* ]]
 }
 
-@test "compare: an outer frame whose children tail-call one another across the window executed nothing there: hidden; one they return to is not" {
+@test "compare: an outer frame whose children tail-call one another across the window (a jump of the truth's branches to each) executed nothing there: hidden; one they return to at the same time is not" {
 	CMP_TRUTH=cmp-tail-truth.txt CMP_WINDOW=cmp-tail-window.txt cmp_run cmp-tail-actual.txt --max-wrong 0
 	echo "$output"
 	[ "$status" -eq 0 ]
 	[[ "${lines[-1]}" == *"precision=1.000000 recall=1.000000 coverage=1.000000 "*" wrong=0 matched=2 truth=2 judged=2" ]]
 	[[ "$output" == *"outer frames hidden: 2"* ]]
-	# main returned to between a and b: it ran in the window, so it stays,
-	# and the actual without it is one level off
+	# a returned to main, which called b at the same time (no jump to b):
+	# main ran in the window, so it stays, and the actual without it is one
+	# level off
 	CMP_TRUTH=cmp-tail-ret-truth.txt CMP_WINDOW=cmp-tail-ret-window.txt cmp_run cmp-tail-actual.txt --max-wrong 0
 	echo "$output"
 	[ "$status" -eq 1 ]

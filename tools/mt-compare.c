@@ -160,7 +160,8 @@ static void load_spans(const char *path, struct spanset *s, int segments, int is
 	close(fd);
 }
 
-/* each thread's window: the extent of the branch stream at @path */
+/* each thread's window: the extent of the branch stream at @path; its
+ * jumps (which tell a tail call from a return and a call at one time) */
 static void load_windows(const char *path, struct spanset *s)
 {
 	int fd;
@@ -169,14 +170,17 @@ static void load_windows(const char *path, struct spanset *s)
 	int e;
 	while ((e = mtev_read(r, &rec)) > 0)
 		if (rec.kind == MTEV_BRANCH &&
-		    (rec.br.type == MTEV_BR_TRACE_START
-			     ? spanset_add_window(s, rec.br.tid, rec.br.time, rec.br.time)
-			     : spanset_note_move(s, rec.br.tid, rec.br.time)))
+		    ((rec.br.type == MTEV_BR_TRACE_START
+			      ? spanset_add_window(s, rec.br.tid, rec.br.time, rec.br.time)
+			      : spanset_note_move(s, rec.br.tid, rec.br.time)) ||
+		     (rec.br.type == MTEV_BR_JUMP &&
+		      spanset_note_jump(s, rec.br.tid, rec.br.time, rec.br.to))))
 			mt_fatal(MT_EXIT_SYS, "out of memory");
 	if (e < 0)
 		read_failed(path, r, e);
 	mtev_reader_free(r);
 	close(fd);
+	spanset_sort_jumps(s);
 }
 
 struct bkey {
