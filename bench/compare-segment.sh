@@ -20,42 +20,7 @@ OLD=$(cd "$1" && pwd) NEW=$(cd "$2" && pwd)
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 runs=0 same=0 diff=0
-# one LABEL TOOL ARGS... (OUT in ARGS is replaced by an output path): runs
-# TOOL of both builds, compares output file, stdout, stderr, exit code
-one() {
-	local label=$1 tool=$2
-	shift 2
-	local v
-	for v in old new; do
-		local dir=$OLD
-		[ $v = new ] && dir=$NEW
-		local args=() a
-		for a in "$@"; do
-			case $a in
-			OUT) args+=("$T/$v.out") ;;
-			*) args+=("$a") ;;
-			esac
-		done
-		rm -f "$T/$v.out"
-		"$dir/$tool" "${args[@]}" > "$T/$v.stdout" 2> "$T/$v.stderr" < /dev/null
-		echo $? > "$T/$v.rc"
-		sed -i "s|$T/$v|T|g; s|$dir/||g" "$T/$v.stderr"
-	done
-	runs=$((runs + 1))
-	local bad=
-	cmp -s "$T/old.rc" "$T/new.rc" || bad="$bad exit($(cat "$T/old.rc")/$(cat "$T/new.rc"))"
-	cmp -s "$T/old.stdout" "$T/new.stdout" || bad="$bad stdout"
-	cmp -s "$T/old.stderr" "$T/new.stderr" || bad="$bad stderr"
-	if [ -e "$T/old.out" ] || [ -e "$T/new.out" ]; then
-		cmp -s "$T/old.out" "$T/new.out" 2> /dev/null || bad="$bad output"
-	fi
-	if [ -n "$bad" ]; then
-		diff=$((diff + 1))
-		echo "DIFF $label: $tool $*:$bad"
-	else
-		same=$((same + 1))
-	fi
-}
+. bench/compare-lib.sh
 
 # seg LABEL INPUT [options...]: the option sets of the tests and the pipeline
 seg() {
