@@ -45,3 +45,17 @@ one() {
 		same=$((same + 1))
 	fi
 }
+
+# cached_runs: "DIR LABEL" of every cached mt-ptsim run that has a perf.data,
+# of the variants in $VARIANTS only when set ("clean window")
+cached_runs() {
+	local d v
+	for d in tests/.cache/ptsim/*/*/; do
+		v=${d#tests/.cache/ptsim/}
+		v=${v%%/*}
+		[ -z "${VARIANTS:-}" ] || case " $VARIANTS " in *" $v "*) ;; *) continue ;; esac
+		[ -f "$d/perf.data" ] || continue
+		v=${d#tests/.cache/ptsim/}
+		echo "$d ${v%/}"
+	done
+}

@@ -62,13 +62,7 @@ write_all() { # label input
 }
 
 # VARIANTS="clean window": only those mt-ptsim variants (default: all)
-for d in tests/.cache/ptsim/*/*/; do
-	v=${d#tests/.cache/ptsim/}
-	v=${v%%/*}
-	[ -z "${VARIANTS:-}" ] || case " $VARIANTS " in *" $v "*) ;; *) continue ;; esac
-	[ -f "$d/perf.data" ] || continue
-	label=${d#tests/.cache/ptsim/}
-	label=${label%/}
+while read -r d label <&3; do
 	echo "compare-outputs: $label ($runs so far)" >&2
 	WRITE_FEW=1
 	sym_and_write "$label/truth-spans" "$d/truth-spans.mt" --images "$d/images"
@@ -78,7 +72,7 @@ for d in tests/.cache/ptsim/*/*/; do
 	"$OLD/mt-segment" --stitch --all-waypoints -i "$T/dec.mt" -o "$T/sta.mt" 2> /dev/null
 	[ -s "$T/sta.mt" ] && one "$label/all-waypoints" mt-symbolize --no-cache --images "$d/images" -o OUT "$T/sta.mt"
 	[ -s "$T/st.mt" ] && one "$label/symfs" mt-symbolize --no-cache --symfs "$d/images" -o OUT "$T/st.mt"
-done
+done 3< <(cached_runs)
 
 WRITE_FEW=
 "$OLD/mt-undump" tests/golden/mtev-all-kinds.txt > "$T/kinds.mt" 2> /dev/null

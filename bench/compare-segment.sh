@@ -40,19 +40,13 @@ seg() {
 	fi
 }
 
-for d in tests/.cache/ptsim/*/*/; do
-	v=${d#tests/.cache/ptsim/}
-	v=${v%%/*}
-	[ -z "${VARIANTS:-}" ] || case " $VARIANTS " in *" $v "*) ;; *) continue ;; esac
-	[ -f "$d/perf.data" ] || continue
-	label=${d#tests/.cache/ptsim/}
-	label=${label%/}
+while read -r d label <&3; do
 	echo "compare-segment: $label ($runs so far)" >&2
 	"$OLD/mt-decode" --buildid-dir "$d/images" -o "$T/dec.mt" "$d/perf.data" 2> /dev/null
 	[ -s "$T/dec.mt" ] && seg "$label/decoded" "$T/dec.mt" --images "$d/images"
 	[ -s "$T/dec.mt" ] && one "$label/decoded" mt-segment --stitch --no-symbols -o OUT "$T/dec.mt"
 	[ -s "$d/truth.mt" ] && one "$label/truth" mt-segment --stitch --images "$d/images" -o OUT "$d/truth.mt"
-done
+done 3< <(cached_runs)
 
 echo "compare-segment: golden and corrupt ($runs so far)" >&2
 for f in tests/golden/segment/*.in.txt; do
