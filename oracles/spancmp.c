@@ -114,7 +114,6 @@ int spanset_note_jump(struct spanset *s, uint32_t tid, uint64_t time, uint64_t t
 	if (mt_grow((void **)&s->jmp, &s->capjmp, s->njmp + 1, sizeof *s->jmp))
 		return -ENOMEM;
 	s->jmp[s->njmp++] = (struct sc_jump){tid, time, to};
-	s->jmp_sorted = 0;
 	return 0;
 }
 
@@ -132,19 +131,13 @@ void spanset_sort_jumps(struct spanset *s)
 {
 	if (s->njmp)
 		qsort(s->jmp, s->njmp, sizeof *s->jmp, jump_cmp);
-	s->jmp_sorted = 1;
 }
 
-/* Did thread @tid jump to @to at @time (spanset_note_jump)? */
+/* Did thread @tid jump to @to at @time (noted, then sorted)? */
 static int jumped(const struct spanset *s, uint32_t tid, uint64_t time, uint64_t to)
 {
 	struct sc_jump k = {tid, time, to};
-	if (s->jmp_sorted)
-		return s->njmp && bsearch(&k, s->jmp, s->njmp, sizeof *s->jmp, jump_cmp) != NULL;
-	for (size_t i = 0; i < s->njmp; i++)
-		if (!jump_cmp(&k, &s->jmp[i]))
-			return 1;
-	return 0;
+	return s->njmp && bsearch(&k, s->jmp, s->njmp, sizeof *s->jmp, jump_cmp) != NULL;
 }
 
 static int key_cmp(const struct sc_span *a, const struct sc_span *b)

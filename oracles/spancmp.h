@@ -93,7 +93,6 @@ struct spanset {
 		uint64_t time, to;
 	} *jmp;
 	size_t njmp, capjmp;
-	int jmp_sorted;
 };
 
 /* Notes a gap record (@is_seg 0) or a segment record (1) of the actual
@@ -108,8 +107,7 @@ int spanset_note_move(struct spanset *s, uint32_t tid, uint64_t time);
  * return: a tail call when @to is a function's entry).  0 or -ENOMEM. */
 int spanset_note_jump(struct spanset *s, uint32_t tid, uint64_t time, uint64_t to);
 
-/* Sorts the jumps noted, for fast lookups (without it they are searched
- * one by one). */
+/* Sorts the jumps noted: required before the comparison looks them up. */
 void spanset_sort_jumps(struct spanset *s);
 
 struct spancmp_opts {
