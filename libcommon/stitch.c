@@ -84,10 +84,13 @@ struct sthr {
 	uint64_t spilled; /* words in it */
 
 	/* the group's completed activations: (group level, function) of every
-	 * span that ended before its segment did, an open-addressing set
-	 * (done_add, done_has): a frame seen returning and called again there
-	 * is not joined across a gap (decide) */
-	uint64_t *done;
+	 * span that ended before its segment did, with the latest begin among
+	 * them, an open-addressing table (done_add, done_since): a frame whose
+	 * caller was seen calling its function before (it returned and may be
+	 * called again) is not joined across a gap (decide) */
+	struct done {
+		uint64_t key, begin;
+	} *done;
 	size_t ndone, capdone;
 
 	struct meta *meta;
@@ -351,30 +354,34 @@ static uint64_t done_key(int32_t level, uint64_t func)
 static size_t done_slot(const struct sthr *t, uint64_t k)
 {
 	size_t i = (size_t)((k * 0xff51afd7ed558ccdull) >> 17) & (t->capdone - 1);
-	while (t->done[i] && t->done[i] != k)
+	while (t->done[i].key && t->done[i].key != k)
 		i = (i + 1) & (t->capdone - 1);
 	return i;
 }
 
-/* Has the group a completed activation of @func at @level? */
-static int done_has(const struct sthr *t, int32_t level, uint64_t func)
+/* Has the group a completed activation of @func at @level that began at
+ * @since or later? */
+static int done_since(const struct sthr *t, int32_t level, uint64_t func, uint64_t since)
 {
-	return t->capdone && func && t->done[done_slot(t, done_key(level, func))];
+	if (!t->capdone || !func)
+		return 0;
+	const struct done *d = &t->done[done_slot(t, done_key(level, func))];
+	return d->key && d->begin >= since;
 }
 
 /* done_add's table, twice the size (or its first). */
 static __attribute__((noinline)) int done_grow(stitcher *s, struct sthr *t)
 {
 	size_t nc = t->capdone ? 2 * t->capdone : 256;
-	uint64_t *o = t->done, *n = calloc(nc, sizeof *n);
+	struct done *o = t->done, *n = calloc(nc, sizeof *n);
 	if (!n)
 		return s->err = -STITCH_ENOMEM;
 	size_t oc = t->capdone;
 	t->done = n;
 	t->capdone = nc;
 	for (size_t i = 0; i < oc; i++)
-		if (o[i])
-			t->done[done_slot(t, o[i])] = o[i];
+		if (o[i].key)
+			t->done[done_slot(t, o[i].key)] = o[i];
 	free(o);
 	return 0;
 }
@@ -388,9 +395,13 @@ static inline __attribute__((always_inline)) int done_add(stitcher *s, struct st
 	uint64_t k = done_key(x->level, x->func);
 	if (2 * (t->ndone + 1) > t->capdone && done_grow(s, t))
 		return s->err;
-	size_t i = done_slot(t, k);
-	t->ndone += !t->done[i];
-	t->done[i] = k;
+	struct done *d = &t->done[done_slot(t, k)];
+	if (!d->key) {
+		t->ndone++;
+		*d = (struct done){k, x->begin};
+	} else if (x->begin > d->begin) {
+		d->begin = x->begin;
+	}
 	return 0;
 }
 
@@ -654,8 +665,11 @@ static int same_frame(const struct sthr *t, const struct hspan *a, const struct 
 /* May the earlier frame g[@k] continue into the current segment (after @nq
  * gaps)?  Not when it ended at an earlier gap.  Across a gap, only without
  * evidence that it may have returned and been called again inside the gap:
- * not when the group saw its function complete at its level (done_has: a
- * loop's callee), nor when its function is also an outer frame's (a
+ * not when the group saw its function complete at its level under its
+ * caller's current activation (done_since: a loop's callee; an activation
+ * that completed under an earlier activation of the caller says that the
+ * caller's caller loops, not the caller; the outermost frame has no caller
+ * in the group: any), nor when its function is also an outer frame's (a
  * recursion, whose inner call may return and recur), nor when it is the
  * outermost frame of a recursion (its function also an inner frame's) and
  * the code of its caller calls its function from another call site too (a
@@ -668,7 +682,7 @@ static int joinable(stitcher *s, const struct sthr *t, long k, size_t nq)
 		return 0;
 	if (!nq)
 		return 1;
-	if (done_has(t, y->level, y->func))
+	if (done_since(t, y->level, y->func, k ? t->h[t->g[k - 1]].begin : 0))
 		return 0;
 	if (!y->func)
 		return 1;

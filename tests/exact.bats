@@ -339,6 +339,28 @@ gap_at() {
 	[ "$("$BIN/mt-dump" -k span "$T/out.mt" | grep -c "func=$(printf '0x%x' $main) .*flags=inferred-start,.*stitched")" -eq 1 ]
 }
 
+# twocall.c: work() returns once under first(), then runs long under
+# second(); a drop inside that long call.  The earlier completion was under
+# another activation of work()'s caller, so it says nothing about a repeated
+# call inside the gap: work() is one span across it (before: split at the
+# gap, its time inside the gap lost and its later part an extra span).
+@test "a gap inside a function seen complete before under another activation of its caller: one span across the gap (twocall, drops at 30/60/90 %)" {
+	read -r start pgoff < <(replay twocall "$T/f" && "$BIN/mt-dump" -k map "$T/f/truth.mt" |
+		grep -m1 '/exact/twocall"' | sed 's/.*start=\(0x[0-9a-f]*\).*pgoff=\(0x[0-9a-f]*\).*/\1 \2/')
+	w=$(nm "$P/twocall" | awk '$3 ~ /^work/ { print $1 }')
+	[ -n "$w" ]
+	work=$(printf '0x%x' $((start - pgoff + 0x$w)))
+	for p in 30 60 90; do
+		replay twocall "$T/f" --inject drop@$p%:64
+		[ "$("$BIN/mt-dump" -k span "$T/f/truth-spans.mt" | grep -c " func=$work ")" -eq 2 ]
+		CMP="--max-wrong 0 --min-precision 1 --min-coverage 0.999" judge "$T/f" decode
+		[ "$("$BIN/mt-dump" -k gap "$T/in.mt" | wc -l)" -eq 1 ]
+		# the two calls, the long one joined across the gap
+		[ "$("$BIN/mt-dump" -k span "$T/out.mt" | grep -c " func=$work ")" -eq 2 ]
+		[ "$("$BIN/mt-dump" -k span "$T/out.mt" | grep " func=$work " | grep -c 'flags=.*stitched')" -eq 1 ]
+	done
+}
+
 @test "single faults in the exception programs (a gap over a throw, a rethrow, a landing, main's return; -O2 and -O0): 0 wrong spans, no invented frame" {
 	# the positions where mt-segment / mt-stitch used to misplace a whole
 	# group (hundreds of wrong spans each; docs/exactness.md, unwinding
