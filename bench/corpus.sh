@@ -38,6 +38,9 @@
 #           outer frames they added.  bench/out/corpus/chain.txt
 #
 # Every stage skips what already exists (delete bench/out/corpus/ to redo).
+# CORPUS_LIST FILE takes the program list (the format below) from FILE
+# instead (bench/holdout.txt: ten more programs, kept apart from the tuning;
+# give it its own CORPUS_OUT).
 # CORPUS_CONFIGS (a shell pattern, e.g. '*@*': the faulted rows) restricts
 # the table to some configurations; CORPUS_ONLY="p1 p2" restricts to some programs (CORPUS_TABLE: the table file
 # then, to run parts in parallel); CORPUS_MAX overrides every
@@ -62,6 +65,10 @@ NICE="nice -n 10"
 # A run that reaches --max-insns is cut there (mt-ptsim
 # exits 1 and its outputs cover the run up to the cut): "whole" is that run.
 programs() {
+	if [ -n "${CORPUS_LIST:-}" ]; then
+		cat "$CORPUS_LIST"
+		return
+	fi
 	cat <<'EOF'
 ls	2000000	-	/usr/bin/ls -l /usr/bin
 sort	2000000	-	/usr/bin/sort @IN@/words.txt
@@ -108,6 +115,7 @@ stage_build() {
 		gzip -c "$IN/words.txt" >"$IN/words.txt.gz"
 		printf 'scale=20\na(1)*4\nsqrt(2)\n' >"$IN/calc.bc"
 		printf '{"a":[{"b":1},{"b":2},{"b":[3,4,{"c":"five"}]}],"d":null}\n' >"$IN/doc.json"
+		printf '<?xml version="1.0"?>\n<doc a="1"><!-- c --><item n="1">one &amp; two</item><item n="2"><![CDATA[<x>]]></item><empty/></doc>\n' >"$IN/doc.xml"
 		for d in a a/b c; do
 			for i in 1 2 3; do head -n $((i * 20)) "$IN/words.txt" >"$IN/tree/$d/f$i.txt"; done
 			echo fo >"$IN/tree/$d/x.dat"
