@@ -353,9 +353,11 @@ static int clip_truth(struct work *W, const struct spanset *truth, const struct 
 				continue;
 			/* ended by the instant tracing began, its return not a
 			 * traced branch (the window's only branch at that instant
-			 * is its trace-start): nothing of it is in the window */
-			if (x.begin < w->begin && x.end == w->begin && w->first_move != UINT64_MAX &&
-			    w->first_move > w->begin)
+			 * is its trace-start): nothing of it is in the window;
+			 * nor of one made and ended at that instant, its call
+			 * not traced either (it ran before the first traced
+			 * instruction) */
+			if (x.end == w->begin && w->first_move != UINT64_MAX && w->first_move > w->begin)
 				continue;
 			if (x.begin < w->begin) {
 				x.begin = w->begin;

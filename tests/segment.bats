@@ -218,6 +218,21 @@ cmp_run() {
 	[ "$status" -eq 2 ]
 }
 
+# c (cmp-edge-truth.txt) was called and returned at 150, the instant tracing
+# began: with no traced branch at that instant but the trace-start, no
+# recording holds it (it ran before the first traced instruction), so it
+# is not judged; when its call and return are traced at 150, it is.
+@test "compare: a span made and ended at the instant tracing began, before the first traced instruction, is outside the window; one whose call is traced is not" {
+	CMP_TRUTH=cmp-edge-truth.txt cmp_run cmp-exact.txt --min-recall 1 --max-wrong 0
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "${lines[-1]}" == *"precision=1.000000 recall=1.000000 "*" wrong=0 matched=3 truth=3 judged=3" ]]
+	CMP_TRUTH=cmp-edge-truth.txt CMP_WINDOW=cmp-edge-window-traced.txt cmp_run cmp-exact.txt --min-recall 1
+	echo "$output"
+	[ "$status" -eq 1 ]
+	[[ "${lines[-1]}" == *" recall=0.750000 "*" matched=3 truth=4 judged=3" ]]
+}
+
 @test "compare: a gap is no coverage; a span joined across it over two calls is wrong" {
 	# f's two calls joined into one span across the gap [150, 350]: wrong,
 	# and it covers nothing (the old score: coverage 1, 0 wrong); main, live
