@@ -31,6 +31,11 @@ struct fnfile {
 	uint64_t *ent;
 	size_t nent;
 	int ent_state; /* 0 not read, 1 read */
+	/* the owners of symbol-less FDE ranges found to be cold parts
+	 * (fde_owner): pairs of file addresses (FDE start, owner entry; owner
+	 * 0: none), in the order asked */
+	uint64_t *cold;
+	size_t ncold, capcold;
 };
 
 struct fnmapping {
@@ -68,6 +73,7 @@ void fnmap_free(struct fnmap *m)
 			elfinfo_fini(&m->files[i].ei);
 		dwcov_fini(&m->files[i].dw);
 		free(m->files[i].ent);
+		free(m->files[i].cold);
 		if (m->files[i].code)
 			munmap((void *)m->files[i].code, m->files[i].code_len);
 		if (m->files[i].fd >= 0)
@@ -344,10 +350,93 @@ int fnmap_landing_pad(struct fnmap *m, uint32_t tid, uint64_t addr, uint64_t *pa
 	return 1;
 }
 
+static int32_t rd32(const uint8_t *p)
+{
+	return (int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+			 (uint32_t)p[3] << 24);
+}
+
+/* The function whose cold part is the symbol-less FDE range [@lo, @hi)
+ * (file addresses) of a stripped file: the code of one other function jumps
+ * into it (jmp or jcc rel32) and nothing calls its start (E8 rel32).  The
+ * file's executable bytes are read at every offset, not instruction by
+ * instruction, so a false hit is possible: the owner must hold more than
+ * half of the jumps' sources.  Only ranges not 8-byte aligned are tried
+ * (gcc aligns functions, not the .cold parts it splits off), which also
+ * keeps a tail-called function from being taken for a cold part.  0: none. */
+static uint64_t fde_owner(struct fnfile *ff, uint64_t lo, uint64_t hi)
+{
+	for (size_t i = 0; i < ff->ncold; i++)
+		if (ff->cold[2 * i] == lo)
+			return ff->cold[2 * i + 1];
+	uint64_t owner = 0, src_fn[64];
+	size_t nsrc = 0, total = 0;
+	int called = 0;
+	if ((lo & 7) && !open_bytes(ff) && ff->code) {
+		for (size_t k = 0; k < ff->ei.nsegs && !called; k++) {
+			const struct elf_seg *g = &ff->ei.segs[k];
+			if (!(g->flags & PF_X) || g->offset >= ff->code_len)
+				continue;
+			size_t n = g->filesz < ff->code_len - g->offset ? (size_t)g->filesz
+									 : ff->code_len - (size_t)g->offset;
+			const uint8_t *b = ff->code + g->offset;
+			for (size_t i = 0; i + 6 <= n; i++) {
+				size_t len = b[i] == 0xe8 || b[i] == 0xe9 ? 5
+					     : b[i] == 0x0f && (b[i + 1] & 0xf0) == 0x80 ? 6 : 0;
+				if (!len)
+					continue;
+				uint64_t src = g->vaddr + i;
+				uint64_t to = src + len + (uint64_t)(int64_t)rd32(b + i + len - 4);
+				if (to < lo || to >= hi || (src >= lo && src < hi))
+					continue;
+				if (b[i] == 0xe8) {
+					called |= to == lo;
+					continue;
+				}
+				const struct elf_sym *x = elfinfo_lookup(&ff->ei, src);
+				total++;
+				if (x && nsrc < sizeof src_fn / sizeof *src_fn)
+					src_fn[nsrc++] = x->addr;
+			}
+		}
+		/* the most frequent source function, if more than half of all */
+		size_t best = 0;
+		for (size_t i = 0; i < nsrc && !called; i++) {
+			size_t c = 0;
+			for (size_t j = 0; j < nsrc; j++)
+				c += src_fn[j] == src_fn[i];
+			if (c > best) {
+				best = c;
+				owner = src_fn[i];
+			}
+		}
+		if (called || 2 * best <= total)
+			owner = 0;
+	}
+	if (mt_grow((void **)&ff->cold, &ff->capcold, 2 * ff->ncold + 2, sizeof *ff->cold) == 0) {
+		ff->cold[2 * ff->ncold] = lo;
+		ff->cold[2 * ff->ncold + 1] = owner;
+		ff->ncold++;
+	}
+	return owner;
+}
+
 int fnmap_owner(struct fnmap *m, uint32_t tid, uint64_t addr, struct fn_info *out)
 {
 	if (!fnmap_lookup(m, tid, addr, out))
 		return 0;
+	if (!out->is_plt) {
+		/* a stripped file's cold part: only its own FDE names it */
+		const struct fnmapping *mp;
+		int64_t va;
+		struct fnfile *ff = locate(m, tid, addr, &mp, &va);
+		const struct elf_sym *x = ff ? elfinfo_lookup(&ff->ei, (uint64_t)va) : NULL;
+		if (x && x->is_fde) {
+			uint64_t bias = addr - (uint64_t)va;
+			uint64_t o = fde_owner(ff, x->addr, out->end - bias);
+			return o ? fnmap_lookup(m, tid, o + bias, out) : 1;
+		}
+	}
 	const char *c = out->name ? strstr(out->name, ".cold") : NULL;
 	if (!c || (c[5] && c[5] != '.'))
 		return 1;

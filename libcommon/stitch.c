@@ -120,12 +120,14 @@ void stitch_stats_text(const struct stitch_stats *st, const char *prefix, char *
 	const char *p = prefix;
 	snprintf(buf, len,
 		 "%ssegments=%llu %sjoins=%llu %saligned=%llu %sunaligned=%llu %scontinued=%llu "
-		 "%srevealed=%llu %sgap_spans=%llu %slower_bound=%llu %ssplit=%llu %sresumed=%llu",
+		 "%srevealed=%llu %sgap_spans=%llu %slower_bound=%llu %ssplit=%llu %sresumed=%llu "
+		 "%scalled_under=%llu",
 		 p, (unsigned long long)st->segments, p, (unsigned long long)st->joins, p,
 		 (unsigned long long)st->aligned, p, (unsigned long long)st->unaligned, p,
 		 (unsigned long long)st->continued, p, (unsigned long long)st->revealed, p,
 		 (unsigned long long)st->gap_spans, p, (unsigned long long)st->lower_bound, p,
-		 (unsigned long long)st->split, p, (unsigned long long)st->resumed);
+		 (unsigned long long)st->split, p, (unsigned long long)st->resumed, p,
+		 (unsigned long long)st->called_under);
 }
 
 int stitch_unaligned_text(const struct stitch_stats *st, char *buf, size_t len)
@@ -768,6 +770,23 @@ static long returned_root(stitcher *s, struct sthr *t, const long *st, size_t n)
 	return 1;
 }
 
+/* A join across a gap that found no common frame, when the earlier root
+ * survived it: the deepest frame k >= 1 of the earlier segment's end stack
+ * whose code calls the later segment's root function directly (a call to
+ * its entry: fnmap_calls), or -1. */
+static long called_from(stitcher *s, const struct sthr *t, const long *st)
+{
+	uint64_t b = t->p[st[0]].func;
+	if (!s->fns || !b)
+		return -1;
+	for (long k = (long)t->gn; k-- > 1;) {
+		uint64_t a = t->h[t->g[k]].func;
+		if (a && fnmap_calls(s->fns, t->tid, a, b))
+			return k;
+	}
+	return -1;
+}
+
 /* The group has no segment yet: the current one starts it. */
 static void group_start(struct sthr *t)
 {
@@ -833,6 +852,20 @@ static int decide(stitcher *s, struct sthr *t)
 		int under_root = !best && nq && gn && n;
 		if (under_root)
 			best_s = returned_root(s, t, st, n);
+		/* No common frame, but the code of an earlier frame above the
+		 * root calls B's root directly (the deepest such frame k): B's
+		 * root was called from it inside the gap, after the frames
+		 * above it returned there (a gap over main's return from one
+		 * callee and its call of the next).  B goes under it, as if
+		 * that frame faced B's caller: the frames beneath continue
+		 * across the gap as the join rules allow (called_under). */
+		long called_under = under_root && best_s == 1 ? called_from(s, t, st) : -1;
+		if (called_under > 0) {
+			under_root = 0;
+			best_s = called_under + 1;
+			t->lowb = (t->h[t->g[called_under]].flags & LOWB) != 0;
+			s->st.called_under++;
+		}
 		/* Under the surviving root, B's depths are a lower bound: calls
 		 * made inside the gap whose frames B never returns through lie
 		 * between (a gap from ld.so's _dl_init into main's callees:
@@ -842,7 +875,7 @@ static int decide(stitcher *s, struct sthr *t)
 			t->lowb = !s->fns || !a->func || !b->func ||
 				  !fnmap_calls(s->fns, t->tid, a->func, b->func);
 		}
-		if (best || under_root) {
+		if (best || under_root || called_under > 0) {
 			size_t j0 = best_s < 0 ? (size_t)-best_s : 0;
 			/* joined to a frame whose depth is a lower bound: so are B's */
 			for (size_t j = j0; j < j0 + best && !t->lowb; j++)

@@ -45,6 +45,8 @@ struct stitch_stats {
 	uint64_t split; /* facing frames across a gap not joined: seen called again there */
 	uint64_t resumed; /* earlier frames beneath the later root not joined across a gap:
 			   * a span of the same function after it (inferred-start) */
+	uint64_t called_under; /* no common frame across a gap: the later root placed
+				* under an earlier frame whose code calls it */
 };
 
 typedef int (*stitch_emit_fn)(void *ctx, const struct mtev_rec *rec);

@@ -57,12 +57,13 @@ TEST_PREREQS += $(SPANCHECK)
 # stepped once into tests/.cache/ptsim-exact/runs/, replayed by the tests.
 EXACT_DIR := $(PROG_DIR)/exact
 EXACT_CACHE := tests/.cache/ptsim-exact
-EXACT_NAMES := qsort callbacks except except_O0 sigwork stl coldjcc retgap twocall
+EXACT_NAMES := qsort callbacks except except_O0 sigwork stl coldjcc retgap twocall coldpart
 EXACT_CFLAGS_qsort := -O2 -g -Wl,-z,lazy
 EXACT_CFLAGS_callbacks := -O2 -g -fcf-protection=full -Wl,-z,ibtplt -Wl,-z,now
 EXACT_CFLAGS_sigwork := -O1 -g -static
 # stripped: only FDEs name its functions (main stays in .dynsym for --start-at)
 EXACT_CFLAGS_coldjcc := -O2 -s -Wl,--export-dynamic-symbol=main
+EXACT_CFLAGS_coldpart := -O2 -s -Wl,--export-dynamic-symbol=main
 EXACT_CFLAGS_retgap := -O2 -g
 EXACT_CFLAGS_twocall := -O2 -g
 EXACT_CXXFLAGS_except := -O2 -g
@@ -75,8 +76,9 @@ EXACT_RUN_except_O0 := --start-at main
 EXACT_RUN_sigwork := --start-at main
 EXACT_RUN_stl := --start-at main
 EXACT_RUN_coldjcc := --start-at main
+EXACT_RUN_coldpart := --start-at main
 EXACT_RUN_retgap := --start-at run
-EXACT_RUN_twocall := --start-at main
+EXACT_RUN_twocall := --start-at main --stop-at stop
 
 $(EXACT_DIR)/%: tests/programs/exact/%.c mk/ptsim.mk
 	@mkdir -p $(dir $@)
