@@ -55,13 +55,14 @@ static void usage(FILE *f)
 	      "                        nominal core:bus ratio perf would record (default\n"
 	      "                        0,0,0,0: MTC adds no time; CYC is calibrated by TSC)\n"
 	      "      --records         list every perf.data record as text (no decoding)\n"
-	      "      --decoder NAME    libipt (default: libipt's block decoder) or walk (the\n"
-	      "                        cached code walk, same\n"
-	      "                        output; a recording it cannot walk uses libipt), or\n"
-	      "                        walk-only (exit 2 instead); the walk reads the trace\n"
+	      "      --decoder NAME    walk (the default without -j: the cached code walk;\n"
+	      "                        a recording it cannot walk uses libipt) or libipt\n"
+	      "                        (libipt's block decoder; the default with -j N > 1),\n"
+	      "                        same output, or walk-only (the walk or exit 2: a\n"
+	      "                        recording it cannot walk); the walk reads the trace\n"
 	      "                        with the project's query decoder where it can, MTC\n"
-	      "                        timing included), walk-qry: with libipt's, walk-check:\n"
-	      "                        both, exit 3 where they differ: docs/decode.md\n"
+	      "                        timing included; walk-qry: with libipt's; walk-check:\n"
+	      "                        both, exit 3 where they differ (docs/decode.md)\n"
 	      "      --no-root-join    sampling: leave frame-pointer stacks as the walk ended them\n"
 	      "      --partial         decode a truncated perf.data (a killed recorder) as far\n"
 	      "                        as it goes (exit 1); by default it is refused (exit 2)\n"
@@ -279,6 +280,7 @@ int main(int argc, char **argv)
 	/* serial by default: -j 2 costs 1.4-1.5x the CPU and, measured on
 	 * this 2-cpu machine, is not faster in wall time yet (docs/decode.md) */
 	opts.jobs = 1;
+	opts.walk = -1; /* unset: the walk, or libipt's parallel path with -j (below) */
 	opts.warn = warn_cb;
 	while ((c = getopt_long(argc, argv, ":i:o:fshj:", lo, NULL)) != -1) {
 		switch (c) {
@@ -362,6 +364,11 @@ int main(int argc, char **argv)
 		drv_usage("--pt and a perf.data file are exclusive");
 	opts.images = images;
 	opts.nimages = nimages;
+	/* the cached walk by default (same output as libipt's path, checked
+	 * against it by fuzz_ptwalk: docs/decode.md); with -j N, libipt's
+	 * path, the one decoded in parallel */
+	if (opts.walk < 0)
+		opts.walk = opts.jobs == 1;
 
 	if (pt) {
 		close(drv_open_in(pt)); /* a missing file or a directory: said the same way */
