@@ -235,15 +235,20 @@ size_t fnmap_read(struct fnmap *m, uint32_t tid, uint64_t addr, uint8_t *buf, si
 	return n > 0 ? (size_t)n : 0;
 }
 
+/* A little-endian rel32. */
+static int32_t rd32(const uint8_t *p)
+{
+	return (int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+			 (uint32_t)p[3] << 24);
+}
+
 int fnmap_is_return_site(struct fnmap *m, uint32_t tid, uint64_t addr)
 {
 	uint8_t b[5];
 	struct fn_info fi;
 	if (fnmap_read(m, tid, addr - 5, b, 5) != 5 || b[0] != 0xe8)
 		return 0;
-	int32_t rel = (int32_t)((uint32_t)b[1] | (uint32_t)b[2] << 8 | (uint32_t)b[3] << 16 |
-				(uint32_t)b[4] << 24);
-	uint64_t target = addr + (uint64_t)(int64_t)rel;
+	uint64_t target = addr + (uint64_t)(int64_t)rd32(b + 1);
 	return fnmap_lookup(m, tid, target, &fi) && fi.entry == target;
 }
 
@@ -348,12 +353,6 @@ int fnmap_landing_pad(struct fnmap *m, uint32_t tid, uint64_t addr, uint64_t *pa
 		return 0;
 	*pad = p ? p + (addr - (uint64_t)va) : 0;
 	return 1;
-}
-
-static int32_t rd32(const uint8_t *p)
-{
-	return (int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-			 (uint32_t)p[3] << 24);
 }
 
 /* The function whose cold part is the symbol-less FDE range [@lo, @hi)

@@ -335,6 +335,21 @@ gap_at() {
 	"$BIN/mt-dump" -k gap "$T/in.mt" | sed -n '1s/.* begin=\([0-9]*\) end=\([0-9]*\) .*/\1 \2/p'
 }
 
+# overflow_over PROG LEN LO HI: the first instruction K (bisection) where
+# an overflow of LEN instructions gives a gap that begins before time HI and
+# ends after time LO; nothing when none is found
+overflow_over() {
+	local lo=0 hi mid b e
+	replay $1 "$T/f" --inject overflow@99%
+	hi=$(awk '!/^#/ { print $3 }' "$T/f/faults.txt")
+	while [ $((hi - lo)) -gt 1 ]; do
+		mid=$(((lo + hi) / 2))
+		read -r b e < <(gap_at $1 $mid $2)
+		[ -n "$b" ] || { lo=$mid; continue; }
+		if [ "$e" -le "$3" ]; then lo=$mid; elif [ "$b" -ge "$4" ]; then hi=$mid; else echo $mid; return; fi
+	done
+}
+
 @test "a gap that swallows the return of the trace's root into a caller the trace never saw (retgap, from run(): main): the root returned there, no frame one level too deep" {
 	replay retgap "$T/f"
 	read -r start pgoff < <("$BIN/mt-dump" -k map "$T/f/truth.mt" | grep -m1 '/exact/retgap"' |
@@ -349,14 +364,7 @@ gap_at() {
 	done)
 	[ -n "$ret" ]
 	# an overflow of 200 instructions holding it: found by bisection
-	replay retgap "$T/f" --inject overflow@99%
-	lo=0 hi=$(awk '!/^#/ { print $3 }' "$T/f/faults.txt") k=
-	while [ $((hi - lo)) -gt 1 ]; do
-		mid=$(((lo + hi) / 2))
-		read -r b e < <(gap_at retgap $mid 200)
-		[ -n "$b" ] || { lo=$mid; continue; }
-		if [ "$e" -lt "$ret" ]; then lo=$mid; elif [ "$b" -gt "$ret" ]; then hi=$mid; else k=$mid; break; fi
-	done
+	k=$(overflow_over retgap 200 $((ret - 1)) $((ret + 1)))
 	echo "overflow@$k:200 (run returns to main at time $ret)"
 	[ -n "$k" ]
 	gap_at retgap $k 200 >/dev/null
@@ -406,14 +414,7 @@ gap_at() {
 		sed 's/.* time=\([0-9]*\) .*/\1/')
 	[ -n "$call" ]
 	# an overflow of 150 instructions holding it: found by bisection
-	replay twocall "$T/f" --inject overflow@99%
-	lo=0 hi=$(awk '!/^#/ { print $3 }' "$T/f/faults.txt") k=
-	while [ $((hi - lo)) -gt 1 ]; do
-		mid=$(((lo + hi) / 2))
-		read -r b e < <(gap_at twocall $mid 150)
-		[ -n "$b" ] || { lo=$mid; continue; }
-		if [ "$e" -le "$call" ]; then lo=$mid; elif [ "$b" -ge "$call" ]; then hi=$mid; else k=$mid; break; fi
-	done
+	k=$(overflow_over twocall 150 "$call" "$call")
 	echo "overflow@$k:150 (second called at time $call)"
 	[ -n "$k" ]
 	gap_at twocall $k 150 >/dev/null
