@@ -73,7 +73,7 @@ programs() {
 ls	2000000	-	/usr/bin/ls -l /usr/bin
 sort	2000000	-	/usr/bin/sort @IN@/words.txt
 gzip	2000000	-	/usr/bin/gzip -c @IN@/words.txt
-gunzip	2000000	-	/usr/bin/gzip -dc @IN@/words.txt.gz
+gunzip	2000000	-	/usr/bin/gzip -dc @IN@/words-big.txt.gz
 grep-r	2000000	-	/usr/bin/grep -r -n fo @IN@/tree
 sed	2000000	-	/usr/bin/sed -e s/a/A/g -e /9/d @IN@/words.txt
 awk	2000000	-	/usr/bin/awk {s+=length($0)}END{print(s)} @IN@/words.txt
@@ -86,11 +86,11 @@ diff	2000000	-	/usr/bin/diff @IN@/words.txt @IN@/words2.txt
 bc	2000000	-	/usr/bin/bc -l @IN@/calc.bc
 jq	2000000	-	/usr/bin/jq .a[2].b @IN@/doc.json
 python3	2000000	--start-at PyRun_SimpleStringFlags	/usr/bin/python3.11 -c print(sorted({i*7%13:i~for~i~in~range(50)}.items())[:3])
-perl	2000000	--start-at perl_run	/usr/bin/perl -e my%h;$h{$_%17}+=$_~for~1..300;print(join(",",sort{$a<=>$b}keys%h),"\n")
+perl	2000000	--start-at perl_run	/usr/bin/perl -e my%h;$h{$_%17}+=$_~for~1..2000;print(join(",",sort{$a<=>$b}keys%h),"\n")
 sqlite3	2000000	-	/usr/bin/sqlite3 :memory: create~table~t(a,b);insert~into~t~values(1,2),(3,4);select~sum(a*b)~from~t;
 cxx-containers	2000000	--start-at main	@O@/bin/cxx-containers 400
-cxx-iostream	2000000	--start-at main	@O@/bin/cxx-iostream 150
-cxx-except	2000000	--start-at main	@O@/bin/cxx-except 120
+cxx-iostream	2000000	--start-at main	@O@/bin/cxx-iostream 400
+cxx-except	2000000	--start-at main	@O@/bin/cxx-except 300
 rust-collect	2000000	--start-at main	@O@/bin/rust-collect 300
 EOF
 }
@@ -120,6 +120,10 @@ stage_build() {
 			for i in 1 2 3; do head -n $((i * 20)) "$IN/words.txt" >"$IN/tree/$d/f$i.txt"; done
 			echo fo >"$IN/tree/$d/x.dat"
 		done
+	fi
+	# gunzip's input: long enough that its run reaches the 2M cap
+	if [ ! -f "$IN/words-big.txt.gz" ]; then
+		awk 'BEGIN { x = 11; for (i = 0; i < 3000; i++) { x = (x * 1103515 + 12345) % 2147483648; printf "%s%d bar%d\n", substr("klmnopqrst", x % 10 + 1, 4), x % 10000, i } }' | gzip -c >"$IN/words-big.txt.gz"
 	fi
 }
 
