@@ -4,7 +4,7 @@
 # with its input (the MTEV, write and PT targets check every record they get).
 fuzz_flags() {
 	case $1 in
-	mtev | write | ptdecode | ptwalk) echo -max_len=4096 ;;
+	mtev | write | ptdecode | ptwalk | ptresync) echo -max_len=4096 ;;
 	mtev_text) echo -max_len=16384 ;;
 	dwcov | perfdata) echo -max_len=65536 ;;
 	esac

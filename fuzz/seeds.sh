@@ -46,8 +46,8 @@ for t in "$@"; do
 		done
 		for f in $(cached 'perf.data*') $(cached '*.data'); do MAXSEED=1048576 put "$d" "$f"; done
 		;;
-	ptdecode | ptwalk)
-		[ "$t" = ptwalk ] && [ -d fuzz/seeds/ptdecode ] &&
+	ptdecode | ptwalk | ptresync)
+		[ "$t" != ptdecode ] && [ -d fuzz/seeds/ptdecode ] &&
 			for f in fuzz/seeds/ptdecode/*; do [ -f "$f" ] && put "$d" "$f"; done
 		for f in tests/corrupt/pt-* tests/corrupt/*.pt; do [ -f "$f" ] && put "$d" "$f"; done
 		# the AUX data of mt-ptsim's recordings of the program the targets

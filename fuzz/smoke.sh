@@ -45,7 +45,7 @@ run_one() {
 		# replay against it, except those named *-ptprog.pt: those and the
 		# seeds against ptprog first.
 		case $t in
-		ptdecode | ptwalk)
+		ptdecode | ptwalk | ptresync)
 			"$B/fuzz_$t" -runs=0 -timeout=60 -rss_limit_mb=2048 -print_final_stats=1 \
 				-artifact_prefix="$B/$t-" "${extra[@]}" "$B/seeds-$t" "$B/kept-$t-ptprog" \
 				> "$B/log-$t-$$.txt" 2>&1 &&

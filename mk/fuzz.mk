@@ -110,7 +110,7 @@ $(FUZZ_BUILD)/fuzz_%: $(FUZZ_BUILD)/fuzz/fuzz_%.o $(FUZZ_BUILD)/fuzz/memfd.o $(F
 	$(Q)$(FUZZ_CC) $(FUZZ_LDFLAGS) -o $@ $(filter %.o,$^) $(filter %.a,$^) $(LDLIBS)
 
 # the raw-PT targets' shared setup (image, input file, options, output)
-$(FUZZ_BUILD)/fuzz_ptdecode $(FUZZ_BUILD)/fuzz_ptwalk: $(FUZZ_BUILD)/fuzz/ptfuzz.o
+$(FUZZ_BUILD)/fuzz_ptdecode $(FUZZ_BUILD)/fuzz_ptwalk $(FUZZ_BUILD)/fuzz_ptresync: $(FUZZ_BUILD)/fuzz/ptfuzz.o
 
 # The program the raw-PT targets decode against (fuzz/ptprog.c: ~500 bytes of
 # its own code, then 56 KiB of static glibc code it never runs, so that a

@@ -412,12 +412,12 @@ cut_input() {
 		fuzz-mtev_text-*) tool=mt-undump ;;
 		fuzz-mtev-*) tool=mt-dump ;;
 		fuzz-perfdata-*) tool=mt-decode variants=("--no-images") ;;
-		fuzz-ptdecode-* | fuzz-ptwalk-*) # raw PT, against the image it was found with (before fuzz/ptprog.c), both decoders
+		fuzz-ptdecode-* | fuzz-ptwalk-* | fuzz-ptresync-*) # raw PT, against the image it was found with (before fuzz/ptprog.c), both decoders, and --resync
 			tool=mt-decode
 			[ -f "$MT_BUILD/programs/recursion" ] || continue
 			img="--cpu 6/94/3 --image $MT_BUILD/programs/recursion:0x1000:0x78000@0x401000"
 			case $f in *-ptprog.pt) img="--cpu 6/94/3 --image $MT_BUILD/fuzz/ptprog:0x1000@0x401000" ;; esac
-			variants=("$img --pt" "--decoder walk $img --pt") ;;
+			variants=("$img --pt" "--decoder walk $img --pt" "--resync $img --pt") ;;
 		fuzz-write-*) tool=mt-write variants=("-f fxt" "-f json") ;;
 		fuzz-dwcov-*) continue ;; # DWARF section bytes: no tool reads them alone
 		*) echo "$f: which tool?"; return 1 ;;
