@@ -40,7 +40,8 @@
 # Every stage skips what already exists (delete bench/out/corpus/ to redo).
 # CORPUS_LIST FILE takes the program list (the format below) from FILE
 # instead (bench/holdout.txt: ten more programs, kept apart from the tuning;
-# give it its own CORPUS_OUT).
+# bench/probe.txt: fifteen more, a probe for new kinds of failure at 400,000
+# instructions; give each its own CORPUS_OUT).
 # CORPUS_CONFIGS (a shell pattern, e.g. '*@*': the faulted rows) restricts
 # the table to some configurations; CORPUS_ONLY="p1 p2" restricts to some programs (CORPUS_TABLE: the table file
 # then, to run parts in parallel); CORPUS_MAX overrides every
@@ -120,6 +121,12 @@ stage_build() {
 			for i in 1 2 3; do head -n $((i * 20)) "$IN/words.txt" >"$IN/tree/$d/f$i.txt"; done
 			echo fo >"$IN/tree/$d/x.dat"
 		done
+	fi
+	# tclsh's script (bench/probe.txt): recursion, a dict, string output
+	if [ ! -f "$IN/t.tcl" ]; then
+		printf '%s\n' 'proc fib {n} { if {$n < 2} { return $n }; return [expr {[fib [expr {$n-1}]] + [fib [expr {$n-2}]]}] }' \
+			'set d [dict create]' 'foreach w {alpha beta gamma delta alpha beta} { dict incr d $w }' \
+			'puts "[fib 12] [dict get $d alpha]"' >"$IN/t.tcl"
 	fi
 	# gunzip's input: long enough that its run reaches the 2M cap
 	if [ ! -f "$IN/words-big.txt.gz" ]; then
