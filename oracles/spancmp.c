@@ -48,6 +48,7 @@ void spanset_fini(struct spanset *s)
 	free(s->win);
 	free(s->gap);
 	free(s->jmp);
+	free(s->ret);
 	memset(s, 0, sizeof *s);
 }
 
@@ -62,6 +63,7 @@ int spanset_add(struct spanset *s, const struct mtev_rec *r)
 	x->begin = r->span.begin;
 	x->end = r->span.end < r->span.begin ? r->span.begin : r->span.end;
 	x->func = r->span.func;
+	x->callsite = r->span.callsite;
 	x->flags = r->span.flags;
 	x->name = r->span.func ? 0 : spancmp_intern(r->span.name.p, r->span.name.len);
 	return 0;
@@ -127,10 +129,38 @@ static int jump_cmp(const void *x, const void *y)
 	return a->to < b->to ? -1 : a->to > b->to;
 }
 
+int spanset_note_return(struct spanset *s, uint32_t tid, uint64_t time, uint64_t to)
+{
+	if (mt_grow((void **)&s->ret, &s->capret, s->nret + 1, sizeof *s->ret))
+		return -ENOMEM;
+	s->ret[s->nret++] = (struct sc_jump){tid, time, to};
+	return 0;
+}
+
 void spanset_sort_jumps(struct spanset *s)
 {
 	if (s->njmp)
 		qsort(s->jmp, s->njmp, sizeof *s->jmp, jump_cmp);
+	if (s->nret)
+		qsort(s->ret, s->nret, sizeof *s->ret, jump_cmp);
+}
+
+/* Did thread @tid return at @time to an address in (@site, @site + 15]: to
+ * the instruction after the call at @site (an x86 instruction is at most
+ * 15 bytes)? */
+static int returned_after(const struct spanset *s, uint32_t tid, uint64_t time, uint64_t site)
+{
+	struct sc_jump k = {tid, time, site + 1};
+	size_t lo = 0, hi = s->nret;
+	while (lo < hi) { /* the first return not before (tid, time, site + 1) */
+		size_t m = lo + (hi - lo) / 2;
+		if (jump_cmp(&s->ret[m], &k) < 0)
+			lo = m + 1;
+		else
+			hi = m;
+	}
+	return lo < s->nret && s->ret[lo].tid == tid && s->ret[lo].time == time &&
+	       s->ret[lo].to <= site + 15;
 }
 
 /* Did thread @tid jump to @to at @time (noted, then sorted)? */
@@ -554,6 +584,47 @@ static void hide_outer(struct work *W, const struct spanset *actual, struct span
 	W->nT = w;
 }
 
+/* Frames no trace of the window can see although they end inside it: a
+ * frame F that began before the window, suspended then in a callee C that
+ * also began before it, which made no other call in the window, and which
+ * ended with C without C returning to it (no return at C's end to the
+ * instruction after C's call site): the unwinder (an exception, a longjmp)
+ * removed both at once.  F executed no instruction in the window, so no
+ * branch of it names F (docs/fidelity.md, "Frames the window cannot see").
+ * Such frames are dropped; the depths of the others stay (F lies above the
+ * frame the unwinding lands in, below frames that end with it).  Frames
+ * live across the whole window are covering()'s. */
+static void hide_unwound(struct work *W, const struct spanset *actual, struct spancmp_res *res)
+{
+	struct sc_span *T = W->T;
+	size_t n = W->nT;
+	for (size_t i = 0; i < n; i++) {
+		const struct sc_span *f = &T[i];
+		if (!(f->cflags & SC_BEFORE) || (f->cflags & SC_AFTER) || !find_win(actual, f->tid))
+			continue;
+		const struct sc_span *c = NULL;
+		int called = 0;
+		for (size_t j = 0; j < n && !called; j++) {
+			const struct sc_span *g = &T[j];
+			if (g->tid != f->tid || g->depth != f->depth + 1 || g->begin > f->end)
+				continue;
+			if ((g->cflags & SC_BEFORE) && g->end == f->end && g->callsite && !c)
+				c = g;
+			else if (!(g->cflags & SC_BEFORE))
+				called = 1; /* F called something in the window */
+		}
+		if (!c || called || returned_after(actual, f->tid, c->end, c->callsite))
+			continue;
+		T[i].cflags |= SC_HIDDEN;
+		res->unwound++;
+	}
+	size_t w = 0;
+	for (size_t j = 0; j < n; j++)
+		if (!(T[j].cflags & SC_HIDDEN))
+			T[w++] = T[j];
+	W->nT = w;
+}
+
 /* The actual spans judged, into W->A: functions, and synthetic spans whose
  * name the truth has; no gap markers. */
 static int judged_actual(struct work *W, const struct spanset *actual, struct spancmp_res *res)
@@ -937,6 +1008,8 @@ int spancmp_run(struct spanset *truth, struct spanset *actual, const struct span
 			goto out;
 		hide_outer(&W, actual, res);
 	}
+	if (!o->count_unwound)
+		hide_unwound(&W, actual, res);
 	if (judged_actual(&W, actual, res))
 		goto out;
 	res->truth = W.nT;

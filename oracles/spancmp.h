@@ -56,6 +56,7 @@
 
 struct sc_span {
 	uint64_t begin, end, func;
+	uint64_t callsite; /* the call instruction's address, 0 unknown */
 	uint32_t tid, depth, flags;
 	uint32_t name; /* interned name id, 0 = none */
 	uint32_t cflags; /* comparison state (SC_*) */
@@ -93,6 +94,10 @@ struct spanset {
 		uint64_t time, to;
 	} *jmp;
 	size_t njmp, capjmp;
+	/* its returns (tid, time, to): a frame whose callee returned to it
+	 * executed again */
+	struct sc_jump *ret;
+	size_t nret, capret;
 };
 
 /* Notes a gap record (@is_seg 0) or a segment record (1) of the actual
@@ -107,13 +112,18 @@ int spanset_note_move(struct spanset *s, uint32_t tid, uint64_t time);
  * return: a tail call when @to is a function's entry).  0 or -ENOMEM. */
 int spanset_note_jump(struct spanset *s, uint32_t tid, uint64_t time, uint64_t to);
 
-/* Sorts the jumps noted: required before the comparison looks them up. */
+/* Note that thread @tid returned to @to at @time.  0 or -ENOMEM. */
+int spanset_note_return(struct spanset *s, uint32_t tid, uint64_t time, uint64_t to);
+
+/* Sorts the jumps and returns noted: required before the comparison looks
+ * them up. */
 void spanset_sort_jumps(struct spanset *s);
 
 struct spancmp_opts {
 	uint64_t tol;
 	int strict;
 	int absolute_depth;
+	int count_unwound; /* keep the frames hide_unwound drops */
 };
 
 struct spancmp_res {
@@ -129,6 +139,10 @@ struct spancmp_res {
 	struct sc_span *wrong_spans, *missed_spans;
 	size_t nwrong_list, nmissed_list;
 	uint32_t max_hidden; /* most outer frames dropped on one thread */
+	/* truth frames dropped because they executed nothing in the window:
+	 * suspended in a callee when it began and unwound with it (an
+	 * exception, a longjmp), never resumed (spancmp.c, hide_unwound) */
+	size_t unwound;
 };
 
 /* Names are interned process-wide (a test tool); returns the id, 0 for "". */

@@ -199,7 +199,7 @@ cmp_run() {
 	# window does
 	CMP_WINDOW=cmp-truth-window-early.txt cmp_run cmp-exact.txt
 	echo "$output"
-	[[ "${lines[-1]}" == *" coverage=0.937500 exact_coverage=0.156250 "*" wrong=0 matched=1 truth=3 judged=3" ]]
+	[[ "${lines[-1]}" == *" coverage=0.937500 exact_coverage=0.156250 "*" wrong=0 matched=1 truth=3 judged=3 unwound=0" ]]
 	# a truth named DIR/truth-spans.mt takes DIR/truth.mt as its branch stream
 	mkdir "$T/run"
 	cp "$T/truth.mt" "$T/run/truth-spans.mt"
@@ -226,11 +226,11 @@ cmp_run() {
 	CMP_TRUTH=cmp-edge-truth.txt cmp_run cmp-exact.txt --min-recall 1 --max-wrong 0
 	echo "$output"
 	[ "$status" -eq 0 ]
-	[[ "${lines[-1]}" == *"precision=1.000000 recall=1.000000 "*" wrong=0 matched=3 truth=3 judged=3" ]]
+	[[ "${lines[-1]}" == *"precision=1.000000 recall=1.000000 "*" wrong=0 matched=3 truth=3 judged=3 unwound=0" ]]
 	CMP_TRUTH=cmp-edge-truth.txt CMP_WINDOW=cmp-edge-window-traced.txt cmp_run cmp-exact.txt --min-recall 1
 	echo "$output"
 	[ "$status" -eq 1 ]
-	[[ "${lines[-1]}" == *" recall=0.750000 "*" matched=3 truth=4 judged=3" ]]
+	[[ "${lines[-1]}" == *" recall=0.750000 "*" matched=3 truth=4 judged=3 unwound=0" ]]
 }
 
 @test "compare: a gap is no coverage; a span joined across it over two calls is wrong" {
@@ -239,7 +239,7 @@ cmp_run() {
 	# across the gap and joined across it, keeps its time there
 	CMP_TRUTH=cmp-gap-truth.txt CMP_WINDOW=cmp-gap-window.txt cmp_run cmp-gap-joined.txt
 	echo "$output"
-	[[ "${lines[-1]}" == *" coverage=0.833333 "*" joins=2 wrong_joins=1 wrong=1 matched=1 truth=3 judged=2" ]]
+	[[ "${lines[-1]}" == *" coverage=0.833333 "*" joins=2 wrong_joins=1 wrong=1 matched=1 truth=3 judged=2 unwound=0" ]]
 	# not joined: each side covers what it recorded, none of the gap
 	# (100 of f's 200 ns lie in it)
 	CMP_TRUTH=cmp-gap-truth.txt CMP_WINDOW=cmp-gap-window.txt cmp_run cmp-gap-split.txt
@@ -251,7 +251,7 @@ cmp_run() {
 	cmp_run cmp-exact.txt --min-precision 1 --min-recall 1 --min-coverage 1 --max-wrong 0
 	echo "$output"
 	[ "$status" -eq 0 ]
-	[[ "${lines[-1]}" == "mt-compare: precision=1.000000 recall=1.000000 coverage=1.000000 exact_coverage=1.000000 "*" wrong=0 matched=3 truth=3 judged=3" ]]
+	[[ "${lines[-1]}" == "mt-compare: precision=1.000000 recall=1.000000 coverage=1.000000 exact_coverage=1.000000 "*" wrong=0 matched=3 truth=3 judged=3 unwound=0" ]]
 	[[ "$output" == *"outer frames hidden: 1"* ]]
 }
 
@@ -259,7 +259,7 @@ cmp_run() {
 	CMP_TRUTH=cmp-tail-truth.txt CMP_WINDOW=cmp-tail-window.txt cmp_run cmp-tail-actual.txt --max-wrong 0
 	echo "$output"
 	[ "$status" -eq 0 ]
-	[[ "${lines[-1]}" == *"precision=1.000000 recall=1.000000 coverage=1.000000 "*" wrong=0 matched=2 truth=2 judged=2" ]]
+	[[ "${lines[-1]}" == *"precision=1.000000 recall=1.000000 coverage=1.000000 "*" wrong=0 matched=2 truth=2 judged=2 unwound=0" ]]
 	[[ "$output" == *"outer frames hidden: 2"* ]]
 	# a returned to main, which called b at the same time (no jump to b):
 	# main ran in the window, so it stays, and the actual without it is one
@@ -268,13 +268,31 @@ cmp_run() {
 	echo "$output"
 	[ "$status" -eq 1 ]
 	[[ "$output" == *"outer frames hidden: 1"* ]]
-	[[ "${lines[-1]}" == *" wrong=2 matched=0 truth=3 judged=2" ]]
+	[[ "${lines[-1]}" == *" wrong=2 matched=0 truth=3 judged=2 unwound=0" ]]
+}
+
+@test "compare: frames an unwinding removed before they ran in the window (no return to them) are unseen; frames returned to are not; --count-unwound keeps them" {
+	CMP_TRUTH=cmp-unwind-truth.txt CMP_WINDOW=cmp-unwind-window.txt cmp_run cmp-unwind-actual.txt --min-recall 1 --max-wrong 0
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"outer frames hidden: 1; unwound unseen: 2)"* ]]
+	[[ "${lines[-1]}" == *"precision=1.000000 recall=1.000000 coverage=1.000000 "*" matched=4 truth=4 judged=4 unwound=2" ]]
+	CMP_TRUTH=cmp-unwind-truth.txt CMP_WINDOW=cmp-unwind-window.txt cmp_run cmp-unwind-actual.txt --count-unwound -v
+	[[ "${lines[-1]}" == *" recall=0.666667 "*" matched=4 truth=6 judged=4 unwound=0" ]]
+	[[ "$output" == *"missed: tid=1 depth=1 func=0x401200 "* ]]
+	[[ "$output" == *"missed: tid=1 depth=2 func=0x401300 "* ]]
+	# the same frames, each returned to at 250: they ran, so they count
+	CMP_TRUTH=cmp-unwind-truth.txt CMP_WINDOW=cmp-unwind-ret-window.txt cmp_run cmp-unwind-actual.txt
+	[[ "${lines[-1]}" == *" recall=0.666667 "*" truth=6 judged=4 unwound=0" ]]
+	# and with --absolute-depth (the root kept): still unseen
+	CMP_TRUTH=cmp-unwind-truth.txt CMP_WINDOW=cmp-unwind-window.txt cmp_run cmp-unwind-actual.txt --absolute-depth
+	[[ "${lines[-1]}" == *" truth=5 judged=4 unwound=2" ]]
 }
 
 @test "compare: --absolute-depth keeps the unobservable root: nothing matches" {
 	cmp_run cmp-exact.txt --absolute-depth --min-recall 1
 	[ "$status" -eq 1 ]
-	[[ "${lines[-1]}" == *" wrong=3 matched=0 truth=4 judged=3" ]]
+	[[ "${lines[-1]}" == *" wrong=3 matched=0 truth=4 judged=3 unwound=0" ]]
 }
 
 @test "compare: wrong span, missing inferred-start flag, time within the truth's resolution" {
@@ -283,10 +301,10 @@ cmp_run() {
 	[ "$status" -eq 1 ]
 	# main matches; a lacks inferred-start (truth began before the window);
 	# b begins at 310, inside [300, 350): matches; e at depth 1 is invented
-	[[ "${lines[-1]}" == *" wrong=1 matched=2 truth=3 judged=4" ]]
+	[[ "${lines[-1]}" == *" wrong=1 matched=2 truth=3 judged=4 unwound=0" ]]
 	[[ "$output" == *"wrong: tid=1 depth=1 func=0x401500 begin=220 end=240"* ]]
 	cmp_run cmp-wrong.txt --strict
-	[[ "${lines[-1]}" == *" wrong=1 matched=1 truth=3 judged=4" ]]
+	[[ "${lines[-1]}" == *" wrong=1 matched=1 truth=3 judged=4 unwound=0" ]]
 	# truth frame-time 200 + 50 + 50: a (flag missing) overlaps its truth fully
 	# and b matches, so all of it is covered; exactly matched: 250/300
 	cmp_run cmp-wrong.txt --min-coverage 1

@@ -24,8 +24,8 @@ static void usage(FILE *f)
 	      "coverage and the wrong spans.  The last stdout line is one machine-readable\n"
 	      "summary: 'mt-compare: precision=P recall=R coverage=C exact_coverage=E\n"
 	      "time_precision=T gap=G joins=N wrong_joins=N wrong=N matched=N truth=N\n"
-	      "judged=N' (gap: the share of the truth's frame-time inside gaps in frames\n"
-	      "that begin or end there, all in a gap no segment follows: what no trace\n"
+	      "judged=N unwound=N' (gap: the share of the truth's frame-time inside gaps\n"
+	      "in frames that begin or end there, all in a gap no segment follows: what no trace\n"
 	      "shows, coverage is at most 1 - gap; joins: judged spans live across a gap;\n"
 	      "wrong_joins: of the wrong ones, those joined across a gap over two\n"
 	      "activations, below).\n"
@@ -42,7 +42,11 @@ static void usage(FILE *f)
 	      "live throughout it) are dropped and truth depths renumbered, and so are ACTUAL's\n"
 	      "spans flagged callchain (those frames, from the trigger's call chain), unless\n"
 	      "--absolute-depth (the whole stack, root included: what a trace with the\n"
-	      "trigger's call chain shows, docs/exactness.md).\n"
+	      "trigger's call chain shows, docs/exactness.md).  Frames that executed\n"
+	      "nothing in the window although they end in it are dropped too (depths kept):\n"
+	      "suspended in a callee when the window began and removed with it by an\n"
+	      "unwinding (an exception, a longjmp) without being returned to, so no branch\n"
+	      "names them ('unwound=N'); --count-unwound keeps them in the truth.\n"
 	      "Times match when within --tolerance, or when the actual time lies between\n"
 	      "the truth time and the truth's next distinct span boundary on that thread\n"
 	      "(the truth's own time resolution; off with --strict), except at a window's\n"
@@ -54,6 +58,7 @@ static void usage(FILE *f)
 	      "      --absolute-depth    compare depths as they are\n"
 	      "      --truth-branches FILE  the truth's branch stream (mt-ptsim's truth.mt)\n"
 	      "      --actual-window     the window from ACTUAL (hides lost trace)\n"
+	      "      --count-unwound     keep the frames an unwinding removed unseen\n"
 	      "  -b, --branches FILE     take each thread's window from this branch stream\n"
 	      "      --min-precision X   exit 1 if precision < X (0..1)\n"
 	      "      --min-recall X      exit 1 if recall < X\n"
@@ -174,7 +179,9 @@ static void load_windows(const char *path, struct spanset *s)
 			      ? spanset_add_window(s, rec.br.tid, rec.br.time, rec.br.time)
 			      : spanset_note_move(s, rec.br.tid, rec.br.time)) ||
 		     (rec.br.type == MTEV_BR_JUMP &&
-		      spanset_note_jump(s, rec.br.tid, rec.br.time, rec.br.to))))
+		      spanset_note_jump(s, rec.br.tid, rec.br.time, rec.br.to)) ||
+		     (rec.br.type == MTEV_BR_RETURN &&
+		      spanset_note_return(s, rec.br.tid, rec.br.time, rec.br.to))))
 			mt_fatal(MT_EXIT_SYS, "out of memory");
 	if (e < 0)
 		read_failed(path, r, e);
@@ -549,8 +556,9 @@ static int report(const struct opts *o, const struct spancmp_res *r, const char 
 	double ecov = ratio(r->exact_time, r->truth_time);
 	double tprec = ratio(r->true_actual_time, r->actual_time);
 	printf("window: from %s\n", wsrc);
-	printf("truth spans: %zu (clipped to the traced windows; outer frames hidden: %u)\n", r->truth,
-	       r->max_hidden);
+	printf("truth spans: %zu (clipped to the traced windows; outer frames hidden: %u; "
+	       "unwound unseen: %zu)\n",
+	       r->truth, r->max_hidden, r->unwound);
 	printf("actual spans: %zu (judged %zu, not judged %zu)\n", r->actual, r->judged, r->unjudged);
 	printf("exact matches: %zu  precision %.6f  recall %.6f\n", r->matched, prec, rec);
 	printf("frame-time: coverage %.6f  exact coverage %.6f  time precision %.6f\n", cov, ecov,
@@ -566,9 +574,9 @@ static int report(const struct opts *o, const struct spancmp_res *r, const char 
 	}
 	printf("mt-compare: precision=%.6f recall=%.6f coverage=%.6f exact_coverage=%.6f "
 	       "time_precision=%.6f gap=%.6f joins=%zu wrong_joins=%zu wrong=%zu matched=%zu "
-	       "truth=%zu judged=%zu\n",
+	       "truth=%zu judged=%zu unwound=%zu\n",
 	       prec, rec, cov, ecov, tprec, ratio(r->gap_time, r->truth_time), r->joins,
-	       r->wrong_joins, r->wrong, r->matched, r->truth, r->judged);
+	       r->wrong_joins, r->wrong, r->matched, r->truth, r->judged, r->unwound);
 	if (prec < o->min_prec || rec < o->min_rec || cov < o->min_cov ||
 	    (o->max_wrong >= 0 && (long)r->wrong > o->max_wrong))
 		return 1;
@@ -581,6 +589,7 @@ int main(int argc, char **argv)
 		{"tolerance", required_argument, 0, 't'},
 		{"strict", no_argument, 0, 'S'},
 		{"absolute-depth", no_argument, 0, 'A'},
+		{"count-unwound", no_argument, 0, 'U'},
 		{"branches", required_argument, 0, 'b'},
 		{"truth-branches", required_argument, 0, 'B'},
 		{"actual-window", no_argument, 0, 'a'},
@@ -605,6 +614,9 @@ int main(int argc, char **argv)
 			break;
 		case 'S':
 			o.c.strict = 1;
+			break;
+		case 'U':
+			o.c.count_unwound = 1;
 			break;
 		case 'A':
 			o.c.absolute_depth = 1;
