@@ -93,6 +93,20 @@ struct sthr {
 	} *done;
 	size_t ndone, capdone;
 
+	/* the current segment's facing frames joined across a gap, outermost
+	 * first, until a later span of the segment shows one was a loop's
+	 * callee (undo_join) */
+	struct rjoin {
+		size_t c;	    /* the joined span, in h */
+		long parent;	    /* the frame beneath it, in h (-1: none) */
+		uint64_t a_end;	    /* the earlier part's end and flags */
+		uint32_t a_flags;
+		uint64_t b_begin;   /* the later part's begin, flags, place */
+		uint32_t b_flags, b_seq;
+	} *rj;
+	size_t nrj, caprj;
+	size_t gap_h0, gap_h1; /* the gap spans of the last join, in h */
+
 	struct meta *meta;
 	size_t nmeta, capmeta;
 	size_t seg_meta; /* first meta entry of the current segment (its gaps) */
@@ -208,6 +222,7 @@ void stitch_free(stitcher *s)
 		free(t->g);
 		free(t->en);
 		free(t->done);
+		free(t->rj);
 		free(t->pool);
 		wplog_free(&t->log);
 		if (t->fd >= 0)
@@ -423,9 +438,66 @@ static int set_end(stitcher *s, struct sthr *t, uint32_t depth, size_t hi)
 }
 
 /* A span of the current segment once its level offset is known. */
+/* Undoes the join t->rj[@i] and every one above it: the earlier part
+ * ends at the gap again (open-at-end, continued by no later join), the
+ * later part is a span of its own from the segment's begin (inferred-start),
+ * and the gap span moves down to the lowest level undone. */
+static int undo_join(stitcher *s, struct sthr *t, size_t i)
+{
+	int32_t low = t->h[t->rj[i].c].level;
+	for (size_t k = i; k < t->nrj; k++) {
+		const struct rjoin *r = &t->rj[k];
+		struct hspan *y = &t->h[r->c];
+		struct hspan b = *y;
+		char name[256];
+		size_t nl = y->namelen < sizeof name ? y->namelen : sizeof name;
+		memcpy(name, t->pool + y->name, nl);
+		b.begin = r->b_begin;
+		b.callsite = 0;
+		b.flags = (r->b_flags & ~(uint32_t)MTEV_SPAN_STITCHED) | (y->flags & LOWB);
+		b.seq = r->b_seq;
+		b.namelen = (uint32_t)nl;
+		y->end = r->a_end;
+		y->flags = r->a_flags | ENDED;
+		int held = (b.flags & MTEV_SPAN_OPEN_AT_END) != 0;
+		if (add_span(s, t, &b, name, 1))
+			return s->err;
+		if (held && b.level >= t->L && set_end(s, t, (uint32_t)(b.level - t->L), t->nh - 1))
+			return s->err;
+		if (!held && done_add(s, t, &t->h[t->nh - 1]))
+			return s->err;
+		s->st.continued--;
+		s->st.split++;
+	}
+	for (size_t g = t->gap_h0; g < t->gap_h1 && g < t->nh; g++)
+		if (t->h[g].level > low)
+			t->h[g].level = low;
+	t->nrj = i;
+	return 0;
+}
+
+/* A later span of the segment that says a facing frame joined across the
+ * gap may have been two calls: its function again at its level, begun after
+ * the joined frame ended, under the same activation of the frame beneath
+ * (the caller loops: its first repetition may lie inside the gap, where no
+ * completion before the gap showed it). */
+static int later_call(stitcher *s, struct sthr *t, const struct hspan *x)
+{
+	for (size_t i = 0; i < t->nrj; i++) {
+		const struct rjoin *r = &t->rj[i];
+		const struct hspan *y = &t->h[r->c];
+		if (y->level == x->level && y->func == x->func && x->begin >= y->end &&
+		    (r->parent < 0 || (t->h[r->parent].begin <= y->begin && t->h[r->parent].end >= x->end)))
+			return undo_join(s, t, i);
+	}
+	return 0;
+}
+
 static int place_span(stitcher *s, struct sthr *t, struct hspan *x, uint32_t depth, const char *name)
 {
 	x->level = t->L + (int32_t)depth;
+	if (t->nrj && later_call(s, t, x))
+		return s->err;
 	if (t->lowb)
 		x->flags |= LOWB;
 	if (done_add(s, t, x))
@@ -805,6 +877,7 @@ static void group_start(struct sthr *t)
 /* The current segment's start stack is complete: join it to the group. */
 static int decide(stitcher *s, struct sthr *t)
 {
+	t->nrj = 0;
 	t->pending = 0;
 	t->lowb = 0;
 	s->wpt = t;
@@ -903,9 +976,19 @@ static int decide(stitcher *s, struct sthr *t)
 			       joinable(s, t, (long)(j0 + nj) + best_s, nq))
 				nj++;
 			s->st.split += best - nj + (size_t)((best_s > 0 ? best_s : 0) - outer);
+			t->nrj = 0;
 			for (size_t j = j0; j < j0 + nj; j++) {
 				size_t c = (size_t)t->g[(long)j + best_s];
 				struct hspan *x = &t->p[st[j]], *y = &t->h[c];
+				if (nq && y->func) {
+					if (mt_grow((void **)&t->rj, &t->caprj, t->nrj + 1, sizeof *t->rj))
+						return s->err = -STITCH_ENOMEM;
+					long k = (long)j + best_s;
+					t->rj[t->nrj++] = (struct rjoin){c, k > 0 ? (long)t->g[k - 1] : -1,
+									 y->end,    y->flags,
+									 x->begin,  x->flags,
+									 x->seq};
+				}
 				y->end = x->end;
 				y->flags = (y->flags & ~(uint32_t)MTEV_SPAN_OPEN_AT_END) |
 					   (x->flags & MTEV_SPAN_OPEN_AT_END) | MTEV_SPAN_STITCHED;
@@ -984,8 +1067,10 @@ static int decide(stitcher *s, struct sthr *t)
 	}
 	if (t->L < t->gmin)
 		t->gmin = t->L;
+	t->gap_h0 = t->nh;
 	if (gap_spans(s, t, qfrom, nq, gaplevel))
 		return s->err;
+	t->gap_h1 = t->nh;
 	t->ngaps_q = 0;
 	for (size_t i = 0; i < t->np; i++) {
 		struct hspan *x = &t->p[i];
