@@ -437,7 +437,6 @@ static int set_end(stitcher *s, struct sthr *t, uint32_t depth, size_t hi)
 	return 0;
 }
 
-/* A span of the current segment once its level offset is known. */
 /* Undoes the join t->rj[@i] and every one above it: the earlier part
  * ends at the gap again (open-at-end, continued by no later join), the
  * later part is a span of its own from the segment's begin (inferred-start),
@@ -449,18 +448,22 @@ static int undo_join(stitcher *s, struct sthr *t, size_t i)
 		const struct rjoin *r = &t->rj[k];
 		struct hspan *y = &t->h[r->c];
 		struct hspan b = *y;
-		char name[256];
-		size_t nl = y->namelen < sizeof name ? y->namelen : sizeof name;
-		memcpy(name, t->pool + y->name, nl);
+		/* its name, copied: add_span may move the pool it lies in */
+		char *name = y->namelen ? malloc(y->namelen) : NULL;
+		if (y->namelen && !name)
+			return s->err = -STITCH_ENOMEM;
+		if (name)
+			memcpy(name, t->pool + y->name, y->namelen);
 		b.begin = r->b_begin;
 		b.callsite = 0;
 		b.flags = (r->b_flags & ~(uint32_t)MTEV_SPAN_STITCHED) | (y->flags & LOWB);
 		b.seq = r->b_seq;
-		b.namelen = (uint32_t)nl;
 		y->end = r->a_end;
 		y->flags = r->a_flags | ENDED;
 		int held = (b.flags & MTEV_SPAN_OPEN_AT_END) != 0;
-		if (add_span(s, t, &b, name, 1))
+		int e = add_span(s, t, &b, name ? name : "", 1);
+		free(name);
+		if (e)
 			return s->err;
 		if (held && b.level >= t->L && set_end(s, t, (uint32_t)(b.level - t->L), t->nh - 1))
 			return s->err;
@@ -493,6 +496,7 @@ static int later_call(stitcher *s, struct sthr *t, const struct hspan *x)
 	return 0;
 }
 
+/* A span of the current segment once its level offset is known. */
 static int place_span(stitcher *s, struct sthr *t, struct hspan *x, uint32_t depth, const char *name)
 {
 	x->level = t->L + (int32_t)depth;
