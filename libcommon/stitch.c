@@ -135,13 +135,13 @@ void stitch_stats_text(const struct stitch_stats *st, const char *prefix, char *
 	snprintf(buf, len,
 		 "%ssegments=%llu %sjoins=%llu %saligned=%llu %sunaligned=%llu %scontinued=%llu "
 		 "%srevealed=%llu %sgap_spans=%llu %slower_bound=%llu %ssplit=%llu %sresumed=%llu "
-		 "%scalled_under=%llu",
+		 "%scalled_under=%llu %sambiguous=%llu",
 		 p, (unsigned long long)st->segments, p, (unsigned long long)st->joins, p,
 		 (unsigned long long)st->aligned, p, (unsigned long long)st->unaligned, p,
 		 (unsigned long long)st->continued, p, (unsigned long long)st->revealed, p,
 		 (unsigned long long)st->gap_spans, p, (unsigned long long)st->lower_bound, p,
 		 (unsigned long long)st->split, p, (unsigned long long)st->resumed, p,
-		 (unsigned long long)st->called_under);
+		 (unsigned long long)st->called_under, p, (unsigned long long)st->ambiguous);
 }
 
 int stitch_unaligned_text(const struct stitch_stats *st, char *buf, size_t len)
@@ -863,6 +863,20 @@ static long called_from(stitcher *s, const struct sthr *t, const long *st)
 	return -1;
 }
 
+/* Does a frame of the later root's function face it deeper than @best_s
+ * in the group's end stack (a frame same_frame would align it with)?  Then
+ * which of them the later root is, no branch says. */
+static int recursive_root(const struct sthr *t, const long *st, long best_s)
+{
+	const struct hspan *b = &t->p[st[0]];
+	if (!b->func)
+		return 0;
+	for (long k = best_s + 1; k < (long)t->gn; k++)
+		if (same_frame(t, &t->h[t->g[k]], b))
+			return 1;
+	return 0;
+}
+
 /* The group has no segment yet: the current one starts it. */
 static void group_start(struct sthr *t)
 {
@@ -913,7 +927,11 @@ static int decide(stitcher *s, struct sthr *t)
 			while (j0 + l < n && (long)(j0 + l) + sh < (long)gn &&
 			       same_frame(t, &t->h[t->g[(long)(j0 + l) + sh]], &t->p[st[j0 + l]]))
 				l++;
-			if (l && l >= best) {
+			/* ties: the deepest (the fewest returns inside the
+			 * gap), but across a gap the shallowest: a recursion,
+			 * whose deeper placements B's depths, then lower
+			 * bounds, still allow (recursive_root) */
+			if (l && (l > best || (l == best && !nq))) {
 				best = l;
 				best_s = sh;
 			}
@@ -951,6 +969,15 @@ static int decide(stitcher *s, struct sthr *t)
 			const struct hspan *a = &t->h[t->g[0]], *b = &t->p[st[0]];
 			t->lowb = !s->fns || !a->func || !b->func ||
 				  !fnmap_calls(s->fns, t->tid, a->func, b->func);
+		}
+		/* Across a gap, B's root facing one of several frames of its
+		 * function (a recursion) at the shallowest of them: a deeper one
+		 * may be B's root as well (the recursion returned some levels
+		 * inside the gap and recurred: XML parsing, tree walks), so B's
+		 * depths are a lower bound (recursive_root). */
+		if (best && nq && best_s >= 0 && !t->lowb && recursive_root(t, st, best_s)) {
+			t->lowb = 1;
+			s->st.ambiguous++;
 		}
 		if (best || under_root || called_under > 0) {
 			size_t j0 = best_s < 0 ? (size_t)-best_s : 0;

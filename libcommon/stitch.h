@@ -47,6 +47,9 @@ struct stitch_stats {
 			   * a span of the same function after it (inferred-start) */
 	uint64_t called_under; /* no common frame across a gap: the later root placed
 				* under an earlier frame whose code calls it */
+	uint64_t ambiguous; /* the later root faced the shallowest of several frames
+			     * of its function (a recursion): placed there, its
+			     * depths lower bounds (min-depth) */
 };
 
 typedef int (*stitch_emit_fn)(void *ctx, const struct mtev_rec *rec);

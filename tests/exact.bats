@@ -421,7 +421,7 @@ overflow_over() {
 	# (the frames that end or begin at the gap are inexact there)
 	CMP="--max-wrong 0 --min-coverage 0.99" judge "$T/f" decode
 	"$BIN/mt-stitch" --stats -i "$T/seg.mt" -o "$T/st2.mt" 2>"$T/st2.err"
-	grep -q ' called_under=1$' "$T/st2.err"
+	grep -q ' called_under=1 ' "$T/st2.err"
 	# nothing placed at a depth that is only a lower bound
 	[ "$("$BIN/mt-dump" -k span "$T/out.mt" | grep -c 'min-depth')" -eq 0 ]
 }
