@@ -34,6 +34,8 @@ struct frame {
 	 * return into the sigreturn trampoline: named where rt_sigreturn
 	 * resumes it */
 	uint8_t sigret : 1;
+	/* a root (inferred-start, no call site) that returned: where to */
+	uint64_t ret;
 };
 
 /* Events of the current run (branch records with one timestamp), kept until
@@ -450,7 +452,7 @@ static inline __attribute__((always_inline)) int new_frame(segmenter *s, struct 
 	if (t->nstk == t->capstk &&
 	    mt_grow((void **)&t->stk, &t->capstk, t->nstk + 1, sizeof *t->stk))
 		return s->err = -SEG_ENOMEM;
-	t->fr[t->nfr] = (struct frame){func, callsite, begin, begin, level, flags, kind, 0, 0, 0, 0, 0};
+	t->fr[t->nfr] = (struct frame){func, callsite, begin, begin, level, flags, kind, 0, 0, 0, 0, 0, 0};
 	t->fr[t->nfr].wp_shared =
 		t->pop_run == t->run_time && level >= t->pop_lo && level <= t->pop_hi;
 	t->stk[t->nstk++] = (uint32_t)t->nfr++;
@@ -1159,6 +1161,7 @@ static int do_return(segmenter *s, struct thr *t, const struct mtev_rec *r)
 		/* the root returns: its caller was live since the segment began;
 		 * into the sigreturn trampoline: the root was a signal handler,
 		 * under the frame the signal interrupted (do_resume names it) */
+		t->fr[t->stk[0]].ret = to;
 		if (pop_to(s, t, 0, time) || add_root(s, t, to, 1))
 			return s->err;
 		if (is_sigtramp(s, t, to))
@@ -1561,6 +1564,70 @@ static void blk_sort(const struct frame *fr, uint32_t *v, size_t n)
 	}
 }
 
+/* Does the code of the function at @x jump (EB rel8, E9 rel32) into the
+ * body of the function at @f, past its entry?  (Bytes, not decoded
+ * instructions: a false match needs the call evidence of name_roots too.) */
+static int jumps_into(segmenter *s, struct thr *t, uint64_t x, uint64_t f)
+{
+	struct fn_info xi, fi;
+	uint8_t b[4096];
+	if (!fnmap_lookup(s->o.fns, t->tid, x, &xi) || xi.entry != x ||
+	    !fnmap_lookup(s->o.fns, t->tid, f, &fi) || fi.entry != f || fi.is_plt)
+		return 0;
+	size_t n = xi.end - xi.entry < sizeof b ? (size_t)(xi.end - xi.entry) : sizeof b;
+	n = fnmap_read(s->o.fns, t->tid, x, b, n);
+	for (size_t k = 0; k + 2 <= n; k++) {
+		uint64_t to;
+		if (b[k] == 0xeb)
+			to = x + k + 2 + (uint64_t)(int64_t)(int8_t)b[k + 1];
+		else if (b[k] == 0xe9 && k + 5 <= n)
+			to = x + k + 5 + (uint64_t)(int64_t)(int32_t)((uint32_t)b[k + 1] |
+								      (uint32_t)b[k + 2] << 8 |
+								      (uint32_t)b[k + 3] << 16 |
+								      (uint32_t)b[k + 4] << 24);
+		else
+			continue;
+		if (to > fi.entry && to < fi.end)
+			return 1;
+	}
+	return 0;
+}
+
+/* A root the segment began in is named by the function holding its
+ * address.  When it returned to a direct call (E8) whose other calls in
+ * the segment all entered one function X (through a PLT stub: the call's
+ * own target is the stub) and X's code jumps into the root's function's
+ * body, the root was X: glibc's mempcpy jumps into memmove's body, and a
+ * window that begins there is in mempcpy's frame (the probe corpus' seq,
+ * whose mempcpy mt-ptsim's truth names by the call). */
+static void name_roots(segmenter *s, struct thr *t)
+{
+	if (!s->o.fns)
+		return;
+	for (size_t i = 0; i < t->nfr; i++) {
+		struct frame *f = &t->fr[i];
+		uint8_t b[5];
+		if (f->kind != FK_FUNC || !f->ret || f->callsite || !f->func ||
+		    !(f->flags & MTEV_SPAN_INFERRED_START))
+			continue;
+		uint64_t cs = f->ret - 5, x = 0;
+		if (fnmap_read(s->o.fns, t->tid, cs, b, sizeof b) != sizeof b || b[0] != 0xe8)
+			continue;
+		for (size_t j = 0; j < t->nfr; j++) {
+			const struct frame *g = &t->fr[j];
+			if (g->kind != FK_FUNC || g->callsite != cs)
+				continue;
+			if (x && g->func != x) {
+				x = 0;
+				break;
+			}
+			x = g->func;
+		}
+		if (x && x != f->func && jumps_into(s, t, x, f->func))
+			f->func = x;
+	}
+}
+
 static int close_seg(segmenter *s, struct thr *t)
 {
 	t->lin = 0;
@@ -1587,6 +1654,7 @@ static int close_seg(segmenter *s, struct thr *t)
 		g->end = end;
 		g->flags |= MTEV_SPAN_OPEN_AT_END;
 	}
+	name_roots(s, t);
 	struct mtev_rec r;
 	memset(&r, 0, sizeof r);
 	r.kind = MTEV_SEGMENT;

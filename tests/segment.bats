@@ -141,6 +141,15 @@ SEG='"$BIN/mt-segment" --symfs "$SYMFS" --no-waypoints'
 	grep -q 'func=0x401400 .*min-depth' "$T/out.txt"
 }
 
+# A trace that begins inside mmove's body, in the frame of mpcpy, which
+# jumps there (glibc's mempcpy into memmove's body: the probe corpus' seq,
+# a 20,000-instruction window, 1 wrong span): the return reveals the call
+# at 0x401f10, whose next call enters mpcpy, so the root is mpcpy.
+@test "segment: a root that returns to a call whose other calls enter a function jumping into the root's body is that function" {
+	golden seg-jump-into-body "$SEG"
+	grep -q 'depth=1 begin=8000 end=8010 func=0x401e00 ' "$T/out.txt"
+}
+
 @test "segment | stitch equals stitch < saved segment output" {
 	"$BIN/mt-undump" "$G/stitch-gap-depth10.in.txt" | "$BIN/mt-segment" --symfs "$SYMFS" > "$T/seg.mt"
 	"$BIN/mt-stitch" < "$T/seg.mt" > "$T/a.mt"

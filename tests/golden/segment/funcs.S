@@ -24,5 +24,30 @@
 	FN f, 0x401b00
 	FN g, 0x401c00
 	FN h, 0x401d00
+
+	/* mpcpy jumps into mmove's body (glibc's mempcpy into memmove's);
+	 * loop calls mpcpy directly at 0x401f10 */
+	.org 0x401e00 - 0x401000
+	.globl mpcpy
+	.type mpcpy, @function
+mpcpy:
+	jmp .Lmmove_body
+	.size mpcpy, 0x80
+	.org 0x401e80 - 0x401000
+	.globl mmove
+	.type mmove, @function
+mmove:
+	nop
+.Lmmove_body:
+	ret
+	.size mmove, 0x80
+	.org 0x401f00 - 0x401000
+	.globl loop
+	.type loop, @function
+loop:
+	.org 0x401f10 - 0x401000
+	call mpcpy
+	ret
+	.size loop, 0x100
 	.org 0x1000
 	.section .note.GNU-stack,"",@progbits
