@@ -93,6 +93,9 @@ enum ptsim_end {
 	PTSIM_END_SIGNALED = 2, /* killed by signal status (a crash) */
 	PTSIM_END_STOPPED = 3,	/* the stop symbol was reached */
 	PTSIM_END_RUNAWAY = 4,	/* --max-insns reached */
+	PTSIM_END_EXEC = 5,	/* the process executed another program (a
+				 * successful execve): not followed, the run
+				 * ends in that system call */
 };
 
 struct ptsim_run {

@@ -50,6 +50,7 @@ struct tracer {
 	char *err;
 	size_t errlen;
 	int exclusive; /* a thread issued exit_group: wait for it alone */
+	int execd;     /* a successful execve: the run ends (PTSIM_END_EXEC) */
 	struct tth *inflight; /* the one ordinary step in flight */
 	double t0, last_progress; /* when stepping began, the last progress report */
 };
@@ -475,6 +476,8 @@ static int issue_steps(struct tracer *t)
 {
 	struct ptsim_run *r = t->run;
 	int rc;
+	if (t->execd)
+		return 1;
 	while (!t->inflight && !t->exclusive) {
 		struct tth *pick = NULL;
 		for (size_t k = 0; k < t->nth; k++) {
@@ -686,6 +689,13 @@ static int on_stop(struct tracer *t, pid_t w, struct tth *h, int st)
 			return fail(t, PTSIM_E_SYS, "out of memory");
 		return step(t, h, 0);
 	}
+	if ((st >> 16) == PTRACE_EVENT_EXEC) {
+		/* execve succeeded: another program replaces this one; its
+		 * code, maps and frames are not followed (docs/ptsim.md) */
+		t->run->end = PTSIM_END_EXEC;
+		t->execd = 1;
+		return 0;
+	}
 	if ((st >> 16) != 0)
 		return step(t, h, 0);
 	uint64_t old_rip = h->rip;
@@ -798,7 +808,8 @@ int ptsim_trace(struct ptsim_run *run, const struct ptsim_trace_opts *o, char *e
 		return fail(&t, PTSIM_E_USAGE, "cannot execute %s: %s", prog,
 			    n == (ssize_t)sizeof cerr ? strerror(cerr) : "it did not start");
 	}
-	if (ptrace(PTRACE_SETOPTIONS, pid, 0, PTRACE_O_TRACECLONE | PTRACE_O_EXITKILL) < 0) {
+	if (ptrace(PTRACE_SETOPTIONS, pid, 0,
+		   PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC | PTRACE_O_EXITKILL) < 0) {
 		rc = fail(&t, PTSIM_E_SYS, "ptrace(SETOPTIONS): %s", strerror(errno));
 		goto out;
 	}

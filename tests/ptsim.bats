@@ -231,3 +231,24 @@ setup() {
 	read nv nl <<<"$counts"
 	[ "$nv" -gt 0 ] && [ "$nl" -gt 0 ]
 }
+
+# exec is not followed: a successful execve ends the run there (exit 1, one
+# line), and what ran before it is exact (env replaces itself with true)
+@test "mt-ptsim: a program that executes another ends the run in its execve, exactly" {
+	run bin/mt-ptsim --max-insns 3000000 -o "$T/d" --save-run "$T/env.run" -- /usr/bin/env /usr/bin/true
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"env executed another program (execve)"* ]]
+	! bin/mt-dump "$T/d/truth.mt" | grep -q 'path="/usr/bin/true"'
+	bin/mt-dump "$T/d/truth.mt" | tail -3 | grep -q 'type=syscall'
+	bin/mt-decode --buildid-dir "$T/d/images" -o "$T/dec.mt" "$T/d/perf.data"
+	run bin/mt-compare --kept-branches "$T/d/truth.mt" "$T/dec.mt"
+	[[ "${lines[-1]}" == *" wrong=0 "* ]]
+	bin/mt-segment --images "$T/d/images" -i "$T/dec.mt" -o "$T/seg.mt"
+	bin/mt-stitch -i "$T/seg.mt" -o "$T/st.mt"
+	bin/mt-compare --max-wrong 0 --min-coverage 0.999 "$T/d/truth-spans.mt" "$T/st.mt"
+	# the replay ends the same way
+	run bin/mt-ptsim --replay "$T/env.run" -o "$T/r"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"execve"* ]]
+	cmp "$T/d/truth.mt" "$T/r/truth.mt"
+}

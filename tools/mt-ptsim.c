@@ -79,8 +79,9 @@ static void usage(FILE *f)
 "stack switching (makecontext), 32-bit code, symbols outside PROG for\n"
 "--start-at/--stop-at.\n"
 "\n"
-"Exit codes: 0 ok; 1 PROG crashed or ran past --max-insns (outputs cover the\n"
-"run up to there); 2 usage error, PROG missing or not executable, bad run\n"
+"Exit codes: 0 ok; 1 PROG crashed, ran past --max-insns or executed another\n"
+"program (execve: exec is not followed; outputs cover the run up to there);\n"
+"2 usage error, PROG missing or not executable, bad run\n"
 "file; 111 system error.\n",
 	      f);
 }
@@ -352,6 +353,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s: error: %s was killed by signal %d (%s) at 0x%llx after %llu instructions\n",
 			mt_progname, run.comm, run.status, strsignal(run.status),
 			(unsigned long long)run.end_ip, (unsigned long long)run.insns);
+		code = MT_EXIT_DEGRADED;
+	} else if (run.end == PTSIM_END_EXEC) {
+		fprintf(stderr,
+			"%s: error: %s executed another program (execve) after %llu instructions; "
+			"exec is not followed: the run ends in that system call\n",
+			mt_progname, run.comm, (unsigned long long)run.insns);
 		code = MT_EXIT_DEGRADED;
 	} else if (run.end == PTSIM_END_RUNAWAY) {
 		fprintf(stderr, "%s: error: %s still running after %llu instructions (--max-insns); stopped it\n",
