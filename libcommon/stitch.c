@@ -877,6 +877,24 @@ static int recursive_root(const struct sthr *t, const long *st, long best_s)
 	return 0;
 }
 
+/* Does the code of a frame deeper than g[@k] in the group's end stack call
+ * g[@k]'s function directly?  Then the later root's caller may be a new
+ * activation of it, called inside the gap from there (python3's
+ * interpreter loop, recursive through the eval function, called the
+ * function that calls the later root again), at a depth no branch shows. */
+static int reentered(stitcher *s, const struct sthr *t, long k)
+{
+	uint64_t f = t->h[t->g[k]].func;
+	if (!s->fns || !f)
+		return 1;
+	for (long j = k + 1; j < (long)t->gn; j++) {
+		uint64_t a = t->h[t->g[j]].func;
+		if (a && fnmap_calls(s->fns, t->tid, a, f))
+			return 1;
+	}
+	return 0;
+}
+
 /* The group has no segment yet: the current one starts it. */
 static void group_start(struct sthr *t)
 {
@@ -958,7 +976,8 @@ static int decide(stitcher *s, struct sthr *t)
 		if (called_under > 0) {
 			under_root = 0;
 			best_s = called_under + 1;
-			t->lowb = (t->h[t->g[called_under]].flags & LOWB) != 0;
+			t->lowb = (t->h[t->g[called_under]].flags & LOWB) != 0 ||
+				  reentered(s, t, called_under);
 			s->st.called_under++;
 		}
 		/* Under the surviving root, B's depths are a lower bound: calls

@@ -872,10 +872,14 @@ static int resolve_min_depth(struct work *W)
 			const struct sc_span *u = ix[j];
 			if (u->tid != x->tid || u->func != x->func || u->name != x->name || u->begin > x->end)
 				break;
-			if (u->depth < x->depth || u->end < x->begin)
+			if (u->depth < x->depth)
 				continue;
+			/* matching times as best_match takes them: spread inside
+			 * one timestamp, a zero-length span too */
 			int e = tmatch(&W->c, x->tid, u->begin, x->begin) &&
 				tmatch(&W->c, x->tid, u->end, x->end);
+			if (!e && u->end < x->begin)
+				continue;
 			uint64_t b = u->begin > x->begin ? u->begin : x->begin;
 			uint64_t o = (u->end < x->end ? u->end : x->end) - b + 1;
 			if (e > exact || (e == exact && (e ? u->depth < best : o > most))) {

@@ -150,6 +150,17 @@ SEG='"$BIN/mt-segment" --symfs "$SYMFS" --no-waypoints'
 	grep -q 'depth=1 begin=8000 end=8010 func=0x401e00 ' "$T/out.txt"
 }
 
+# No common frame across a gap: the later root (obj) goes under dis, the
+# deepest earlier frame whose code calls it, but ev, deeper, calls dis: a
+# new dis called by that ev inside the gap may be obj's caller (python3's
+# eval loop, recursive through its eval function: the probe corpus'
+# py-except drop@25 %, 502 wrong spans nine levels too shallow), so obj's
+# depth is a lower bound.
+@test "stitch: a later root placed under an earlier caller that a deeper frame calls again has a lower-bound depth" {
+	golden stitch-gap-reentered "$SEG | \"\$BIN/mt-stitch\" --symfs \"\$SYMFS\""
+	grep -q 'depth=2 begin=8100 end=8150 func=0x401fc0 .*min-depth' "$T/out.txt"
+}
+
 @test "segment | stitch equals stitch < saved segment output" {
 	"$BIN/mt-undump" "$G/stitch-gap-depth10.in.txt" | "$BIN/mt-segment" --symfs "$SYMFS" > "$T/seg.mt"
 	"$BIN/mt-stitch" < "$T/seg.mt" > "$T/a.mt"
@@ -319,6 +330,17 @@ cmp_run() {
 	# and with --absolute-depth (the root kept): still unseen
 	CMP_TRUTH=cmp-unwind-truth.txt CMP_WINDOW=cmp-unwind-window.txt cmp_run cmp-unwind-actual.txt --absolute-depth
 	[[ "${lines[-1]}" == *" truth=5 judged=4 unwound=2" ]]
+}
+
+# A min-depth span is given the depth of the truth span it matches in time,
+# with the same tolerance as any span: b, zero-length at 300 in the truth,
+# spread to 305 inside that timestamp (the probe corpus' py-except
+# drop@25 %: 10 zero-length frames judged wrong at their claimed depth)
+@test "compare: a zero-length min-depth span spread inside its timestamp takes the truth's depth" {
+	CMP_TRUTH=cmp-zero-truth.txt CMP_WINDOW=cmp-zero-window.txt cmp_run cmp-zero-actual.txt --max-wrong 0
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "${lines[-1]}" == *" wrong=0 matched=3 truth=3 "* ]]
 }
 
 @test "compare: --absolute-depth keeps the unobservable root: nothing matches" {

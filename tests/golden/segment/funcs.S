@@ -48,6 +48,30 @@ loop:
 	.org 0x401f10 - 0x401000
 	call mpcpy
 	ret
-	.size loop, 0x100
+	.size loop, 0x40
+
+	/* an interpreter's recursion: ev calls dis, dis calls obj */
+	.org 0x401f40 - 0x401000
+	.globl ev
+	.type ev, @function
+ev:
+	.org 0x401f50 - 0x401000
+	call dis
+	ret
+	.size ev, 0x40
+	.org 0x401f80 - 0x401000
+	.globl dis
+	.type dis, @function
+dis:
+	.org 0x401f90 - 0x401000
+	call obj
+	ret
+	.size dis, 0x40
+	.org 0x401fc0 - 0x401000
+	.globl obj
+	.type obj, @function
+obj:
+	ret
+	.size obj, 0x40
 	.org 0x1000
 	.section .note.GNU-stack,"",@progbits
