@@ -41,7 +41,8 @@
 # CORPUS_LIST FILE takes the program list (the format below) from FILE
 # instead (bench/holdout.txt: ten more programs, kept apart from the tuning;
 # bench/probe.txt: fifteen more, a probe for new kinds of failure at 400,000
-# instructions; give each its own CORPUS_OUT).
+# instructions; bench/probe2.txt, probe3.txt, probe4.txt: 47 more at 1,000,000;
+# give each its own CORPUS_OUT).
 # CORPUS_CONFIGS (a shell pattern, e.g. '*@*': the faulted rows) restricts
 # the table to some configurations; CORPUS_ONLY="p1 p2" restricts to some programs (CORPUS_TABLE: the table file
 # then, to run parts in parallel); CORPUS_MAX overrides every
