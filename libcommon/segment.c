@@ -1594,7 +1594,7 @@ static int jumps_into(segmenter *s, struct thr *t, uint64_t x, uint64_t f)
 }
 
 /* A root the segment began in is named by the function holding its
- * address.  When it returned to a direct call (E8) whose other calls in
+ * address, and has no call site.  When it returned to a direct call (E8) whose other calls in
  * the segment all entered one function X (through a PLT stub: the call's
  * own target is the stub) and X's code jumps into the root's function's
  * body, the root was X: glibc's mempcpy jumps into memmove's body, and a
@@ -1625,6 +1625,21 @@ static void name_roots(segmenter *s, struct thr *t)
 		}
 		if (x && x != f->func && jumps_into(s, t, x, f->func))
 			f->func = x;
+		/* the call it returned to is its call site when that call
+		 * enters its function (directly or through a PLT stub):
+		 * mt-stitch tells two activations apart by it (the probe
+		 * corpus' fold overflow@25 %: ld.so's strcmp returned and was
+		 * called again from another site inside a gap, and was joined) */
+		uint64_t to = f->ret + (uint64_t)(int64_t)(int32_t)((uint32_t)b[1] | (uint32_t)b[2] << 8 |
+								   (uint32_t)b[3] << 16 |
+								   (uint32_t)b[4] << 24);
+		if (to == f->func) {
+			f->callsite = cs;
+		} else {
+			const struct rcache *c = fn_lookup(s, t, to);
+			if (c->ok && c->is_plt)
+				f->callsite = cs;
+		}
 	}
 }
 

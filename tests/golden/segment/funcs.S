@@ -57,6 +57,8 @@ loop:
 ev:
 	.org 0x401f50 - 0x401000
 	call dis
+	.org 0x401f60 - 0x401000
+	call dis
 	ret
 	.size ev, 0x40
 	.org 0x401f80 - 0x401000
