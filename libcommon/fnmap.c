@@ -242,14 +242,42 @@ static int32_t rd32(const uint8_t *p)
 			 (uint32_t)p[3] << 24);
 }
 
-int fnmap_is_return_site(struct fnmap *m, uint32_t tid, uint64_t addr)
+uint64_t fnmap_call_target(struct fnmap *m, uint32_t tid, uint64_t ret)
 {
 	uint8_t b[5];
-	struct fn_info fi;
-	if (fnmap_read(m, tid, addr - 5, b, 5) != 5 || b[0] != 0xe8)
+	if (fnmap_read(m, tid, ret - 5, b, 5) != 5 || b[0] != 0xe8)
 		return 0;
-	uint64_t target = addr + (uint64_t)(int64_t)rd32(b + 1);
-	return fnmap_lookup(m, tid, target, &fi) && fi.entry == target;
+	return ret + (uint64_t)(int64_t)rd32(b + 1);
+}
+
+int fnmap_is_return_site(struct fnmap *m, uint32_t tid, uint64_t addr)
+{
+	struct fn_info fi;
+	uint64_t target = fnmap_call_target(m, tid, addr);
+	return target && fnmap_lookup(m, tid, target, &fi) && fi.entry == target;
+}
+
+int fnmap_jumps_into(struct fnmap *m, uint32_t tid, uint64_t x, uint64_t f)
+{
+	struct fn_info xi, fi;
+	uint8_t b[4096];
+	if (!fnmap_lookup(m, tid, x, &xi) || xi.entry != x || !fnmap_lookup(m, tid, f, &fi) ||
+	    fi.entry != f || fi.is_plt)
+		return 0;
+	size_t n = xi.end - xi.entry < sizeof b ? (size_t)(xi.end - xi.entry) : sizeof b;
+	n = fnmap_read(m, tid, x, b, n);
+	for (size_t k = 0; k + 2 <= n; k++) {
+		uint64_t to;
+		if (b[k] == 0xeb)
+			to = x + k + 2 + (uint64_t)(int64_t)(int8_t)b[k + 1];
+		else if (b[k] == 0xe9 && k + 5 <= n)
+			to = x + k + 5 + (uint64_t)(int64_t)rd32(b + k + 1);
+		else
+			continue;
+		if (to > fi.entry && to < fi.end)
+			return 1;
+	}
+	return 0;
 }
 
 int fnmap_call_sites(struct fnmap *m, uint32_t tid, uint64_t caller, uint64_t callee,
@@ -268,8 +296,7 @@ int fnmap_call_sites(struct fnmap *m, uint32_t tid, uint64_t caller, uint64_t ca
 		for (size_t i = 0; i + 5 <= n; i++) {
 			if (b[i] != 0xe8)
 				continue;
-			int32_t rel = (int32_t)((uint32_t)b[i + 1] | (uint32_t)b[i + 2] << 8 |
-						(uint32_t)b[i + 3] << 16 | (uint32_t)b[i + 4] << 24);
+			int32_t rel = rd32(b + i + 1);
 			/* the call at @except: its E8 after up to 3 prefixes
 			 * (addr32, bnd, ...); another call is 5 bytes away */
 			if (a + i + 5 + (uint64_t)(int64_t)rel == callee &&

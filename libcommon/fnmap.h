@@ -79,6 +79,16 @@ size_t fnmap_read(struct fnmap *m, uint32_t tid, uint64_t addr, uint8_t *buf, si
  * of a known function?  1 yes, 0 no or unknown. */
 int fnmap_is_return_site(struct fnmap *m, uint32_t tid, uint64_t addr);
 
+/* The target of the direct call (E8 rel32) that ends at @ret, or 0 (none,
+ * or no code). */
+uint64_t fnmap_call_target(struct fnmap *m, uint32_t tid, uint64_t ret);
+
+/* Does the code of the function at entry @x jump (EB rel8, E9 rel32) into
+ * the body of the function at entry @f, past its entry (glibc's mempcpy
+ * into memmove's body)?  Bytes, not decoded instructions: a caller needs
+ * other evidence too.  1 yes, 0 no or unknown. */
+int fnmap_jumps_into(struct fnmap *m, uint32_t tid, uint64_t x, uint64_t f);
+
 /* Is the instruction at @addr an indirect jmp (FF /4, FF /5, with prefixes)?
  * 1 yes, 0 no or unknown. */
 int fnmap_is_indirect_jump(struct fnmap *m, uint32_t tid, uint64_t addr);

@@ -46,15 +46,10 @@ static int after_call(struct fnmap *fns, uint32_t tid, uint64_t ret)
  * begins there (an LBR call site), or 0. */
 static uint64_t call_target(struct fnmap *fns, uint32_t tid, uint64_t ret)
 {
-	uint8_t b[10];
-	if (!fns || fnmap_read(fns, tid, ret - 5, b, 10) != 10)
+	if (!fns)
 		return 0;
-	const uint8_t *p = b[0] == 0xe8 ? b : b[5] == 0xe8 ? b + 5 : NULL;
-	if (!p)
-		return 0;
-	int32_t rel = (int32_t)((uint32_t)p[1] | (uint32_t)p[2] << 8 | (uint32_t)p[3] << 16 |
-				(uint32_t)p[4] << 24);
-	return ret + (p == b ? 0 : 5) + (uint64_t)(int64_t)rel;
+	uint64_t to = fnmap_call_target(fns, tid, ret);
+	return to ? to : fnmap_call_target(fns, tid, ret + 5);
 }
 
 /* Where the function at @entry has set up its frame pointer: the offset

@@ -1564,56 +1564,30 @@ static void blk_sort(const struct frame *fr, uint32_t *v, size_t n)
 	}
 }
 
-/* Does the code of the function at @x jump (EB rel8, E9 rel32) into the
- * body of the function at @f, past its entry?  (Bytes, not decoded
- * instructions: a false match needs the call evidence of name_roots too.) */
-static int jumps_into(segmenter *s, struct thr *t, uint64_t x, uint64_t f)
-{
-	struct fn_info xi, fi;
-	uint8_t b[4096];
-	if (!fnmap_lookup(s->o.fns, t->tid, x, &xi) || xi.entry != x ||
-	    !fnmap_lookup(s->o.fns, t->tid, f, &fi) || fi.entry != f || fi.is_plt)
-		return 0;
-	size_t n = xi.end - xi.entry < sizeof b ? (size_t)(xi.end - xi.entry) : sizeof b;
-	n = fnmap_read(s->o.fns, t->tid, x, b, n);
-	for (size_t k = 0; k + 2 <= n; k++) {
-		uint64_t to;
-		if (b[k] == 0xeb)
-			to = x + k + 2 + (uint64_t)(int64_t)(int8_t)b[k + 1];
-		else if (b[k] == 0xe9 && k + 5 <= n)
-			to = x + k + 5 + (uint64_t)(int64_t)(int32_t)((uint32_t)b[k + 1] |
-								      (uint32_t)b[k + 2] << 8 |
-								      (uint32_t)b[k + 3] << 16 |
-								      (uint32_t)b[k + 4] << 24);
-		else
-			continue;
-		if (to > fi.entry && to < fi.end)
-			return 1;
-	}
-	return 0;
-}
-
 /* A root the segment began in is named by the function holding its
- * address, and has no call site.  When it returned to a direct call (E8) whose other calls in
- * the segment all entered one function X (through a PLT stub: the call's
- * own target is the stub) and X's code jumps into the root's function's
- * body, the root was X: glibc's mempcpy jumps into memmove's body, and a
- * window that begins there is in mempcpy's frame (the probe corpus' seq,
- * whose mempcpy mt-ptsim's truth names by the call). */
+ * address, and has no call site.  When it returned to a direct call (E8):
+ * if that call's other calls in the segment all entered one function X
+ * (the call's own target being a PLT stub) and X's code jumps into the
+ * root's function's body, the root was X (glibc's mempcpy jumps into
+ * memmove's body, and a window that begins there is in mempcpy's frame:
+ * the probe corpus' seq, whose mempcpy mt-ptsim's truth names by the
+ * call); and the call is its call site when it enters its function
+ * directly or through a PLT stub: mt-stitch tells two activations apart by
+ * it (the probe corpus' fold overflow@25 %: ld.so's strcmp returned and was
+ * called again from another site inside a gap, and was joined). */
 static void name_roots(segmenter *s, struct thr *t)
 {
 	if (!s->o.fns)
 		return;
 	for (size_t i = 0; i < t->nfr; i++) {
 		struct frame *f = &t->fr[i];
-		uint8_t b[5];
 		if (f->kind != FK_FUNC || !f->ret || f->callsite || !f->func ||
 		    !(f->flags & MTEV_SPAN_INFERRED_START))
 			continue;
-		uint64_t cs = f->ret - 5, x = 0;
-		if (fnmap_read(s->o.fns, t->tid, cs, b, sizeof b) != sizeof b || b[0] != 0xe8)
+		uint64_t to = fnmap_call_target(s->o.fns, t->tid, f->ret), cs = f->ret - 5, x = 0;
+		if (!to)
 			continue;
-		for (size_t j = 0; j < t->nfr; j++) {
+		for (size_t j = 0; to != f->func && j < t->nfr; j++) {
 			const struct frame *g = &t->fr[j];
 			if (g->kind != FK_FUNC || g->callsite != cs)
 				continue;
@@ -1623,16 +1597,8 @@ static void name_roots(segmenter *s, struct thr *t)
 			}
 			x = g->func;
 		}
-		if (x && x != f->func && jumps_into(s, t, x, f->func))
+		if (x && x != f->func && fnmap_jumps_into(s->o.fns, t->tid, x, f->func))
 			f->func = x;
-		/* the call it returned to is its call site when that call
-		 * enters its function (directly or through a PLT stub):
-		 * mt-stitch tells two activations apart by it (the probe
-		 * corpus' fold overflow@25 %: ld.so's strcmp returned and was
-		 * called again from another site inside a gap, and was joined) */
-		uint64_t to = f->ret + (uint64_t)(int64_t)(int32_t)((uint32_t)b[1] | (uint32_t)b[2] << 8 |
-								   (uint32_t)b[3] << 16 |
-								   (uint32_t)b[4] << 24);
 		if (to == f->func) {
 			f->callsite = cs;
 		} else {
