@@ -229,12 +229,17 @@ perf_user_samples() {
 	cat > "$T/spin.c" <<'C'
 #include <fcntl.h>
 #include <stdio.h>
+#include <time.h>
 #include <unistd.h>
 __attribute__((noinline)) static long leaf(long x) { long s = 0; for (long i = 0; i < x; i++) s += i ^ (s >> 3); return s; }
 __attribute__((noinline)) static long mid(long x) { return leaf(x) + leaf(x / 2); }
-__attribute__((noinline)) static long top(long x) { long s = 0; for (int k = 0; k < 100; k++) s += mid(x + (k & 1)); return s; }
+/* each part runs for a CPU-time budget, not a count of iterations: a
+ * cpu-clock sample comes every 100 us of the task's CPU time, so the number
+ * of samples does not depend on how fast the machine is */
+static double cpu(void) { struct timespec t; clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t); return t.tv_sec + t.tv_nsec / 1e9; }
+__attribute__((noinline)) static long top(long x) { long s = 0; double end = cpu() + 0.2; for (int k = 0; k < 100 || cpu() < end; k++) s += mid(x + (k & 1)); return s; }
 /* kernel frames: samples taken inside write(2) */
-__attribute__((noinline)) static long sys(int fd) { static char buf[65536]; long s = 0; for (int k = 0; k < 2000; k++) s += write(fd, buf, sizeof buf); return s; }
+__attribute__((noinline)) static long sys(int fd) { static char buf[65536]; long s = 0; double end = cpu() + 0.05; for (int k = 0; k < 2000 || cpu() < end; k++) s += write(fd, buf, sizeof buf); return s; }
 /* code without frame pointers: rbp points at words that are no frame, as in
  * libc; the kernel's walk stores each "return address" it finds there */
 static unsigned long fz[2] = {0, 0x401234};                              /* next 0, returns to 0x401234 */
@@ -253,8 +258,12 @@ int main(void)
 	int f = open("/dev/null", O_WRONLY);
 	printf("%016lx\n", (unsigned long)fd);
 	fflush(stdout);
-	printf("%ld %ld %ld %ld %ld\n", top(200000), sys(f), spin_on(fa, 50000000), spin_on(fk, 50000000),
-	       spin_on(fd, 50000000));
+	long n[3] = {0, 0, 0};
+	unsigned long *fp[3] = {fa, fk, fd};
+	for (int i = 0; i < 3; i++)
+		for (double end = cpu() + 0.03; cpu() < end;)
+			n[i] += spin_on(fp[i], 5000000);
+	printf("%ld %ld %ld %ld %ld\n", top(20000), sys(f), n[0], n[1], n[2]);
 	return 0;
 }
 C

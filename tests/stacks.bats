@@ -425,7 +425,7 @@ C
 
 @test "a sample whose chain lost its root frames continues the previous sample's stack, the taken frames marked" {
 	mkdir -p "$T/al"
-	perf record -q -e cpu-clock:u -F 5000 --call-graph dwarf -o "$T/al/perf.data" -- "$(STK)" 300 0 2> /dev/null
+	perf record -q -e cpu-clock:u -F 5000 --call-graph dwarf -o "$T/al/perf.data" -- "$(STK)" 3000 0 2> /dev/null
 	"$BIN/mt-decode" "$T/al/perf.data" > "$T/al/decode.mt" 2> /dev/null
 	"$BIN/mt-dump" "$T/al/decode.mt" > "$T/al/d.txt"
 	# the first sample with 6 frames or more; then the same chain without
