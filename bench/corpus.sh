@@ -42,6 +42,7 @@
 # instead (bench/holdout.txt: ten more programs, kept apart from the tuning;
 # bench/probe.txt: fifteen more, a probe for new kinds of failure at 400,000
 # instructions; bench/probe2.txt, probe3.txt, probe4.txt: 47 more at 1,000,000;
+# bench/probe5.txt: threads, signals, longjmp and recursion in real programs;
 # give each its own CORPUS_OUT).
 # CORPUS_CONFIGS (a shell pattern, e.g. '*@*': the faulted rows) restricts
 # the table to some configurations; CORPUS_ONLY="p1 p2" restricts to some programs (CORPUS_TABLE: the table file
@@ -129,6 +130,8 @@ stage_build() {
 			'set d [dict create]' 'foreach w {alpha beta gamma delta alpha beta} { dict incr d $w }' \
 			'puts "[fib 12] [dict get $d alpha]"' >"$IN/t.tcl"
 	fi
+	# bzip2-d's input (bench/probe5.txt)
+	[ -f "$IN/words.txt.bz2" ] || bzip2 -c "$IN/words.txt" >"$IN/words.txt.bz2"
 	# gunzip's input: long enough that its run reaches the 2M cap
 	if [ ! -f "$IN/words-big.txt.gz" ]; then
 		awk 'BEGIN { x = 11; for (i = 0; i < 3000; i++) { x = (x * 1103515 + 12345) % 2147483648; printf "%s%d bar%d\n", substr("klmnopqrst", x % 10 + 1, 4), x % 10000, i } }' | gzip -c >"$IN/words-big.txt.gz"

@@ -113,6 +113,8 @@ struct ptsim_run {
 	double seconds;	      /* wall time of the stepping */
 	int end, status;      /* enum ptsim_end and exit code / signal */
 	uint64_t end_ip;      /* crash: where */
+	size_t unprobed;      /* code bytes given back their file's byte: uprobes'
+			       * int3s in memory (not saved by --save-run) */
 	char stop_symbol[128];
 	char start_symbol[128]; /* --start-at, or empty */
 };

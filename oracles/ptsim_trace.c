@@ -18,6 +18,7 @@
 #include <sys/personality.h>
 #include <sys/ptrace.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/user.h>
@@ -145,6 +146,41 @@ static int getregs(struct tth *h)
 }
 
 /* Reads /proc/pid/maps and records every executable mapping not yet known. */
+/* Another tool's uprobe (perf probe, a trigger, mt-capture run elsewhere
+ * on the machine) is an int3 the kernel writes into every process mapping
+ * that file: the memory then differs from the file by an 0xcc where the
+ * probed instruction begins.  The process executes the original
+ * instruction (the kernel steps it out of line), and a recording's
+ * decoder reads the file, so the code is the file's: each such byte of
+ * @m is given back its file byte (same file: device and inode as mapped).
+ * Returns how many were. */
+static size_t unprobe(struct ptsim_map *m)
+{
+	struct stat st;
+	size_t n = 0;
+	int fd = open(m->path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	if (fstat(fd, &st) == 0 && st.st_ino == m->ino && major(st.st_dev) == m->maj &&
+	    minor(st.st_dev) == m->min) {
+		uint8_t buf[65536];
+		for (uint64_t o = 0; o < m->len;) {
+			size_t want = m->len - o < sizeof buf ? (size_t)(m->len - o) : sizeof buf;
+			ssize_t got = pread(fd, buf, want, (off_t)(m->pgoff + o));
+			if (got <= 0)
+				break;
+			for (ssize_t i = 0; i < got; i++)
+				if (m->bytes[o + i] == 0xcc && buf[i] != 0xcc) {
+					m->bytes[o + i] = buf[i];
+					n++;
+				}
+			o += (uint64_t)got;
+		}
+	}
+	close(fd);
+	return n;
+}
+
 static int scan_maps(struct tracer *t)
 {
 	char p[64];
@@ -201,6 +237,8 @@ static int scan_maps(struct tracer *t)
 			got = 0;
 		if ((uint64_t)got < m->len)
 			memset(m->bytes + got, 0, m->len - (uint64_t)got);
+		if (pp[0] == '/')
+			r->unprobed += unprobe(m);
 		if (pp[0] == '/') {
 			int bl = elf_read_build_id(pp, m->build_id);
 			m->build_id_len = bl > 0 ? (uint8_t)bl : 0;

@@ -252,3 +252,23 @@ setup() {
 	[[ "$output" == *"execve"* ]]
 	cmp "$T/d/truth.mt" "$T/r/truth.mt"
 }
+
+@test "mt-ptsim: another tool's uprobe (an int3 in the traced program's memory) is not taken for the code: images, truth and decode as without it" {
+	printf '%s\n' 'int __attribute__((noinline)) upf(int x) { return x * 3; }' \
+		'int main(void) { int s = 0; for (int i = 0; i < 3; i++) s += upf(i); return s == 9 ? 0 : 1; }' > "$T/upt.c"
+	cc -O1 -o "$T/upt" "$T/upt.c"
+	# perf record registers the uprobe before it starts the workload: the
+	# int3 is in the program's memory when mt-ptsim first reads it
+	perf probe -q -x "$T/upt" upf 2> "$T/probe.err" || skip "perf probe cannot add a uprobe here: $(head -1 "$T/probe.err")"
+	run perf record -q -e probe_upt:upf -aR -o "$T/p.data" -- bin/mt-ptsim --stats -o "$T/d" -- "$T/upt"
+	perf probe -q -d probe_upt:upf
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"1 code bytes were another tool's uprobe"* ]]
+	# the image is the file, byte for byte, and decodes to exactly the truth
+	cmp "$T/d/images$T/upt/"*/elf "$T/upt"
+	bin/mt-decode --buildid-dir "$T/d/images" -o "$T/dec.mt" "$T/d/perf.data"
+	run bin/mt-compare --kept-branches "$T/d/truth.mt" "$T/dec.mt"
+	[[ "${lines[-1]}" == *" wrong=0 "* ]]
+	[ "$(bin/mt-dump -k branch "$T/d/truth.mt" | grep -c "type=call .*to=0x$(printf %x $((0x555555554000 + 0x$(nm "$T/upt" | awk '$3 == "upf" { print $1 }'))))")" -eq 3 ]
+}

@@ -64,6 +64,9 @@ static void usage(FILE *f)
 "      --save-run FILE   save the execution log (replayable)\n"
 "      --replay FILE     synthesize from a saved log instead of running PROG\n"
 "      --stats           print steps, instructions and steps/second on stderr\n"
+"                        (and how many code bytes were uprobes' int3s: code\n"
+"                        is the mapped file's where memory has another tool's\n"
+"                        uprobe, as a recording's decoder reads it)\n"
 "      --inline-truth    also write DIR/truth-inline.mt: the inline frames of\n"
 "                        every executed instruction of the window (chains\n"
 "                        from llvm-symbolizer; flag inline, depth = level)\n"
@@ -344,6 +347,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "mt-ptsim: %llu steps, %llu instructions, %zu threads, %.2f s, %.0f steps/s\n",
 			(unsigned long long)run.steps, (unsigned long long)run.insns, run.nthreads,
 			run.seconds, run.seconds > 0 ? (double)run.steps / run.seconds : 0.0);
+	if (op.stats && run.unprobed)
+		fprintf(stderr, "mt-ptsim: %zu code bytes were another tool's uprobe (int3 in memory): the file's bytes used\n",
+			run.unprobed);
 	if (op.save && !op.replay)
 		save_run(&run, op.save);
 	if (op.out)
