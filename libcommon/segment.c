@@ -869,10 +869,11 @@ static int unwinder_frame(segmenter *s, struct thr *t, uint32_t fi)
 	       !strncmp(g.name, "_Unwind_", 8);
 }
 
-/* An exception lands at @to in a function that is on no frame of the stack:
- * a caller above the root (the trace began inside the unwinder, or below
- * the landing frame).  Every frame ends; the landing function (a .cold
- * part names it) is revealed below the root.  When the root is the
+/* An exception (@exc) or a longjmp lands at @to in a function that is on no
+ * frame of the stack: a caller above the root (the trace began inside the
+ * unwinder, or below the landing frame: below perl's or Lua's setjmp).
+ * Every frame ends; the landing function (a .cold part names it) is
+ * revealed below the root.  When an exception's root is the
  * unwinder's own code, between them lie unwound frames no branch showed
  * (at least one: the unwinder's caller): an [unwound] span stands for the
  * one that surely was there; else the root is taken for the landing
@@ -982,7 +983,8 @@ static int lands_as_before(segmenter *s, struct thr *t, uint64_t to)
 	return 0;
 }
 
-static int land_below_root(segmenter *s, struct thr *t, uint64_t from, uint64_t to, uint64_t time)
+static int land_below_root(segmenter *s, struct thr *t, uint64_t from, uint64_t to, uint64_t time,
+			   int exc)
 {
 	uint64_t x = landing_func(s, t, to);
 	uint64_t root = t->fr[t->stk[0]].func;
@@ -991,7 +993,7 @@ static int land_below_root(segmenter *s, struct thr *t, uint64_t from, uint64_t 
 	 * (__cxa_throw, __cxa_rethrow, or the frame whose cleanup called
 	 * _Unwind_Resume); how many more (the thrower, the catcher that
 	 * rethrew, frames of a recursion between) no branch shows */
-	int unwound = from && fnmap_same_file(s->o.fns, t->tid, root, from);
+	int unwound = exc && from && fnmap_same_file(s->o.fns, t->tid, root, from);
 	/* else the root was the landing function's callee if its code calls
 	 * the root's function directly (as mt-stitch's returned_root reads
 	 * it); without that, frames may lie between as well */
@@ -1080,16 +1082,17 @@ static int classify_jump(segmenter *s, struct thr *t, uint64_t from, uint64_t to
 			  : !fnmap_is_return_site(s->o.fns, t->tid, to)))
 			return 0;
 		s->st.unwinds++;
-		/* an exception landing: in the thread's first segment, or in
-		 * one that began after a gap, nothing in the segment can tell
-		 * the frames between (a snapshot that began inside the
-		 * unwinder; a throw whose call the gap swallowed): the landing
-		 * function goes below the root, and mt-stitch aligns it with
-		 * the earlier segment's stack.  Otherwise a new segment
-		 * begins at the landing caller, aligned by function. */
-		if ((!t->nseg || land_after_gap(t) || !lands_as_before(s, t, to)) &&
-		    (fi.cold || unwinder_frame(s, t, cur)))
-			return land_below_root(s, t, from, to, time);
+		/* an exception landing or a longjmp: in the thread's first
+		 * segment, or in one that began after a gap, nothing in the
+		 * segment can tell the frames between (a snapshot that began
+		 * inside the unwinder, or below a setjmp; a throw whose call
+		 * the gap swallowed): the landing function goes below the
+		 * root, and mt-stitch aligns it with the earlier segment's
+		 * stack.  Otherwise a new segment begins at the landing
+		 * caller, aligned by function. */
+		int exc = fi.cold || unwinder_frame(s, t, cur);
+		if (!t->nseg || land_after_gap(t) || (exc && !lands_as_before(s, t, to)))
+			return land_below_root(s, t, from, to, time, exc);
 		if (close_seg(s, t))
 			return s->err;
 		t->active = 1;

@@ -40,6 +40,17 @@ SEG='"$BIN/mt-segment" --symfs "$SYMFS" --no-waypoints'
 	golden seg-longjmp "$SEG"
 }
 
+# A longjmp into a function on no frame of the stack: the window began below
+# the setjmp (perl's die inside eval, the fifth probe corpus' perl-eval
+# w200k: a new segment there, no common frame, 16 wrong spans).  The frames
+# end, the landing function is revealed below the root, and their depths
+# are lower bounds: one segment, no frame invented.
+@test "segment: a longjmp to a caller above the root reveals it beneath, the unwound frames at lower-bound depths" {
+	golden seg-longjmp-above "$SEG"
+	grep -q 'depth=1 begin=4000 end=4060 func=0x401200 ' "$T/out.txt"
+	[ "$(grep -c '^segment ' "$T/out.txt")" -eq 1 ]
+}
+
 @test "segment: a signal handler nests under the interrupted frame; rt_sigreturn resumes it" {
 	golden seg-signal "$SEG"
 }

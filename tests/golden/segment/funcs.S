@@ -17,6 +17,9 @@
 	FN c, 0x401400
 	FN d, 0x401500
 	FN e, 0x401600
+	/* e longjmps: an indirect jmp at 0x401610 */
+	.org 0x401610 - 0x401000
+	jmp *%rdx
 	FN handler, 0x401700
 	FN rec, 0x401800
 	FN jumper, 0x401900
