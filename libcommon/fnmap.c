@@ -369,6 +369,48 @@ int fnmap_same_file(struct fnmap *m, uint32_t tid, uint64_t a, uint64_t b)
 	return fa && fa == locate(m, tid, b, &mp, &va);
 }
 
+/* The runtime address of file address @va of @ff mapped by @mp, or 0. */
+static uint64_t runtime_of(const struct fnfile *ff, const struct fnmapping *mp, uint64_t va)
+{
+	for (size_t i = 0; i < ff->ei.nsegs; i++) {
+		const struct elf_seg *sg = &ff->ei.segs[i];
+		if (va >= sg->vaddr && va - sg->vaddr < sg->filesz) {
+			uint64_t off = va - sg->vaddr + sg->offset;
+			if (off >= mp->pgoff && off - mp->pgoff < mp->len)
+				return mp->start + (off - mp->pgoff);
+		}
+	}
+	return 0;
+}
+
+int fnmap_program_entry(struct fnmap *m, uint32_t tid, uint64_t ldso, uint64_t *entry)
+{
+	const struct fnmapping *mp;
+	int64_t va;
+	int known;
+	struct fnfile *ff = locate(m, tid, ldso, &mp, &va);
+	if (!ff || ff->ei.has_interp || !ff->ei.entry || (uint64_t)va != ff->ei.entry)
+		return 0;
+	uint32_t pid = pid_of(m, tid, &known);
+	/* in map order: the program is mapped first (then the loader, then
+	 * what it loads), so the other files are seldom read for this */
+	for (size_t i = 0; i < m->nmaps; i++) {
+		const struct fnmapping *p = &m->maps[i];
+		struct fnfile *pf = &m->files[p->file];
+		if ((known && p->pid != pid) || pf == ff)
+			continue;
+		if (pf->state == 0)
+			load_file(m, pf);
+		uint64_t e;
+		if (pf->state == 1 && pf->ei.has_interp && pf->ei.entry &&
+		    (e = runtime_of(pf, p, pf->ei.entry))) {
+			*entry = e;
+			return 1;
+		}
+	}
+	return 0;
+}
+
 int fnmap_landing_pad(struct fnmap *m, uint32_t tid, uint64_t addr, uint64_t *pad)
 {
 	const struct fnmapping *mp;

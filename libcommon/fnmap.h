@@ -70,6 +70,11 @@ int fnmap_owner(struct fnmap *m, uint32_t tid, uint64_t addr, struct fn_info *ou
 
 /* Are @a and @b in the same loaded file?  1 yes, 0 no or unknown. */
 int fnmap_same_file(struct fnmap *m, uint32_t tid, uint64_t a, uint64_t b);
+/* Is @ldso the entry of the dynamic loader (the ELF entry of a file with
+ * no PT_INTERP, mapped in @tid's process beside a program that has one),
+ * which ends by a jump to the program's entry?  1: *entry is the program's
+ * entry (runtime address); 0: no, or unknown. */
+int fnmap_program_entry(struct fnmap *m, uint32_t tid, uint64_t ldso, uint64_t *entry);
 
 /* Reads @len code bytes at runtime address @addr of thread @tid from the
  * mapped file.  Returns the number of bytes read (0: unknown). */

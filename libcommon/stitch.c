@@ -135,13 +135,14 @@ void stitch_stats_text(const struct stitch_stats *st, const char *prefix, char *
 	snprintf(buf, len,
 		 "%ssegments=%llu %sjoins=%llu %saligned=%llu %sunaligned=%llu %scontinued=%llu "
 		 "%srevealed=%llu %sgap_spans=%llu %slower_bound=%llu %ssplit=%llu %sresumed=%llu "
-		 "%scalled_under=%llu %sambiguous=%llu",
+		 "%scalled_under=%llu %sambiguous=%llu %shandoff=%llu",
 		 p, (unsigned long long)st->segments, p, (unsigned long long)st->joins, p,
 		 (unsigned long long)st->aligned, p, (unsigned long long)st->unaligned, p,
 		 (unsigned long long)st->continued, p, (unsigned long long)st->revealed, p,
 		 (unsigned long long)st->gap_spans, p, (unsigned long long)st->lower_bound, p,
 		 (unsigned long long)st->split, p, (unsigned long long)st->resumed, p,
-		 (unsigned long long)st->called_under, p, (unsigned long long)st->ambiguous);
+		 (unsigned long long)st->called_under, p, (unsigned long long)st->ambiguous, p,
+		 (unsigned long long)st->handoff);
 }
 
 int stitch_unaligned_text(const struct stitch_stats *st, char *buf, size_t len)
@@ -984,10 +985,20 @@ static int decide(stitcher *s, struct sthr *t)
 		 * made inside the gap whose frames B never returns through lie
 		 * between (a gap from ld.so's _dl_init into main's callees:
 		 * __libc_start_main).  Unless the root's code calls B's root. */
+		/* The surviving root is the dynamic loader's entry, and B runs
+		 * in another file: the loader's entry jumped to the program's
+		 * inside the gap (its _start), which is the thread's root
+		 * after it, B under it (ld.so's hand-off, the fifth probe
+		 * corpus' bzip2-d @25 %: _start lost for the whole run). */
+		uint64_t handoff = 0;
+		if (under_root && best_s == 1 && s->fns && t->h[t->g[0]].func && t->p[st[0]].func &&
+		    !fnmap_same_file(s->fns, t->tid, t->h[t->g[0]].func, t->p[st[0]].func) &&
+		    !fnmap_program_entry(s->fns, t->tid, t->h[t->g[0]].func, &handoff))
+			handoff = 0;
 		if (under_root && best_s == 1) {
-			const struct hspan *a = &t->h[t->g[0]], *b = &t->p[st[0]];
-			t->lowb = !s->fns || !a->func || !b->func ||
-				  !fnmap_calls(s->fns, t->tid, a->func, b->func);
+			uint64_t af = handoff ? handoff : t->h[t->g[0]].func;
+			const struct hspan *b = &t->p[st[0]];
+			t->lowb = !s->fns || !af || !b->func || !fnmap_calls(s->fns, t->tid, af, b->func);
 		}
 		/* Across a gap, B's root facing one of several frames of its
 		 * function (a recursion) at the shallowest of them: a deeper one
@@ -1083,6 +1094,19 @@ static int decide(stitcher *s, struct sthr *t)
 					return s->err;
 				t->g[j] = (int32_t)(t->nh - 1);
 				s->st.resumed++;
+			}
+			/* the program's entry after the loader's hand-off: the
+			 * thread's root from the gap on, where the loader's
+			 * entry was (later joins continue it) */
+			if (handoff) {
+				const struct hspan *y = &t->h[t->g[0]];
+				struct hspan x = {t->seg_begin, t->seg_end, handoff, 0, y->level,
+						  MTEV_SPAN_INFERRED_START | MTEV_SPAN_OPEN_AT_END,
+						  bseq, 0, 0};
+				if (add_span(s, t, &x, "", 1))
+					return s->err;
+				t->g[0] = (int32_t)(t->nh - 1);
+				s->st.handoff++;
 			}
 			/* roots only this segment saw: live during the whole group */
 			for (size_t j = 0; j < j0; j++) {

@@ -50,6 +50,9 @@ struct stitch_stats {
 	uint64_t ambiguous; /* the later root faced the shallowest of several frames
 			     * of its function (a recursion): placed there, its
 			     * depths lower bounds (min-depth) */
+	uint64_t handoff; /* no common frame across a gap whose earlier root was the
+			   * dynamic loader's entry: the program's entry took over
+			   * inside the gap, the thread's root after it */
 };
 
 typedef int (*stitch_emit_fn)(void *ctx, const struct mtev_rec *rec);
