@@ -794,7 +794,6 @@ static int load(struct elfinfo *ei, const char *path, int want_syms)
 	}
 	ei->path = strdup(path);
 	ei->is_pie = eh.e_type == ET_DYN;
-	ei->entry = eh.e_entry;
 	ei->build_id_len = (uint8_t)note_build_id(e, ei->build_id);
 
 	size_t phnum = 0;
@@ -802,8 +801,6 @@ static int load(struct elfinfo *ei, const char *path, int want_syms)
 		ei->segs = calloc(phnum, sizeof *ei->segs);
 		for (size_t i = 0; ei->segs && i < phnum; i++) {
 			GElf_Phdr ph;
-			if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_INTERP)
-				ei->has_interp = 1;
 			if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_GNU_EH_FRAME) {
 				ei->eh_hdr = ph.p_vaddr;
 				ei->eh_hdr_size = ph.p_filesz;

@@ -64,8 +64,6 @@ struct elfinfo {
 	struct elf_stubsec stubsecs[4];
 	unsigned nstubsecs;
 	uint64_t eh_hdr, eh_hdr_size; /* PT_GNU_EH_FRAME (.eh_frame_hdr); 0: none */
-	uint64_t entry;		  /* e_entry (0: none) */
-	int has_interp;		  /* a PT_INTERP: a program the dynamic loader starts */
 };
 
 /* 0 on success; negative errno-style value on failure (-ENOENT, -ENOEXEC for

@@ -383,13 +383,37 @@ static uint64_t runtime_of(const struct fnfile *ff, const struct fnmapping *mp, 
 	return 0;
 }
 
+/* @ff's ELF entry (e_entry, 0: none) and whether it has a PT_INTERP
+ * (a program the dynamic loader starts), from its bytes.  0, or -1: it
+ * cannot be read. */
+static int elf_start(struct fnfile *ff, uint64_t *entry, int *interp)
+{
+	Elf64_Ehdr eh;
+	if (open_bytes(ff) || pread(ff->fd, &eh, sizeof eh, 0) != (ssize_t)sizeof eh ||
+	    memcmp(eh.e_ident, ELFMAG, SELFMAG) || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+	    eh.e_phentsize != sizeof(Elf64_Phdr))
+		return -1;
+	*entry = eh.e_entry;
+	*interp = 0;
+	for (unsigned i = 0; i < eh.e_phnum; i++) {
+		Elf64_Phdr ph;
+		if (pread(ff->fd, &ph, sizeof ph, (off_t)(eh.e_phoff + (uint64_t)i * sizeof ph)) !=
+		    (ssize_t)sizeof ph)
+			return -1;
+		if (ph.p_type == PT_INTERP)
+			*interp = 1;
+	}
+	return 0;
+}
+
 int fnmap_program_entry(struct fnmap *m, uint32_t tid, uint64_t ldso, uint64_t *entry)
 {
 	const struct fnmapping *mp;
 	int64_t va;
-	int known;
+	int known, interp;
+	uint64_t e;
 	struct fnfile *ff = locate(m, tid, ldso, &mp, &va);
-	if (!ff || ff->ei.has_interp || !ff->ei.entry || (uint64_t)va != ff->ei.entry)
+	if (!ff || elf_start(ff, &e, &interp) || interp || !e || (uint64_t)va != e)
 		return 0;
 	uint32_t pid = pid_of(m, tid, &known);
 	/* in map order: the program is mapped first (then the loader, then
@@ -401,10 +425,10 @@ int fnmap_program_entry(struct fnmap *m, uint32_t tid, uint64_t ldso, uint64_t *
 			continue;
 		if (pf->state == 0)
 			load_file(m, pf);
-		uint64_t e;
-		if (pf->state == 1 && pf->ei.has_interp && pf->ei.entry &&
-		    (e = runtime_of(pf, p, pf->ei.entry))) {
-			*entry = e;
+		uint64_t pe, r;
+		if (pf->state == 1 && !elf_start(pf, &pe, &interp) && interp && pe &&
+		    (r = runtime_of(pf, p, pe))) {
+			*entry = r;
 			return 1;
 		}
 	}
