@@ -43,6 +43,7 @@
 # bench/probe.txt: fifteen more, a probe for new kinds of failure at 400,000
 # instructions; bench/probe2.txt, probe3.txt, probe4.txt: 47 more at 1,000,000;
 # bench/probe5.txt: threads, signals, longjmp and recursion in real programs;
+# bench/probe6.txt: signal traps, sort callbacks, caught errors, regex engines;
 # give each its own CORPUS_OUT).
 # CORPUS_CONFIGS (a shell pattern, e.g. '*@*': the faulted rows) restricts
 # the table to some configurations; CORPUS_ONLY="p1 p2" restricts to some programs (CORPUS_TABLE: the table file
@@ -130,6 +131,8 @@ stage_build() {
 			'set d [dict create]' 'foreach w {alpha beta gamma delta alpha beta} { dict incr d $w }' \
 			'puts "[fib 12] [dict get $d alpha]"' >"$IN/t.tcl"
 	fi
+	# tcl-catch's script (bench/probe6.txt): errors caught in a loop
+	[ -f "$IN/c.tcl" ] || printf '%s\n' 'set n 0' 'for {set i 0} {$i < 200} {incr i} { if {[catch {error "e$i"} m]} { incr n } }' 'puts $n' >"$IN/c.tcl"
 	# bzip2-d's input (bench/probe5.txt)
 	[ -f "$IN/words.txt.bz2" ] || bzip2 -c "$IN/words.txt" >"$IN/words.txt.bz2"
 	# gunzip's input: long enough that its run reaches the 2M cap

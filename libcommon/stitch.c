@@ -995,6 +995,11 @@ static int decide(stitcher *s, struct sthr *t)
 		    !fnmap_same_file(s->fns, t->tid, t->h[t->g[0]].func, t->p[st[0]].func) &&
 		    !fnmap_program_entry(s->fns, t->tid, t->h[t->g[0]].func, &handoff))
 			handoff = 0;
+		/* B's root is the program's entry itself (the trigger's call
+		 * chain reached it): B replaces the loader's root, at its depth */
+		int handoff_root = handoff && t->p[st[0]].func == handoff;
+		if (handoff_root)
+			best_s = 0;
 		if (under_root && best_s == 1) {
 			uint64_t af = handoff ? handoff : t->h[t->g[0]].func;
 			const struct hspan *b = &t->p[st[0]];
@@ -1098,7 +1103,10 @@ static int decide(stitcher *s, struct sthr *t)
 			/* the program's entry after the loader's hand-off: the
 			 * thread's root from the gap on, where the loader's
 			 * entry was (later joins continue it) */
-			if (handoff) {
+			if (handoff_root) {
+				t->h[t->g[0]].flags |= ENDED;
+				s->st.handoff++;
+			} else if (handoff) {
 				const struct hspan *y = &t->h[t->g[0]];
 				struct hspan x = {t->seg_begin, t->seg_end, handoff, 0, y->level,
 						  MTEV_SPAN_INFERRED_START | MTEV_SPAN_OPEN_AT_END,
