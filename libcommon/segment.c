@@ -886,6 +886,17 @@ static uint64_t landing_func(segmenter *s, struct thr *t, uint64_t to)
 	return s->o.fns && fnmap_owner(s->o.fns, t->tid, to, &fo) ? fo.entry : func_entry(s, t, to);
 }
 
+/* Is a frame of function @f on the stack?  (A jump into the cold part of
+ * a stripped file's function lands in a frame's function that owner_frame
+ * does not see: python3.11's, the sixth probe corpus' py-valerr.) */
+static int func_on_stack(const struct thr *t, uint64_t f)
+{
+	for (size_t i = 0; i < t->nstk; i++)
+		if (t->fr[t->stk[i]].kind == FK_FUNC && t->fr[t->stk[i]].func == f)
+			return 1;
+	return 0;
+}
+
 /* A gap begins: remember the functions on the stack (an empty stack, a
  * segment with no frame between two gaps, keeps the earlier list). */
 static int keep_gap_stack(struct thr *t)
@@ -1091,7 +1102,8 @@ static int classify_jump(segmenter *s, struct thr *t, uint64_t from, uint64_t to
 		 * stack.  Otherwise a new segment begins at the landing
 		 * caller, aligned by function. */
 		int exc = fi.cold || unwinder_frame(s, t, cur);
-		if (!t->nseg || land_after_gap(t) || (exc && !lands_as_before(s, t, to)))
+		if (exc ? !t->nseg || land_after_gap(t) || !lands_as_before(s, t, to)
+			: (!t->nseg || land_after_gap(t)) && !func_on_stack(t, landing_func(s, t, to)))
 			return land_below_root(s, t, from, to, time, exc);
 		if (close_seg(s, t))
 			return s->err;
