@@ -886,15 +886,16 @@ static uint64_t landing_func(segmenter *s, struct thr *t, uint64_t to)
 	return s->o.fns && fnmap_owner(s->o.fns, t->tid, to, &fo) ? fo.entry : func_entry(s, t, to);
 }
 
-/* Is a frame of function @f on the stack?  (A jump into the cold part of
- * a stripped file's function lands in a frame's function that owner_frame
- * does not see: python3.11's, the sixth probe corpus' py-valerr.) */
-static int func_on_stack(const struct thr *t, uint64_t f)
+/* The innermost stack entry running function @f, SIZE_MAX: none.  (A jump
+ * into the cold part of a stripped file's function lands in a frame's
+ * function that owner_frame does not see: python3.11's, the sixth probe
+ * corpus' py-valerr.) */
+static size_t func_frame(const struct thr *t, uint64_t f)
 {
-	for (size_t i = 0; i < t->nstk; i++)
+	for (size_t i = t->nstk; i-- > 0;)
 		if (t->fr[t->stk[i]].kind == FK_FUNC && t->fr[t->stk[i]].func == f)
-			return 1;
-	return 0;
+			return i;
+	return SIZE_MAX;
 }
 
 /* A gap begins: remember the functions on the stack (an empty stack, a
@@ -1093,6 +1094,18 @@ static int classify_jump(segmenter *s, struct thr *t, uint64_t from, uint64_t to
 			  : !fnmap_is_return_site(s->o.fns, t->tid, to)))
 			return 0;
 		s->st.unwinds++;
+		/* into the code of a function a frame runs, which owner_frame
+		 * does not see (a stripped file's cold part, only an FDE names
+		 * it: a switch's jump table in python3.11's hot part lands
+		 * there): that frame's own code, the frames above it end */
+		size_t j = func_frame(t, landing_func(s, t, to));
+		if (j != SIZE_MAX) {
+			if (j == t->nstk - 1) {
+				s->st.unwinds--;
+				return 0;
+			}
+			return pop_to(s, t, j + 1, time);
+		}
 		/* an exception landing or a longjmp: in the thread's first
 		 * segment, or in one that began after a gap, nothing in the
 		 * segment can tell the frames between (a snapshot that began
@@ -1102,8 +1115,7 @@ static int classify_jump(segmenter *s, struct thr *t, uint64_t from, uint64_t to
 		 * stack.  Otherwise a new segment begins at the landing
 		 * caller, aligned by function. */
 		int exc = fi.cold || unwinder_frame(s, t, cur);
-		if (exc ? !t->nseg || land_after_gap(t) || !lands_as_before(s, t, to)
-			: (!t->nseg || land_after_gap(t)) && !func_on_stack(t, landing_func(s, t, to)))
+		if (!t->nseg || land_after_gap(t) || (exc && !lands_as_before(s, t, to)))
 			return land_below_root(s, t, from, to, time, exc);
 		if (close_seg(s, t))
 			return s->err;

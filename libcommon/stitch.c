@@ -875,6 +875,20 @@ static int recursive_root(const struct sthr *t, const long *st, long best_s)
 	for (long k = best_s + 1; k < (long)t->gn; k++)
 		if (same_frame(t, &t->h[t->g[k]], b))
 			return 1;
+	/* or a recursion through it: a function at or above best_s that
+	 * recurs deeper (an interpreter's eval loop re-entered through
+	 * exec: python3.11's PyRun_StringFlags at depths 1 and 9 around its
+	 * eval function at 5, the sixth probe corpus' py-valerr @25 %, 8,418
+	 * wrong spans) may have reached B's root's function again below it,
+	 * inside the gap */
+	for (long a = 0; a <= best_s && a < (long)t->gn; a++) {
+		uint64_t f = t->h[t->g[a]].func;
+		if (!f)
+			continue;
+		for (long k = best_s + 1; k < (long)t->gn; k++)
+			if (t->h[t->g[k]].func == f)
+				return 1;
+	}
 	return 0;
 }
 
