@@ -1093,19 +1093,16 @@ static int classify_jump(segmenter *s, struct thr *t, uint64_t from, uint64_t to
 		    (from ? !fnmap_is_indirect_jump(s->o.fns, t->tid, from)
 			  : !fnmap_is_return_site(s->o.fns, t->tid, to)))
 			return 0;
-		s->st.unwinds++;
 		/* into the code of a function a frame runs, which owner_frame
 		 * does not see (a stripped file's cold part, only an FDE names
 		 * it: a switch's jump table in python3.11's hot part lands
 		 * there): that frame's own code, the frames above it end */
 		size_t j = func_frame(t, landing_func(s, t, to));
-		if (j != SIZE_MAX) {
-			if (j == t->nstk - 1) {
-				s->st.unwinds--;
-				return 0;
-			}
+		if (j == t->nstk - 1)
+			return 0;
+		s->st.unwinds++;
+		if (j != SIZE_MAX)
 			return pop_to(s, t, j + 1, time);
-		}
 		/* an exception landing or a longjmp: in the thread's first
 		 * segment, or in one that began after a gap, nothing in the
 		 * segment can tell the frames between (a snapshot that began

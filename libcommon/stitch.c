@@ -1004,20 +1004,20 @@ static int decide(stitcher *s, struct sthr *t)
 		 * inside the gap (its _start), which is the thread's root
 		 * after it, B under it (ld.so's hand-off, the fifth probe
 		 * corpus' bzip2-d @25 %: _start lost for the whole run). */
-		uint64_t handoff = 0;
-		if (under_root && best_s == 1 && s->fns && t->h[t->g[0]].func && t->p[st[0]].func &&
-		    !fnmap_same_file(s->fns, t->tid, t->h[t->g[0]].func, t->p[st[0]].func) &&
-		    !fnmap_program_entry(s->fns, t->tid, t->h[t->g[0]].func, &handoff))
+		uint64_t handoff = 0, af = under_root ? t->h[t->g[0]].func : 0;
+		uint64_t bf = under_root ? t->p[st[0]].func : 0;
+		if (!(under_root && best_s == 1 && s->fns && af && bf &&
+		      !fnmap_same_file(s->fns, t->tid, af, bf) &&
+		      fnmap_program_entry(s->fns, t->tid, af, &handoff)))
 			handoff = 0;
 		/* B's root is the program's entry itself (the trigger's call
 		 * chain reached it): B replaces the loader's root, at its depth */
-		int handoff_root = handoff && t->p[st[0]].func == handoff;
+		int handoff_root = handoff && bf == handoff;
 		if (handoff_root)
 			best_s = 0;
 		if (under_root && best_s == 1) {
-			uint64_t af = handoff ? handoff : t->h[t->g[0]].func;
-			const struct hspan *b = &t->p[st[0]];
-			t->lowb = !s->fns || !af || !b->func || !fnmap_calls(s->fns, t->tid, af, b->func);
+			uint64_t root = handoff ? handoff : af;
+			t->lowb = !s->fns || !root || !bf || !fnmap_calls(s->fns, t->tid, root, bf);
 		}
 		/* Across a gap, B's root facing one of several frames of its
 		 * function (a recursion) at the shallowest of them: a deeper one
@@ -1117,9 +1117,10 @@ static int decide(stitcher *s, struct sthr *t)
 			/* the program's entry after the loader's hand-off: the
 			 * thread's root from the gap on, where the loader's
 			 * entry was (later joins continue it) */
+			if (handoff)
+				s->st.handoff++;
 			if (handoff_root) {
 				t->h[t->g[0]].flags |= ENDED;
-				s->st.handoff++;
 			} else if (handoff) {
 				const struct hspan *y = &t->h[t->g[0]];
 				struct hspan x = {t->seg_begin, t->seg_end, handoff, 0, y->level,
@@ -1128,7 +1129,6 @@ static int decide(stitcher *s, struct sthr *t)
 				if (add_span(s, t, &x, "", 1))
 					return s->err;
 				t->g[0] = (int32_t)(t->nh - 1);
-				s->st.handoff++;
 			}
 			/* roots only this segment saw: live during the whole group */
 			for (size_t j = 0; j < j0; j++) {

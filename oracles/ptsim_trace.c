@@ -145,7 +145,6 @@ static int getregs(struct tth *h)
 	return 0;
 }
 
-/* Reads /proc/pid/maps and records every executable mapping not yet known. */
 /* Another tool's uprobe (perf probe, a trigger, mt-capture run elsewhere
  * on the machine) is an int3 the kernel writes into every process mapping
  * that file: the memory then differs from the file by an 0xcc where the
@@ -181,6 +180,7 @@ static size_t unprobe(struct ptsim_map *m)
 	return n;
 }
 
+/* Reads /proc/pid/maps and records every executable mapping not yet known. */
 static int scan_maps(struct tracer *t)
 {
 	char p[64];
@@ -237,9 +237,8 @@ static int scan_maps(struct tracer *t)
 			got = 0;
 		if ((uint64_t)got < m->len)
 			memset(m->bytes + got, 0, m->len - (uint64_t)got);
-		if (pp[0] == '/')
-			r->unprobed += unprobe(m);
 		if (pp[0] == '/') {
+			r->unprobed += unprobe(m);
 			int bl = elf_read_build_id(pp, m->build_id);
 			m->build_id_len = bl > 0 ? (uint8_t)bl : 0;
 		} else if (!strcmp(pp, "[vdso]")) {
