@@ -68,10 +68,12 @@ setup() {
 @test "perf script agrees on the windowed and noretcomp variants too" {
 	for v in window noretcomp; do
 		for p in $PROGS; do
-			perf_branches "$C/$v/$p" >"$T/perf.txt"
-			# perf prints no "tr strt" where it syncs at a PSB+ with
-			# tracing on (a window's start): drop each thread's first
-			# record if it is such a start.
+			# perf prints a "tr strt" where it syncs at a PSB+ with
+			# tracing on (a window's start) only sometimes (by where
+			# the window begins: with the first branch at the first
+			# ip, none): each thread's first record, if it is such a
+			# start, is dropped on both sides.
+			perf_branches "$C/$v/$p" | awk -v v=$v '{ if (v=="window" && !seen[$1]++ && $2=="start" && $3=="0") next; print }' >"$T/perf.txt"
 			truth_branches "$C/$v/$p" | awk -v v=$v '{ if (v=="window" && !seen[$1]++ && $2=="start" && $3=="0") next; print }' >"$T/truth.txt"
 			diff "$T/perf.txt" "$T/truth.txt" | head -5 >"$T/diff.txt"
 			[ ! -s "$T/diff.txt" ] || { echo "$v/$p:"; cat "$T/diff.txt"; false; }
