@@ -11,6 +11,6 @@ $(BUILD)/bench/%: bench/%.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS)
 
-bench: all $(BENCH_BINS) $(PROG_DIR)/fnptr
+bench: all $(BENCH_BINS) $(BUILD)/programs/fnptr
 	$(BUILD)/bench/mtev_bench 10000000
 	$(Q)for s in bench/*.sh; do [ -f "$$s" ] && sh "$$s" || exit 1; done; true
