@@ -1890,7 +1890,7 @@ static void wk_step(struct ptd *d, struct ptq *q, uint64_t limit)
 			ptd_fail(d, PTD_ESYS, "out of memory");
 			return;
 		}
-		d->walk->bc = calloc((size_t)1 << WB_BITS, sizeof *d->walk->bc);
+		d->walk->bc = mt_huge_zalloc((size_t)1 << WB_BITS, sizeof *d->walk->bc);
 		d->walk->ic = calloc((size_t)1 << WI_BITS, sizeof *d->walk->ic);
 		if (!d->walk->bc || !d->walk->ic) {
 			ptd_fail(d, PTD_ESYS, "out of memory");
