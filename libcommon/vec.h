@@ -24,20 +24,30 @@ static inline void mt_huge_advise(void *p)
 	(void)madvise((void *)b, e - b, MADV_HUGEPAGE);
 }
 
-/* A zeroed block of @n elements of @elsz bytes for a big table (a cache)
- * filled at random places: whole huge pages, advised before the zeroing
- * touches them (a few faults, not one per 4 KiB page at the first touch of
- * each).  NULL when out of memory; free() releases it. */
-static inline void *mt_huge_zalloc(size_t n, size_t elsz)
+/* A block of @n elements of @elsz bytes for a big table (a cache, a hash
+ * table) filled at random places: from @n * @elsz of 2 MiB on, whole huge
+ * pages, advised before anything touches them (a few faults, not one per
+ * 4 KiB page at the first touch of each).  NULL when out of memory; free()
+ * releases it. */
+static inline void *mt_huge_alloc(size_t n, size_t elsz)
 {
 	if (n && elsz > (SIZE_MAX - MT_HUGE_PAGE) / n)
 		return NULL;
+	if (n * elsz < MT_HUGE_PAGE)
+		return malloc(n * elsz + !n);
 	size_t nb = (n * elsz + MT_HUGE_PAGE - 1) & ~(MT_HUGE_PAGE - 1);
-	void *p = aligned_alloc(MT_HUGE_PAGE, nb ? nb : MT_HUGE_PAGE);
-	if (p) {
+	void *p = aligned_alloc(MT_HUGE_PAGE, nb);
+	if (p)
 		mt_huge_advise(p);
+	return p;
+}
+
+/* mt_huge_alloc, zeroed. */
+static inline void *mt_huge_zalloc(size_t n, size_t elsz)
+{
+	void *p = mt_huge_alloc(n, elsz);
+	if (p)
 		memset(p, 0, n * elsz);
-	}
 	return p;
 }
 
