@@ -1910,12 +1910,6 @@ static void wk_step(struct ptd *d, struct ptq *q, uint64_t limit)
 			ptd_fail(d, PTD_ESYS, "out of memory");
 			return;
 		}
-		d->walk->bc = mt_huge_zalloc((size_t)1 << WB_BITS, sizeof *d->walk->bc);
-		d->walk->ic = calloc((size_t)1 << WI_BITS, sizeof *d->walk->ic);
-		if (!d->walk->bc || !d->walk->ic) {
-			ptd_fail(d, PTD_ESYS, "out of memory");
-			return;
-		}
 		/* a caller's section cache keeps libipt's block cache
 		 * from earlier decodes: not emulated */
 		d->walk->walk = !d->per_cpu && !d->opts->resync && !d->opts->iscache;
@@ -1932,6 +1926,15 @@ static void wk_step(struct ptd *d, struct ptq *q, uint64_t limit)
 					      "TSX, paging, power events, trace before its execution "
 					      "mode or a damaged packet");
 			return;
+		}
+		/* the caches only when the walk runs (4.4 MB) */
+		if (d->walk->walk) {
+			d->walk->bc = mt_huge_zalloc((size_t)1 << WB_BITS, sizeof *d->walk->bc);
+			d->walk->ic = calloc((size_t)1 << WI_BITS, sizeof *d->walk->ic);
+			if (!d->walk->bc || !d->walk->ic) {
+				ptd_fail(d, PTD_ESYS, "out of memory");
+				return;
+			}
 		}
 	}
 	if (!w->decided) {
