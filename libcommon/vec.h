@@ -24,8 +24,8 @@ static inline void mt_huge_advise(void *p)
 	(void)madvise((void *)b, e - b, MADV_HUGEPAGE);
 }
 
-/* A block of @n elements of @elsz bytes for a big table (a cache, a hash
- * table) filled at random places: from @n * @elsz of 2 MiB on, whole huge
+/* A block of @n elements of @elsz bytes for a big table (a cache) filled
+ * at random places: from @n * @elsz of 2 MiB on, whole huge
  * pages, advised before anything touches them (a few faults, not one per
  * 4 KiB page at the first touch of each).  NULL when out of memory; free()
  * releases it. */
@@ -59,7 +59,7 @@ static inline void *mt_huge_zalloc(size_t n, size_t elsz)
  * grows a block of its own mapping with mremap, and on a virtual machine
  * whose hypervisor keeps shadow page tables every page mremap moved faults
  * again at its next touch (measured here: 4.4 us per 4 KiB page, 63 ms to
- * read 56 MiB once after one realloc, against 10 ms to copy it).  Its
+ * read 56 MiB once after one realloc, 1.4 ms to read it again).  Its
  * block is whole huge pages (4 KiB faults at an unaligned head and tail were
  * most of what remained).  It still comes from malloc: free() releases it. */
 static inline int mt_grow(void **p, size_t *cap, size_t need, size_t elsz)
