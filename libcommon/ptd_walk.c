@@ -42,8 +42,6 @@
  * 10-15 % less CPU), instructions direct-mapped (a new entry evicts the one
  * in its slot); the fuzz build makes them small (mk/fuzz.mk) */
 #ifndef WB_BITS
-/* 2^17 blocks and 2^16 instructions missed 40 % less and ran 10 % fewer
- * instructions on the 50M trace, but cost more CPU (more cache misses) */
 #define WB_BITS 16 /* blocks, 64 bytes each, 2 ways a set: 4 MiB */
 #endif
 #define ILD_PRE 256 /* instructions sized ahead (ild_run), direct-mapped */
@@ -809,6 +807,12 @@ static inline struct wblk *blk_set(const struct ptd_walkq *w, uint64_t ip)
 	return &w->bc[((ip ^ (ip >> WB_BITS)) & ((1u << (WB_BITS - 1)) - 1)) * 2];
 }
 
+/* Whether way @b holds the block at @ip, for the current image. */
+static inline int blk_hit(const struct ptd_walkq *w, const struct wblk *b, uint64_t ip)
+{
+	return b->ip == ip && b->valid && b->img == w->img && b->gen == w->nisids;
+}
+
 /* The cached block starting at @ip. */
 static const struct wblk *blk_at(struct ptd *d, struct ptd_walkq *w, uint64_t ip)
 {
@@ -817,14 +821,11 @@ static const struct wblk *blk_at(struct ptd *d, struct ptd_walkq *w, uint64_t ip
 	uint32_t n = 0;
 	uint8_t way;
 
-	if (set[0].ip == ip && set[0].valid && set[0].img == w->img && set[0].gen == w->nisids) {
-		set[0].victim = 1;
-		return &set[0];
-	}
-	if (set[1].ip == ip && set[1].valid && set[1].img == w->img && set[1].gen == w->nisids) {
-		set[0].victim = 0;
-		return &set[1];
-	}
+	for (way = 0; way < 2; way++)
+		if (blk_hit(w, &set[way], ip)) {
+			set[0].victim = (uint8_t)!way;
+			return &set[way];
+		}
 	way = set[0].victim;
 	b = &set[way];
 	memset(b, 0, sizeof *b);

@@ -12,7 +12,6 @@
 #include <sys/stat.h>
 
 #include "io.h"
-#include "vec.h"
 
 void ptd_warn(struct ptd *d, const char *fmt, ...)
 {
@@ -47,7 +46,7 @@ static int ptd_init(struct ptd *d, struct ptd_options *opts, struct ptd_stats *s
 	d->step = opts->walk ? &ptd_step_walk : &ptd_step_libipt;
 	d->isc = opts->iscache ? opts->iscache : pt_iscache_alloc(NULL);
 	d->ccmask = (1u << PTD_CC2_BITS) - 1;
-	d->cc = mt_huge_zalloc((size_t)d->ccmask + 1, sizeof *d->cc);
+	d->cc = calloc(d->ccmask + 1, sizeof *d->cc);
 	if (!d->isc || !d->cc)
 		return ptd_fail(d, PTD_ESYS, "out of memory");
 	return 0;

@@ -24,28 +24,33 @@ static inline void mt_huge_advise(void *p)
 	(void)madvise((void *)b, e - b, MADV_HUGEPAGE);
 }
 
-/* A block of @n elements of @elsz bytes for a big table (a cache) filled
- * at random places: from @n * @elsz of 2 MiB on, whole huge
- * pages, advised before anything touches them (a few faults, not one per
- * 4 KiB page at the first touch of each).  NULL when out of memory; free()
- * releases it. */
-static inline void *mt_huge_alloc(size_t n, size_t elsz)
+/* A block of at least *@nb bytes (@nb >= MT_HUGE_PAGE) in whole huge pages,
+ * aligned to one and advised before anything touches it: a page the block
+ * shared with another, or covered in part, would not be huge.  *@nb becomes
+ * its size.  NULL when out of memory; free() releases it. */
+static inline void *mt_huge_block(size_t *nb)
 {
-	if (n && elsz > (SIZE_MAX - MT_HUGE_PAGE) / n)
-		return NULL;
-	if (n * elsz < MT_HUGE_PAGE)
-		return malloc(n * elsz + !n);
-	size_t nb = (n * elsz + MT_HUGE_PAGE - 1) & ~(MT_HUGE_PAGE - 1);
-	void *p = aligned_alloc(MT_HUGE_PAGE, nb);
-	if (p)
+	size_t n = (*nb + MT_HUGE_PAGE - 1) & ~(MT_HUGE_PAGE - 1);
+	void *p = aligned_alloc(MT_HUGE_PAGE, n);
+	if (p) {
 		mt_huge_advise(p);
+		*nb = n;
+	}
 	return p;
 }
 
-/* mt_huge_alloc, zeroed. */
+/* A zeroed table of @n elements of @elsz bytes filled at random places (a
+ * cache): from 2 MiB on, a huge-page block (a few faults, not one per
+ * 4 KiB page at the first touch of each), else calloc's.  NULL when out of
+ * memory; free() releases it. */
 static inline void *mt_huge_zalloc(size_t n, size_t elsz)
 {
-	void *p = mt_huge_alloc(n, elsz);
+	if (n && elsz > (SIZE_MAX - MT_HUGE_PAGE) / n)
+		return NULL;
+	size_t nb = n * elsz;
+	if (nb < MT_HUGE_PAGE)
+		return calloc(n ? n : 1, elsz ? elsz : 1);
+	void *p = mt_huge_block(&nb);
 	if (p)
 		memset(p, 0, n * elsz);
 	return p;
@@ -77,14 +82,11 @@ static inline int mt_grow(void **p, size_t *cap, size_t need, size_t elsz)
 		if (!np)
 			return -ENOMEM;
 	} else {
-		/* whole huge pages: a page that the block shares with
-		 * another, or that the block covers in part, is not huge */
-		size_t nb = (nc * elsz + MT_HUGE_PAGE - 1) & ~(MT_HUGE_PAGE - 1);
-		np = aligned_alloc(MT_HUGE_PAGE, nb);
+		size_t nb = nc * elsz;
+		np = mt_huge_block(&nb);
 		if (!np)
 			return -ENOMEM;
 		nc = nb / elsz;
-		mt_huge_advise(np);
 		if (*p) {
 			memcpy(np, *p, *cap * elsz);
 			free(*p);

@@ -1,4 +1,4 @@
-/* hmap, strpool (on hidx) and arena, the table helpers every stage shares:
+/* hmap, strpool (on hidx), arena and vec.h, the table helpers every stage shares:
  * every key put is found with its first value, a missing key is HMAP_NONE,
  * growth and removal keep all other entries; a string interned twice has one
  * number and one copy; arena memory never moves and copies hold embedded NULs. */
@@ -10,6 +10,7 @@
 #include "hmap.h"
 #include "strpool.h"
 #include "t.h"
+#include "vec.h"
 
 static void test_del(void)
 {
@@ -71,8 +72,44 @@ static void test_strpool(void)
 	T_CHECK(p.n == 0 && !p.v, "fini empties it");
 }
 
+/* mt_grow across the 2 MiB line, where it stops using realloc and moves
+ * the array into a huge-page block itself: every element kept, the
+ * capacity at least what was asked, the block aligned to a huge page;
+ * mt_huge_zalloc zeroed on both sides of the line */
+static void test_grow(void)
+{
+	uint64_t *v = NULL;
+	size_t cap = 0, n = ((size_t)6 << 20) / sizeof *v; /* 6 MiB of elements */
+	int ok = 1, aligned = 1;
+	for (size_t i = 0; i < n; i++) {
+		if (mt_grow((void **)&v, &cap, i + 1, sizeof *v)) {
+			ok = 0;
+			break;
+		}
+		if (cap * sizeof *v >= MT_HUGE_PAGE && (uintptr_t)v % MT_HUGE_PAGE)
+			aligned = 0;
+		v[i] = i * 2654435761u;
+	}
+	for (size_t i = 0; ok && i < n; i++)
+		if (v[i] != i * 2654435761u)
+			ok = 0;
+	T_CHECK(ok && cap >= n, "mt_grow to %zu elements past 2 MiB keeps every one (cap %zu)", n, cap);
+	T_CHECK(aligned, "mt_grow's blocks of 2 MiB or more start on a huge page");
+	free(v);
+	for (size_t k = 1; k <= 5; k += 4) { /* 1 MiB (calloc) and 5 MiB */
+		size_t nb = k << 20;
+		unsigned char *z = mt_huge_zalloc(nb / 64, 64);
+		size_t nz = 0;
+		for (size_t i = 0; z && i < nb; i++)
+			nz += z[i] != 0;
+		T_CHECK(z && nz == 0, "mt_huge_zalloc of %zu MiB: all zero", k);
+		free(z);
+	}
+}
+
 int main(void)
 {
+	test_grow();
 	struct hmap m = {0};
 	T_CHECK(hmap_get(&m, 1, 2) == HMAP_NONE, "empty map: missing");
 	/* 100k keys: many growths; (a, b) and (b, a) are different keys */
