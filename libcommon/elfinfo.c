@@ -2,11 +2,13 @@
 #include "imgfind.h"
 
 #include <capstone/capstone.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <inttypes.h>
 #include <libelf.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -707,6 +709,36 @@ static int read_eh_frame(struct elfinfo *ei, Elf *e, struct symvec *sv, struct p
 	return 0;
 }
 
+/* capstone, opened the first time a label is checked (drop_fallen_into):
+ * linked, its 1.8 MB of relocations cost every process that links this
+ * file ~370 page faults at start, ~4.6 ms on this VM (docs/bench.md), and
+ * most never disassemble.  Not found: no label is dropped, as when
+ * cs_open fails. */
+#define CS_STR_(x) #x
+#define CS_STR(x) CS_STR_(x)
+static struct {
+	cs_err (*open)(cs_arch, cs_mode, csh *);
+	cs_err (*close)(csh *);
+	cs_insn *(*malloc)(csh);
+	void (*free)(cs_insn *, size_t);
+	bool (*disasm_iter)(csh, const uint8_t **, size_t *, uint64_t *, cs_insn *);
+	int ok;
+} csf;
+static pthread_once_t csf_once = PTHREAD_ONCE_INIT;
+
+static void csf_load(void)
+{
+	void *h = dlopen("libcapstone.so." CS_STR(CS_API_MAJOR), RTLD_NOW | RTLD_LOCAL);
+	if (!h)
+		return;
+	*(void **)&csf.open = dlsym(h, "cs_open");
+	*(void **)&csf.close = dlsym(h, "cs_close");
+	*(void **)&csf.malloc = dlsym(h, "cs_malloc");
+	*(void **)&csf.free = dlsym(h, "cs_free");
+	*(void **)&csf.disasm_iter = dlsym(h, "cs_disasm_iter");
+	csf.ok = csf.open && csf.close && csf.malloc && csf.free && csf.disasm_iter;
+}
+
 /* Does the code before label @l, from the kept symbol @p, fall into it? */
 static int falls_into(const struct elfinfo *ei, const char *raw, size_t rawsize, csh cs,
 		      const struct elf_sym *p, const struct elf_sym *l)
@@ -720,14 +752,14 @@ static int falls_into(const struct elfinfo *ei, const char *raw, size_t rawsize,
 	const uint8_t *code = (const uint8_t *)raw + off;
 	size_t len = l->addr - p->addr;
 	uint64_t a = p->addr;
-	cs_insn *in = cs_malloc(cs);
+	cs_insn *in = csf.malloc(cs);
 	unsigned last = X86_INS_INVALID;
 	if (!in)
 		return 0;
-	while (len && cs_disasm_iter(cs, &code, &len, &a, in))
+	while (len && csf.disasm_iter(cs, &code, &len, &a, in))
 		if (in->id != X86_INS_NOP)
 			last = in->id;
-	cs_free(in, 1);
+	csf.free(in, 1);
 	if (len || a != l->addr)
 		return 0; /* does not decode up to the label: data, or not code */
 	switch (last) {
@@ -755,7 +787,8 @@ static void drop_fallen_into(const struct elfinfo *ei, Elf *e, struct elf_sym *v
 	for (size_t i = 0; i < *n; i++) {
 		if (v[i].is_label && w && raw) {
 			if (!have) {
-				if (cs_open(CS_ARCH_X86, CS_MODE_64, &cs) != CS_ERR_OK)
+				pthread_once(&csf_once, csf_load);
+				if (!csf.ok || csf.open(CS_ARCH_X86, CS_MODE_64, &cs) != CS_ERR_OK)
 					raw = NULL;
 				have = raw != NULL;
 			}
@@ -765,7 +798,7 @@ static void drop_fallen_into(const struct elfinfo *ei, Elf *e, struct elf_sym *v
 		v[w++] = v[i];
 	}
 	if (have)
-		cs_close(&cs);
+		csf.close(&cs);
 	*n = w;
 }
 

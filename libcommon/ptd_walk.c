@@ -36,13 +36,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* cache sizes (log2 entries): a fixed cap; blocks in sets of two ways (a
- * new entry evicts the way of its set used least recently: direct-mapped,
- * 2^16 entries missed 180 k times on the 50M trace, 2-way 48 k, and took
- * 10-15 % less CPU), instructions direct-mapped (a new entry evicts the one
- * in its slot); the fuzz build makes them small (mk/fuzz.mk) */
+/* cache sizes (log2 entries): a fixed cap; blocks made in order into one
+ * array, all dropped when it is full (blk_at: 2^16 entries hold the ~20 k
+ * blocks of the 50M trace, made once each; the 2-way hash table before it
+ * missed 48 k times), instructions direct-mapped (a new entry evicts the
+ * one in its slot); the fuzz build makes them small (mk/fuzz.mk) */
 #ifndef WB_BITS
-#define WB_BITS 16 /* blocks, 64 bytes each, 2 ways a set: 4 MiB */
+#define WB_BITS 16 /* blocks, 64 bytes each: 4 MiB; their index 512 KiB */
 #endif
 #define ILD_PRE 256 /* instructions sized ahead (ild_run), direct-mapped */
 #ifndef WI_BITS
@@ -73,9 +73,13 @@ struct wblk {
 	int32_t isid;
 	int32_t err;
 	uint16_t ninsn;
-	uint8_t kind, isize, iclass, push, valid;
+	uint8_t kind, isize, iclass, push;
 	uint8_t known; /* libipt's block cache knows ip (it never forgets) */
-	uint8_t victim; /* way 0 only: the way its set fills next */
+	/* where the walk went next, as entry number + 1 (0 none): the
+	 * branch's target (a jcc's when taken), else the next instruction or
+	 * the last target of an indirect branch or a return; a hint, checked
+	 * (blk_next) */
+	uint32_t link[2];
 };
 
 struct winsn {
@@ -98,7 +102,10 @@ struct ptd_walk {
 	size_t nknown;
 	/* the caches, shared by all queues, an entry valid for the image and
 	 * section count it was made with */
-	struct wblk *bc;
+	struct wblk *bc;   /* 2^WB_BITS, nbc of them made */
+	uint32_t *bix;	   /* the index: 2^WB_BITS sets of two */
+	uint32_t nbc;
+	uint64_t nflush;
 	struct winsn *ic;
 	/* libipt's instruction decoder, asked about one instruction at a
 	 * time (ild_decode) */
@@ -132,7 +139,6 @@ struct ptd_walkq {
 	const struct pt_image *img;
 	size_t nisids;
 	int pidx; /* d->proc index of img's process, -1 none */
-	struct wblk *bc; /* d->walk's */
 	struct winsn *ic;
 };
 
@@ -156,6 +162,7 @@ void ptd_walk_fini(struct ptd *d)
 		free(d->walk->known[i]);
 	free(d->walk->known);
 	free(d->walk->bc);
+	free(d->walk->bix);
 	free(d->walk->ic);
 	if (d->walk->ild)
 		pt_insn_free_decoder(d->walk->ild);
@@ -801,39 +808,53 @@ static uint8_t iclass_of(uint8_t cls, int direct)
 	}
 }
 
-/* The block cache's set for @ip: two ways. */
-static inline struct wblk *blk_set(const struct ptd_walkq *w, uint64_t ip)
+/* The block cache: entries allocated in order in one array (bc: a block
+ * lives where it was made until the array is full, then all are dropped),
+ * found through an index of two ways a set (bix: entry number + 1, 0
+ * empty; way 0 the most recently used).  Dense, so the blocks a trace
+ * walks lie on as few lines and pages as they can: on this VM a load from
+ * 19 k entries spread over 4 MB cost ~35 ns, from the same entries side by
+ * side ~20 ns (docs/decode.md, "Cost"). */
+static inline uint32_t *blk_set(const struct ptd_walk *s, uint64_t ip)
 {
-	return &w->bc[((ip ^ (ip >> WB_BITS)) & ((1u << (WB_BITS - 1)) - 1)) * 2];
+	return &s->bix[((ip ^ (ip >> WB_BITS)) & ((1u << WB_BITS) - 1)) * 2];
 }
 
-/* Whether way @b holds the block at @ip, for the current image. */
+/* Whether entry @b holds the block at @ip, for the current image. */
 static inline int blk_hit(const struct ptd_walkq *w, const struct wblk *b, uint64_t ip)
 {
-	return b->ip == ip && b->valid && b->img == w->img && b->gen == w->nisids;
+	return b->ip == ip && b->img == w->img && b->gen == w->nisids;
 }
 
 /* The cached block starting at @ip. */
 static const struct wblk *blk_at(struct ptd *d, struct ptd_walkq *w, uint64_t ip)
 {
-	struct wblk *set = blk_set(w, ip), *b;
+	struct ptd_walk *s = d->walk;
+	uint32_t *set = blk_set(s, ip), i;
+	struct wblk *b;
 	uint64_t cur = ip;
 	uint32_t n = 0;
-	uint8_t way;
 
-	for (way = 0; way < 2; way++)
-		if (blk_hit(w, &set[way], ip)) {
-			set[0].victim = (uint8_t)!way;
-			return &set[way];
-		}
-	way = set[0].victim;
-	b = &set[way];
+	if ((i = set[0]) && blk_hit(w, &s->bc[i - 1], ip))
+		return &s->bc[i - 1];
+	if ((i = set[1]) && blk_hit(w, &s->bc[i - 1], ip)) {
+		set[1] = set[0];
+		set[0] = i;
+		return &s->bc[i - 1];
+	}
+	if (s->nbc == (1u << WB_BITS)) {
+		/* full: every block is dropped (its set may be anywhere) */
+		memset(s->bix, 0, ((size_t)2 << WB_BITS) * sizeof *s->bix);
+		s->nbc = 0;
+		s->nflush++;
+	}
+	b = &s->bc[s->nbc++];
+	set[1] = set[0];
+	set[0] = s->nbc;
 	memset(b, 0, sizeof *b);
-	set[0].victim = (uint8_t)!way;
 	b->ip = ip;
 	b->img = w->img;
 	b->gen = w->nisids;
-	b->valid = 1;
 	b->isid = 0;
 	b->iclass = ptic_error;
 	for (;;) {
@@ -888,6 +909,24 @@ static const struct wblk *blk_at(struct ptd *d, struct ptd_walkq *w, uint64_t ip
 	}
 	b->ninsn = (uint16_t)n;
 	return b;
+}
+
+/* The cached block at w->ip, where the walk went from @prev by its link
+ * @k: the link if it still holds (an entry is never changed once made,
+ * only dropped with all the others, so one that matches the address and
+ * image is the block), else from the index, and the link set. */
+static inline const struct wblk *blk_next(struct ptd *d, struct ptd_walkq *w,
+					  const struct wblk *prev, unsigned k)
+{
+	struct ptd_walk *s = d->walk;
+	uint32_t l = prev->link[k];
+	const struct wblk *c;
+
+	if (l && blk_hit(w, &s->bc[l - 1], w->ip))
+		return &s->bc[l - 1];
+	c = blk_at(d, w, w->ip);
+	((struct wblk *)prev)->link[k] = (uint32_t)(c - s->bc) + 1;
+	return c;
 }
 
 /* ---- the emulated block decoder (pt_blk_* as the libipt stepper uses it) ---- */
@@ -1687,6 +1726,8 @@ static int wk_fast(struct ptd *d, struct ptq *q, struct ptd_walkq *w, uint64_t l
 	uint64_t last_ip = 0, br_time = 0, nbr = 0, stop;
 	struct wf_held h = {0};
 	struct pend saved = {0}; /* the general path's, taken over */
+	const struct wblk *prev = NULL; /* the last block, its link pk to w->ip */
+	unsigned pk = 0;
 	int touched = 0, full = 0, spin = 0, st = q->status, ret = WF_EXIT;
 
 	stop = d->sb_apply < d->nsb ? d->sb[d->sb_apply].time : UINT64_MAX;
@@ -1695,7 +1736,7 @@ static int wk_fast(struct ptd *d, struct ptq *q, struct ptd_walkq *w, uint64_t l
 	if (q->pend.valid)
 		wf_take_pend(d, q, w, &h, &saved);
 	for (;;) {
-		const struct wblk *c = blk_at(d, w, w->ip);
+		const struct wblk *c = prev ? blk_next(d, w, prev, pk) : blk_at(d, w, w->ip);
 		uint64_t from_ip = w->ip, tsc;
 		uint32_t lm, lc;
 
@@ -1745,6 +1786,8 @@ static int wk_fast(struct ptd *d, struct ptq *q, struct ptd_walkq *w, uint64_t l
 		last_ip = c->end_ip;
 		touched = 1;
 		wf_hold(&h, c, w->ip, now);
+		prev = c;
+		pk = c->kind == K_COND ? w->ip != c->next : c->kind >= K_ICALL && c->kind <= K_IND;
 		/* the stepper's checks: every 16 blocks that end at a branch */
 		if (h.valid && !(++ndec & 15)) {
 			uint64_t off = 0;
@@ -1931,8 +1974,9 @@ static void wk_step(struct ptd *d, struct ptq *q, uint64_t limit)
 		/* the caches only when the walk runs (4.4 MB) */
 		if (d->walk->walk) {
 			d->walk->bc = mt_huge_zalloc((size_t)1 << WB_BITS, sizeof *d->walk->bc);
+			d->walk->bix = mt_huge_zalloc((size_t)2 << WB_BITS, sizeof *d->walk->bix);
 			d->walk->ic = calloc((size_t)1 << WI_BITS, sizeof *d->walk->ic);
-			if (!d->walk->bc || !d->walk->ic) {
+			if (!d->walk->bc || !d->walk->bix || !d->walk->ic) {
 				ptd_fail(d, PTD_ESYS, "out of memory");
 				return;
 			}
@@ -1941,7 +1985,6 @@ static void wk_step(struct ptd *d, struct ptq *q, uint64_t limit)
 	if (!w->decided) {
 		w->decided = 1;
 		w->libipt = !d->walk->walk;
-		w->bc = d->walk->bc;
 		w->ic = d->walk->ic;
 	}
 	if (w->libipt) {
