@@ -5,6 +5,9 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "arena.h"
 #include "hmap.h"
@@ -76,26 +79,53 @@ static void test_strpool(void)
  * the array into a huge-page block itself: every element kept, the
  * capacity at least what was asked, the block aligned to a huge page;
  * mt_huge_zalloc zeroed on both sides of the line */
-static void test_grow(void)
+/* Grows an array to 6 MiB one element at a time: 0 when every element
+ * is kept; *moves counts the block moving once past 2 MiB. */
+static int grow_6m(int *aligned, int *moves)
 {
-	uint64_t *v = NULL;
+	uint64_t *v = NULL, *big = NULL;
 	size_t cap = 0, n = ((size_t)6 << 20) / sizeof *v; /* 6 MiB of elements */
-	int ok = 1, aligned = 1;
+	int ok = 1;
+	*aligned = 1;
+	*moves = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (mt_grow((void **)&v, &cap, i + 1, sizeof *v)) {
 			ok = 0;
 			break;
 		}
-		if (cap * sizeof *v >= MT_HUGE_PAGE && (uintptr_t)v % MT_HUGE_PAGE)
-			aligned = 0;
+		if (cap * sizeof *v >= MT_HUGE_PAGE) {
+			if ((uintptr_t)v % MT_HUGE_PAGE)
+				*aligned = 0;
+			*moves += big && v != big;
+			big = v;
+		}
 		v[i] = i * 2654435761u;
 	}
 	for (size_t i = 0; ok && i < n; i++)
 		if (v[i] != i * 2654435761u)
 			ok = 0;
-	T_CHECK(ok && cap >= n, "mt_grow to %zu elements past 2 MiB keeps every one (cap %zu)", n, cap);
-	T_CHECK(aligned, "mt_grow's blocks of 2 MiB or more start on a huge page");
 	free(v);
+	return ok && cap >= n ? 0 : -1;
+}
+
+static void test_grow(void)
+{
+	int aligned, moves;
+	T_CHECK(grow_6m(&aligned, &moves) == 0, "mt_grow to 6 MiB one element at a time keeps every one");
+	T_CHECK(aligned, "mt_grow's blocks of 2 MiB or more start on a huge page");
+	T_CHECK(moves == 0, "past 2 MiB it grows in place, in the room it reserved (%d moves)", moves);
+	/* where the address space for the room is refused (ulimit -v): a block
+	 * of the array's size, moved as it doubles */
+	pid_t pid = fork();
+	if (pid == 0) {
+		struct rlimit rl = {(rlim_t)200 << 20, (rlim_t)200 << 20};
+		int st = setrlimit(RLIMIT_AS, &rl) ? 3 : grow_6m(&aligned, &moves) ? 1 : moves ? 0 : 2;
+		_exit(st);
+	}
+	int ws = 0;
+	T_CHECK(pid > 0 && waitpid(pid, &ws, 0) == pid && WIFEXITED(ws) && WEXITSTATUS(ws) == 0,
+		"under a 200 MiB address-space limit mt_grow still reaches 6 MiB, by moving (exit %d)",
+		WIFEXITED(ws) ? WEXITSTATUS(ws) : -1);
 	for (size_t k = 1; k <= 5; k += 4) { /* 1 MiB (calloc) and 5 MiB */
 		size_t nb = k << 20;
 		unsigned char *z = mt_huge_zalloc(nb / 64, 64);
