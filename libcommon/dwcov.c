@@ -2,14 +2,17 @@
 
 #include "elfinfo.h"
 #include "imgfind.h"
+#include "sysenv.h"
 #include "vec.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 const char *dwcov_state_name(int state)
@@ -819,6 +822,27 @@ static size_t merge_pairs(struct u64v *v)
 /* The inline ranges of every unit of .debug_info into dc; dc->inl_known
  * stays 0 when they cannot be known.  [xlo, xhi): the file's code (its
  * executable sections), which the bitmap covers too. */
+/* A bitmap of the inline ranges over the code they span (@xlo, @xhi: the
+ * file's code), unless that is huge: a test per waypoint in mt-segment */
+static void inline_bits(struct dwcov *dc, uint64_t xlo, uint64_t xhi)
+{
+	enum { MAX_SPAN = 1u << 26 }; /* 64 MiB of code, an 8 MiB bitmap */
+	size_t w = dc->nir;
+	uint64_t b = dc->ir && dc->ir[0] < xlo ? dc->ir[0] : xlo;
+	uint64_t e = dc->ir && dc->ir[2 * w - 1] > xhi ? dc->ir[2 * w - 1] : xhi;
+	b &= ~(uint64_t)7;
+	if (w && e > b && e - b <= MAX_SPAN) {
+		dc->ibits = calloc((size_t)((e - b) / 8 + 1), 1);
+		if (dc->ibits) {
+			dc->ibase = b;
+			dc->iend = e;
+			for (size_t i = 0; i < w; i++)
+				for (uint64_t a = dc->ir[2 * i] - b; a < dc->ir[2 * i + 1] - b; a++)
+					dc->ibits[a >> 3] |= (uint8_t)(1u << (a & 7));
+		}
+	}
+}
+
 static void inline_ranges(struct dwcov *dc, const struct dwsecs *s, uint64_t xlo, uint64_t xhi)
 {
 	struct u64v v = {0};
@@ -853,22 +877,7 @@ static void inline_ranges(struct dwcov *dc, const struct dwsecs *s, uint64_t xlo
 	dc->nir = w;
 	dc->inl_known = 1;
 	v.v = NULL;
-	/* a bitmap over the code the ranges span, unless that is huge: a
-	 * test per waypoint in mt-segment */
-	enum { MAX_SPAN = 1u << 26 }; /* 64 MiB of code, an 8 MiB bitmap */
-	uint64_t b = dc->ir && dc->ir[0] < xlo ? dc->ir[0] : xlo;
-	uint64_t e = dc->ir && dc->ir[2 * w - 1] > xhi ? dc->ir[2 * w - 1] : xhi;
-	b &= ~(uint64_t)7;
-	if (w && e > b && e - b <= MAX_SPAN) {
-		dc->ibits = calloc((size_t)((e - b) / 8 + 1), 1);
-		if (dc->ibits) {
-			dc->ibase = b;
-			dc->iend = e;
-			for (size_t i = 0; i < w; i++)
-				for (uint64_t a = dc->ir[2 * i] - b; a < dc->ir[2 * i + 1] - b; a++)
-					dc->ibits[a >> 3] |= (uint8_t)(1u << (a & 7));
-		}
-	}
+	inline_bits(dc, xlo, xhi);
 out:
 	free(v.v);
 	abtab_fini(&ab);
@@ -894,6 +903,164 @@ static int file_exists(const char *p)
 }
 
 static void load(struct dwcov *dc, const char *path, const uint8_t *id, size_t idlen, int depth);
+
+/* ---- the cache: what load() read from a file with DWARF ----
+ *
+ * DIR/dwcov/BUILDID (dwcov_set_cache; files without a build-id are not
+ * cached): a header naming the file it was read from (device, inode, size,
+ * modification time, path) and the results (coverage, inline ranges and
+ * boundaries).  Used only while that file is the same one: a debug package
+ * upgraded or reinstalled gives a new inode or time, and the entry is made
+ * again.  Written to a temporary file and renamed; an entry that does not
+ * read back whole is ignored.  On this VM libc's separate debug file
+ * (libc6-dbg, compressed sections) cost mt-segment ~100 ms a run to read;
+ * its entry ~0.1 ms. */
+static char cache_dir[4096];
+
+void dwcov_set_cache(const char *dir)
+{
+	if (!dir || strlen(dir) >= sizeof cache_dir)
+		cache_dir[0] = 0;
+	else
+		strcpy(cache_dir, dir);
+}
+
+#define DWC_MAGIC "MTDWCOV1"
+
+struct dwc_head {
+	char magic[8];
+	uint64_t dev, ino, size, mtime, mtime_ns;
+	uint32_t pathlen;
+	int32_t state, inl_known;
+	uint64_t n, nir, nib;
+};
+
+static int cache_path(char *out, size_t cap, const uint8_t *id, size_t idlen, const char *suffix)
+{
+	char hex[2 * 64 + 1];
+	if (!cache_dir[0] || !idlen || idlen > 64)
+		return -1;
+	for (size_t i = 0; i < idlen; i++)
+		snprintf(hex + 2 * i, 3, "%02x", id[i]);
+	int k = snprintf(out, cap, "%s/dwcov/%s%s", cache_dir, hex, suffix);
+	return k < 0 || (size_t)k >= cap ? -1 : 0;
+}
+
+static void cache_key(struct dwc_head *h, const struct stat *st, const char *path)
+{
+	memset(h, 0, sizeof *h);
+	memcpy(h->magic, DWC_MAGIC, 8);
+	h->dev = (uint64_t)st->st_dev;
+	h->ino = (uint64_t)st->st_ino;
+	h->size = (uint64_t)st->st_size;
+	h->mtime = (uint64_t)st->st_mtim.tv_sec;
+	h->mtime_ns = (uint64_t)st->st_mtim.tv_nsec;
+	h->pathlen = (uint32_t)strlen(path);
+}
+
+static int read_all(int fd, void *p, size_t n)
+{
+	while (n) {
+		ssize_t r = read(fd, p, n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		p = (char *)p + r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
+static int write_all(int fd, const void *p, size_t n)
+{
+	while (n) {
+		ssize_t r = write(fd, p, n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		p = (const char *)p + r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
+/* The results for the file @path (@st) from the cache into @dc (its
+ * coverage and inline fields empty): 0, else -1 (nothing changed). */
+static int cache_get(struct dwcov *dc, const char *path, const struct stat *st, const uint8_t *id,
+		     size_t idlen, uint64_t xlo, uint64_t xhi)
+{
+	char cp[4096], pb[4096];
+	struct dwc_head want, h;
+	if (cache_path(cp, sizeof cp, id, idlen, ""))
+		return -1;
+	int fd = open(cp, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	cache_key(&want, st, path);
+	uint64_t *r = NULL, *ir = NULL, *ib = NULL;
+	struct stat cs;
+	if (read_all(fd, &h, sizeof h) || memcmp(h.magic, want.magic, 8) || h.dev != want.dev ||
+	    h.ino != want.ino || h.size != want.size || h.mtime != want.mtime ||
+	    h.mtime_ns != want.mtime_ns || h.pathlen != want.pathlen || h.pathlen >= sizeof pb ||
+	    read_all(fd, pb, h.pathlen) || memcmp(pb, path, h.pathlen) || fstat(fd, &cs) ||
+	    h.n > (uint64_t)cs.st_size || h.nir > (uint64_t)cs.st_size || h.nib > (uint64_t)cs.st_size ||
+	    (uint64_t)cs.st_size != sizeof h + h.pathlen + 8 * (2 * h.n + 2 * h.nir + h.nib) ||
+	    (h.state != DWCOV_NONE && h.state != DWCOV_RANGES && h.state != DWCOV_ALL))
+		goto bad;
+	if ((h.n && !(r = malloc(16 * h.n))) || (h.nir && !(ir = malloc(16 * h.nir))) ||
+	    (h.nib && !(ib = malloc(8 * h.nib))) || (h.n && read_all(fd, r, 16 * h.n)) ||
+	    (h.nir && read_all(fd, ir, 16 * h.nir)) || (h.nib && read_all(fd, ib, 8 * h.nib)))
+		goto bad;
+	close(fd);
+	dc->state = h.state;
+	dc->r = r;
+	dc->n = h.n;
+	dc->inl_known = h.inl_known != 0;
+	dc->ir = ir;
+	dc->nir = h.nir;
+	dc->ib = ib;
+	dc->nib = h.nib;
+	if (dc->inl_known)
+		inline_bits(dc, xlo, xhi);
+	return 0;
+bad:
+	free(r);
+	free(ir);
+	free(ib);
+	close(fd);
+	return -1;
+}
+
+/* Keeps @dc's results for the file @path (@st); failures only cost the
+ * next run the reading. */
+static void cache_put(const struct dwcov *dc, const char *path, const struct stat *st,
+		      const uint8_t *id, size_t idlen)
+{
+	char cp[4096], tmp[4096 + 16];
+	struct dwc_head h;
+	if (cache_path(cp, sizeof cp, id, idlen, ""))
+		return;
+	snprintf(tmp, sizeof tmp, "%s/dwcov", cache_dir);
+	if (mt_mkdir_p(tmp))
+		return;
+	snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", cp);
+	int fd = mkstemp(tmp);
+	if (fd < 0)
+		return;
+	cache_key(&h, st, path);
+	h.state = dc->state;
+	h.inl_known = dc->inl_known;
+	h.n = dc->state == DWCOV_RANGES ? dc->n : 0;
+	h.nir = dc->inl_known ? dc->nir : 0;
+	h.nib = dc->inl_known ? dc->nib : 0;
+	int bad = write_all(fd, &h, sizeof h) || write_all(fd, path, h.pathlen) ||
+		  (h.n && write_all(fd, dc->r, 16 * h.n)) || (h.nir && write_all(fd, dc->ir, 16 * h.nir)) ||
+		  (h.nib && write_all(fd, dc->ib, 8 * h.nib));
+	if (close(fd) || bad || rename(tmp, cp))
+		unlink(tmp);
+}
 
 /* A file without .debug_info: its DWARF may be in a separate file, where
  * llvm-symbolizer looks for it (build-id, then .gnu_debuglink). */
@@ -941,9 +1108,10 @@ static void load(struct dwcov *dc, const char *path, const uint8_t *id, size_t i
 	size_t shstrndx;
 	if (elf_getshdrstrndx(e, &shstrndx))
 		goto out;
-	Elf_Scn *scn = NULL, *info = NULL, *ar = NULL;
-	GElf_Shdr sh, info_sh, ar_sh;
-	const char *info_name = "", *ar_name = "";
+	Elf_Scn *scn = NULL, *info = NULL, *ar = NULL, *aux[4] = {NULL, NULL, NULL, NULL};
+	GElf_Shdr sh, info_sh, ar_sh, aux_sh[4];
+	const char *info_name = "", *ar_name = "", *aux_name[4];
+	struct stat st;
 	struct dwsecs ds;
 	memset(&ds, 0, sizeof ds);
 	uint64_t xlo = UINT64_MAX, xhi = 0; /* the code */
@@ -960,20 +1128,18 @@ static void load(struct dwcov *dc, const char *path, const uint8_t *id, size_t i
 			if (sh.sh_addr + sh.sh_size > xhi)
 				xhi = sh.sh_addr + sh.sh_size;
 		}
-		struct dwsec *aux = NULL;
+		int a = -1;
 		const char *base = !strncmp(nm, ".zdebug_", 8) ? nm + 8 : !strncmp(nm, ".debug_", 7) ? nm + 7 : "";
 		if (!strcmp(base, "abbrev"))
-			aux = &ds.abbrev;
+			a = 0;
 		else if (!strcmp(base, "ranges"))
-			aux = &ds.ranges;
+			a = 1;
 		else if (!strcmp(base, "rnglists"))
-			aux = &ds.rnglists;
+			a = 2;
 		else if (!strcmp(base, "addr"))
-			aux = &ds.addr;
-		if (aux) {
-			Elf_Data *d = sec_data(scn, &sh, nm);
-			if (d)
-				*aux = (struct dwsec){d->d_buf, d->d_size};
+			a = 3;
+		if (a >= 0) { /* read once the cache is asked (below) */
+			aux[a] = scn, aux_sh[a] = sh, aux_name[a] = nm;
 			continue;
 		}
 		if (!strcmp(nm, ".debug_info") || !strcmp(nm, ".zdebug_info")) {
@@ -996,6 +1162,15 @@ static void load(struct dwcov *dc, const char *path, const uint8_t *id, size_t i
 		separate(dc, path, id, idlen, link, depth);
 		goto out;
 	}
+	int have_st = !fstat(fd, &st);
+	if (have_st && !cache_get(dc, path, &st, id, idlen, xlo, xhi))
+		goto out;
+	struct dwsec *auxd[4] = {&ds.abbrev, &ds.ranges, &ds.rnglists, &ds.addr};
+	for (int a = 0; a < 4; a++) {
+		Elf_Data *d = aux[a] ? sec_data(aux[a], &aux_sh[a], aux_name[a]) : NULL;
+		if (d)
+			*auxd[a] = (struct dwsec){d->d_buf, d->d_size};
+	}
 	Elf_Data *di = sec_data(info, &info_sh, info_name);
 	if (di) {
 		ds.info = (struct dwsec){di->d_buf, di->d_size};
@@ -1004,6 +1179,8 @@ static void load(struct dwcov *dc, const char *path, const uint8_t *id, size_t i
 	Elf_Data *da = ar ? sec_data(ar, &ar_sh, ar_name) : NULL;
 	if (di && da) /* else unreadable or no ranges: all */
 		dwcov_parse(dc, di->d_buf, di->d_size, da->d_buf, da->d_size);
+	if (have_st)
+		cache_put(dc, path, &st, id, idlen);
 out:
 	if (e)
 		elf_end(e);

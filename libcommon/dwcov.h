@@ -57,6 +57,9 @@ struct dwcov {
 /* Reads the coverage of the ELF file at @path (whose build-id is @id, @idlen
  * bytes, 0 unknown).  Never fails: what cannot be read is DWCOV_ALL. */
 void dwcov_load(struct dwcov *dc, const char *path, const uint8_t *id, size_t idlen);
+/* Where dwcov_load keeps what it read from a file with DWARF, by build-id,
+ * for the next process (DIR/dwcov/; NULL or "": nowhere, the default). */
+void dwcov_set_cache(const char *dir);
 void dwcov_fini(struct dwcov *dc);
 
 /* The coverage given by the bytes of .debug_info and .debug_aranges (what

@@ -406,16 +406,4 @@ int symz_run(int in_fd, int out_fd, const struct symz_opts *o, struct symz_stats
 	return r;
 }
 
-int symz_default_cache_dir(char *out, size_t cap)
-{
-	const char *x = getenv("XDG_CACHE_HOME");
-	int n;
-	if (x && *x)
-		n = snprintf(out, cap, "%s/mt", x);
-	else if ((x = getenv("HOME")) && *x)
-		n = snprintf(out, cap, "%s/.cache/mt", x);
-	else
-		return -1;
-	return n < 0 || (size_t)n >= cap ? -1 : 0;
-}
 

@@ -105,8 +105,4 @@ int symz_run(int in_fd, int out_fd, const struct symz_opts *o, struct symz_stats
 int symz_run_reader(mtev_reader *rd, int out_fd, const struct symz_opts *o,
 		    struct symz_stats *st);
 
-/* The mt cache directory: $XDG_CACHE_HOME/mt, else $HOME/.cache/mt, into
- * @out (@cap bytes).  0, or -1 when neither variable is set. */
-int symz_default_cache_dir(char *out, size_t cap);
-
 #endif

@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include "io.h"
+#include "sysenv.h"
 
 /* ---- cache: one text file per build-id, "VADDR-HEX JSON" per line ---- */
 static int cache_path(struct ctx *c, const struct bin *b, char *out, size_t cap)
@@ -64,21 +65,6 @@ void cache_load(struct ctx *c, struct bin *b)
 	cache_index(b);
 }
 
-static int mkdir_p(const char *dir)
-{
-	char tmp[4200];
-	sfmt(tmp, sizeof tmp, "%s", dir);
-	for (char *p = tmp + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = 0;
-		if (mkdir(tmp, 0700) < 0 && errno != EEXIST)
-			return -1;
-		*p = '/';
-	}
-	return mkdir(tmp, 0700) < 0 && errno != EEXIST ? -1 : 0;
-}
-
 /* Writes the entries learned in this run merged with what the file holds
  * now (another run may have added some): temp file + rename, so readers see
  * the old or the new file, never a torn one.  Concurrent writers can lose
@@ -89,7 +75,7 @@ void cache_store(struct ctx *c, struct bin *b)
 	if (!b->ncnew || cache_path(c, b, path, sizeof path) < 0)
 		return;
 	sfmt(dir, sizeof dir, "%s/symbolize", c->o->cache_dir);
-	if (mkdir_p(dir) < 0) {
+	if (mt_mkdir_p(dir) < 0) {
 		warnf(c, 0, "cache: cannot create %s: %s", dir, strerror(errno));
 		return;
 	}

@@ -48,3 +48,35 @@ const char *mt_tmp_dir(void)
 	const char *d = getenv("TMPDIR");
 	return d && *d ? d : "/tmp";
 }
+
+int mt_cache_dir(char *out, size_t cap)
+{
+	const char *x = getenv("XDG_CACHE_HOME");
+	int n;
+	if (x && *x)
+		n = snprintf(out, cap, "%s/mt", x);
+	else if ((x = getenv("HOME")) && *x)
+		n = snprintf(out, cap, "%s/.cache/mt", x);
+	else
+		return -1;
+	return n < 0 || (size_t)n >= cap ? -1 : 0;
+}
+
+int mt_mkdir_p(const char *dir)
+{
+	char tmp[4200];
+	int n = snprintf(tmp, sizeof tmp, "%s", dir);
+	if (n < 0 || (size_t)n >= sizeof tmp) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	for (char *p = tmp + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		if (mkdir(tmp, 0700) < 0 && errno != EEXIST)
+			return -1;
+		*p = '/';
+	}
+	return mkdir(tmp, 0700) < 0 && errno != EEXIST ? -1 : 0;
+}

@@ -2,7 +2,10 @@
 # run.sh UNIT... — run C unit tests (TAP) then every bats file; end with
 # one line "N passed, N failed"; exit non-zero on any failure.
 cd "$(dirname "$0")/.." || exit 111
-log=$(mktemp); out=$(mktemp); trap 'rm -f "$log" "$out"' EXIT
+log=$(mktemp); out=$(mktemp); cache=$(mktemp -d); trap 'rm -rf "$log" "$out" "$cache"' EXIT
+# the tools' default cache (mt-segment's DWARF, mt-symbolize's names): the
+# run's own, empty at its start, not the user's
+export XDG_CACHE_HOME="$cache"
 for t in "$@"; do
 	echo "# unit: $t"
 	"$t" </dev/null >"$out" 2>&1; rc=$?

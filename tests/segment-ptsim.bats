@@ -236,3 +236,39 @@ faults() {
 	"$BIN/mt-compare" --max-wrong 0 --min-precision 1 --min-coverage 0.999 "$T/py/truth-spans.mt" "$T/t.mt" > "$T/cmp.txt" ||
 		{ tail -1 "$T/cmp.txt"; return 1; }
 }
+
+# mt-segment's DWARF cache (libcommon/dwcov.c: what it read of each file with
+# DWARF, by build-id, used while that file is the same one).
+@test "the DWARF cache: the bytes of --no-cache when written, read back, damaged or holding another file's entry; --no-cache writes none; XDG_CACHE_HOME is the default" {
+	local d="$C/clean/exception"
+	[ -d "$d" ] || skip "no clean/exception run"
+	branch_input "$d" decode "$T/in.mt"
+	seg() { "$BIN/mt-segment" "$@" --images "$d/images" -i "$T/in.mt" 2>/dev/null; }
+	XDG_CACHE_HOME="$T/x" seg --no-cache -o "$T/a.mt"
+	[ -s "$T/a.mt" ]
+	[ ! -e "$T/x" ]
+	seg --cache-dir "$T/c" -o "$T/b.mt"
+	cmp "$T/a.mt" "$T/b.mt"
+	# the program (-g) and libc's separate debug file (libc6-dbg) at least
+	[ "$(ls "$T/c/dwcov" | wc -l)" -ge 2 ]
+	[ -z "$(ls "$T/c/dwcov" | grep tmp)" ]
+	cp -r "$T/c" "$T/c0"
+	seg --cache-dir "$T/c" -o "$T/b.mt"
+	cmp "$T/a.mt" "$T/b.mt"
+	diff -r "$T/c0" "$T/c"
+	# cut by a byte: not read, made again
+	for f in "$T"/c/dwcov/*; do truncate -s -1 "$f"; done
+	seg --cache-dir "$T/c" -o "$T/b.mt"
+	cmp "$T/a.mt" "$T/b.mt"
+	diff -r "$T/c0" "$T/c"
+	# the largest entry (libc's) under every build-id: its key names another
+	# file, so each is read again
+	big=$(ls -S "$T"/c/dwcov/* | head -1)
+	for f in "$T"/c/dwcov/*; do [ "$f" = "$big" ] || cp "$big" "$f"; done
+	seg --cache-dir "$T/c" -o "$T/b.mt"
+	cmp "$T/a.mt" "$T/b.mt"
+	diff -r "$T/c0" "$T/c"
+	XDG_CACHE_HOME="$T/x" seg -o "$T/b.mt"
+	cmp "$T/a.mt" "$T/b.mt"
+	diff -r "$T/c0/dwcov" "$T/x/mt/dwcov"
+}

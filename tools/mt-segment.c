@@ -1,5 +1,6 @@
 /* mt-segment: branch records (or stack samples) -> segments, spans, waypoints. */
 #include "driver.h"
+#include "dwcov.h"
 #include "err.h"
 #include "fnmap.h"
 #include "imgfind.h"
@@ -53,6 +54,11 @@ static void usage(FILE *f)
 	      "                       the output is what `mt-segment | mt-stitch` writes,\n"
 	      "                       without encoding and decoding the stream in between\n"
 	      "      --mem-limit SIZE  with --stitch: as mt-stitch --mem-limit\n"
+	      "      --cache-dir DIR  keep what was read of each binary's DWARF (where its\n"
+	      "                       inline subroutines are) in DIR/dwcov/BUILDID for the\n"
+	      "                       next run (default $XDG_CACHE_HOME/mt, else\n"
+	      "                       ~/.cache/mt: the directory mt-symbolize's cache uses)\n"
+	      "      --no-cache       neither read nor write that cache\n"
 	      "      --stats          print counters on stderr at the end\n"
 	      "      --partial        on a truncated or corrupt input, still write what was\n"
 	      "                       read (exit 1); by default nothing is (exit 2)\n"
@@ -254,10 +260,14 @@ int main(int argc, char **argv)
 		{"no-sample-repair", no_argument, 0, 'R'},
 		{"help", no_argument, 0, 'h'},		{"partial", no_argument, 0, 'P'},
 		{"stitch", no_argument, 0, 'J'},	{"mem-limit", required_argument, 0, 'm'},
+		{"cache-dir", required_argument, 0, 'D'}, {"no-cache", no_argument, 0, 'N'},
 		{0, 0, 0, 0},
 	};
 	struct opts o = {0};
 	o.mem_limit = STITCH_MEM_DEFAULT;
+	const char *cache_dir = NULL;
+	char defcache[4096];
+	int no_cache = 0;
 	int c, rc = MT_EXIT_OK, err = 0;
 	drv_init(argc, argv);
 	while ((c = getopt_long(argc, argv, ":i:o:s:fh", lo, NULL)) != -1) {
@@ -302,6 +312,12 @@ int main(int argc, char **argv)
 		case 'J':
 			o.stitch = 1;
 			break;
+		case 'D':
+			cache_dir = optarg;
+			break;
+		case 'N':
+			no_cache = 1;
+			break;
 		case 'm':
 			if (!(o.mem_limit = io_parse_size(optarg, 256)))
 				drv_usage("--mem-limit: '%s' is not a size of at least 256 bytes", optarg);
@@ -314,6 +330,9 @@ int main(int argc, char **argv)
 		}
 	}
 	o.in = drv_input(argc, argv, o.in);
+	if (!no_cache)
+		dwcov_set_cache(cache_dir ? cache_dir
+				: mt_cache_dir(defcache, sizeof defcache) ? NULL : defcache);
 
 	mtev_reader *rd = open_input(o.in);
 	const struct mtev_header *h = mtev_reader_header(rd);

@@ -16,6 +16,7 @@
 #include "io.h"
 #include "mtev.h"
 #include "symbolize.h"
+#include "sysenv.h"
 
 static void usage(FILE *f)
 {
@@ -159,7 +160,7 @@ int main(int argc, char **argv)
 	if (!no_cache) {
 		if (cache_dir)
 			o.cache_dir = cache_dir;
-		else if (symz_default_cache_dir(defcache, sizeof defcache) == 0)
+		else if (mt_cache_dir(defcache, sizeof defcache) == 0)
 			o.cache_dir = defcache;
 	}
 	/* a symbolizer that dies must not kill us */
