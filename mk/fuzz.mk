@@ -85,10 +85,11 @@ $(FUZZ_BUILD)/libcommon/ptd%.o: FUZZ_CFLAGS += -DPTD_CC1=256 -DPTD_CC2_BITS=8 '-
 $(FUZZ_BUILD)/formats/mtev.o: FUZZ_CFLAGS += -DW_BUFSZ=4096u -DR_BUFSZ=4096u
 
 # The cached walk's block and instruction caches at 2^10 and 2^8 entries
-# (3.5 MiB and 384 KiB calloc'ed per decode at their default size: under
+# (4.5 MiB and 384 KiB allocated per decode at their default size: under
 # ASan fresh mmaps, their shadow poisoned, page-faulted and quarantined per
-# exec; direct-mapped caches keyed by address: no result depends on their
-# size, and fuzz_ptwalk compares every byte with libipt's).
+# exec; no result depends on their size, and fuzz_ptwalk compares every
+# byte with libipt's: the blocks are all dropped when 1,024 are made, which
+# tests/decode-walk.bats runs against libipt on a trace of more).
 $(FUZZ_BUILD)/libcommon/ptd_walk.o: FUZZ_CFLAGS += -DWB_BITS=10 -DWI_BITS=8
 
 # mt-write's FXT buffer at 64 KiB (256 KiB per writer: over ASan's 128 KiB

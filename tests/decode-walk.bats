@@ -69,6 +69,26 @@ same() { # ARGS...
 	[ "$walked" -ge 20 ]
 }
 
+@test "walk: with the fuzz build's small caches (1,024 blocks, then all dropped; make fuzz, ASan) byte-identical to libipt on the dynamic program's runs, which walk more blocks than that" {
+	local L="${MT_BUILD:-$ROOT/build}/fuzz/lsan/mt-decode" d n=0 most=0 k
+	[ -x "$L" ] || skip "no clang/ASan build (make fuzz: $L)"
+	grep -q '^TracerPid:[[:space:]]*0$' /proc/self/status || skip "traced: LeakSanitizer cannot run under ptrace"
+	export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1
+	for d in $(ptsim_dirs '.' | grep -E '/dynamic$'); do
+		"$BIN/mt-decode" --decoder libipt --buildid-dir "$d/images" -s -o "$T/a.mt" "$d/perf.data" 2> "$T/a.err" || echo "exit $?" >> "$T/a.err"
+		"$L" --buildid-dir "$d/images" -s -o "$T/b.mt" "$d/perf.data" 2> "$T/b.err" || echo "exit $?" >> "$T/b.err"
+		cmp "$T/a.mt" "$T/b.mt" && diff "$T/a.err" "$T/b.err" || { echo "differ: $d"; return 1; }
+		# every branch target begins a block: more targets than the cache
+		# holds blocks means it was dropped and filled again
+		k=$("$BIN/mt-dump" -k branch "$T/a.mt" | grep -o ' to=0x[0-9a-f]*' | sort -u | wc -l)
+		[ "$k" -gt "$most" ] && most=$k
+		n=$((n + 1))
+	done
+	[ "$n" -gt 0 ] || skip "no mt-ptsim runs of dynamic cached in $PTSIM_CACHE"
+	echo "runs $n, most branch targets $most"
+	[ "$most" -gt 1024 ]
+}
+
 @test "walk: the same without images (every block a no-image gap)" {
 	local d
 	for d in $(ptsim_dirs '^(clean|drop)$' | head -6); do
