@@ -2,6 +2,7 @@
 
 #include "elfinfo.h"
 #include "imgfind.h"
+#include "io.h"
 #include "sysenv.h"
 #include "vec.h"
 
@@ -958,32 +959,10 @@ static void cache_key(struct dwc_head *h, const struct stat *st, const char *pat
 	h->pathlen = (uint32_t)strlen(path);
 }
 
+/* @n bytes from @fd into @p: 0, else -1 (an error or the end first) */
 static int read_all(int fd, void *p, size_t n)
 {
-	while (n) {
-		ssize_t r = read(fd, p, n);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return -1;
-		p = (char *)p + r;
-		n -= (size_t)r;
-	}
-	return 0;
-}
-
-static int write_all(int fd, const void *p, size_t n)
-{
-	while (n) {
-		ssize_t r = write(fd, p, n);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return -1;
-		p = (const char *)p + r;
-		n -= (size_t)r;
-	}
-	return 0;
+	return io_read_full(fd, p, n) == (ssize_t)n ? 0 : -1;
 }
 
 /* The results for the file @path (@st) from the cache into @dc (its
@@ -1055,9 +1034,9 @@ static void cache_put(const struct dwcov *dc, const char *path, const struct sta
 	h.n = dc->state == DWCOV_RANGES ? dc->n : 0;
 	h.nir = dc->inl_known ? dc->nir : 0;
 	h.nib = dc->inl_known ? dc->nib : 0;
-	int bad = write_all(fd, &h, sizeof h) || write_all(fd, path, h.pathlen) ||
-		  (h.n && write_all(fd, dc->r, 16 * h.n)) || (h.nir && write_all(fd, dc->ir, 16 * h.nir)) ||
-		  (h.nib && write_all(fd, dc->ib, 8 * h.nib));
+	int bad = io_write_all(fd, &h, sizeof h) || io_write_all(fd, path, h.pathlen) ||
+		  (h.n && io_write_all(fd, dc->r, 16 * h.n)) || (h.nir && io_write_all(fd, dc->ir, 16 * h.nir)) ||
+		  (h.nib && io_write_all(fd, dc->ib, 8 * h.nib));
 	if (close(fd) || bad || rename(tmp, cp))
 		unlink(tmp);
 }
