@@ -820,17 +820,14 @@ static size_t merge_pairs(struct u64v *v)
 	return w;
 }
 
-/* The inline ranges of every unit of .debug_info into dc; dc->inl_known
- * stays 0 when they cannot be known.  [xlo, xhi): the file's code (its
- * executable sections), which the bitmap covers too. */
 /* A bitmap of the inline ranges over the code they span (@xlo, @xhi: the
  * file's code), unless that is huge: a test per waypoint in mt-segment */
 static void inline_bits(struct dwcov *dc, uint64_t xlo, uint64_t xhi)
 {
 	enum { MAX_SPAN = 1u << 26 }; /* 64 MiB of code, an 8 MiB bitmap */
 	size_t w = dc->nir;
-	uint64_t b = dc->ir && dc->ir[0] < xlo ? dc->ir[0] : xlo;
-	uint64_t e = dc->ir && dc->ir[2 * w - 1] > xhi ? dc->ir[2 * w - 1] : xhi;
+	uint64_t b = w && dc->ir[0] < xlo ? dc->ir[0] : xlo;
+	uint64_t e = w && dc->ir[2 * w - 1] > xhi ? dc->ir[2 * w - 1] : xhi;
 	b &= ~(uint64_t)7;
 	if (w && e > b && e - b <= MAX_SPAN) {
 		dc->ibits = calloc((size_t)((e - b) / 8 + 1), 1);
@@ -844,6 +841,9 @@ static void inline_bits(struct dwcov *dc, uint64_t xlo, uint64_t xhi)
 	}
 }
 
+/* The inline ranges of every unit of .debug_info into dc; dc->inl_known
+ * stays 0 when they cannot be known.  [xlo, xhi): the file's code (its
+ * executable sections), which the bitmap covers too. */
 static void inline_ranges(struct dwcov *dc, const struct dwsecs *s, uint64_t xlo, uint64_t xhi)
 {
 	struct u64v v = {0};
