@@ -934,7 +934,17 @@ struct dwc_head {
 	uint32_t pathlen;
 	int32_t state, inl_known;
 	uint64_t n, nir, nib;
+	uint64_t sum; /* dwc_sum of the three arrays */
 };
+
+/* FNV-1a over the results' words: an entry changed in place (not only cut)
+ * is not read */
+static uint64_t dwc_sum(uint64_t h, const uint64_t *v, uint64_t n)
+{
+	for (uint64_t i = 0; i < n; i++)
+		h = (h ^ v[i]) * 0x100000001b3ull;
+	return h;
+}
 
 static int cache_path(char *out, size_t cap, const uint8_t *id, size_t idlen, const char *suffix)
 {
@@ -965,6 +975,15 @@ static int read_all(int fd, void *p, size_t n)
 	return io_read_full(fd, p, n) == (ssize_t)n ? 0 : -1;
 }
 
+/* Whether the @n pairs [v[2i], v[2i+1]) are non-empty, sorted and disjoint */
+static int sorted_pairs(const uint64_t *v, uint64_t n)
+{
+	for (uint64_t i = 0; i < n; i++)
+		if (v[2 * i] >= v[2 * i + 1] || (i && v[2 * i - 1] > v[2 * i]))
+			return 0;
+	return 1;
+}
+
 /* The results for the file @path (@st) from the cache into @dc (its
  * coverage and inline fields empty): 0, else -1 (nothing changed). */
 static int cache_get(struct dwcov *dc, const char *path, const struct stat *st, const uint8_t *id,
@@ -993,6 +1012,17 @@ static int cache_get(struct dwcov *dc, const char *path, const struct stat *st, 
 	    (h.nir && read_all(fd, ir, 16 * h.nir)) || (h.nib && read_all(fd, ib, 8 * h.nib)))
 		goto bad;
 	close(fd);
+	fd = -1;
+	if (dwc_sum(dwc_sum(dwc_sum(0xcbf29ce484222325ull, r, 2 * h.n), ir, 2 * h.nir), ib, h.nib) !=
+	    h.sum)
+		goto bad;
+	/* what dwcov_any, dwcov_inline and the bitmap assume: sorted,
+	 * disjoint, non-empty pairs; sorted unique boundaries */
+	if (!sorted_pairs(r, h.n) || !sorted_pairs(ir, h.nir))
+		goto bad;
+	for (uint64_t i = 1; i < h.nib; i++)
+		if (ib[i - 1] >= ib[i])
+			goto bad;
 	dc->state = h.state;
 	dc->r = r;
 	dc->n = h.n;
@@ -1008,7 +1038,8 @@ bad:
 	free(r);
 	free(ir);
 	free(ib);
-	close(fd);
+	if (fd >= 0)
+		close(fd);
 	return -1;
 }
 
@@ -1034,6 +1065,8 @@ static void cache_put(const struct dwcov *dc, const char *path, const struct sta
 	h.n = dc->state == DWCOV_RANGES ? dc->n : 0;
 	h.nir = dc->inl_known ? dc->nir : 0;
 	h.nib = dc->inl_known ? dc->nib : 0;
+	h.sum = dwc_sum(dwc_sum(dwc_sum(0xcbf29ce484222325ull, dc->r, 2 * h.n), dc->ir, 2 * h.nir),
+			dc->ib, h.nib);
 	int bad = io_write_all(fd, &h, sizeof h) || io_write_all(fd, path, h.pathlen) ||
 		  (h.n && io_write_all(fd, dc->r, 16 * h.n)) || (h.nir && io_write_all(fd, dc->ir, 16 * h.nir)) ||
 		  (h.nib && io_write_all(fd, dc->ib, 8 * h.nib));
