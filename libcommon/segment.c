@@ -34,7 +34,12 @@ struct frame {
 	 * return into the sigreturn trampoline: named where rt_sigreturn
 	 * resumes it */
 	uint8_t sigret : 1;
-	/* a root (inferred-start, no call site) that returned: where to */
+};
+
+/* A root (inferred-start, no call site) that returned, and where to (few
+ * a segment: kept beside the frames, not in each) */
+struct rootret {
+	uint32_t fi;
 	uint64_t ret;
 };
 
@@ -66,6 +71,8 @@ struct thr {
 
 	struct frame *fr;
 	size_t nfr, capfr;
+	struct rootret *rr; /* in frame order (name_roots) */
+	size_t nrr, caprr;
 	uint32_t *stk;
 	size_t nstk, capstk;
 	int32_t min_level;
@@ -211,6 +218,7 @@ static void thr_free(struct thr *t)
 	if (!t)
 		return;
 	free(t->fr);
+	free(t->rr);
 	free(t->stk);
 	wplog_free(&t->wl);
 	free(t->run);
@@ -452,7 +460,7 @@ static inline __attribute__((always_inline)) int new_frame(segmenter *s, struct 
 	if (t->nstk == t->capstk &&
 	    mt_grow((void **)&t->stk, &t->capstk, t->nstk + 1, sizeof *t->stk))
 		return s->err = -SEG_ENOMEM;
-	t->fr[t->nfr] = (struct frame){func, callsite, begin, begin, level, flags, kind, 0, 0, 0, 0, 0, 0};
+	t->fr[t->nfr] = (struct frame){func, callsite, begin, begin, level, flags, kind, 0, 0, 0, 0, 0};
 	t->fr[t->nfr].wp_shared =
 		t->pop_run == t->run_time && level >= t->pop_lo && level <= t->pop_hi;
 	t->stk[t->nstk++] = (uint32_t)t->nfr++;
@@ -1185,7 +1193,9 @@ static int do_return(segmenter *s, struct thr *t, const struct mtev_rec *r)
 		/* the root returns: its caller was live since the segment began;
 		 * into the sigreturn trampoline: the root was a signal handler,
 		 * under the frame the signal interrupted (do_resume names it) */
-		t->fr[t->stk[0]].ret = to;
+		if (t->nrr == t->caprr && mt_grow((void **)&t->rr, &t->caprr, t->nrr + 1, sizeof *t->rr))
+			return s->err = -SEG_ENOMEM;
+		t->rr[t->nrr++] = (struct rootret){t->stk[0], to};
 		if (pop_to(s, t, 0, time) || add_root(s, t, to, 1))
 			return s->err;
 		if (is_sigtramp(s, t, to))
@@ -1603,12 +1613,15 @@ static void name_roots(segmenter *s, struct thr *t)
 {
 	if (!s->o.fns)
 		return;
-	for (size_t i = 0; i < t->nfr; i++) {
-		struct frame *f = &t->fr[i];
-		if (f->kind != FK_FUNC || !f->ret || f->callsite || !f->func ||
+	/* t->rr is in frame order: a root returns once (it is popped), and
+	 * the next root is a frame made after it */
+	for (size_t k = 0; k < t->nrr; k++) {
+		struct frame *f = &t->fr[t->rr[k].fi];
+		uint64_t ret = t->rr[k].ret;
+		if (f->kind != FK_FUNC || !ret || f->callsite || !f->func ||
 		    !(f->flags & MTEV_SPAN_INFERRED_START))
 			continue;
-		uint64_t to = fnmap_call_target(s->o.fns, t->tid, f->ret), cs = f->ret - 5, x = 0;
+		uint64_t to = fnmap_call_target(s->o.fns, t->tid, ret), cs = ret - 5, x = 0;
 		if (!to)
 			continue;
 		for (size_t j = 0; to != f->func && j < t->nfr; j++) {
@@ -1721,7 +1734,7 @@ static int close_seg(segmenter *s, struct thr *t)
 	t->nkid = 0;
 	t->active = 0;
 	t->off = 0;
-	t->nfr = t->nstk = t->nrun = t->nsig = 0;
+	t->nfr = t->nstk = t->nrun = t->nsig = t->nrr = 0;
 	t->rfi = UINT32_MAX;
 	wplog_clear(&t->wl);
 	t->run_k = 0;
