@@ -946,14 +946,14 @@ static uint64_t dwc_sum(uint64_t h, const uint64_t *v, uint64_t n)
 	return h;
 }
 
-static int cache_path(char *out, size_t cap, const uint8_t *id, size_t idlen, const char *suffix)
+static int cache_path(char *out, size_t cap, const uint8_t *id, size_t idlen)
 {
 	char hex[2 * 64 + 1];
 	if (!cache_dir[0] || !idlen || idlen > 64)
 		return -1;
 	for (size_t i = 0; i < idlen; i++)
 		snprintf(hex + 2 * i, 3, "%02x", id[i]);
-	int k = snprintf(out, cap, "%s/dwcov/%s%s", cache_dir, hex, suffix);
+	int k = snprintf(out, cap, "%s/dwcov/%s", cache_dir, hex);
 	return k < 0 || (size_t)k >= cap ? -1 : 0;
 }
 
@@ -991,7 +991,7 @@ static int cache_get(struct dwcov *dc, const char *path, const struct stat *st, 
 {
 	char cp[4096], pb[4096];
 	struct dwc_head want, h;
-	if (cache_path(cp, sizeof cp, id, idlen, ""))
+	if (cache_path(cp, sizeof cp, id, idlen))
 		return -1;
 	int fd = open(cp, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -1050,7 +1050,7 @@ static void cache_put(const struct dwcov *dc, const char *path, const struct sta
 {
 	char cp[4096], tmp[4096 + 16];
 	struct dwc_head h;
-	if (cache_path(cp, sizeof cp, id, idlen, ""))
+	if (cache_path(cp, sizeof cp, id, idlen))
 		return;
 	snprintf(tmp, sizeof tmp, "%s/dwcov", cache_dir);
 	if (mt_mkdir_p(tmp))

@@ -5,7 +5,7 @@
 # Every benchmark program, here only: bench/NAME.c -> $(BUILD)/bench/NAME
 # (seg_gen feeds bench/segment.sh, symbolize_gen bench/symbolize.sh).
 BENCH_BINS := $(BUILD)/bench/mtev_bench $(BUILD)/bench/ptdecode_bench $(BUILD)/bench/seg_gen \
-	$(BUILD)/bench/symbolize_gen $(BUILD)/bench/dwcov_libdw
+	$(BUILD)/bench/symbolize_gen $(BUILD)/bench/dwcov_libdw $(BUILD)/bench/loadlat
 
 $(BUILD)/bench/%: bench/%.c $(LIB)
 	@mkdir -p $(dir $@)
