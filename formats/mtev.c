@@ -314,6 +314,21 @@ static inline uint8_t *put_uv(uint8_t *p, uint64_t v)
 		*p = (uint8_t)v;
 		return p + 1;
 	}
+	if (__builtin_expect(v < (1u << 28), 1)) {
+		/* 2 to 4 bytes without a branch on the length: the 7-bit
+		 * groups spread to bytes, a continuation bit on all but the
+		 * last, stored as four bytes (every caller has room for ten
+		 * a value: the bytes past the last are overwritten or unused) */
+		unsigned n = (unsigned)(31 - __builtin_clz((uint32_t)v)) / 7; /* bytes - 1 */
+		uint32_t x = ((uint32_t)v & 0x7f) | (((uint32_t)v << 1) & 0x7f00) |
+			     (((uint32_t)v << 2) & 0x7f0000) | (((uint32_t)v << 3) & 0x7f000000);
+		x |= 0x808080u & ((1u << (8 * n)) - 1);
+		p[0] = (uint8_t)x;
+		p[1] = (uint8_t)(x >> 8);
+		p[2] = (uint8_t)(x >> 16);
+		p[3] = (uint8_t)(x >> 24);
+		return p + n + 1;
+	}
 	while (v >= 0x80) {
 		*p++ = (uint8_t)(v | 0x80);
 		v >>= 7;

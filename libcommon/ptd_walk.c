@@ -1729,6 +1729,8 @@ static int wk_fast(struct ptd *d, struct ptq *q, struct ptd_walkq *w, uint64_t l
 	const struct wblk *prev = NULL; /* the last block, its link pk to w->ip */
 	unsigned pk = 0;
 	int touched = 0, full = 0, spin = 0, st = q->status, ret = WF_EXIT;
+	int timed = 0; /* the time read after a query: blocks that read no packet keep it */
+	const int fastq = w->fast && !w->check; /* cached TNT bits in w->fq */
 
 	stop = d->sb_apply < d->nsb ? d->sb[d->sb_apply].time : UINT64_MAX;
 	if (limit < stop)
@@ -1739,18 +1741,51 @@ static int wk_fast(struct ptd *d, struct ptq *q, struct ptd_walkq *w, uint64_t l
 		const struct wblk *c = prev ? blk_next(d, w, prev, pk) : blk_at(d, w, w->ip);
 		uint64_t from_ip = w->ip, tsc;
 		uint32_t lm, lc;
+		int slow = 0, taken;
 
 		if (!c->known || c->kind == K_ERR || (c->kind == K_IND && c->iclass == ptic_error)) {
 			ret = WF_GENERAL;
 			break;
 		}
-		st = wd_query(w, c);
-		if (st >= 0)
-			st = wd_trailing(w);
-		if (st < 0) {
-			wf_error_block(blk, from_ip, c);
-			ret = WF_ERROR;
+		/* Blocks that read no packet (a jcc on a cached TNT bit that is
+		 * not its packet's last, direct jumps and calls, a section's
+		 * end) change no time, status flag or event: their branch is
+		 * held here, the checks those need are skipped.  The rest query
+		 * as the block decoder does (wd_query, wd_trailing). */
+		switch (c->kind) {
+		case K_COND:
+			if (!fastq || w->fq.tnt_idx <= 1) {
+				slow = 1;
+				break;
+			}
+			taken = (w->fq.tnt & w->fq.tnt_idx) != 0;
+			w->fq.tnt_idx >>= 1;
+			w->status = 0;
+			w->ip = taken ? c->next : c->end_ip + c->isize;
 			break;
+		case K_DCALL:
+			if (c->push)
+				rs_push(w, c->end_ip + c->isize);
+			w->ip = c->next;
+			break;
+		case K_DJMP:
+		case K_SECEND:
+			w->ip = c->next;
+			break;
+		default:
+			slow = 1;
+		}
+		if (slow) {
+			st = wd_query(w, c);
+			if (st >= 0)
+				st = wd_trailing(w);
+			if (st < 0) {
+				wf_error_block(blk, from_ip, c);
+				ret = WF_ERROR;
+				break;
+			}
+		} else {
+			st = wd_status(w, 0);
 		}
 		q->status = st;
 		/* the held branch goes to the ring (resolve) */
@@ -1774,14 +1809,16 @@ static int wk_fast(struct ptd *d, struct ptq *q, struct ptd_walkq *w, uint64_t l
 		saved.valid = 0;
 		nblocks++;
 		ninsns += c->ninsn;
-		if (wq_time(w, &tsc, &lm, &lc) >= 0) {
-			if (tsc != last_tsc) {
-				uint64_t t = ptd_conv(d, tsc);
-				last_tsc = tsc;
-				if (t > now)
-					now = t;
+		if (slow || !timed) {
+			if (wq_time(w, &tsc, &lm, &lc) >= 0) {
+				if (tsc != last_tsc) {
+					uint64_t t = ptd_conv(d, tsc);
+					last_tsc = tsc;
+					if (t > now)
+						now = t;
+				}
+				lost = lm + lc;
 			}
-			lost = lm + lc;
 		}
 		last_ip = c->end_ip;
 		touched = 1;
@@ -1798,11 +1835,16 @@ static int wk_fast(struct ptd *d, struct ptq *q, struct ptd_walkq *w, uint64_t l
 				break;
 			}
 		}
-		if ((st & pts_event_pending) || full || now >= stop)
+		if (full)
 			break;
-		if (!w->enabled || w->process_event) {
-			ret = WF_GENERAL;
-			break;
+		if (slow || !timed) {
+			timed = 1;
+			if ((st & pts_event_pending) || now >= stop)
+				break;
+			if (!w->enabled || w->process_event) {
+				ret = WF_GENERAL;
+				break;
+			}
 		}
 	}
 	/* write back (q_fast's QF_FLUSH) */
