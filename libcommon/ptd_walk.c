@@ -423,6 +423,7 @@ static int scan_pkt(struct scan *s, const struct ptqd *pd, const uint8_t *end,
  * memory. */
 static int seg_walkable(const struct pt_config *cfg, int skd007)
 {
+	static const int8_t ipsz[8] = {0, 2, 4, 6, 6, -1, 8, -1}; /* a TIP's IP bytes */
 	const uint8_t **chain = NULL;
 	size_t n = 0, cap = 0, i, j = 1;
 	struct ptqd pd;
@@ -440,12 +441,39 @@ static int seg_walkable(const struct pt_config *cfg, int skd007)
 		struct scan s = {0};
 		enum pt_packet_type type;
 		uint8_t mb;
-		int st;
+		int st = 0;
 
 		ptq_init(&pd, cfg);
 		pd.pos = pd.sync = chain[i];
-		while (ok && (st = ptq_pkt_next(&pd, &type, &mb)) >= 0) {
-			const uint8_t *at = pd.pos - st;
+		for (;;) {
+			const uint8_t *at;
+			if (pd.pos < cfg->end) {
+				/* the common packets, as ptq_pkt_next and scan_pkt
+				 * take them: TNT-8, a one-byte CYC, TIP */
+				uint8_t b = *pd.pos;
+				if (!(b & 1) && b > 2) {
+					ok = !s.fup && s.mode;
+					pd.pos++;
+					if (!ok)
+						break;
+					continue;
+				}
+				if ((b & 7) == 3) {
+					pd.pos++;
+					continue;
+				}
+				if ((b & 0x1f) == 0x0d && ipsz[b >> 5] >= 0 &&
+				    cfg->end - pd.pos > ipsz[b >> 5]) {
+					ok = !s.fup && s.mode;
+					pd.pos += ipsz[b >> 5] + 1;
+					if (!ok)
+						break;
+					continue;
+				}
+			}
+			if ((st = ptq_pkt_next(&pd, &type, &mb)) < 0)
+				break;
+			at = pd.pos - st;
 			if (type == ppt_psb) {
 				while (j < n && chain[j] < at)
 					j++;
@@ -455,6 +483,8 @@ static int seg_walkable(const struct pt_config *cfg, int skd007)
 				}
 			}
 			ok = scan_pkt(&s, &pd, cfg->end, type, mb, st, skd007);
+			if (!ok)
+				break;
 		}
 		if (ok && st < 0 && st != -pte_eos)
 			ok = 0;

@@ -203,6 +203,35 @@ same() { # ARGS...
 	[[ $output == *"cannot decode this recording"* ]]
 }
 
+@test "walk: the pre-scan refuses TNT and TIP before a MODE.Exec and a TIP after an FUP outside PSB+, walks them after a MODE.Exec, and a TIP cut by the end (hand-made raw PT)" {
+	# the pre-scan takes TNT-8, one-byte CYCs and TIPs without the packet
+	# decoder (ptd_walk.c seg_walkable): the same decisions as scan_pkt
+	local rec="$ROOT/build/programs/recursion" img f want
+	[ -f "$rec" ] || skip "build/programs/recursion not built"
+	img="$rec:0x1000:0x78000@0x401000"
+	local psb='\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82'
+	printf "$psb\x02\x23\x06\x04" > "$T/nomode-tnt.pt"
+	printf "$psb\x02\x23\x03\x0d" > "$T/nomode-cyc-tip.pt"
+	printf "$psb\x99\x01\x02\x23\x06\x03\x04" > "$T/mode-tnt.pt"
+	printf "$psb\x99\x01\x02\x23\x0d\x2d\x00\x10" > "$T/mode-tip.pt"
+	printf "$psb\x99\x01\x02\x23\x3d\x00\x10\x0d" > "$T/fup-tip.pt"
+	printf "$psb\x99\x01\x02\x23\x06\x2d\x00" > "$T/mode-tip-cut.pt"
+	for f in nomode-tnt nomode-cyc-tip mode-tnt mode-tip fup-tip mode-tip-cut; do
+		same -s --cpu 6/94/3 --image "$img" --pt "$T/$f.pt" || { echo "differ: $f"; return 1; }
+		run "$BIN/mt-decode" --decoder walk-only --cpu 6/94/3 --image "$img" -o "$T/x.mt" --pt "$T/$f.pt"
+		case $f in
+		nomode-* | fup-*) want=refused ;;
+		*) want=walked ;;
+		esac
+		if [ $want = refused ]; then
+			[ "$status" -eq 2 ] && [[ $output == *"cannot decode this recording"* ]] ||
+				{ echo "$f: walked ($status): $output"; return 1; }
+		else
+			[ "$status" -ne 2 ] || { echo "$f: refused: $output"; return 1; }
+		fi
+	done
+}
+
 @test "walk: the project's query decoder (ptq) answers every query as libipt's does, time and offset included (walk-check), and the walk over it writes libipt's bytes" {
 	# --decoder walk-check runs ptq and libipt's query decoder in lockstep:
 	# exit 3 at the first query whose status, bit, address, event, time
