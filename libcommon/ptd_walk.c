@@ -1760,7 +1760,9 @@ static int wk_fast(struct ptd *d, struct ptq *q, struct ptd_walkq *w, uint64_t l
 	unsigned pk = 0;
 	int touched = 0, full = 0, spin = 0, st = q->status, ret = WF_EXIT;
 	int timed = 0; /* the time read after a query: blocks that read no packet keep it */
-	const int fastq = w->fast && !w->check; /* cached TNT bits in w->fq */
+	/* the TNT bits ptq holds: its own (w->fast), or libipt's checked
+	 * against them (w->check: the bit is libipt's, asked in lockstep) */
+	const int fastq = w->fast || w->check;
 
 	stop = d->sb_apply < d->nsb ? d->sb[d->sb_apply].time : UINT64_MAX;
 	if (limit < stop)
@@ -1788,8 +1790,14 @@ static int wk_fast(struct ptd *d, struct ptq *q, struct ptd_walkq *w, uint64_t l
 				slow = 1;
 				break;
 			}
-			taken = (w->fq.tnt & w->fq.tnt_idx) != 0;
-			w->fq.tnt_idx >>= 1;
+			if (w->fast) {
+				taken = (w->fq.tnt & w->fq.tnt_idx) != 0;
+				w->fq.tnt_idx >>= 1;
+			} else {
+				/* walk-check: libipt's bit, in lockstep with ptq,
+				 * which answers 0 here (exit 3 where libipt differs) */
+				(void)wq_cond_qry(w, &taken);
+			}
 			w->status = 0;
 			w->ip = taken ? c->next : c->end_ip + c->isize;
 			break;
