@@ -17,7 +17,7 @@
  * What it does not emulate is never walked: a queue whose trace holds any
  * packet outside the set below (overflow, an FUP outside PSB+ -- interrupts,
  * TSX -- paging, VMCS, PTWRITE, power events, a non-64-bit mode, or a packet
- * that does not parse), a queue with trace (TNT, TIP.*, a PSB+ FUP) between
+ * that does not parse), a queue with trace (TNT, TIP.*, any FUP) between
  * a PSB and the next MODE.Exec (libipt decodes in an unknown mode there, and
  * what it makes of the code then is not emulated) and every per-cpu queue is
  * decoded by the libipt
@@ -405,11 +405,15 @@ static int scan_pkt(struct scan *s, const struct ptqd *pd, const uint8_t *end,
 		s->fup = 0;
 		return s->mode;
 	case ppt_fup:
-		if (!s->in_psb)
-			s->fup = 1;
-		else
+		if (s->in_psb) {
 			s->psb_fup = 1;
-		return 1;
+			return 1;
+		}
+		/* outside PSB+ before a MODE.Exec: libipt may start
+		 * decoding there in an unknown mode (a PSB+ without an FUP
+		 * takes this one's ip), which is not emulated */
+		s->fup = 1;
+		return s->mode;
 	case ppt_mode:
 		/* MODE.Exec, 64-bit: leaf 0, CS.L, not CS.D */
 		s->mode = 1;
