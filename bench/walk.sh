@@ -7,9 +7,10 @@
 # walk over the project's query decoder, ptq.c).  CPU (user + sys) and wall seconds, median of REPS (default 5, env
 # BENCH_REPS), peak RSS; ratios.  Inputs: the 50M mt-ptgen trace of
 # build/programs/fnptr (bench/out/ptgen-50M, made as bench/pipeline.sh makes
-# it), a 4-thread one (bench/out/ptgen-20M-t4), the Skylake fixture (per-cpu:
-# the walk leaves it to libipt) and raw mode (the 50M trace's PT with
-# --image).  Each walked input is checked byte-identical to --decoder
+# it), a 4-thread one (bench/out/ptgen-20M-t4), the same as per-cpu buffers
+# with thread switches (mt-ptgen --per-cpu --fake-switch), the Skylake fixture
+# (its packets: the walk leaves it to libipt) and raw mode (the 50M trace's PT
+# with --image).  Each walked input is checked byte-identical to --decoder
 # libipt first, and decoded with --decoder walk-only (so the walk did run).
 # BENCH_CG=1 adds callgrind instruction counts (the stable figure) on the 5M
 # trace (CG_N=50M: on the 50M trace, ~15 min).
@@ -25,6 +26,13 @@ DT=bench/out/ptgen-20M-t4
 if [ ! -f "$DT/perf.data" ] || [ bin/mt-ptgen -nt "$DT/perf.data" ] || [ "$BIN" -nt "$DT/perf.data" ]; then
 	rm -rf "$DT"
 	bin/mt-ptgen --threads 4 --no-spans -n 20M -o "$DT" "$BIN" >/dev/null 2>&1
+fi
+# the same threads as per-cpu buffers (perf's default, mt-capture's), each cpu
+# handed to another thread for 0.5 ms of every 1 ms of its trace
+DC=bench/out/ptgen-20M-t4-percpu
+if [ ! -f "$DC/perf.data" ] || [ bin/mt-ptgen -nt "$DC/perf.data" ] || [ "$BIN" -nt "$DC/perf.data" ]; then
+	rm -rf "$DC"
+	bin/mt-ptgen --threads 4 --per-cpu --fake-switch 1000000 --no-spans -n 20M -o "$DC" "$BIN" >/dev/null 2>&1
 fi
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
@@ -87,6 +95,7 @@ printf '%-22s %-18s %6s %6s | %6s %6s %6s %6s | %6s %6s | %7s %7s %7s | %6s %6s\
 	"w/lib" "bare/w" "bare/l" "wall-b" "wall-l" "wall-w" "rss-l" "rss-w"
 row "ptgen 50M" "$D50/perf.data $D50/images" --buildid-dir "$D50/images" "$D50/perf.data"
 row "ptgen 20M, 4 threads" "$DT/perf.data $DT/images" --buildid-dir "$DT/images" "$DT/perf.data"
+row "the same, per-cpu" "$DC/perf.data $DC/images" --buildid-dir "$DC/images" "$DC/perf.data"
 if [ -d "$FIX" ]; then
 	row "skylake (no images)" "$FIX/perf.data.intel_pt-4.14 $TMP/none" --cpu 6/78/3 "$FIX/perf.data.intel_pt-4.14"
 fi

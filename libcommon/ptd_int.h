@@ -627,6 +627,9 @@ void ptd_cpu_config(const struct ptd *d, struct pt_config *cfg);
 int ptd_seg_psbs(struct ptd *d, struct ptq *q, const uint8_t *b, const uint8_t *e);
 void ptd_seg_end(struct ptd *d, struct ptq *q);
 void ptd_handle_block(struct ptd *d, struct ptq *q, const struct pt_block *b, int ok);
+/* The rest of block @b once its pending branch is resolved and the queue's
+ * time is @t (a per-cpu thread switch, the block's own branch pending). */
+void ptd_block_tail(struct ptd *d, struct ptq *q, const struct pt_block *b, uint64_t t);
 void ptd_handle_event(struct ptd *d, struct ptq *q, const struct pt_event *ev);
 void ptd_set_thread(struct ptd *d, struct ptq *q, uint64_t time);
 void ptd_spin_error(struct ptd *d, struct ptq *q, uint64_t ip);

@@ -1283,6 +1283,11 @@ void ptd_handle_block(struct ptd *d, struct ptq *q, const struct pt_block *b, in
 	handle_block(d, q, b, ok);
 }
 
+void ptd_block_tail(struct ptd *d, struct ptq *q, const struct pt_block *b, uint64_t t)
+{
+	handle_block_tail(d, q, b, 1, t);
+}
+
 void ptd_handle_event(struct ptd *d, struct ptq *q, const struct pt_event *ev)
 {
 	handle_event(d, q, ev);

@@ -1636,9 +1636,11 @@ static inline int wk_fast_ok(const struct ptd *d, const struct ptq *q, const str
  * 0: exit to the merge, *stp the status) before any block it does not
  * handle: one not yet in libipt's block cache, far branches.  Returns
  * WF_EXIT (the batch, time limit, sideband or an event: *stp the status),
- * WF_GENERAL (the next block is the general path's) or WF_ERROR (the block
- * in *blk failed with *stp). */
-enum { WF_EXIT, WF_GENERAL, WF_ERROR };
+ * WF_GENERAL (the next block is the general path's), WF_ERROR (the block
+ * in *blk failed with *stp) or WF_CHECKS (per-cpu: the block in *blk
+ * reached the time its cpu switches threads; the libipt stepper's block
+ * tail has handled it, as q_fast does: the caller does the checks). */
+enum { WF_EXIT, WF_GENERAL, WF_ERROR, WF_CHECKS };
 
 #define WF_INLINE static inline __attribute__((always_inline))
 
@@ -1757,7 +1759,7 @@ static int wk_fast(struct ptd *d, struct ptq *q, struct ptd_walkq *w, uint64_t l
 	uint64_t nblocks = q->nblocks, ninsns = q->ninsns, ndec = q->ndec;
 	uint64_t spin_off = q->spin_off, spin_insns = q->spin_insns, spin_mark = q->spin_mark;
 	uint32_t lost = q->lost_timing;
-	uint64_t last_ip = 0, br_time = 0, nbr = 0, stop;
+	uint64_t last_ip = 0, br_time = 0, nbr = 0, stop, sw_next = UINT64_MAX;
 	struct wf_held h = {0};
 	struct pend saved = {0}; /* the general path's, taken over */
 	const struct wblk *prev = NULL; /* the last block, its link pk to w->ip */
@@ -1771,6 +1773,11 @@ static int wk_fast(struct ptd *d, struct ptq *q, struct ptd_walkq *w, uint64_t l
 	stop = d->sb_apply < d->nsb ? d->sb[d->sb_apply].time : UINT64_MAX;
 	if (limit < stop)
 		stop = limit + 1;
+	if (d->per_cpu && q->cpu >= 0 && (size_t)q->cpu < d->ncpus) {
+		const struct cpuline *cl = &d->cpus[q->cpu];
+		if (q->swi + 1 < cl->n)
+			sw_next = cl->v[q->swi + 1].time;
+	}
 	if (q->pend.valid)
 		wf_take_pend(d, q, w, &h, &saved);
 	for (;;) {
@@ -1861,6 +1868,13 @@ static int wk_fast(struct ptd *d, struct ptq *q, struct ptd_walkq *w, uint64_t l
 				}
 				lost = lm + lc;
 			}
+			if (now >= sw_next) {
+				/* the cpu switches threads: the general path's
+				 * block tail, after the write-back */
+				wf_error_block(blk, from_ip, c);
+				ret = WF_CHECKS;
+				break;
+			}
 		}
 		last_ip = c->end_ip;
 		touched = 1;
@@ -1917,6 +1931,8 @@ static int wk_fast(struct ptd *d, struct ptq *q, struct ptd_walkq *w, uint64_t l
 		wf_give_pend(q, &h);
 	if (spin)
 		ptd_spin_error(d, q, last_ip);
+	if (ret == WF_CHECKS)
+		ptd_block_tail(d, q, blk, now);
 	*stp = st;
 	return ret;
 }
@@ -1934,6 +1950,8 @@ static int wk_blocks(struct ptd *d, struct ptq *q, struct ptd_walkq *w, uint64_t
 				return st;
 			case WF_ERROR:
 				return st;
+			case WF_CHECKS:
+				goto checks;
 			default:
 				break;
 			}
@@ -1945,6 +1963,7 @@ static int wk_blocks(struct ptd *d, struct ptq *q, struct ptd_walkq *w, uint64_t
 		if (blk->ninsn)
 			wk_now(d, q, w);
 		ptd_handle_block(d, q, blk, 1);
+	checks:
 		if (q->decided && !(q->ndec & 15)) {
 			uint64_t off = 0;
 			int have = wq_offset(w, &off) >= 0;
@@ -2040,7 +2059,7 @@ static void wk_step(struct ptd *d, struct ptq *q, uint64_t limit)
 		}
 		/* a caller's section cache keeps libipt's block cache
 		 * from earlier decodes: not emulated */
-		d->walk->walk = !d->per_cpu && !d->opts->resync && !d->opts->iscache;
+		d->walk->walk = !d->opts->resync && !d->opts->iscache;
 		pt_config_init(&ec);
 		ptd_cpu_config(d, &ec);
 		for (k = 0; k < d->nq && d->walk->walk; k++)
@@ -2048,8 +2067,7 @@ static void wk_step(struct ptd *d, struct ptq *q, uint64_t limit)
 		if (!d->walk->walk && d->opts->walk > 1) {
 			ptd_fail(d, PTD_EINPUT,
 				 "the cached walk cannot decode this recording (%s)",
-				 d->per_cpu ? "per-cpu trace"
-				 : d->opts->resync ? "--resync"
+				 d->opts->resync ? "--resync"
 					    : "packets it does not emulate: overflow, interrupts, "
 					      "TSX, paging, power events, trace before its execution "
 					      "mode or a damaged packet");

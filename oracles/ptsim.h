@@ -237,6 +237,15 @@ struct ptsim_result {
 	uint32_t trigger_tid;
 	uint64_t end_clock;
 	uint64_t config; /* the PT event's config (RTIT_CTL bits) */
+	/* ptsim_write_perf's layout: per-thread buffers (0, what `perf record
+	 * --per-thread` writes), or per-cpu ones (1) with thread k alone on
+	 * cpu k (ITRACE_START); with fake_switch > 0 (per-cpu only), every
+	 * fake_switch ns of each thread's trace a SWITCH_CPU_WIDE hands its cpu
+	 * to a thread of the same process that does not exist (tid | 1 << 22)
+	 * for fake_switch / 2 ns, then back: its trace is decoded as that
+	 * thread's (decoder differential tests only: not the truth) */
+	int per_cpu;
+	uint64_t fake_switch;
 };
 
 int ptsim_synth(struct ptsim_result *res, const struct ptsim_run *run,

@@ -109,6 +109,7 @@ static void b_hstr(struct buf *b, const char *s)
 /* ---- perf.data ---- */
 enum {
 	REC_MMAP2 = 10, REC_COMM = 3, REC_FORK = 7, REC_AUX = 11, REC_ITRACE_START = 12,
+	REC_SWITCH_CPU_WIDE = 15,
 	REC_FINISHED_ROUND = 68, REC_ID_INDEX = 69, REC_AUXTRACE_INFO = 70, REC_AUXTRACE = 71,
 	REC_TIME_CONV = 79,
 };
@@ -133,12 +134,15 @@ static void rec_end(struct buf *b, size_t at)
 {
 	b_set_u16(b, at + 6, (uint16_t)(b->len - at));
 }
-static void trailer(struct buf *b, uint32_t pid, uint32_t tid, uint64_t time, uint64_t id)
+#define FAKE_TID(tid) ((tid) | 1u << 22)
+
+static void trailer(struct buf *b, uint32_t pid, uint32_t tid, uint64_t time, uint64_t id,
+		    uint32_t cpu)
 {
 	b_u32(b, pid);
 	b_u32(b, tid);
 	b_u64(b, time);
-	b_u32(b, 0); /* cpu */
+	b_u32(b, cpu);
 	b_u32(b, 0);
 	b_u64(b, id);
 }
@@ -180,7 +184,8 @@ static uint64_t slot_time(const struct ptsim_result *res, uint32_t slot)
 struct sb { /* a sideband record to sort by time */
 	uint64_t time;
 	size_t order;
-	int kind; /* 0 comm-exec, 1 map, 2 itrace_start, 3 fork+comm, 4 aux */
+	int kind; /* 0 comm-exec, 1 map, 2 itrace_start, 3 fork+comm, 4 aux,
+		   * 5 a fake switch (b: 1 to the fake thread, 0 back) */
 	size_t a, b;
 };
 
@@ -242,8 +247,8 @@ static void put_setup(struct buf *b, const struct ptsim_result *res)
 		for (int i = 0; i < 2; i++) {
 			b_u64(b, i == 0 ? ID_PT(k) : ID_DUMMY(k));
 			b_u64(b, k);
-			b_u64(b, UINT64_MAX); /* cpu -1 */
-			b_u64(b, res->ts[k].tid);
+			b_u64(b, res->per_cpu ? k : UINT64_MAX); /* cpu */
+			b_u64(b, res->per_cpu ? UINT64_MAX : res->ts[k].tid);
 		}
 	rec_end(b, at);
 
@@ -253,7 +258,7 @@ static void put_setup(struct buf *b, const struct ptsim_result *res)
 	uint64_t priv[17] = {
 		PTSIM_PMU_TYPE, PTSIM_TIME_SHIFT, PTSIM_TIME_MULT, PTSIM_TIME_ZERO, 1 /* cap_user_time_zero */,
 		0x400 /* tsc */, 0x800 /* noretcomp */, 0 /* sched switch */, 0 /* snapshot */,
-		0 /* per-cpu mmaps */, 0x200 /* mtc */, 0x3c000 /* mtc freq bits */, PTSIM_CTC_N,
+		(uint64_t)!!res->per_cpu /* per-cpu mmaps */, 0x200 /* mtc */, 0x3c000 /* mtc freq bits */, PTSIM_CTC_N,
 		PTSIM_CTC_D, 0x2 /* cyc */, PTSIM_NOM_RATIO, 0 /* filter string length */,
 	};
 	for (int i = 0; i < 17; i++)
@@ -277,6 +282,7 @@ static void put_sb(struct buf *b, const struct sb *e, const struct ptsim_run *ru
 		   const struct ptsim_result *res)
 {
 	uint32_t pid = run->pid;
+	uint32_t cpu = res->per_cpu ? (uint32_t)e->a : 0; /* kinds 2-5: thread e->a's */
 	size_t at;
 	switch (e->kind) {
 	case 0:
@@ -284,7 +290,7 @@ static void put_sb(struct buf *b, const struct sb *e, const struct ptsim_run *ru
 		b_u32(b, pid);
 		b_u32(b, pid);
 		b_padstr(b, run->comm, 8);
-		trailer(b, pid, pid, e->time, ID_DUMMY(0));
+		trailer(b, pid, pid, e->time, ID_DUMMY(0), 0);
 		rec_end(b, at);
 		break;
 	case 1: {
@@ -302,7 +308,7 @@ static void put_sb(struct buf *b, const struct sb *e, const struct ptsim_run *ru
 		b_u32(b, m->prot);
 		b_u32(b, 2); /* MAP_PRIVATE */
 		b_padstr(b, m->path, 8);
-		trailer(b, pid, pid, e->time, ID_DUMMY(0));
+		trailer(b, pid, pid, e->time, ID_DUMMY(0), 0);
 		rec_end(b, at);
 		break;
 	}
@@ -310,7 +316,7 @@ static void put_sb(struct buf *b, const struct sb *e, const struct ptsim_run *ru
 		at = rec_begin(b, REC_ITRACE_START, 0);
 		b_u32(b, pid);
 		b_u32(b, res->ts[e->a].tid);
-		trailer(b, pid, res->ts[e->a].tid, e->time, ID_PT(e->a));
+		trailer(b, pid, res->ts[e->a].tid, e->time, ID_PT(e->a), cpu);
 		rec_end(b, at);
 		break;
 	case 3: {
@@ -321,13 +327,13 @@ static void put_sb(struct buf *b, const struct sb *e, const struct ptsim_run *ru
 		b_u32(b, tid);
 		b_u32(b, pid);
 		b_u64(b, e->time);
-		trailer(b, pid, tid, e->time, ID_DUMMY(e->a));
+		trailer(b, pid, tid, e->time, ID_DUMMY(e->a), cpu);
 		rec_end(b, at);
 		at = rec_begin(b, REC_COMM, MISC_USER);
 		b_u32(b, pid);
 		b_u32(b, tid);
 		b_padstr(b, run->threads[e->a].comm[0] ? run->threads[e->a].comm : run->comm, 8);
-		trailer(b, pid, tid, e->time, ID_DUMMY(e->a));
+		trailer(b, pid, tid, e->time, ID_DUMMY(e->a), cpu);
 		rec_end(b, at);
 		break;
 	}
@@ -337,7 +343,16 @@ static void put_sb(struct buf *b, const struct sb *e, const struct ptsim_run *ru
 		b_u64(b, a->offset);
 		b_u64(b, a->size);
 		b_u64(b, a->flags);
-		trailer(b, pid, res->ts[e->a].tid, e->time, ID_PT(e->a));
+		trailer(b, pid, res->ts[e->a].tid, e->time, ID_PT(e->a), cpu);
+		rec_end(b, at);
+		break;
+	}
+	case 5: { /* switched in: the thread of the trailer; out: next_prev */
+		uint32_t tid = res->ts[e->a].tid, in = e->b ? FAKE_TID(tid) : tid;
+		at = rec_begin(b, REC_SWITCH_CPU_WIDE, 0);
+		b_u32(b, pid);
+		b_u32(b, e->b ? tid : FAKE_TID(tid));
+		trailer(b, pid, in, e->time, ID_DUMMY(e->a), cpu);
 		rec_end(b, at);
 		break;
 	}
@@ -350,8 +365,12 @@ static int put_sideband(struct buf *b, const struct ptsim_run *run, const struct
 {
 	size_t nthr = res->nts;
 	size_t nsb = 1 + run->nmaps + 3 * nthr + 8;
-	for (size_t k = 0; k < nthr; k++)
-		nsb += res->ts[k].naux;
+	for (size_t k = 0; k < nthr; k++) {
+		const struct ptsim_tstream *ts = &res->ts[k];
+		nsb += ts->naux;
+		if (res->per_cpu && res->fake_switch && ts->end_time > ts->first_time)
+			nsb += 2 * ((ts->end_time - ts->first_time) / res->fake_switch + 1);
+	}
 	struct sb *sb = calloc(nsb, sizeof(*sb));
 	if (!sb)
 		return -1;
@@ -374,6 +393,12 @@ static int put_sideband(struct buf *b, const struct ptsim_run *run, const struct
 		sb_push(sb, &n, st, 2, k, 0);
 		for (size_t j = 0; j < ts->naux; j++)
 			sb_push(sb, &n, ts->end_time, 4, k, j);
+		if (res->per_cpu && res->fake_switch)
+			for (uint64_t t = ts->first_time + res->fake_switch; t < ts->end_time;
+			     t += res->fake_switch) {
+				sb_push(sb, &n, t, 5, k, 1);
+				sb_push(sb, &n, t + res->fake_switch / 2, 5, k, 0);
+			}
 	}
 	qsort(sb, n, sizeof(*sb), sb_cmp);
 	for (size_t i = 0; i < n; i++)
@@ -408,8 +433,8 @@ static void put_auxtrace(struct buf *b, struct perf_layout *l, const struct ptsi
 			b_u64(b, a->offset);
 			b_u64(b, ts->end_time); /* reference */
 			b_u32(b, (uint32_t)k);
-			b_u32(b, ts->tid);
-			b_u32(b, UINT32_MAX); /* cpu -1 */
+			b_u32(b, res->per_cpu ? UINT32_MAX : ts->tid);
+			b_u32(b, res->per_cpu ? (uint32_t)k : UINT32_MAX); /* cpu */
 			b_u32(b, 0);
 			rec_end(b, at);
 			b_put(b, ts->pt + a->offset, a->size);
@@ -455,10 +480,12 @@ static void put_feature(struct buf *b, int feat, const struct perf_layout *l,
 	case 6:
 		b_hstr(b, "x86_64");
 		break;
-	case 7:
-		b_u32(b, 2);
-		b_u32(b, 2);
+	case 7: {
+		uint32_t ncpu = res->per_cpu && nthr > 2 ? (uint32_t)nthr : 2;
+		b_u32(b, ncpu);
+		b_u32(b, ncpu);
 		break;
+	}
 	case 9: {
 		char s[64];
 		snprintf(s, sizeof s, "GenuineIntel,%d,%d,%d", PTSIM_CPU_FAMILY, PTSIM_CPU_MODEL,
@@ -469,7 +496,8 @@ static void put_feature(struct buf *b, int feat, const struct perf_layout *l,
 	case 11: {
 		b_u32(b, 8);
 		const char *args[] = {"perf", "record", "-e", "intel_pt/cyc=1,mtc=0/u",
-				      "--per-thread", "--", run->comm, "(mt-ptsim)"};
+				      res->per_cpu ? "--all-cpus" : "--per-thread", "--", run->comm,
+				      "(mt-ptsim)"};
 		for (int i = 0; i < 8; i++)
 			b_hstr(b, args[i]);
 		break;

@@ -97,7 +97,63 @@ same() { # ARGS...
 	[ -n "$d" ] || skip "no mt-ptsim runs cached"
 }
 
-@test "walk: walk-only refuses what it cannot walk (overflow, per-cpu) with one line, exit 2" {
+@test "walk: per-cpu recordings with thread switches (mt-ptgen --per-cpu --fake-switch) decode as libipt does, walked" {
+	local fnptr="$ROOT/build/programs/fnptr" i=0 th fs extra d
+	[ -x "$fnptr" ] || skip "no build/programs/fnptr"
+	# one thread per cpu, no switch: the per-thread recording's bytes
+	"$BIN/mt-ptgen" --threads 2 -n 200k --seed 3 -o "$T/pt" "$fnptr" 2> /dev/null
+	"$BIN/mt-ptgen" --threads 2 -n 200k --seed 3 --per-cpu -o "$T/pc" "$fnptr" 2> /dev/null
+	"$BIN/mt-decode" --decoder walk-only --buildid-dir "$T/pt/images" -o "$T/pt.mt" "$T/pt/perf.data"
+	WALK=walk-only same --buildid-dir "$T/pc/images" -s "$T/pc/perf.data"
+	cmp "$T/pt.mt" "$T/walk.mt"
+	# a cpu handed to another thread and back: from every few timing
+	# packets to a few per trace; with and without return compression
+	for th in 1 3; do
+		for fs in 97 2000 50000; do
+			for extra in "" --noretcomp; do
+				i=$((i + 1))
+				d=$T/s$i
+				"$BIN/mt-ptgen" --threads $th -n 100k --seed $i --per-cpu --fake-switch $fs $extra \
+					-o "$d" "$fnptr" 2> /dev/null
+				WALK=walk-only same --buildid-dir "$d/images" -s "$d/perf.data" ||
+					{ echo "differ: mt-ptgen --threads $th --seed $i --fake-switch $fs $extra"; return 1; }
+				# the switches took effect: records of the threads that do not exist
+				"$BIN/mt-dump" -k branch "$T/walk.mt" |
+					awk '{ sub(/tid=/, "", $2) } $2 >= 4194304 { n++ } END { exit !n }' ||
+					{ echo "no switch in $d"; return 1; }
+			done
+		done
+	done
+}
+
+@test "walk: mt-ptsim's recordings as per-cpu buffers: one thread a cpu decodes to the per-thread bytes; with thread switches and faults, as libipt, walked where no packet forbids it" {
+	local r n=0 walked=0 f d
+	for r in "$PTSIM_CACHE"/runs/{threads,signal,exception,fnptr,dynamic}.run; do
+		[ -f "$r" ] || continue
+		n=$((n + 1))
+		"$BIN/mt-ptsim" --replay "$r" -o "$T/pt" 2> /dev/null
+		"$BIN/mt-ptsim" --replay "$r" --per-cpu -o "$T/pc" 2> /dev/null
+		"$BIN/mt-decode" --buildid-dir "$T/pt/images" -o "$T/pt.mt" "$T/pt/perf.data"
+		"$BIN/mt-decode" --buildid-dir "$T/pc/images" -o "$T/pc.mt" "$T/pc/perf.data"
+		cmp "$T/pt.mt" "$T/pc.mt" || { echo "per-cpu != per-thread: $r"; return 1; }
+		for f in "" overflow@30% drop@40%:20 corrupt@50%:8 truncate-aux@60%; do
+			d=$T/f
+			"$BIN/mt-ptsim" --replay "$r" --per-cpu --fake-switch 3000 ${f:+--inject "$f"} \
+				--psb-period 2048 -o "$d" 2> /dev/null
+			case $f in
+			overflow* | corrupt*) WALK=walk ;; # packets it leaves to libipt
+			*) WALK=walk-only walked=$((walked + 1)) ;;
+			esac
+			WALK=$WALK same --buildid-dir "$d/images" -s "$d/perf.data" ||
+				{ echo "differ: $r ${f:-clean}"; return 1; }
+		done
+	done
+	[ "$n" -gt 0 ] || skip "no mt-ptsim runs cached"
+	echo "programs $n, walked $walked"
+	[ "$walked" -ge 3 ]
+}
+
+@test "walk: walk-only refuses what it cannot walk (overflow) with one line, exit 2" {
 	local d
 	d=$(ptsim_dirs '^overflow$' | head -1)
 	[ -n "$d" ] || skip "no overflow runs cached"

@@ -53,6 +53,13 @@ static void usage(FILE *f)
 "                        to its return (default 3000)\n"
 "      --psb-period B    bytes between PSB packets (default 16384)\n"
 "      --noretcomp       no return compression (every ret is a TIP)\n"
+"      --per-cpu         perf.data with per-cpu buffers (what perf records\n"
+"                        without --per-thread), thread k alone on cpu k\n"
+"      --fake-switch NS  with --per-cpu: every NS ns of a thread's trace its\n"
+"                        cpu switches to a thread of the same process that\n"
+"                        does not exist for NS/2 ns, then back; the trace in\n"
+"                        between is decoded as that thread's (not the truth:\n"
+"                        for tests that compare decoders)\n"
 "      --no-spans        do not write truth-spans.mt\n"
 "      --stats           print what was analysed and generated, and times, on\n"
 "                        stderr\n"
@@ -97,13 +104,14 @@ struct opts {
 	const char *out;
 	struct ptgen_opts go;
 	struct ptsim_synth_opts so;
-	int stats, spans;
+	int stats, spans, per_cpu;
+	uint64_t fake_switch;
 };
 
 static void parse_args(struct opts *op, int argc, char **argv)
 {
 	enum { O_SEED = 256, O_THREADS, O_ROOT, O_DEPTH, O_BUDGET, O_PSB, O_NORETCOMP, O_NOSPANS,
-	       O_STATS };
+	       O_STATS, O_PERCPU, O_FAKESW };
 	static const struct option lo[] = {
 		{"output", required_argument, 0, 'o'},	    {"insns", required_argument, 0, 'n'},
 		{"seed", required_argument, 0, O_SEED},	    {"threads", required_argument, 0, O_THREADS},
@@ -111,6 +119,7 @@ static void parse_args(struct opts *op, int argc, char **argv)
 		{"budget", required_argument, 0, O_BUDGET}, {"psb-period", required_argument, 0, O_PSB},
 		{"noretcomp", no_argument, 0, O_NORETCOMP}, {"no-spans", no_argument, 0, O_NOSPANS},
 		{"stats", no_argument, 0, O_STATS},	    {"help", no_argument, 0, 'h'},
+		{"per-cpu", no_argument, 0, O_PERCPU},	    {"fake-switch", required_argument, 0, O_FAKESW},
 		{0, 0, 0, 0},
 	};
 	struct ptgen_opts *go = &op->go;
@@ -160,6 +169,13 @@ static void parse_args(struct opts *op, int argc, char **argv)
 		case O_STATS:
 			op->stats = 1;
 			break;
+		case O_PERCPU:
+			op->per_cpu = 1;
+			break;
+		case O_FAKESW:
+			if (parse_count(optarg, &op->fake_switch) < 0 || op->fake_switch < 2)
+				drv_usage("--fake-switch: expected at least 2 (ns), got '%s'", optarg);
+			break;
 		case 'h':
 			usage(stdout);
 			exit(0);
@@ -169,6 +185,8 @@ static void parse_args(struct opts *op, int argc, char **argv)
 	}
 	if (!op->out)
 		drv_usage("-o DIR is required");
+	if (op->fake_switch && !op->per_cpu)
+		drv_usage("--fake-switch needs --per-cpu");
 	if (optind + 1 != argc)
 		drv_usage("expected one BINARY");
 	go->path = argv[optind];
@@ -216,6 +234,8 @@ int main(int argc, char **argv)
 	if (ptsim_synth(&res, &run, &op.so, err, sizeof err) < 0)
 		mt_fatal(MT_EXIT_SYS, "synthesis: %s", err);
 	t[2] = now();
+	res.per_cpu = op.per_cpu;
+	res.fake_switch = op.fake_switch;
 	/* The log is no longer needed, except the MAP events at its head that
 	 * the perf.data writer reads (it stops after the last map). */
 	size_t keep = 0;

@@ -44,6 +44,13 @@ static void usage(FILE *f)
 "                        magic_trace_stop_indicator when PROG has it)\n"
 "      --psb-period B    bytes between PSB packets (default 16384)\n"
 "      --noretcomp       no return compression (every ret is a TIP)\n"
+"      --per-cpu         perf.data with per-cpu buffers (what perf records\n"
+"                        without --per-thread), thread k alone on cpu k\n"
+"      --fake-switch NS  with --per-cpu: every NS ns of a thread's trace its\n"
+"                        cpu switches to a thread of the same process that\n"
+"                        does not exist for NS/2 ns, then back; the trace in\n"
+"                        between is decoded as that thread's (not the truth:\n"
+"                        for tests that compare decoders)\n"
 "      --seed N          seed (reserved: faults are deterministic)\n"
 "      --max-insns N     give up after N instructions (default 2000000)\n"
 "      --inject FAULT    change the PT, never the truth (repeatable).  K is the\n"
@@ -152,7 +159,8 @@ static void show_progress(void *ctx, const struct ptsim_progress *p)
 
 struct opts {
 	const char *out, *save, *replay;
-	int inline_truth, stats;
+	int inline_truth, stats, per_cpu;
+	uint64_t fake_switch;
 	struct ptsim_trace_opts to;
 	struct ptsim_synth_opts so;
 	int fault_pct[PTSIM_MAX_FAULTS]; /* K of fault i was given as P% */
@@ -161,7 +169,7 @@ struct opts {
 static void parse_args(struct opts *op, int argc, char **argv)
 {
 	enum { O_WINDOW = 256, O_START, O_STOP, O_PSB, O_NORETCOMP, O_SEED, O_MAX, O_INJECT, O_SAVE,
-	       O_REPLAY, O_STATS, O_INLINE };
+	       O_REPLAY, O_STATS, O_INLINE, O_PERCPU, O_FAKESW };
 	static const struct option lo[] = {
 		{"output", required_argument, 0, 'o'},	 {"window", required_argument, 0, O_WINDOW},
 		{"start-at", required_argument, 0, O_START}, {"stop-at", required_argument, 0, O_STOP},
@@ -170,6 +178,7 @@ static void parse_args(struct opts *op, int argc, char **argv)
 		{"inject", required_argument, 0, O_INJECT}, {"save-run", required_argument, 0, O_SAVE},
 		{"replay", required_argument, 0, O_REPLAY}, {"stats", no_argument, 0, O_STATS},
 		{"inline-truth", no_argument, 0, O_INLINE},
+		{"per-cpu", no_argument, 0, O_PERCPU},	 {"fake-switch", required_argument, 0, O_FAKESW},
 		{"help", no_argument, 0, 'h'},		 {0, 0, 0, 0},
 	};
 	struct ptsim_trace_opts *to = &op->to;
@@ -210,6 +219,11 @@ static void parse_args(struct opts *op, int argc, char **argv)
 		case O_REPLAY: op->replay = optarg; break;
 		case O_STATS: op->stats = 1; break;
 		case O_INLINE: op->inline_truth = 1; break;
+		case O_PERCPU: op->per_cpu = 1; break;
+		case O_FAKESW:
+			if (parse_u64(optarg, &op->fake_switch) < 0 || op->fake_switch < 2)
+				drv_usage("--fake-switch: expected at least 2 (ns), got '%s'", optarg);
+			break;
 		default: drv_getopt_error(c, argv);
 		}
 	}
@@ -217,6 +231,8 @@ static void parse_args(struct opts *op, int argc, char **argv)
 		optind++;
 	if (!op->out && !op->save)
 		drv_usage("missing -o DIR");
+	if (op->fake_switch && !op->per_cpu)
+		drv_usage("--fake-switch needs --per-cpu");
 	if (op->replay && optind < argc)
 		drv_usage("--replay takes no PROG");
 	if (!op->replay && optind >= argc)
@@ -310,6 +326,12 @@ static void write_outputs(const char *out, const struct ptsim_run *run, struct o
 		mt_fatal(MT_EXIT_SYS, "%s", err);
 	if (so->nfaults && ptsim_synth(&pt, run, so, err, sizeof err) < 0)
 		mt_fatal(MT_EXIT_SYS, "%s", err);
+	truth.per_cpu = op->per_cpu;
+	truth.fake_switch = op->fake_switch;
+	if (so->nfaults) {
+		pt.per_cpu = op->per_cpu;
+		pt.fake_switch = op->fake_switch;
+	}
 	if (ptsim_write_images(out, run, err, sizeof err) < 0)
 		mt_fatal(MT_EXIT_SYS, "%s", err);
 	ptsim_write_out(out, "truth.mt", ptsim_write_truth, run, &truth);
