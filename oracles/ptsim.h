@@ -241,9 +241,11 @@ struct ptsim_result {
 	 * --per-thread` writes), or per-cpu ones (1) with thread k alone on
 	 * cpu k (ITRACE_START); with fake_switch > 0 (per-cpu only), every
 	 * fake_switch ns of each thread's trace a SWITCH_CPU_WIDE hands its cpu
-	 * to a thread of the same process that does not exist (tid | 1 << 22)
-	 * for fake_switch / 2 ns, then back: its trace is decoded as that
-	 * thread's (decoder differential tests only: not the truth) */
+	 * for fake_switch / 2 ns, then back, to a thread that does not exist:
+	 * in turn one of the same process (tid | 1 << 22) and one of another
+	 * process (pid and tid | 1 << 23) with the same maps: its trace is
+	 * decoded as that thread's (decoder differential tests only: not the
+	 * truth) */
 	int per_cpu;
 	uint64_t fake_switch;
 };

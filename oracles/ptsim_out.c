@@ -134,7 +134,9 @@ static void rec_end(struct buf *b, size_t at)
 {
 	b_set_u16(b, at + 6, (uint16_t)(b->len - at));
 }
-#define FAKE_TID(tid) ((tid) | 1u << 22)
+#define FAKE_TID(tid) ((tid) | 1u << 22)  /* a thread of the same process */
+#define FAKE_PID(pid) ((pid) | 1u << 23)  /* another process, its thread */
+#define FAKE_PTID(tid) ((tid) | 1u << 23)
 
 static void trailer(struct buf *b, uint32_t pid, uint32_t tid, uint64_t time, uint64_t id,
 		    uint32_t cpu)
@@ -184,8 +186,9 @@ static uint64_t slot_time(const struct ptsim_result *res, uint32_t slot)
 struct sb { /* a sideband record to sort by time */
 	uint64_t time;
 	size_t order;
-	int kind; /* 0 comm-exec, 1 map, 2 itrace_start, 3 fork+comm, 4 aux,
-		   * 5 a fake switch (b: 1 to the fake thread, 0 back) */
+	int kind; /* 0 comm-exec, 1 map (b: of the fake process), 2 itrace_start,
+		   * 3 fork+comm, 4 aux, 5 a fake switch (b: 1 to the fake thread,
+		   * 2 to the fake process's, 0 and 3 back from them) */
 	size_t a, b;
 };
 
@@ -286,6 +289,8 @@ static void put_sb(struct buf *b, const struct sb *e, const struct ptsim_run *ru
 	size_t at;
 	switch (e->kind) {
 	case 0:
+		if (e->b)
+			pid = FAKE_PID(pid);
 		at = rec_begin(b, REC_COMM, MISC_USER | MISC_COMM_EXEC);
 		b_u32(b, pid);
 		b_u32(b, pid);
@@ -295,6 +300,8 @@ static void put_sb(struct buf *b, const struct sb *e, const struct ptsim_run *ru
 		break;
 	case 1: {
 		const struct ptsim_map *m = &run->maps[e->a];
+		if (e->b)
+			pid = FAKE_PID(pid);
 		at = rec_begin(b, REC_MMAP2, MISC_USER | MISC_MMAP_BUILD_ID);
 		b_u32(b, pid);
 		b_u32(b, pid);
@@ -348,11 +355,14 @@ static void put_sb(struct buf *b, const struct sb *e, const struct ptsim_run *ru
 		break;
 	}
 	case 5: { /* switched in: the thread of the trailer; out: next_prev */
-		uint32_t tid = res->ts[e->a].tid, in = e->b ? FAKE_TID(tid) : tid;
+		int other = e->b == 2 || e->b == 3;
+		uint32_t tid = res->ts[e->a].tid, ftid = other ? FAKE_PTID(tid) : FAKE_TID(tid);
+		uint32_t fpid = other ? FAKE_PID(pid) : pid;
+		int to_fake = e->b == 1 || e->b == 2;
 		at = rec_begin(b, REC_SWITCH_CPU_WIDE, 0);
-		b_u32(b, pid);
-		b_u32(b, e->b ? tid : FAKE_TID(tid));
-		trailer(b, pid, in, e->time, ID_DUMMY(e->a), cpu);
+		b_u32(b, to_fake ? pid : fpid);
+		b_u32(b, to_fake ? tid : ftid);
+		trailer(b, to_fake ? fpid : pid, to_fake ? ftid : tid, e->time, ID_DUMMY(e->a), cpu);
 		rec_end(b, at);
 		break;
 	}
@@ -364,7 +374,7 @@ static void put_sb(struct buf *b, const struct sb *e, const struct ptsim_run *ru
 static int put_sideband(struct buf *b, const struct ptsim_run *run, const struct ptsim_result *res)
 {
 	size_t nthr = res->nts;
-	size_t nsb = 1 + run->nmaps + 3 * nthr + 8;
+	size_t nsb = 2 * (1 + run->nmaps) + 3 * nthr + 8;
 	for (size_t k = 0; k < nthr; k++) {
 		const struct ptsim_tstream *ts = &res->ts[k];
 		nsb += ts->naux;
@@ -385,6 +395,15 @@ static int put_sideband(struct buf *b, const struct ptsim_run *run, const struct
 			sb_push(sb, &n, t0, 1, run->ev[i].arg, 0);
 			mi++;
 		}
+	if (res->per_cpu && res->fake_switch) {
+		/* the fake process: the same maps */
+		sb_push(sb, &n, t0, 0, 0, 1);
+		for (size_t i = 0, fm = 0; i < run->nev && fm < run->nmaps; i++)
+			if (run->ev[i].kind == PTSIM_EV_MAP) {
+				sb_push(sb, &n, t0, 1, run->ev[i].arg, 1);
+				fm++;
+			}
+	}
 	for (size_t k = 0; k < nthr; k++) {
 		const struct ptsim_tstream *ts = &res->ts[k];
 		uint64_t st = ts->start_time ? ts->start_time : t0;
@@ -393,11 +412,12 @@ static int put_sideband(struct buf *b, const struct ptsim_run *run, const struct
 		sb_push(sb, &n, st, 2, k, 0);
 		for (size_t j = 0; j < ts->naux; j++)
 			sb_push(sb, &n, ts->end_time, 4, k, j);
+		/* to the fake thread and to the fake process's in turn */
 		if (res->per_cpu && res->fake_switch)
-			for (uint64_t t = ts->first_time + res->fake_switch; t < ts->end_time;
-			     t += res->fake_switch) {
-				sb_push(sb, &n, t, 5, k, 1);
-				sb_push(sb, &n, t + res->fake_switch / 2, 5, k, 0);
+			for (uint64_t t = ts->first_time + res->fake_switch, i = 0; t < ts->end_time;
+			     t += res->fake_switch, i++) {
+				sb_push(sb, &n, t, 5, k, 1 + (i & 1));
+				sb_push(sb, &n, t + res->fake_switch / 2, 5, k, i & 1 ? 3 : 0);
 			}
 	}
 	qsort(sb, n, sizeof(*sb), sb_cmp);
