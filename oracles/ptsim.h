@@ -243,7 +243,8 @@ struct ptsim_result {
 	 * fake_switch ns of each thread's trace a SWITCH_CPU_WIDE hands its cpu
 	 * for fake_switch / 2 ns, then back, to a thread that does not exist:
 	 * in turn one of the same process (tid | 1 << 22) and one of another
-	 * process (pid and tid | 1 << 23) with the same maps: its trace is
+	 * process (pid and tid | 1 << 23) whose maps hold other code at the
+	 * same addresses (the same files 16 bytes further on): its trace is
 	 * decoded as that thread's (decoder differential tests only: not the
 	 * truth) */
 	int per_cpu;

@@ -137,6 +137,9 @@ static void rec_end(struct buf *b, size_t at)
 #define FAKE_TID(tid) ((tid) | 1u << 22)  /* a thread of the same process */
 #define FAKE_PID(pid) ((pid) | 1u << 23)  /* another process, its thread */
 #define FAKE_PTID(tid) ((tid) | 1u << 23)
+/* the other process maps the same files this many bytes further on: other
+ * code at the same addresses (its trace decodes to errors and gaps) */
+#define FAKE_SHIFT 16
 
 static void trailer(struct buf *b, uint32_t pid, uint32_t tid, uint64_t time, uint64_t id,
 		    uint32_t cpu)
@@ -307,7 +310,7 @@ static void put_sb(struct buf *b, const struct sb *e, const struct ptsim_run *ru
 		b_u32(b, pid);
 		b_u64(b, m->start);
 		b_u64(b, m->len);
-		b_u64(b, m->pgoff);
+		b_u64(b, m->pgoff + (e->b ? FAKE_SHIFT : 0));
 		b_u8(b, m->build_id_len);
 		b_u8(b, 0);
 		b_u16(b, 0);
