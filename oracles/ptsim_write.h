@@ -10,6 +10,18 @@
 
 #include <stdio.h>
 
+/* --help lines of the perf.data layout options (struct ptsim_result's
+ * per_cpu and fake_switch), as mt-ptsim and mt-ptgen spell them */
+#define PTSIM_LAYOUT_HELP \
+"      --per-cpu         perf.data with per-cpu buffers (what perf records\n" \
+"                        without --per-thread), thread k alone on cpu k\n" \
+"      --fake-switch NS  with --per-cpu: every NS ns of a thread's trace its\n" \
+"                        cpu switches for NS/2 ns, then back, to a thread that\n" \
+"                        does not exist, in turn of the same process and of\n" \
+"                        another with other code at the same addresses; the\n" \
+"                        trace in between is decoded as that thread's (not\n" \
+"                        the truth: for tests that compare decoders)\n"
+
 typedef int (*ptsim_writer_fn)(int, const struct ptsim_run *, const struct ptsim_result *, char *,
 			       size_t);
 

@@ -53,14 +53,8 @@ static void usage(FILE *f)
 "                        to its return (default 3000)\n"
 "      --psb-period B    bytes between PSB packets (default 16384)\n"
 "      --noretcomp       no return compression (every ret is a TIP)\n"
-"      --per-cpu         perf.data with per-cpu buffers (what perf records\n"
-"                        without --per-thread), thread k alone on cpu k\n"
-"      --fake-switch NS  with --per-cpu: every NS ns of a thread's trace its\n"
-"                        cpu switches for NS/2 ns, then back, to a thread that\n"
-"                        does not exist, in turn of the same process and of\n"
-"                        another with other code at the same addresses; the\n"
-"                        trace in between is decoded as that thread's (not\n"
-"                        the truth: for tests that compare decoders)\n"
+PTSIM_LAYOUT_HELP
+
 "      --no-spans        do not write truth-spans.mt\n"
 "      --stats           print what was analysed and generated, and times, on\n"
 "                        stderr\n"
