@@ -7,7 +7,9 @@
 #   OLD, NEW  mt-decode binaries (e.g. one built from main, one from a branch)
 #
 # Inputs: every perf.data in tests/.cache (all mt-ptsim variants, with their
-# images, without images, --records, -s), tests/corrupt/decode-*.data and the
+# images, without images, --records, -s), the saved mt-ptsim runs rewritten as
+# per-cpu buffers with thread switches (mt-ptsim --per-cpu --fake-switch,
+# clean and every fault kind), tests/corrupt/decode-*.data and the
 # fuzz_perfdata corpus/seeds (--no-images, --partial, --records), the Skylake
 # fixture (file, stdin, a real pipe, --records, with and without --cpu),
 # raw mode (`--pt ... --image ...`: the fuzz_ptdecode seeds and corpus
@@ -77,6 +79,18 @@ for p in $(find tests/.cache -name perf.data | sort); do
 	one - --symfs "$d/images" -o out.mt "$d/perf.data"
 	one - --records "$d/perf.data"
 	one "<$d/perf.data" --buildid-dir "$d/images" -o out.mt
+done
+
+# the saved mt-ptsim runs as per-cpu buffers, every cpu switching threads
+# (the same process's and another's with other code) every 3 us of trace,
+# clean and with each fault kind (mt-ptsim --per-cpu --fake-switch)
+for r in $(ls tests/.cache/ptsim/runs/*.run 2>/dev/null); do
+	for f in "" overflow@30% drop@40%:20 corrupt@50%:8 truncate-aux@60%; do
+		d=$T/percpu
+		bin/mt-ptsim --replay "$r" --per-cpu --fake-switch 3000 ${f:+--inject "$f"} \
+			--psb-period 2048 -o "$d" 2>/dev/null || continue
+		one - --buildid-dir "$d/images" -s -o out.mt "$d/perf.data"
+	done
 done
 
 # the corrupt corpus and perf.data fuzz inputs
