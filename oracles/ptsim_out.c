@@ -392,21 +392,17 @@ static int put_sideband(struct buf *b, const struct ptsim_run *run, const struct
 	sb_push(sb, &n, t0, 0, 0, 0);
 	/* A map appears before any code in it runs; its time is that of the
 	 * first thread event after it, at most. */
+	int fake = res->per_cpu && res->fake_switch; /* the fake process: its COMM, its maps */
+	if (fake)
+		sb_push(sb, &n, t0, 0, 0, 1);
 	size_t mi = 0;
 	for (size_t i = 0; i < run->nev && mi < run->nmaps; i++)
 		if (run->ev[i].kind == PTSIM_EV_MAP) {
 			sb_push(sb, &n, t0, 1, run->ev[i].arg, 0);
+			if (fake)
+				sb_push(sb, &n, t0, 1, run->ev[i].arg, 1);
 			mi++;
 		}
-	if (res->per_cpu && res->fake_switch) {
-		/* the fake process: the same maps */
-		sb_push(sb, &n, t0, 0, 0, 1);
-		for (size_t i = 0, fm = 0; i < run->nev && fm < run->nmaps; i++)
-			if (run->ev[i].kind == PTSIM_EV_MAP) {
-				sb_push(sb, &n, t0, 1, run->ev[i].arg, 1);
-				fm++;
-			}
-	}
 	for (size_t k = 0; k < nthr; k++) {
 		const struct ptsim_tstream *ts = &res->ts[k];
 		uint64_t st = ts->start_time ? ts->start_time : t0;
@@ -416,7 +412,7 @@ static int put_sideband(struct buf *b, const struct ptsim_run *run, const struct
 		for (size_t j = 0; j < ts->naux; j++)
 			sb_push(sb, &n, ts->end_time, 4, k, j);
 		/* to the fake thread and to the fake process's in turn */
-		if (res->per_cpu && res->fake_switch)
+		if (fake)
 			for (uint64_t t = ts->first_time + res->fake_switch, i = 0; t < ts->end_time;
 			     t += res->fake_switch, i++) {
 				sb_push(sb, &n, t, 5, k, 1 + (i & 1));
