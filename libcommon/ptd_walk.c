@@ -415,6 +415,10 @@ static int scan_pkt(struct scan *s, const struct ptqd *pd, const uint8_t *end,
 		s->fup = 1;
 		return s->mode;
 	case ppt_mode:
+		/* MODE.TSX in PSB+, outside a transaction (InTX and TXAbort
+		 * clear): a status update, as MODE.Exec's */
+		if ((mb & 0xe0) == 0x20)
+			return s->in_psb && !(mb & 3);
 		/* MODE.Exec, 64-bit: leaf 0, CS.L, not CS.D */
 		s->mode = 1;
 		return !s->fup && (mb & 0xe3) == 0x01;
@@ -1023,6 +1027,11 @@ static int wd_trailing_event(struct ptd_walkq *w)
 		if (!w->ev.ip_suppressed && w->ip != w->ev.variant.exec_mode.ip)
 			break;
 		return wd_status(w, pts_event_pending);
+	case ptev_tsx:
+		/* not aborted (the pre-scan): BDM64 does not apply */
+		if (!w->ev.ip_suppressed && w->ip != w->ev.variant.tsx.ip)
+			break;
+		return wd_status(w, pts_event_pending);
 	case ptev_async_disabled:
 		if (w->ip != w->ev.variant.async_disabled.at)
 			break;
@@ -1250,6 +1259,14 @@ static int wd_proceed_event(struct ptd *d, struct ptd_walkq *w, struct pt_block 
 			return st;
 		if (w->skd022 && vmentry_at(w, w->ev.variant.async_disabled.at))
 			return WK_UNSUP;
+		break;
+	case ptev_tsx:
+		/* to its ip without trace, as an async disable's */
+		if (w->ev.ip_suppressed)
+			break;
+		st = wd_to_ip(d, w, b, &in, w->ev.variant.tsx.ip);
+		if (st <= 0)
+			return st;
 		break;
 	case ptev_exec_mode:
 		if (w->ev.ip_suppressed)
@@ -1501,6 +1518,13 @@ static int wd_event(struct ptd_walkq *w, struct pt_event *ev)
 		    w->mode != (int)e->variant.exec_mode.mode)
 			return -pte_bad_status_update;
 		w->mode = e->variant.exec_mode.mode;
+		w->process_event = 0;
+		break;
+	case ptev_tsx:
+		/* outside a transaction (the pre-scan): blocks stay
+		 * non-speculative */
+		if (!e->ip_suppressed && w->ip != e->variant.tsx.ip)
+			return -pte_bad_query;
 		w->process_event = 0;
 		break;
 	case ptev_tick:

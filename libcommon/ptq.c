@@ -467,7 +467,9 @@ static void ev_ip(const struct ptqd *d, struct pt_event *ev, uint64_t *ip)
 		ev->ip_suppressed = 1;
 }
 
-static int read_mode(struct ptqd *d, enum pt_exec_mode *mode)
+/* MODE.Exec (*mode), or with @tsx a MODE.TSX (*tsx its InTX and TXAbort
+ * bits, *mode untouched): its size; a MODE.TSX without @tsx is PTQ_UNSUP. */
+static int read_mode(struct ptqd *d, enum pt_exec_mode *mode, int *tsx)
 {
 	struct pt_packet_mode_exec x;
 	uint8_t b;
@@ -475,8 +477,14 @@ static int read_mode(struct ptqd *d, enum pt_exec_mode *mode)
 	if (!fits(d, d->pos, 2))
 		return -pte_eos;
 	b = d->pos[1];
-	if ((b & 0xe0) == 0x20)
-		return PTQ_UNSUP; /* TSX */
+	if ((b & 0xe0) == 0x20) {
+		if (!tsx)
+			return PTQ_UNSUP;
+		*tsx = b & 3;
+		return 2;
+	}
+	if (tsx)
+		*tsx = -1;
 	if (b & 0xe0)
 		return -pte_bad_packet;
 	x.csl = b & 1;
@@ -752,8 +760,8 @@ static int dec_header(struct ptqd *d)
 {
 	const uint8_t *start;
 	struct pt_event *ev;
-	enum pt_exec_mode mode;
-	int n;
+	enum pt_exec_mode mode = ptem_unknown;
+	int n, tsx;
 
 	switch (d->next) {
 	case P_PAD:
@@ -778,14 +786,22 @@ static int dec_header(struct ptqd *d)
 		d->pos += n;
 		return 0;
 	case P_MODE:
-		n = read_mode(d, &mode);
+		/* a MODE.TSX in PSB+ is a status update too; only outside a
+		 * transaction (what a cpu with TSX writes in every PSB+) */
+		n = read_mode(d, &mode, &tsx);
 		if (n < 0)
 			return n;
+		if (tsx > 0)
+			return PTQ_UNSUP;
 		ev = ev_add(d, B_PSBEND);
 		if (!ev)
 			return -pte_nomem;
-		ev->type = ptev_exec_mode;
-		ev->variant.exec_mode.mode = mode;
+		if (tsx == 0) {
+			ev->type = ptev_tsx;
+		} else {
+			ev->type = ptev_exec_mode;
+			ev->variant.exec_mode.mode = mode;
+		}
 		d->pos += n;
 		return 0;
 	case P_TSC:
@@ -849,6 +865,9 @@ static int dec_psbend(struct ptqd *d)
 	switch (ev->type) {
 	case ptev_exec_mode:
 		ev_ip(d, ev, &ev->variant.exec_mode.ip);
+		break;
+	case ptev_tsx:
+		ev_ip(d, ev, &ev->variant.tsx.ip);
 		break;
 	case ptev_cbr:
 		break;
@@ -977,7 +996,7 @@ static int dec_mode(struct ptqd *d)
 {
 	struct pt_event *ev;
 	enum pt_exec_mode mode;
-	int n = read_mode(d, &mode);
+	int n = read_mode(d, &mode, NULL);
 
 	if (n < 0)
 		return n;

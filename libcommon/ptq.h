@@ -4,10 +4,12 @@
  * (pt_qry_*) gives the walk: TNT bits, TIP targets, events, the time after
  * each query and the offsets -- for the packets the walk emulates (PAD,
  * PSB, PSBEND, TNT, TIP, TIP.PGE, TIP.PGD, FUP, MODE.Exec, TSC, CBR, CYC,
- * MTC, TMA) with the timing rules libipt applies to them (TSC, CBR, CYC,
+ * MTC, TMA, and MODE.TSX in PSB+ outside a transaction: the status
+ * update a cpu with TSX writes in every PSB+) with the timing rules libipt
+ * applies to them (TSC, CBR, CYC,
  * MTC and TMA, the calibration by PSB+ TSCs, CBR or MTCs).  Written from
  * libipt's documented behaviour and the SDM, not its code (docs/decode.md,
- * "The project query decoder").  Anything else (OVF, PIP, VMCS, TSX,
+ * "The project query decoder").  Anything else (OVF, PIP, VMCS, other TSX,
  * power and PTWRITE packets) is PTQ_UNSUP: the caller decides per
  * recording, before decoding, whether this decoder may run (its pre-scan,
  * ptq_usable).  The query decoder's errata for these packets are

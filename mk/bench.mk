@@ -11,6 +11,13 @@ $(BUILD)/bench/%: bench/%.c $(LIB)
 	@mkdir -p $(dir $@)
 	$(Q)$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS)
 
+# The benchmarks that run alone with their defaults; the others compare two
+# builds (compare-*.sh, decode-ab.sh, decode-identical.sh, symbolize-json.sh),
+# build a corpus (corpus.sh, symbolize_big.sh) or read make test's mt-ptsim
+# cache (decode-keep, decode-walk, fidelity, resync, small, stacks): run them by hand.
+BENCH_SCRIPTS := pipeline walk decode decode-par parallel instructions \
+	segment symbolize write-bench
+
 bench: all $(BENCH_BINS) $(BUILD)/programs/fnptr
 	$(BUILD)/bench/mtev_bench 10000000
-	$(Q)for s in bench/*.sh; do [ -f "$$s" ] && sh "$$s" || exit 1; done; true
+	$(Q)for s in $(BENCH_SCRIPTS); do sh bench/$$s.sh || exit 1; done

@@ -121,13 +121,16 @@ $(FUZZ_BUILD)/fuzz_ptdecode $(FUZZ_BUILD)/fuzz_ptwalk $(FUZZ_BUILD)/fuzz_ptresyn
 # runs ~13,000 instructions).
 PTPROG := $(FUZZ_BUILD)/ptprog
 PTPROG_SIM := $(FUZZ_BUILD)/ptsim
-PTPROG_VARIANTS := clean window noretcomp overflow drop corrupt truncate
+PTPROG_VARIANTS := clean window noretcomp overflow drop corrupt truncate tsx tsxdrop
 PTPROG_ARGS_window := --window 3000
 PTPROG_ARGS_noretcomp := --noretcomp
 PTPROG_ARGS_overflow := --inject overflow@50%
 PTPROG_ARGS_drop := --inject drop@50%:64
 PTPROG_ARGS_corrupt := --inject corrupt@50%:16
 PTPROG_ARGS_truncate := --inject truncate-aux@50%
+# MODE.TSX in every PSB+ (a cpu with TSX), clean and with bytes dropped
+PTPROG_ARGS_tsx := --tsx
+PTPROG_ARGS_tsxdrop := --tsx --inject drop@50%:64
 PTPROG_SEEDS := $(PTPROG_VARIANTS:%=$(PTPROG_SIM)/%/perf.data)
 
 $(FUZZ_BUILD)/ptprog-code.bin: $(BUILD)/programs/recursion mk/fuzz.mk

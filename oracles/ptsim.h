@@ -179,6 +179,7 @@ struct ptsim_synth_opts {
 	uint64_t window;     /* 0: everything; else last N instructions per thread */
 	uint64_t psb_period; /* bytes between PSBs (approximate) */
 	int noretcomp;
+	int tsx; /* MODE.TSX (outside a transaction) in every PSB+, as a cpu with TSX */
 	uint64_t seed;
 	struct ptsim_fault faults[PTSIM_MAX_FAULTS];
 	int nfaults;

@@ -423,7 +423,7 @@ static void mark_time(struct synth *s, struct sth *t)
 	t->have_slot = 1;
 }
 
-/* PSB+: PSB, MODE.exec, TSC, CBR, [FUP], PSBEND.  @now: TSC at the clock
+/* PSB+: PSB, [MODE.TSX], MODE.exec, TSC, CBR, [FUP], PSBEND.  @now: TSC at the clock
  * (after a CYC), else at the stream's last timing packet. */
 static void emit_psb_at(struct synth *s, struct sth *t, int with_fup, uint64_t ip, int now)
 {
@@ -447,6 +447,13 @@ static void emit_psb_at(struct synth *s, struct sth *t, int with_fup, uint64_t i
 	t->last_ip = 0;
 	t->rs_top = t->rs_bot = 0;
 	emit_simple(s, t, ppt_psb);
+	if (s->o->tsx) {
+		struct pt_packet x;
+		memset(&x, 0, sizeof x);
+		x.type = ppt_mode;
+		x.payload.mode.leaf = pt_mol_tsx; /* InTX and TXAbort clear */
+		emit(s, t, &x);
+	}
 	emit_mode(s, t);
 	struct pt_packet p;
 	memset(&p, 0, sizeof p);

@@ -293,6 +293,68 @@ same() { # ARGS...
 	done
 }
 
+@test "walk: MODE.TSX in every PSB+ (a cpu with TSX; mt-ptgen and mt-ptsim --tsx) decodes as libipt does and as without it, walked; one in a transaction, aborted or outside PSB+ goes to libipt" {
+	local fnptr="$ROOT/build/programs/fnptr" rec="$ROOT/build/programs/recursion" r f d n=0 walked=0 want w
+	[ -x "$fnptr" ] && [ -f "$rec" ] || skip "build/programs not built"
+	# mt-ptgen: the bytes of the same trace without MODE.TSX, walked (walk-check:
+	# ptq's events, MODE.TSX's included, are libipt's)
+	"$BIN/mt-ptgen" --threads 2 -n 200k --seed 5 -o "$T/pt" "$fnptr" 2> /dev/null
+	"$BIN/mt-ptgen" --threads 2 -n 200k --seed 5 --tsx -o "$T/tx" "$fnptr" 2> /dev/null
+	"$BIN/mt-decode" --buildid-dir "$T/pt/images" -o "$T/pt.mt" "$T/pt/perf.data"
+	WALK=walk-only same --buildid-dir "$T/tx/images" -s "$T/tx/perf.data"
+	cmp "$T/pt.mt" "$T/walk.mt"
+	WALK=walk-check same --buildid-dir "$T/tx/images" -s "$T/tx/perf.data"
+	grep -q 'walk-check: checked=[1-9]' "$T/walk.err"
+	"$BIN/mt-ptgen" --threads 3 -n 100k --seed 6 --tsx --per-cpu --fake-switch 2000 -o "$T/pc" "$fnptr" 2> /dev/null
+	WALK=walk-only same --buildid-dir "$T/pc/images" -s "$T/pc/perf.data"
+	# mt-ptsim's runs of real programs, clean and every fault kind, a PSB
+	# every 2 KiB
+	for r in "$PTSIM_CACHE"/runs/{threads,signal,exception,dynamic}.run; do
+		[ -f "$r" ] || continue
+		n=$((n + 1))
+		for f in "" overflow@30% drop@40%:20 corrupt@50%:8 truncate-aux@60%; do
+			d=$T/f
+			"$BIN/mt-ptsim" --replay "$r" --tsx --psb-period 2048 ${f:+--inject "$f"} -o "$d" 2> /dev/null
+			case $f in
+			overflow* | corrupt*) w=walk-check ;; # packets it leaves to libipt
+			*) w=walk-only walked=$((walked + 1)) ;;
+			esac
+			WALK=$w same --buildid-dir "$d/images" -s "$d/perf.data" ||
+				{ echo "differ: $r ${f:-clean}"; return 1; }
+			if [ -z "$f" ]; then
+				"$BIN/mt-ptsim" --replay "$r" --psb-period 2048 -o "$T/g" 2> /dev/null
+				"$BIN/mt-decode" --buildid-dir "$T/g/images" -o "$T/g.mt" "$T/g/perf.data"
+				cmp "$T/g.mt" "$T/walk.mt" || { echo "--tsx changed the decode: $r"; return 1; }
+			fi
+		done
+	done
+	# hand-made raw PT: in PSB+ outside a transaction walked, else libipt's
+	local img="$rec:0x1000:0x78000@0x401000"
+	local psb='\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82'
+	printf "$psb\x99\x20\x99\x01\x02\x23\x06\x03\x04" > "$T/tsx-psb.pt"
+	printf "$psb\x99\x20\x99\x01\x3d\x00\x10\x02\x23\x06\x04" > "$T/tsx-psb-fup.pt"
+	printf "$psb\x99\x21\x99\x01\x02\x23\x06\x04" > "$T/tsx-intx.pt"
+	printf "$psb\x99\x22\x99\x01\x02\x23\x06\x04" > "$T/tsx-abort.pt"
+	printf "$psb\x99\x01\x02\x23\x99\x20\x06\x04" > "$T/tsx-outside.pt"
+	for f in tsx-psb tsx-psb-fup tsx-intx tsx-abort tsx-outside; do
+		same -s --cpu 6/94/3 --image "$img" --pt "$T/$f.pt" || { echo "differ: $f"; return 1; }
+		run "$BIN/mt-decode" --decoder walk-only --cpu 6/94/3 --image "$img" -o "$T/x.mt" --pt "$T/$f.pt"
+		case $f in
+		tsx-psb*) want=walked ;;
+		*) want=refused ;;
+		esac
+		if [ $want = refused ]; then
+			[ "$status" -eq 2 ] && [[ $output == *"cannot decode this recording"* ]] ||
+				{ echo "$f: walked ($status): $output"; return 1; }
+		else
+			[ "$status" -ne 2 ] || { echo "$f: refused: $output"; return 1; }
+		fi
+	done
+	[ "$n" -gt 0 ] || skip "no mt-ptsim runs cached"
+	echo "programs $n, walked $walked"
+	[ "$walked" -ge 6 ]
+}
+
 @test "walk: the project's query decoder (ptq) answers every query as libipt's does, time and offset included (walk-check), and the walk over it writes libipt's bytes" {
 	# --decoder walk-check runs ptq and libipt's query decoder in lockstep:
 	# exit 3 at the first query whose status, bit, address, event, time

@@ -53,6 +53,8 @@ static void usage(FILE *f)
 "                        to its return (default 3000)\n"
 "      --psb-period B    bytes between PSB packets (default 16384)\n"
 "      --noretcomp       no return compression (every ret is a TIP)\n"
+"      --tsx             a MODE.TSX packet (outside a transaction) in every\n"
+"                        PSB+, as a cpu with TSX writes\n"
 PTSIM_LAYOUT_HELP
 
 "      --no-spans        do not write truth-spans.mt\n"
@@ -105,14 +107,14 @@ struct opts {
 
 static void parse_args(struct opts *op, int argc, char **argv)
 {
-	enum { O_SEED = 256, O_THREADS, O_ROOT, O_DEPTH, O_BUDGET, O_PSB, O_NORETCOMP, O_NOSPANS,
+	enum { O_SEED = 256, O_THREADS, O_ROOT, O_DEPTH, O_BUDGET, O_PSB, O_NORETCOMP, O_TSX, O_NOSPANS,
 	       O_STATS, O_PERCPU, O_FAKESW };
 	static const struct option lo[] = {
 		{"output", required_argument, 0, 'o'},	    {"insns", required_argument, 0, 'n'},
 		{"seed", required_argument, 0, O_SEED},	    {"threads", required_argument, 0, O_THREADS},
 		{"root", required_argument, 0, O_ROOT},	    {"max-depth", required_argument, 0, O_DEPTH},
 		{"budget", required_argument, 0, O_BUDGET}, {"psb-period", required_argument, 0, O_PSB},
-		{"noretcomp", no_argument, 0, O_NORETCOMP}, {"no-spans", no_argument, 0, O_NOSPANS},
+		{"noretcomp", no_argument, 0, O_NORETCOMP}, {"tsx", no_argument, 0, O_TSX}, {"no-spans", no_argument, 0, O_NOSPANS},
 		{"stats", no_argument, 0, O_STATS},	    {"help", no_argument, 0, 'h'},
 		{"per-cpu", no_argument, 0, O_PERCPU},	    {"fake-switch", required_argument, 0, O_FAKESW},
 		{0, 0, 0, 0},
@@ -157,6 +159,9 @@ static void parse_args(struct opts *op, int argc, char **argv)
 			break;
 		case O_NORETCOMP:
 			op->so.noretcomp = 1;
+			break;
+		case O_TSX:
+			op->so.tsx = 1;
 			break;
 		case O_NOSPANS:
 			op->spans = 0;

@@ -44,6 +44,8 @@ static void usage(FILE *f)
 "                        magic_trace_stop_indicator when PROG has it)\n"
 "      --psb-period B    bytes between PSB packets (default 16384)\n"
 "      --noretcomp       no return compression (every ret is a TIP)\n"
+"      --tsx             a MODE.TSX packet (outside a transaction) in every\n"
+"                        PSB+, as a cpu with TSX writes\n"
 PTSIM_LAYOUT_HELP
 
 "      --seed N          seed (reserved: faults are deterministic)\n"
@@ -163,12 +165,12 @@ struct opts {
 
 static void parse_args(struct opts *op, int argc, char **argv)
 {
-	enum { O_WINDOW = 256, O_START, O_STOP, O_PSB, O_NORETCOMP, O_SEED, O_MAX, O_INJECT, O_SAVE,
+	enum { O_WINDOW = 256, O_START, O_STOP, O_PSB, O_NORETCOMP, O_TSX, O_SEED, O_MAX, O_INJECT, O_SAVE,
 	       O_REPLAY, O_STATS, O_INLINE, O_PERCPU, O_FAKESW };
 	static const struct option lo[] = {
 		{"output", required_argument, 0, 'o'},	 {"window", required_argument, 0, O_WINDOW},
 		{"start-at", required_argument, 0, O_START}, {"stop-at", required_argument, 0, O_STOP},
-		{"psb-period", required_argument, 0, O_PSB}, {"noretcomp", no_argument, 0, O_NORETCOMP},
+		{"psb-period", required_argument, 0, O_PSB}, {"noretcomp", no_argument, 0, O_NORETCOMP}, {"tsx", no_argument, 0, O_TSX},
 		{"seed", required_argument, 0, O_SEED},	 {"max-insns", required_argument, 0, O_MAX},
 		{"inject", required_argument, 0, O_INJECT}, {"save-run", required_argument, 0, O_SAVE},
 		{"replay", required_argument, 0, O_REPLAY}, {"stats", no_argument, 0, O_STATS},
@@ -194,6 +196,7 @@ static void parse_args(struct opts *op, int argc, char **argv)
 				drv_usage("--psb-period: expected bytes >= 64, got '%s'", optarg);
 			break;
 		case O_NORETCOMP: so->noretcomp = 1; break;
+		case O_TSX: so->tsx = 1; break;
 		case O_SEED:
 			if (parse_u64(optarg, &so->seed) < 0)
 				drv_usage("--seed: expected a number, got '%s'", optarg);
