@@ -63,6 +63,13 @@ for t in "$@"; do
 				> "$d/aux-$(basename "$(dirname "$f")").$n"
 		done
 		;;
+	ptwalkcpu)
+		# mt-ptsim's per-cpu recordings of fuzz/ptprog.c, with thread
+		# switches (mk/fuzz.mk: pc*), whole
+		for f in "$build"/ptsim/pc*/perf.data; do
+			[ -f "$f" ] && MAXSEED=1048576 put "$d" "$f" "$(basename "$(dirname "$f")")"
+		done
+		;;
 	dwcov)
 		# small ELF files with and without DWARF, and their DWARF
 		# sections in the target's raw form (five 2-byte lengths first)

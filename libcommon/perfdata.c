@@ -1013,6 +1013,11 @@ int pd_next(pd_reader *r, struct pd_event *ev)
 {
 	int ret;
 
+	/* no record yet: a -PD_ETRUNC before one is read leaves raw NULL (the
+	 * caller must not take the previous record for a truncated one) */
+	ev->raw = NULL;
+	ev->payload = NULL;
+	ev->payload_size = 0;
 	if (r->zpos < r->zlen)
 		return pd_next_decompressed(r, ev);
 	ret = r->fd >= 0 ? pd_next_stream(r, ev) : pd_next_mem(r, ev);

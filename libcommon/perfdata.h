@@ -232,7 +232,9 @@ int pd_open(pd_reader **out, int fd);
 int pd_open_mem(pd_reader **out, const void *buf, size_t len);
 void pd_close(pd_reader *r);
 const struct pd_info *pd_info(const pd_reader *r);
-/* 1: a record in *ev; 0: end of data; <0: -PD_E* (pd_offset() says where). */
+/* 1: a record in *ev; 0: end of data; <0: -PD_E* (pd_offset() says where).
+ * -PD_ETRUNC with ev->raw set: the record the data ends in (its payload cut
+ * short); with ev->raw NULL: the data ends before a whole record header. */
 int pd_next(pd_reader *r, struct pd_event *ev);
 uint64_t pd_offset(const pd_reader *r);
 /* The attr with sample id @id, or NULL. */

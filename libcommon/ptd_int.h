@@ -390,7 +390,13 @@ struct ptd {
 	size_t thr_icap;
 	struct proc *proc;
 	size_t nproc, proccap;
-	struct pt_image **oldimgs;
+	/* the images execs replaced, kept while a queue may still decode with
+	 * one (until it sets its thread again), with their sections */
+	struct oldimg {
+		struct pt_image *img;
+		int32_t *isids;
+		size_t nisids;
+	} *oldimgs;
 	size_t noldimgs, oldimgcap;
 	struct pt_image_section_cache *isc;
 	struct mapent *kmaps; /* pid -1 maps */

@@ -102,10 +102,17 @@ void proc_exec(struct ptd *d, uint32_t pid)
 	size_t i;
 	if (!p)
 		return;
-	if (mt_grow((void **)&d->oldimgs, &d->oldimgcap, d->noldimgs + 1, sizeof *d->oldimgs) == 0)
-		d->oldimgs[d->noldimgs++] = p->img;
-	else
+	if (mt_grow((void **)&d->oldimgs, &d->oldimgcap, d->noldimgs + 1, sizeof *d->oldimgs) == 0) {
+		/* the old image keeps its sections (the walk reads code by them) */
+		struct oldimg *o = &d->oldimgs[d->noldimgs++];
+		o->img = p->img;
+		o->isids = p->isids;
+		o->nisids = p->nisids;
+		p->isids = NULL;
+		p->isidcap = 0;
+	} else {
 		pt_image_free(p->img);
+	}
 	p->img = pt_image_alloc(NULL);
 	p->nmaps = 0;
 	p->nisids = 0;

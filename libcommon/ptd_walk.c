@@ -138,7 +138,7 @@ struct ptd_walkq {
 	/* caches, for the image img with nisids sections */
 	const struct pt_image *img;
 	size_t nisids;
-	int pidx; /* d->proc index of img's process, -1 none */
+	int pidx; /* d->proc index of img's process, -2 - k: d->oldimgs[k], -1 none */
 	struct winsn *ic;
 };
 
@@ -530,6 +530,8 @@ static void cache_check(struct ptd *d, struct ptq *q, struct ptd_walkq *w)
 	if (w->img == q->img && w->pidx >= 0 && (size_t)w->pidx < d->nproc &&
 	    d->proc[w->pidx].img == q->img && d->proc[w->pidx].nisids == w->nisids)
 		return;
+	if (w->img == q->img && w->pidx <= -2)
+		return; /* an image an exec replaced: it changes no more */
 	w->pidx = -1;
 	for (i = 0; i < d->nproc; i++)
 		if (d->proc[i].img == q->img && q->img) {
@@ -538,6 +540,14 @@ static void cache_check(struct ptd *d, struct ptq *q, struct ptd_walkq *w)
 		}
 	w->img = q->img;
 	w->nisids = p ? p->nisids : 0;
+	/* a queue goes on with the image an exec replaced until it sets its
+	 * thread again (the libipt stepper's q->img): its sections */
+	for (i = 0; !p && q->img && i < d->noldimgs; i++)
+		if (d->oldimgs[i].img == q->img) {
+			w->pidx = -2 - (int)i;
+			w->nisids = d->oldimgs[i].nisids;
+			break;
+		}
 }
 
 /* ---- instruction length and class: libipt's own decoder ----
@@ -724,14 +734,21 @@ static uint8_t cls_of(enum pt_insn_class c)
 static int code_at(struct ptd *d, const struct ptd_walkq *w, uint64_t ip, uint8_t *buf,
 		   int32_t *isid)
 {
-	const struct proc *p = w->pidx >= 0 ? &d->proc[w->pidx] : NULL;
+	const int32_t *isids = NULL;
 	const struct secview *v = NULL;
-	size_t k;
+	size_t k = 0;
 	int n;
 
+	if (w->pidx >= 0) {
+		isids = d->proc[w->pidx].isids;
+		k = d->proc[w->pidx].nisids;
+	} else if (w->pidx <= -2) {
+		isids = d->oldimgs[-2 - w->pidx].isids;
+		k = d->oldimgs[-2 - w->pidx].nisids;
+	}
 	*isid = -1;
-	for (k = p ? p->nisids : 0; k-- > 0;) {
-		int32_t s = p->isids[k];
+	while (k-- > 0) {
+		int32_t s = isids[k];
 		if (s > 0 && (size_t)s < d->nsecs && d->secs[s].addr <= ip &&
 		    ip - d->secs[s].addr < d->secs[s].size) {
 			*isid = s;
@@ -804,9 +821,17 @@ static const struct winsn *insn_at(struct ptd *d, struct ptd_walkq *w, uint64_t 
 		}
 
 		if (st < 0) {
-			/* cut by the section's end: libipt would read on into
-			 * the next section; not emulated */
-			in->err = st != -pte_bad_insn ? st : n < 15 ? WK_UNSUP : -pte_bad_insn;
+			in->err = st;
+			if (st == -pte_bad_insn && n < 15) {
+				/* cut by its section's end: libipt reads on into
+				 * a section that maps the next byte (not
+				 * emulated); with none, it fails so too */
+				uint8_t nb[16];
+				int32_t nisid;
+				code_at(d, w, ip + (unsigned)n, nb, &nisid);
+				if (nisid >= 0)
+					in->err = WK_UNSUP;
+			}
 			return in;
 		}
 		in->cls = cls_of(ic);
@@ -897,6 +922,13 @@ static const struct wblk *blk_at(struct ptd *d, struct ptd_walkq *w, uint64_t ip
 	b->iclass = ptic_error;
 	for (;;) {
 		const struct winsn *in = insn_at(d, w, cur);
+		if (n && in->err == -pte_nomap) {
+			/* no section there: libipt ends the block where its
+			 * section ends, and fails at the next one, empty */
+			b->kind = K_SECEND;
+			b->next = cur;
+			break;
+		}
 		if (in->err) {
 			b->kind = K_ERR;
 			b->err = in->err;
@@ -1380,18 +1412,21 @@ static int wd_first_query(struct ptd_walkq *w, const struct wblk *c)
 	return c->kind != K_COND && (st & pts_ip_suppressed) ? -pte_noip : 0;
 }
 
-/* The first time libipt walks from @c->ip (its block cache knows no
- * entry there): it ends the block after an instruction whose successor it
- * knew already, or after 1024 instructions, and then knows every
- * instruction it passed.  A block that reaches its branch is the cached
- * one, but an indirect branch's TIP must then carry an ip; libipt adds the
- * branch to its cache before the query and the instructions before it
- * only once the query succeeded (none at all when the instruction after
- * the run does not decode, K_ERR): after a failed query the next walk from
- * @c->ip ends at the branch. */
-static int wd_first(struct ptd *d, struct ptd_walkq *w, struct pt_block *b, const struct wblk *c)
+/* The first time libipt walks from @from, the first instruction of
+ * cached block @c its block cache knows no entry for (c->ip, or one past
+ * the @pre instructions before it that it knows: those it passes through
+ * its cache): it ends the block after an instruction whose successor it
+ * knew already, or after 1024 instructions from @from, and then knows
+ * every instruction it passed.  A block that reaches its branch is the
+ * cached one, but an indirect branch's TIP must then carry an ip; libipt
+ * adds the branch to its cache before the query and the instructions
+ * before it only once the query succeeded (none at all when the
+ * instruction after the run does not decode, K_ERR): after a failed query
+ * the next walk from @from ends at the branch. */
+static int wd_first(struct ptd *d, struct ptd_walkq *w, struct pt_block *b, const struct wblk *c,
+		    uint64_t from, unsigned pre)
 {
-	uint64_t cur = c->ip;
+	uint64_t cur = from;
 	unsigned n = 0;
 	int st;
 
@@ -1404,10 +1439,10 @@ static int wd_first(struct ptd *d, struct ptd_walkq *w, struct pt_block *b, cons
 		if (n == 0x400 || !(kb = known_byte(d, c->isid, next, &m)) || (*kb & m)) {
 			if (n < 0x400 && !kb)
 				return -pte_nomem;
-			st = wd_mark(d, w, c->isid, c->ip, cur);
+			st = wd_mark(d, w, c->isid, from, cur);
 			if (st < 0)
 				return st;
-			b->ninsn = (uint16_t)n;
+			b->ninsn = (uint16_t)(pre + n);
 			b->end_ip = cur;
 			b->iclass = ptic_other;
 			w->ip = next;
@@ -1423,12 +1458,40 @@ static int wd_first(struct ptd *d, struct ptd_walkq *w, struct pt_block *b, cons
 	st = wd_first_query(w, c);
 	if (st < 0 && st != WK_AGAIN)
 		return st;
-	if (c->end_ip != c->ip) {
-		int err = wd_mark(d, w, c->isid, c->ip, c->end_ip);
+	if (c->end_ip != from) {
+		int err = wd_mark(d, w, c->isid, from, c->end_ip);
 		if (err < 0)
 			return err;
 	}
 	return st;
+}
+
+/* Where libipt's block cache, which knows @c->ip, first knows no
+ * instruction of @c's run: the instruction after a first walk that
+ * stopped at 1024 instructions (its last entry leads there) and whose
+ * rest was never learnt (its branch's query failed).  0: it knows the
+ * whole run; else the instruction (*pre: how many come before it), or
+ * -pte_nomem. */
+static int wd_unknown_in(struct ptd *d, struct ptd_walkq *w, const struct wblk *c, uint64_t *at,
+			 unsigned *pre)
+{
+	uint64_t cur = c->ip;
+	unsigned n = 0;
+
+	while (cur != c->end_ip) {
+		uint8_t m, *kb;
+		cur += insn_at(d, w, cur)->size;
+		n++;
+		kb = known_byte(d, c->isid, cur, &m);
+		if (!kb)
+			return -pte_nomem;
+		if (!(*kb & m)) {
+			*at = cur;
+			*pre = n;
+			return 1;
+		}
+	}
+	return 0;
 }
 
 /* The steady state (libipt's cached path): one block from the cache. */
@@ -1449,9 +1512,20 @@ static inline int wd_no_event(struct ptd *d, struct ptd_walkq *w, struct pt_bloc
 		if (!kb)
 			return -pte_nomem;
 		if (!(*kb & m)) {
-			st = wd_first(d, w, b, c);
+			st = wd_first(d, w, b, c, c->ip, 0);
 			if (st != WK_AGAIN)
 				return st;
+		} else {
+			uint64_t at;
+			unsigned pre;
+			st = wd_unknown_in(d, w, c, &at, &pre);
+			if (st < 0)
+				return st;
+			if (st) {
+				st = wd_first(d, w, b, c, at, pre);
+				if (st != WK_AGAIN)
+					return st;
+			}
 		}
 		if (c->kind != K_ERR)
 			((struct wblk *)c)->known = 1;

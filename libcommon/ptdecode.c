@@ -88,8 +88,10 @@ static void ptd_fini(struct ptd *d)
 		free(d->proc[i].isids);
 	}
 	free(d->proc);
-	for (i = 0; i < d->noldimgs; i++)
-		pt_image_free(d->oldimgs[i]);
+	for (i = 0; i < d->noldimgs; i++) {
+		pt_image_free(d->oldimgs[i].img);
+		free(d->oldimgs[i].isids);
+	}
 	free(d->oldimgs);
 	free(d->kmaps);
 	if (d->isc != d->opts->iscache)

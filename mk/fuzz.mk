@@ -121,7 +121,8 @@ $(FUZZ_BUILD)/fuzz_ptdecode $(FUZZ_BUILD)/fuzz_ptwalk $(FUZZ_BUILD)/fuzz_ptresyn
 # runs ~13,000 instructions).
 PTPROG := $(FUZZ_BUILD)/ptprog
 PTPROG_SIM := $(FUZZ_BUILD)/ptsim
-PTPROG_VARIANTS := clean window noretcomp overflow drop corrupt truncate tsx tsxdrop
+PTPROG_VARIANTS := clean window noretcomp overflow drop corrupt truncate tsx tsxdrop \
+	pcclean pcslow pcdrop pccorrupt pctruncate pctsx
 PTPROG_ARGS_window := --window 3000
 PTPROG_ARGS_noretcomp := --noretcomp
 PTPROG_ARGS_overflow := --inject overflow@50%
@@ -131,6 +132,17 @@ PTPROG_ARGS_truncate := --inject truncate-aux@50%
 # MODE.TSX in every PSB+ (a cpu with TSX), clean and with bytes dropped
 PTPROG_ARGS_tsx := --tsx
 PTPROG_ARGS_tsxdrop := --tsx --inject drop@50%:64
+# fuzz_ptwalkcpu's: per-cpu buffers whose cpu is handed to threads that do not
+# exist (the same process's, another's with other code at the same addresses:
+# its trace decodes to errors) for half of every 400 ns of trace (pcslow:
+# 2 us), clean and faulted, a PSB every 256 bytes (the later option wins)
+PTPROG_PC := --per-cpu --fake-switch 400 --psb-period 256
+PTPROG_ARGS_pcclean := $(PTPROG_PC)
+PTPROG_ARGS_pcslow := --per-cpu --fake-switch 2000 --psb-period 256
+PTPROG_ARGS_pcdrop := $(PTPROG_PC) --inject drop@50%:64
+PTPROG_ARGS_pccorrupt := $(PTPROG_PC) --inject corrupt@50%:16
+PTPROG_ARGS_pctruncate := $(PTPROG_PC) --inject truncate-aux@50%
+PTPROG_ARGS_pctsx := $(PTPROG_PC) --tsx
 PTPROG_SEEDS := $(PTPROG_VARIANTS:%=$(PTPROG_SIM)/%/perf.data)
 
 $(FUZZ_BUILD)/ptprog-code.bin: $(BUILD)/programs/recursion mk/fuzz.mk

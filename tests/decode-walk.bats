@@ -264,6 +264,26 @@ same() { # ARGS...
 	[[ $output == *"cannot decode this recording"* ]]
 }
 
+@test "walk: the fuzz_ptwalkcpu regressions (per-cpu perf.data) give libipt's bytes, stderr and statistics (-s)" {
+	# fuzz-ptwalkcpu-exec-old-image.data: an exec while the thread is traced;
+	# the libipt stepper decodes on with the replaced image, whose sections
+	# the walk read no more (a no-image gap for every block after it).
+	# fuzz-ptwalkcpu-partly-known-run.data: a first walk stops at 1,024
+	# instructions and the rest's query fails; the next walk ran the run as
+	# known (one block, libipt two).
+	# fuzz-ptwalkcpu-run-to-section-end.data: a run into the end of its
+	# section, nothing mapped after it; libipt's block ends there.
+	# fuzz-ptwalkcpu-insn-cut-at-section-end.data: an instruction cut there
+	# is libipt's unknown instruction (was an internal error).
+	local img="$ROOT/build/fuzz/ptsim/clean/images" f n=0
+	[ -d "$img" ] || skip "no fuzz/ptprog recording (make fuzz-seeds)"
+	for f in "$ROOT"/tests/corrupt/fuzz-ptwalkcpu-*; do
+		n=$((n + 1))
+		same -s --buildid-dir "$img" "$f" || { echo "differ: $f"; return 1; }
+	done
+	[ "$n" -ge 4 ]
+}
+
 @test "walk: the pre-scan refuses TNT and TIP before a MODE.Exec and a TIP after an FUP outside PSB+, walks them after a MODE.Exec, and a TIP cut by the end (hand-made raw PT)" {
 	# the pre-scan takes TNT-8, one-byte CYCs and TIPs without the packet
 	# decoder (ptd_walk.c seg_walkable): the same decisions as scan_pkt

@@ -206,6 +206,21 @@ sys.stdout.buffer.write(b"PERFILE2" + struct.pack("<Q", 16) +
 	[ "$status" -le 1 ]
 }
 
+@test "mt-decode --partial: a file cut inside the record header after an AUXTRACE reads that AUXTRACE once (fuzz_ptwalkcpu: the reader left the previous record in place)" {
+	local d="$BATS_TEST_DIRNAME/.cache/ptsim/clean/threads" off whole
+	[ -f "$d/perf.data" ] || skip "no mt-ptsim threads run cached"
+	# the record after the last AUXTRACE, cut 4 bytes in (not a whole header)
+	off=$("$BIN/mt-decode" --records "$d/perf.data" |
+		awk '$2 == "AUXTRACE" { a = 1; next } a { print $1; exit }')
+	[ -n "$off" ]
+	head -c $((off + 4)) "$d/perf.data" > "$T/cut.data"
+	whole=$("$BIN/mt-decode" -s --buildid-dir "$d/images" -o "$T/w.mt" "$d/perf.data" 2>&1 |
+		sed -n 's/.* aux_bytes=\([0-9]*\) .*/\1/p')
+	run "$BIN/mt-decode" --partial -s --buildid-dir "$d/images" -o "$T/o.mt" "$T/cut.data"
+	[ "$status" -le 1 ]
+	[[ $output == *"aux_bytes=$whole "* ]] || { echo "whole: aux_bytes=$whole; cut: $output"; return 1; }
+}
+
 @test "mt-decode: a TIME_CONV whose time_shift is 64 or more is a corrupt record (no shift by >= 64)" {
 	P="$SKY/perf.data.piped.intel_pt-4.14"
 	[ -f "$P" ] || skip "no Skylake fixture"

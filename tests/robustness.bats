@@ -419,6 +419,10 @@ cut_input() {
 			case $f in *-ptprog.pt) img="--cpu 6/94/3 --image $MT_BUILD/fuzz/ptprog:0x1000@0x401000" ;; esac
 			variants=("$img --pt" "--decoder walk $img --pt" "--resync $img --pt") ;;
 		fuzz-write-*) tool=mt-write variants=("-f fxt" "-f json") ;;
+		fuzz-ptwalkcpu-*) # perf.data of fuzz/ptprog.c (per-cpu), both decoders
+			tool=mt-decode
+			img="--buildid-dir $MT_BUILD/fuzz/ptsim/clean/images"
+			variants=("--decoder libipt $img" "--decoder walk $img") ;;
 		fuzz-dwcov-*) continue ;; # DWARF section bytes: no tool reads them alone
 		*) echo "$f: which tool?"; return 1 ;;
 		esac
