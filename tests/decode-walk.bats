@@ -97,6 +97,19 @@ same() { # ARGS...
 	[ -n "$d" ] || skip "no mt-ptsim runs cached"
 }
 
+# hand-made raw PT FILE against IMG (--cpu 6/94/3): libipt's bytes, and
+# --decoder walk-only walks it (WANT walked) or refuses it, exit 2 (refused)
+raw_walked() { # FILE IMG WANT
+	same -s --cpu 6/94/3 --image "$2" --pt "$1" || { echo "differ: $1"; return 1; }
+	run "$BIN/mt-decode" --decoder walk-only --cpu 6/94/3 --image "$2" -o "$T/x.mt" --pt "$1"
+	if [ "$3" = refused ]; then
+		[ "$status" -eq 2 ] && [[ $output == *"cannot decode this recording"* ]] ||
+			{ echo "$1: walked ($status): $output"; return 1; }
+	else
+		[ "$status" -ne 2 ] || { echo "$1: refused: $output"; return 1; }
+	fi
+}
+
 @test "walk: per-cpu recordings with thread switches (mt-ptgen --per-cpu --fake-switch) decode as libipt does, walked" {
 	local fnptr="$ROOT/build/programs/fnptr" i=0 th fs extra d
 	[ -x "$fnptr" ] || skip "no build/programs/fnptr"
@@ -298,18 +311,11 @@ same() { # ARGS...
 	printf "$psb\x99\x01\x02\x23\x3d\x00\x10\x0d" > "$T/fup-tip.pt"
 	printf "$psb\x99\x01\x02\x23\x06\x2d\x00" > "$T/mode-tip-cut.pt"
 	for f in nomode-tnt nomode-cyc-tip mode-tnt mode-tip fup-tip mode-tip-cut; do
-		same -s --cpu 6/94/3 --image "$img" --pt "$T/$f.pt" || { echo "differ: $f"; return 1; }
-		run "$BIN/mt-decode" --decoder walk-only --cpu 6/94/3 --image "$img" -o "$T/x.mt" --pt "$T/$f.pt"
 		case $f in
 		nomode-* | fup-*) want=refused ;;
 		*) want=walked ;;
 		esac
-		if [ $want = refused ]; then
-			[ "$status" -eq 2 ] && [[ $output == *"cannot decode this recording"* ]] ||
-				{ echo "$f: walked ($status): $output"; return 1; }
-		else
-			[ "$status" -ne 2 ] || { echo "$f: refused: $output"; return 1; }
-		fi
+		raw_walked "$T/$f.pt" "$img" $want
 	done
 }
 
@@ -357,18 +363,11 @@ same() { # ARGS...
 	printf "$psb\x99\x22\x99\x01\x02\x23\x06\x04" > "$T/tsx-abort.pt"
 	printf "$psb\x99\x01\x02\x23\x99\x20\x06\x04" > "$T/tsx-outside.pt"
 	for f in tsx-psb tsx-psb-fup tsx-intx tsx-abort tsx-outside; do
-		same -s --cpu 6/94/3 --image "$img" --pt "$T/$f.pt" || { echo "differ: $f"; return 1; }
-		run "$BIN/mt-decode" --decoder walk-only --cpu 6/94/3 --image "$img" -o "$T/x.mt" --pt "$T/$f.pt"
 		case $f in
 		tsx-psb*) want=walked ;;
 		*) want=refused ;;
 		esac
-		if [ $want = refused ]; then
-			[ "$status" -eq 2 ] && [[ $output == *"cannot decode this recording"* ]] ||
-				{ echo "$f: walked ($status): $output"; return 1; }
-		else
-			[ "$status" -ne 2 ] || { echo "$f: refused: $output"; return 1; }
-		fi
+		raw_walked "$T/$f.pt" "$img" $want
 	done
 	[ "$n" -gt 0 ] || skip "no mt-ptsim runs cached"
 	echo "programs $n, walked $walked"
