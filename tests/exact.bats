@@ -236,16 +236,22 @@ overflow_at() {
 		$4 == "type=call" && $6 == m { inmain = 1; next }
 		inmain && $4 == "type=call" { sub("time=", "", $3); print $3; exit }')
 	[ -n "$hand" ] && [ -n "$callee" ]
-	# a 64-byte drop whose gap holds both (drop@74% in the cached run:
-	# 681 wrong spans when the later segment went right under ld.so's root)
-	k=
-	for p in 74 73 75 72 76; do
-		replay qsort "$T/f" --inject drop@$p%:64
+	# a 64-byte drop whose gap holds both (about 74 % into the run: 681
+	# wrong spans when the later segment went right under ld.so's root).
+	# Where ld.so hands off depends on the cpu (its string functions are
+	# chosen by cpuid): the drop is searched for by tenths of a percent,
+	# from 74.0 % outwards
+	local n k= d i b e
+	n=$("$BIN/mt-ptsim" --replay "$R/qsort.run" --stats -o "$T/st" 2>&1 | sed -n 's/.*steps, \([0-9]*\) instructions.*/\1/p')
+	[ -n "$n" ]
+	for i in $(seq 0 80); do
+		d=$((740 + (i % 2 ? (i + 1) / 2 : -(i / 2))))
+		replay qsort "$T/f" --inject drop@$((n * d / 1000)):64
 		"$BIN/mt-decode" --buildid-dir "$T/f/images" -o "$T/in.mt" "$T/f/perf.data" 2>/dev/null || true
 		read -r b e < <("$BIN/mt-dump" -k gap "$T/in.mt" | sed -n '1s/.* begin=\([0-9]*\) end=\([0-9]*\) .*/\1 \2/p')
-		[ -n "$b" ] && [ "$b" -lt "$hand" ] && [ "$e" -gt "$callee" ] && { k=$p; break; }
+		[ -n "$b" ] && [ "$b" -lt "$hand" ] && [ "$e" -gt "$callee" ] && { k=$((n * d / 1000)); break; }
 	done
-	echo "drop@$k%:64 (hand-off at $hand, main's first call at $callee)"
+	echo "drop@$k:64 of $n instructions (hand-off at $hand, main's first call at $callee)"
 	[ -n "$k" ]
 	CMP="--max-wrong 0" judge "$T/f" decode
 	# the program's entry (_start), jumped to by ld.so's inside the gap, is

@@ -149,6 +149,7 @@ all_threads_under() {
 		join thread t using(utid) join process p using(upid) where p.name = '$1' and s.name = '$2'"; }
 	[ "$(n renamed-kid child_work)" -gt 0 ]
 	[ "$(n forks plain_child)" -gt 0 ]
+	[ "$(n forks parent_work)" -gt 0 ]
 	[ "$(n forks child_work)" -eq 0 ]
 	# --kernel: the children's kernel frames are named too (their timer
 	# reads are system calls)
