@@ -106,6 +106,9 @@ struct ptd_walk {
 	uint32_t *bix;	   /* the index: 2^WB_BITS sets of two */
 	uint32_t nbc;
 	uint64_t nflush;
+	/* a first walk stopped at 1,024 instructions: only then can libipt
+	 * know a run's start and not its end (wd_unknown_in) */
+	int split;
 	struct winsn *ic;
 	/* libipt's instruction decoder, asked about one instruction at a
 	 * time (ild_decode) */
@@ -1439,6 +1442,8 @@ static int wd_first(struct ptd *d, struct ptd_walkq *w, struct pt_block *b, cons
 		if (n == 0x400 || !(kb = known_byte(d, c->isid, next, &m)) || (*kb & m)) {
 			if (n < 0x400 && !kb)
 				return -pte_nomem;
+			if (n == 0x400)
+				d->walk->split = 1;
 			st = wd_mark(d, w, c->isid, from, cur);
 			if (st < 0)
 				return st;
@@ -1471,7 +1476,9 @@ static int wd_first(struct ptd *d, struct ptd_walkq *w, struct pt_block *b, cons
  * stopped at 1024 instructions (its last entry leads there) and whose
  * rest was never learnt (its branch's query failed).  0: it knows the
  * whole run; else the instruction (*pre: how many come before it), or
- * -pte_nomem. */
+ * -pte_nomem.  Only such a stop leaves a run known in part (a first walk
+ * otherwise learns all it passed, or only its branch when the query
+ * fails), so this is asked only once one happened (d->walk->split). */
 static int wd_unknown_in(struct ptd *d, struct ptd_walkq *w, const struct wblk *c, uint64_t *at,
 			 unsigned *pre)
 {
@@ -1515,7 +1522,7 @@ static inline int wd_no_event(struct ptd *d, struct ptd_walkq *w, struct pt_bloc
 			st = wd_first(d, w, b, c, c->ip, 0);
 			if (st != WK_AGAIN)
 				return st;
-		} else {
+		} else if (d->walk->split) {
 			uint64_t at;
 			unsigned pre;
 			st = wd_unknown_in(d, w, c, &at, &pre);
