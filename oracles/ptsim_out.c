@@ -781,9 +781,24 @@ int ptsim_write_spans(int fd, const struct ptsim_run *run, const struct ptsim_re
 				mind = v[j]->depth;
 			j++;
 		}
+		/* A frame that ended before the thread's first traced
+		 * instruction (a window's trace-start: its first branch) is in
+		 * no trace of it, even when it ended at that instruction's time;
+		 * the time slots still tell (docs/ptsim.md).  So is a system
+		 * call or interrupt that began before it and ended with it
+		 * (the window began in the kernel: the return to user mode is
+		 * the trace-start). */
+		uint32_t first = UINT32_MAX;
+		for (size_t b = 0; b < res->nbr; b++)
+			if (res->br[b].tid == v[i]->tid && res->br[b].slot < first)
+				first = res->br[b].slot;
 		for (size_t k = i; k < j && !rc; k++) {
 			const struct ptsim_span *s = v[k];
 			struct mtev_rec r;
+			if (first != UINT32_MAX &&
+			    (s->eslot < first || ((s->flags & MTEV_SPAN_UNTRACED) &&
+						   s->bslot < first && s->eslot == first)))
+				continue;
 			memset(&r, 0, sizeof r);
 			r.kind = MTEV_SPAN;
 			r.span.tid = s->tid;

@@ -612,9 +612,11 @@ static int32_t top_depth(struct sth *t)
 	return t->nst ? t->st[t->nst - 1].depth : -1;
 }
 
-static void open_sys(struct synth *s, struct sth *t, const char *name, uint32_t flags)
+static void open_sys(struct synth *s, struct sth *t, const char *name, uint32_t flags,
+		     uint64_t callsite)
 {
 	memset(&t->sys, 0, sizeof t->sys);
+	t->sys.callsite = callsite;
 	t->sys.bseq = s->seq++;
 	t->sys.depth = top_depth(t) + 1;
 	t->sys.bslot = t->cur_slot;
@@ -807,7 +809,7 @@ static void do_insn(struct synth *s, struct sth *t, const struct ptsim_ev *e, ui
 		t->enabled = 0;
 		t->dis_async = 0;
 		s->clock += PTSIM_CYC_SYSCALL;
-		open_sys(s, t, "[syscall]", MTEV_SPAN_SYSCALL | MTEV_SPAN_UNTRACED);
+		open_sys(s, t, "[syscall]", MTEV_SPAN_SYSCALL | MTEV_SPAN_UNTRACED, e->ip);
 		break;
 	default:
 		break;
@@ -940,7 +942,7 @@ static void do_signal(struct synth *s, struct sth *t, const struct ptsim_ev *e)
 		async_disable(s, t, e->ip);
 		after_disable(s, t);
 		add_branch(s, t, MTEV_BR_INTERRUPT, e->ip, 0, t->cur_slot);
-		open_sys(s, t, "[interrupt]", MTEV_SPAN_INTERRUPT | MTEV_SPAN_UNTRACED);
+		open_sys(s, t, "[interrupt]", MTEV_SPAN_INTERRUPT | MTEV_SPAN_UNTRACED, 0);
 	}
 	s->clock += PTSIM_CYC_SIGNAL;
 	if (t->npend < 8) {

@@ -97,7 +97,18 @@ int spanset_add_window(struct spanset *s, uint32_t tid, uint64_t begin, uint64_t
 	}
 	if (mt_grow((void **)&s->win, &s->capwin, s->nwin + 1, sizeof *s->win))
 		return -ENOMEM;
-	s->win[s->nwin++] = (struct sc_win){tid, begin, end < begin ? begin : end, UINT64_MAX};
+	s->win[s->nwin++] = (struct sc_win){tid, begin, end < begin ? begin : end, UINT64_MAX, 0, 0};
+	return 0;
+}
+
+int spanset_note_start(struct spanset *s, uint32_t tid, uint64_t time, uint64_t to)
+{
+	struct sc_win *w = find_win(s, tid);
+	int first = !w || time < w->begin || (time == w->begin && !w->start_to);
+	if (spanset_add_window(s, tid, time, time))
+		return -ENOMEM;
+	if (first)
+		find_win(s, tid)->start_to = to;
 	return 0;
 }
 
@@ -115,7 +126,7 @@ int spanset_note_jump(struct spanset *s, uint32_t tid, uint64_t time, uint64_t t
 {
 	if (mt_grow((void **)&s->jmp, &s->capjmp, s->njmp + 1, sizeof *s->jmp))
 		return -ENOMEM;
-	s->jmp[s->njmp++] = (struct sc_jump){tid, time, to};
+	s->jmp[s->njmp++] = (struct sc_jump){tid, time, to, 0};
 	return 0;
 }
 
@@ -133,7 +144,7 @@ int spanset_note_return(struct spanset *s, uint32_t tid, uint64_t time, uint64_t
 {
 	if (mt_grow((void **)&s->ret, &s->capret, s->nret + 1, sizeof *s->ret))
 		return -ENOMEM;
-	s->ret[s->nret++] = (struct sc_jump){tid, time, to};
+	s->ret[s->nret++] = (struct sc_jump){tid, time, to, 0};
 	return 0;
 }
 
@@ -150,7 +161,7 @@ void spanset_sort_jumps(struct spanset *s)
  * 15 bytes)? */
 static int returned_after(const struct spanset *s, uint32_t tid, uint64_t time, uint64_t site)
 {
-	struct sc_jump k = {tid, time, site + 1};
+	struct sc_jump k = {tid, time, site + 1, 0};
 	size_t lo = 0, hi = s->nret;
 	while (lo < hi) { /* the first return not before (tid, time, site + 1) */
 		size_t m = lo + (hi - lo) / 2;
@@ -163,10 +174,29 @@ static int returned_after(const struct spanset *s, uint32_t tid, uint64_t time, 
 	       s->ret[lo].to <= site + 15;
 }
 
+/* Did thread @tid return at @time into the function entered at @func (the
+ * returns' fn, where known)? */
+static int returned_into(const struct spanset *s, uint32_t tid, uint64_t time, uint64_t func)
+{
+	struct sc_jump k = {tid, time, 0, 0};
+	size_t lo = 0, hi = s->nret;
+	while (lo < hi) { /* the first return of (tid, time) */
+		size_t m = lo + (hi - lo) / 2;
+		if (jump_cmp(&s->ret[m], &k) < 0)
+			lo = m + 1;
+		else
+			hi = m;
+	}
+	for (; lo < s->nret && s->ret[lo].tid == tid && s->ret[lo].time == time; lo++)
+		if (func && s->ret[lo].fn == func)
+			return 1;
+	return 0;
+}
+
 /* Did thread @tid jump to @to at @time (noted, then sorted)? */
 static int jumped(const struct spanset *s, uint32_t tid, uint64_t time, uint64_t to)
 {
-	struct sc_jump k = {tid, time, to};
+	struct sc_jump k = {tid, time, to, 0};
 	return s->njmp && bsearch(&k, s->jmp, s->njmp, sizeof *s->jmp, jump_cmp) != NULL;
 }
 
@@ -613,7 +643,10 @@ static void hide_unwound(struct work *W, const struct spanset *actual, struct sp
 			else if (!(g->cflags & SC_BEFORE))
 				called = 1; /* F called something in the window */
 		}
-		if (!c || called || returned_after(actual, f->tid, c->end, c->callsite))
+		/* C's call site is the jump's when C was tail-called: its
+		 * return then lands after another call, in F's function */
+		if (!c || called || returned_after(actual, f->tid, c->end, c->callsite) ||
+		    returned_into(actual, f->tid, c->end, f->func))
 			continue;
 		T[i].cflags |= SC_HIDDEN;
 		res->unwound++;
@@ -623,6 +656,76 @@ static void hide_unwound(struct work *W, const struct spanset *actual, struct sp
 		if (!(T[j].cflags & SC_HIDDEN))
 			T[w++] = T[j];
 	W->nT = w;
+}
+
+static int u64_cmp(const void *x, const void *y)
+{
+	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+	return a < b ? -1 : a > b;
+}
+
+/* A frame live when the window began runs, at the window's first
+ * instruction, code that may lie in another function: a body entered by a
+ * jump into its middle (glibc's mempcpy jumps into memcpy's), not a tail
+ * call (the truth's frame keeps the name of its entry).  No trace of the
+ * window can tell that entry; what it shows is the function whose code
+ * runs.  So the frame executing the window's first instruction (the
+ * deepest beginning with the window, clipped there) takes the name an
+ * actual span gives it when that is the function of that instruction: by
+ * the symbol tables (w->start_fn), else the nearest function entry the
+ * truth knows (any span's, the whole run's) at or before it, past the
+ * frame's own entry. */
+static int name_by_code(struct work *W, const struct spanset *truth, const struct spanset *actual,
+			struct spancmp_res *res)
+{
+	uint64_t *fn = NULL;
+	size_t nfn = 0;
+	for (size_t i = 0; i < actual->nwin; i++) {
+		const struct sc_win *w = &actual->win[i];
+		struct sc_span *f = NULL;
+		if (!w->start_to)
+			continue;
+		for (size_t j = 0; j < W->nT; j++) {
+			struct sc_span *x = &W->T[j];
+			if (x->tid == w->tid && x->begin == w->begin && (!f || x->depth > f->depth))
+				f = x;
+		}
+		if (!f || !(f->cflags & SC_BEFORE) || !f->func)
+			continue;
+		uint64_t e = w->start_fn;
+		if (!e && f->func < w->start_to && !fn) {
+			if (!(fn = malloc((truth->n ? truth->n : 1) * sizeof *fn)))
+				return -ENOMEM;
+			for (size_t j = 0; j < truth->n; j++)
+				if (truth->v[j].func)
+					fn[nfn++] = truth->v[j].func;
+			qsort(fn, nfn, sizeof *fn, u64_cmp);
+		}
+		if (!e && f->func < w->start_to) {
+			size_t lo = 0, hi = nfn; /* the first entry past it */
+			while (lo < hi) {
+				size_t mid = (lo + hi) / 2;
+				if (fn[mid] <= w->start_to)
+					lo = mid + 1;
+				else
+					hi = mid;
+			}
+			e = lo && fn[lo - 1] > f->func ? fn[lo - 1] : 0;
+		}
+		if (!e || e == f->func)
+			continue;
+		for (size_t j = 0; j < W->nA; j++) {
+			const struct sc_span *a = &W->A[j];
+			if (a->tid == f->tid && a->depth == f->depth && a->begin == w->begin &&
+			    a->func == e && (a->flags & MTEV_SPAN_INFERRED_START)) {
+				f->func = e;
+				res->renamed++;
+				break;
+			}
+		}
+	}
+	free(fn);
+	return 0;
 }
 
 /* The actual spans judged, into W->A: functions, and synthetic spans whose
@@ -1014,7 +1117,7 @@ int spancmp_run(struct spanset *truth, struct spanset *actual, const struct span
 	}
 	if (!o->count_unwound)
 		hide_unwound(&W, actual, res);
-	if (judged_actual(&W, actual, res))
+	if (judged_actual(&W, actual, res) || name_by_code(&W, truth, actual, res))
 		goto out;
 	res->truth = W.nT;
 	res->judged = W.nA;

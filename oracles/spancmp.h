@@ -68,6 +68,12 @@ struct sc_win {
 	/* the first time a branch other than a trace-start moved the thread
 	 * (spanset_note_move; begin when never noted) */
 	uint64_t first_move;
+	/* the first traced instruction (the trace-start at begin;
+	 * spanset_note_start), 0 unknown */
+	uint64_t start_to;
+	/* the entry of the function whose code start_to is (the caller's
+	 * symbol tables: mt-compare --images), 0 unknown */
+	uint64_t start_fn;
 };
 
 /* A stretch of a thread the recording holds no trace of (the actual
@@ -92,10 +98,11 @@ struct spanset {
 	struct sc_jump {
 		uint32_t tid;
 		uint64_t time, to;
+		uint64_t fn; /* a return's: the entry of @to's function, 0 unknown */
 	} *jmp;
 	size_t njmp, capjmp;
 	/* its returns (tid, time, to): a frame whose callee returned to it
-	 * executed again */
+	 * executed again (the caller may fill in each one's fn) */
 	struct sc_jump *ret;
 	size_t nret, capret;
 };
@@ -104,6 +111,11 @@ struct spanset {
  * result; they bound the time no trace shows (the honest coverage, below).
  * 0 or -ENOMEM. */
 int spanset_add_gap(struct spanset *s, uint32_t tid, int is_seg, uint64_t begin, uint64_t end);
+
+/* Note a trace-start of thread @tid at @time to @to: widens its window, and
+ * the earliest one's @to is the window's first traced instruction.  0 or
+ * -ENOMEM. */
+int spanset_note_start(struct spanset *s, uint32_t tid, uint64_t time, uint64_t to);
 
 /* Note that thread @tid took a branch (not a trace-start) at @time. */
 int spanset_note_move(struct spanset *s, uint32_t tid, uint64_t time);
@@ -143,6 +155,9 @@ struct spancmp_res {
 	 * suspended in a callee when it began and unwound with it (an
 	 * exception, a longjmp), never resumed (spancmp.c, hide_unwound) */
 	size_t unwound;
+	/* truth frames renamed by the code the window shows them running
+	 * (spancmp.c, name_by_code) */
+	size_t renamed;
 };
 
 /* Names are interned process-wide (a test tool); returns the id, 0 for "". */

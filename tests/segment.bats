@@ -339,7 +339,7 @@ cmp_run() {
 	CMP_TRUTH=cmp-unwind-truth.txt CMP_WINDOW=cmp-unwind-window.txt cmp_run cmp-unwind-actual.txt --min-recall 1 --max-wrong 0
 	echo "$output"
 	[ "$status" -eq 0 ]
-	[[ "$output" == *"outer frames hidden: 1; unwound unseen: 2)"* ]]
+	[[ "$output" == *"outer frames hidden: 1; unwound unseen: 2; named by the code they run: 0)"* ]]
 	[[ "${lines[-1]}" == *"precision=1.000000 recall=1.000000 coverage=1.000000 "*" matched=4 truth=4 judged=4 unwound=2" ]]
 	CMP_TRUTH=cmp-unwind-truth.txt CMP_WINDOW=cmp-unwind-window.txt cmp_run cmp-unwind-actual.txt --count-unwound -v
 	[[ "${lines[-1]}" == *" recall=0.666667 "*" matched=4 truth=6 judged=4 unwound=0" ]]
@@ -351,6 +351,23 @@ cmp_run() {
 	# and with --absolute-depth (the root kept): still unseen
 	CMP_TRUTH=cmp-unwind-truth.txt CMP_WINDOW=cmp-unwind-window.txt cmp_run cmp-unwind-actual.txt --absolute-depth
 	[[ "${lines[-1]}" == *" truth=5 judged=4 unwound=2" ]]
+}
+
+@test "compare: the frame running the window's first instruction in another function's body takes that function's name (the nearest entry the truth knows); not an address, not without the entry" {
+	CMP_TRUTH=cmp-body-truth.txt CMP_WINDOW=cmp-body-window.txt cmp_run cmp-body-actual.txt --min-recall 1 --max-wrong 0
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"named by the code they run: 1)"* ]]
+	[[ "${lines[-1]}" == *" wrong=0 matched=2 truth=2 judged=2 unwound=0" ]]
+	# named by the first instruction's address: no function's entry
+	CMP_TRUTH=cmp-body-truth.txt CMP_WINDOW=cmp-body-window.txt cmp_run cmp-body-actual-addr.txt -v
+	[[ "$output" == *"named by the code they run: 0)"* ]]
+	[[ "$output" == *"wrong: tid=1 depth=1 func=0x401247 "* ]]
+	[[ "${lines[-1]}" == *" wrong=1 matched=1 truth=2 judged=2 unwound=0" ]]
+	# B's entry known to no span of the truth: F keeps its name
+	CMP_TRUTH=cmp-body-truth-noentry.txt CMP_WINDOW=cmp-body-window.txt cmp_run cmp-body-actual.txt -v
+	[[ "$output" == *"missed: tid=1 depth=1 func=0x401200 "* ]]
+	[[ "${lines[-1]}" == *" wrong=1 matched=1 truth=2 judged=2 unwound=0" ]]
 }
 
 # A min-depth span is given the depth of the truth span it matches in time,

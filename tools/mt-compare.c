@@ -1,6 +1,8 @@
 /* mt-compare TRUTH ACTUAL: span fidelity against mt-ptsim's truth. */
 #include "driver.h"
 #include "err.h"
+#include "fnmap.h"
+#include "imgfind.h"
 #include "io.h"
 #include "mtev.h"
 #include "spancmp.h"
@@ -58,6 +60,10 @@ static void usage(FILE *f)
 	      "      --absolute-depth    compare depths as they are\n"
 	      "      --truth-branches FILE  the truth's branch stream (mt-ptsim's truth.mt)\n"
 	      "      --actual-window     the window from ACTUAL (hides lost trace)\n"
+	      "      --images DIR        look for the truth's mapped files in DIR first\n"
+	      "                          (repeatable; default DIR/images beside a TRUTH\n"
+	      "                          named DIR/truth-spans.mt): their symbols name\n"
+	      "                          the code a window begins in (below)\n"
 	      "      --count-unwound     keep the frames an unwinding removed unseen\n"
 	      "  -b, --branches FILE     take each thread's window from this branch stream\n"
 	      "      --min-precision X   exit 1 if precision < X (0..1)\n"
@@ -112,6 +118,7 @@ struct opts {
 	struct spancmp_opts c;
 	const char *branches, *truth_branches;
 	int actual_window;
+	int images; /* --images given */
 	double min_prec, min_rec, min_cov;
 	long max_wrong;
 	long list;
@@ -128,6 +135,10 @@ static void read_failed(const char *path, mtev_reader *r, int e)
 {
 	drv_read_failed(path, r, e, NULL);
 }
+
+/* The truth's processes and maps: the function of a window's first
+ * instruction (spancmp.c, name_by_code) */
+static struct fnmap *truth_fns;
 
 static void load_spans(const char *path, struct spanset *s, int segments, int is_truth)
 {
@@ -146,6 +157,14 @@ static void load_spans(const char *path, struct spanset *s, int segments, int is
 							     rec.segment.end)) ||
 			    (!is_truth && spanset_add_gap(s, rec.segment.tid, 1, rec.segment.begin,
 							  rec.segment.end)))
+				mt_fatal(MT_EXIT_SYS, "out of memory");
+		} else if (rec.kind == MTEV_THREAD && is_truth && truth_fns) {
+			if (fnmap_add_thread(truth_fns, rec.thread.pid, rec.thread.tid))
+				mt_fatal(MT_EXIT_SYS, "out of memory");
+		} else if (rec.kind == MTEV_MAP && is_truth && truth_fns) {
+			if (fnmap_add_map(truth_fns, rec.map.pid, rec.map.start, rec.map.len,
+					  rec.map.pgoff, rec.map.path.p, rec.map.path.len,
+					  rec.map.build_id, rec.map.build_id_len))
 				mt_fatal(MT_EXIT_SYS, "out of memory");
 		} else if (rec.kind == MTEV_GAP && !is_truth && rec.gap.reason != MTEV_GAP_UNTRACED) {
 			/* the time no trace shows (spancmp.h, gaps) */
@@ -176,7 +195,7 @@ static void load_windows(const char *path, struct spanset *s)
 	while ((e = mtev_read(r, &rec)) > 0)
 		if (rec.kind == MTEV_BRANCH &&
 		    ((rec.br.type == MTEV_BR_TRACE_START
-			      ? spanset_add_window(s, rec.br.tid, rec.br.time, rec.br.time)
+			      ? spanset_note_start(s, rec.br.tid, rec.br.time, rec.br.to)
 			      : spanset_note_move(s, rec.br.tid, rec.br.time)) ||
 		     (rec.br.type == MTEV_BR_JUMP &&
 		      spanset_note_jump(s, rec.br.tid, rec.br.time, rec.br.to)) ||
@@ -557,8 +576,8 @@ static int report(const struct opts *o, const struct spancmp_res *r, const char 
 	double tprec = ratio(r->true_actual_time, r->actual_time);
 	printf("window: from %s\n", wsrc);
 	printf("truth spans: %zu (clipped to the traced windows; outer frames hidden: %u; "
-	       "unwound unseen: %zu)\n",
-	       r->truth, r->max_hidden, r->unwound);
+	       "unwound unseen: %zu; named by the code they run: %zu)\n",
+	       r->truth, r->max_hidden, r->unwound, r->renamed);
 	printf("actual spans: %zu (judged %zu, not judged %zu)\n", r->actual, r->judged, r->unjudged);
 	printf("exact matches: %zu  precision %.6f  recall %.6f\n", r->matched, prec, rec);
 	printf("frame-time: coverage %.6f  exact coverage %.6f  time precision %.6f\n", cov, ecov,
@@ -591,6 +610,7 @@ int main(int argc, char **argv)
 		{"absolute-depth", no_argument, 0, 'A'},
 		{"count-unwound", no_argument, 0, 'U'},
 		{"branches", required_argument, 0, 'b'},
+		{"images", required_argument, 0, 'i'},
 		{"truth-branches", required_argument, 0, 'B'},
 		{"actual-window", no_argument, 0, 'a'},
 		{"kept-branches", no_argument, 0, 'K'},
@@ -626,6 +646,11 @@ int main(int argc, char **argv)
 			break;
 		case 'B':
 			o.truth_branches = optarg;
+			break;
+		case 'i':
+			if (img_dirs_add(optarg) < 0)
+				mt_fatal(MT_EXIT_SYS, "out of memory");
+			o.images = 1;
 			break;
 		case 'a':
 			o.actual_window = 1;
@@ -690,9 +715,38 @@ int main(int argc, char **argv)
 	if ((o.branches != NULL) + (o.truth_branches != NULL) + o.actual_window > 1)
 		drv_usage("--branches, --truth-branches and --actual-window exclude each other");
 	const char *tpath = argv[optind], *wsrc;
+	if (!o.images) {
+		/* mt-ptsim's layout: DIR/images beside DIR/truth-spans.mt */
+		const char *b = strrchr(tpath, '/');
+		b = b ? b + 1 : tpath;
+		char dir[4096];
+		if (!strcmp(b, "truth-spans.mt") &&
+		    (size_t)snprintf(dir, sizeof dir, "%.*simages", (int)(b - tpath), tpath) <
+			    sizeof dir &&
+		    access(dir, R_OK | X_OK) == 0 && img_dirs_add(dir) < 0)
+			mt_fatal(MT_EXIT_SYS, "out of memory");
+	}
+	if (!(truth_fns = fnmap_alloc()))
+		mt_fatal(MT_EXIT_SYS, "out of memory");
 	load_spans(tpath, &truth, 0, 1);
 	static char sib[4096];
 	wsrc = windows(&o, tpath, &truth, &actual, sib, sizeof sib);
+	for (size_t i = 0; i < actual.nwin; i++) {
+		struct sc_win *w = &actual.win[i];
+		struct fn_info fi;
+		if (w->start_to && (fnmap_owner(truth_fns, w->tid, w->start_to, &fi) ||
+				    fnmap_lookup(truth_fns, w->tid, w->start_to, &fi)))
+			w->start_fn = fi.entry;
+	}
+	for (size_t i = 0; i < actual.nret; i++) {
+		struct sc_jump *j = &actual.ret[i];
+		struct fn_info fi;
+		if (fnmap_owner(truth_fns, j->tid, j->to, &fi) ||
+		    fnmap_lookup(truth_fns, j->tid, j->to, &fi))
+			j->fn = fi.entry;
+	}
+	fnmap_free(truth_fns);
+	truth_fns = NULL;
 	load_spans(argv[optind + 1], &actual, o.actual_window, 0);
 
 	struct spancmp_res r;
