@@ -19,6 +19,14 @@ PTSIM_ARGS_truncate := --inject truncate-aux@50%
 # Per-program options of the stepped run.
 PTSIM_RUN_exception := --start-at main
 
+# The stepped programs get one fixed environment (no PWD, no CI variables):
+# what a run executes depends on its stack's contents (the environment's
+# strings move everything above them), and every clone and every CI run
+# steps them anew, so that runs are the same wherever the tree lies on one
+# kind of machine (libc's cpu-chosen string functions still differ between
+# kinds; threads and signals still interleave as the scheduler has it).
+PTSIM_ENV := env -i PATH=/usr/bin:/bin LC_ALL=C
+
 PTSIM_RUNS := $(PROG_NAMES:%=$(PTSIM_CACHE)/runs/%.run)
 PTSIM_OUTS := $(foreach v,$(PTSIM_VARIANTS),$(PROG_NAMES:%=$(PTSIM_CACHE)/$(v)/%/perf.data))
 PTCHECK := $(BUILD)/tests/ptcheck
@@ -26,7 +34,7 @@ PTCHECK := $(BUILD)/tests/ptcheck
 $(PTSIM_CACHE)/runs/%.run: $(PROG_DIR)/% oracles/ptsim_trace.c oracles/ptsim.h | bin/mt-ptsim
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  PTSIM   $@")
-	$(Q)bin/mt-ptsim $(PTSIM_RUN_$*) --save-run $@ -- $< >/dev/null
+	$(Q)$(PTSIM_ENV) bin/mt-ptsim $(PTSIM_RUN_$*) --save-run $@ -- $< >/dev/null
 
 define ptsim_variant
 $(PTSIM_CACHE)/$(1)/%/perf.data: $(PTSIM_CACHE)/runs/%.run bin/mt-ptsim
@@ -95,7 +103,7 @@ $(EXACT_DIR)/except_O0: tests/programs/exact/except.cc mk/ptsim.mk
 
 $(EXACT_CACHE)/runs/%.run: $(EXACT_DIR)/% oracles/ptsim_trace.c oracles/ptsim.h | bin/mt-ptsim
 	@mkdir -p $(dir $@)
-	$(Q)bin/mt-ptsim $(EXACT_RUN_$*) --save-run $@ -- $< >/dev/null
+	$(Q)$(PTSIM_ENV) bin/mt-ptsim $(EXACT_RUN_$*) --save-run $@ -- $< >/dev/null
 
 .PRECIOUS: $(EXACT_CACHE)/runs/%.run
 EXACT_RUNS := $(EXACT_NAMES:%=$(EXACT_CACHE)/runs/%.run)
