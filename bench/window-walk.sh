@@ -27,6 +27,7 @@ for p in $progs; do
 		"$B/mt-ptsim" --replay "$C/runs/$p.run" --psb-period 2048 --window "$w" -o "$T/w" \
 			>/dev/null 2>&1 || { echo "$p $w: replay failed"; bad=$((bad + 1)); w=$((w + 1)); continue; }
 		for src in truth decode; do
+			rm -f "$T/cmp.txt"
 			if [ $src = truth ]; then
 				cp "$T/w/truth.mt" "$T/in.mt"
 			else
@@ -36,7 +37,7 @@ for p in $progs; do
 				"$B/mt-compare" --min-precision 1 --min-recall 1 --max-wrong 0 \
 					"$T/w/truth-spans.mt" "$T/seg.mt" > "$T/cmp.txt" &&
 				grep -q " unwound=$u\$" "$T/cmp.txt" ||
-				{ echo "$p $w $src: $(tail -1 "$T/cmp.txt")"; bad=$((bad + 1)); }
+				{ echo "$p $w $src: $(tail -1 "$T/cmp.txt" 2>/dev/null || echo 'mt-segment failed')"; bad=$((bad + 1)); }
 			n=$((n + 1))
 		done
 		w=$((w + 1))
