@@ -95,7 +95,7 @@ EXACT="--min-precision 1 --min-recall 1 --max-wrong 0"
 		"$BIN/mt-dump" -k branch "$C/clean/$p/truth.mt" | grep -E ' type=(return|sysret) ' > "$T/ret.txt"
 		mkdir -p "$T/c/walk"
 		found=0 w=10000
-		while [ $found -lt $need ] && [ $w -lt 10600 ]; do
+		while [ $found -lt $need ] && [ $w -lt 11000 ]; do
 			rm -rf "$T/c/walk/$p"
 			"$BIN/mt-ptsim" --replay "$C/runs/$p.run" --psb-period 2048 --window $w \
 				-o "$T/c/walk/$p" 2>/dev/null
