@@ -111,6 +111,46 @@ EXACT="--min-precision 1 --min-recall 1 --max-wrong 0"
 	done
 }
 
+# glibc's mempcpy (the cpu's variant: __mempcpy_avx512_unaligned_erms here)
+# sets its result and jumps into memcpy's body.  A window that begins there
+# shows memcpy's code under the frame mempcpy's call made: no trace of it can
+# name mempcpy, and mt-compare (the run's symbols, from DIR/images) judges
+# the frame by the code it runs.  The windows are found from the clean
+# truth's jumps into a mempcpy entry: the window size whose trace-start falls
+# at that time (mt-ptsim's clock: a cycle an instruction, 500 a system call),
+# then the sizes around it.
+@test "--window beginning in memcpy's body under a mempcpy frame: exact, that frame named by the code it runs" {
+	p=tailcall
+	prog="${MT_BUILD:-$BATS_TEST_DIRNAME/../build}/programs/$p"
+	nm "$prog" | awk '$3 ~ /^__mempcpy_/ { print $1 }' | sed 's/^0*/0x/' > "$T/mp.txt"
+	[ -s "$T/mp.txt" ] || skip "no __mempcpy_* in this libc"
+	"$BIN/mt-dump" -k branch "$C/clean/$p/truth.mt" | awk 'NR == FNR { m[$1] = 1; next }
+		{ for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] } }
+		v["to"] in m { print v["time"] }' "$T/mp.txt" - > "$T/times.txt"
+	[ -s "$T/times.txt" ]
+	mkdir -p "$T/c/mp"
+	first() { "$BIN/mt-dump" -k branch "$T/c/mp/$p/truth.mt" | head -1 | sed 's/.* time=\([0-9]*\) .*/\1/'; }
+	named=0
+	while read -r t; do
+		# the size whose window begins at t
+		w=10000
+		for i in 1 2 3 4 5 6; do
+			rm -rf "$T/c/mp/$p"
+			"$BIN/mt-ptsim" --replay "$C/runs/$p.run" --psb-period 2048 --window $w -o "$T/c/mp/$p" 2>/dev/null
+			w=$(awk -v w=$w -v s="$(first)" -v t=$t 'BEGIN { n = w + (s - t) * 2.2; printf "%d\n", n < 1 ? 1 : n }')
+		done
+		for k in $(seq $((w - 60)) $((w + 60))); do
+			rm -rf "$T/c/mp/$p"
+			"$BIN/mt-ptsim" --replay "$C/runs/$p.run" --psb-period 2048 --window $k -o "$T/c/mp/$p" 2>/dev/null
+			C="$T/c" SEGOPTS= check mp $p truth seg $EXACT || { echo "window $k"; return 1; }
+			grep -q "named by the code they run: 1)" "$T/cmp.txt" && named=$((named + 1))
+		done
+		[ $named -gt 0 ] && break
+	done < "$T/times.txt"
+	echo "# windows named by their code: $named" >&3
+	[ $named -gt 0 ]
+}
+
 @test "--window exception: the window begins inside the unwinder under 6 frames no branch shows: judged unseen (--count-unwound: missed), the unwinder's frames flagged min-depth, no wrong span" {
 	for src in truth decode; do
 		SEGOPTS= check window exception $src stitch $EXACT
