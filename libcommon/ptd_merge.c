@@ -162,8 +162,19 @@ int merge(struct ptd *d)
 		if (t1 > 0 && emit_upto(d, t1 == UINT64_MAX ? t1 : t1 - 1) < 0)
 			return d->err;
 		/* a full batch must go out even at equal times */
-		if (run->nready >= PTD_BATCH && emit_upto(d, run->time) < 0)
-			return d->err;
+		if (run->nready >= PTD_BATCH) {
+			size_t n = run->nready;
+			if (emit_upto(d, run->time) < 0)
+				return d->err;
+			/* a batch whose head lies past the queue's own time (per
+			 * cpu: a gap stamped with its thread's time on a queue
+			 * that is ahead) would never go out, and the queue
+			 * would never step again: its head goes out at its own
+			 * time (write_rec keeps each thread's records sorted) */
+			if (run->nready == n &&
+			    emit_upto(d, rec_time(&run->fifo[run->fhead])) < 0)
+				return d->err;
+		}
 	}
 	for (i = 0; i < d->nq; i++)
 		q_commit(&d->q[i]);

@@ -288,6 +288,7 @@ raw_walked() { # FILE IMG WANT
 	# section, nothing mapped after it; libipt's block ends there.
 	# fuzz-ptwalkcpu-insn-cut-at-section-end.data: an instruction cut there
 	# is libipt's unknown instruction (was an internal error).
+	# fuzz-ptwalkcpu-gap-ahead-of-queue.data: both decoders hung (below).
 	local img="$ROOT/build/fuzz/ptsim/clean/images" f n=0
 	[ -d "$img" ] || skip "no fuzz/ptprog recording (make fuzz-seeds)"
 	for f in "$ROOT"/tests/corrupt/fuzz-ptwalkcpu-*; do
@@ -295,6 +296,25 @@ raw_walked() { # FILE IMG WANT
 		same -s --buildid-dir "$img" "$f" || { echo "differ: $f"; return 1; }
 	done
 	[ "$n" -ge 4 ]
+}
+
+# fuzz_ptwalkcpu's campaign (2026-12-04, both invocations within minutes):
+# a cpu's queue held a full batch whose first record, a gap, had its
+# thread's time on the other cpu's queue, ahead of its own; the merge wrote
+# nothing past the queue's time and stepped it no more, forever, on both
+# decoders.  The batch's head now goes out at its own time.
+@test "merge: a full batch whose head lies past its queue's time goes out (per-cpu; was a hang on both decoders)" {
+	local img="$ROOT/build/fuzz/ptsim/clean/images" dec
+	[ -d "$img" ] || skip "no fuzz/ptprog recording (make fuzz-seeds)"
+	for dec in libipt walk-check; do
+		run timeout 60 "$BIN/mt-decode" --decoder $dec --buildid-dir "$img" -o "$T/$dec.mt" \
+			"$ROOT/tests/corrupt/fuzz-ptwalkcpu-gap-ahead-of-queue.data"
+		echo "$dec: $status $output"
+		[ "$status" -eq 1 ]
+		[[ $output == *"lost trace data"* ]]
+	done
+	cmp "$T/libipt.mt" "$T/walk-check.mt"
+	"$BIN/mt-dump" -k gap "$T/libipt.mt" | grep -q 'reason='
 }
 
 @test "walk: the pre-scan refuses TNT and TIP before a MODE.Exec and a TIP after an FUP outside PSB+, walks them after a MODE.Exec, and a TIP cut by the end (hand-made raw PT)" {
