@@ -1316,6 +1316,87 @@ static size_t payload_bound(const struct mtev_rec *rec)
 	return n;
 }
 
+/* Runs of records, the branches in a loop of their own: the output position,
+ * the last branch's thread and its state in locals (a byte store may alias
+ * anything in *w), written back before anything else is written.  The bytes
+ * are write_branch's. */
+int mtev_write_n(mtev_writer *w, const struct mtev_rec *rec, size_t n)
+{
+	const struct mtev_rec *end = rec + n;
+
+	if (w->err)
+		return w->err;
+	while (rec < end) {
+		if (rec->kind != MTEV_BRANCH) {
+			int e = mtev_write(w, rec++);
+			if (e < 0)
+				return e;
+			continue;
+		}
+		uint8_t *o = w->buf + w->len;
+		const uint8_t *lim = w->buf + w->cap - (2 + 35);
+		uint32_t tid = w->last_br_tid;
+		int have = w->have_br_tid;
+		struct tstate *st = NULL;
+		uint64_t stime = 0, saddr = 0;
+		int e = 0;
+		if (have) {
+			if (!(st = tmap_get(&w->tm, tid)))
+				return -MTEV_ENOMEM;
+			stime = st->time;
+			saddr = st->addr;
+		}
+		do {
+			if (rec->br.type >= MTEV_BR__COUNT) {
+				e = -MTEV_EINVAL;
+				break;
+			}
+			if (o > lim)
+				break; /* flushed below, then on */
+			uint8_t *pl = o + 2, *p = pl;
+			unsigned kind = 0x20 | rec->br.type;
+			if (!have || tid != rec->br.tid) {
+				kind |= 0x10;
+				p = put_uv(p, rec->br.tid);
+				if (st) {
+					st->time = stime;
+					st->addr = saddr;
+				}
+				tid = rec->br.tid;
+				have = 1;
+				st = tmap_get(&w->tm, tid);
+				if (!st) {
+					e = -MTEV_ENOMEM;
+					break;
+				}
+				stime = st->time;
+				saddr = st->addr;
+			}
+			p = put_sv(p, (int64_t)(rec->br.time - stime));
+			p = put_sv(p, (int64_t)(rec->br.from - saddr));
+			p = put_sv(p, (int64_t)(rec->br.to - rec->br.from));
+			stime = rec->br.time;
+			saddr = rec->br.to ? rec->br.to : rec->br.from;
+			o[0] = (uint8_t)kind;
+			o[1] = (uint8_t)(p - pl);
+			o = p;
+			rec++;
+		} while (rec < end && rec->kind == MTEV_BRANCH);
+		if (st) {
+			st->time = stime;
+			st->addr = saddr;
+		}
+		w->len = (size_t)(o - w->buf);
+		w->last_br_tid = tid;
+		w->have_br_tid = have;
+		if (e < 0)
+			return e;
+		if (rec < end && rec->kind == MTEV_BRANCH && o > lim && mtev_writer_flush(w))
+			return w->err;
+	}
+	return 0;
+}
+
 int mtev_write(mtev_writer *w, const struct mtev_rec *rec)
 {
 	if (w->err)

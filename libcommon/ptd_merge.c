@@ -98,25 +98,25 @@ static int emit_upto(struct ptd *d, uint64_t safe)
 					q->nready--;
 				} while (q->nready && rec_time(&q->fifo[q->fhead]) <= limit);
 			} else {
-				/* the common case, with the ring in locals */
-				const struct mtev_rec *fifo = q->fifo, *end = fifo + q->fcap;
-				const struct mtev_rec *r = fifo + q->fhead;
-				mtev_writer *w = d->w;
-				size_t n = q->nready, k = 0, head;
+				/* the common case: the run that stays the earliest,
+				 * written as one or two pieces of the ring */
+				const struct mtev_rec *fifo = q->fifo;
+				size_t n = q->nready, k = 1, mask = q->fcap - 1, h = q->fhead;
 				int e;
-				for (;;) {
-					e = mtev_write(w, r);
-					if (e < 0)
+				while (k < n) {
+					const struct mtev_rec *r = &fifo[(h + k) & mask];
+					if ((r->kind == MTEV_BRANCH ? r->br.time : rec_time(r)) > limit)
 						break;
 					k++;
-					if (++r == end)
-						r = fifo;
-					if (k == n ||
-					    (r->kind == MTEV_BRANCH ? r->br.time : rec_time(r)) > limit)
-						break;
 				}
-				head = (size_t)(r - fifo);
-				q->fhead = head;
+				if (h + k <= q->fcap) {
+					e = mtev_write_n(d->w, fifo + h, k);
+				} else {
+					e = mtev_write_n(d->w, fifo + h, q->fcap - h);
+					if (e >= 0)
+						e = mtev_write_n(d->w, fifo, h + k - q->fcap);
+				}
+				q->fhead = (h + k) & mask;
 				q->fcount -= k;
 				q->nready -= k;
 				if (e < 0)

@@ -460,7 +460,7 @@ static int seg_walkable(const struct pt_config *cfg, int skd007)
 			const uint8_t *at;
 			if (pd.pos < cfg->end) {
 				/* the common packets, as ptq_pkt_next and scan_pkt
-				 * take them: TNT-8, a one-byte CYC, TIP */
+				 * take them: TNT-8, a one- or two-byte CYC, TIP */
 				uint8_t b = *pd.pos;
 				if (!(b & 1) && b > 2) {
 					ok = !s.fup && s.mode;
@@ -471,6 +471,12 @@ static int seg_walkable(const struct pt_config *cfg, int skd007)
 				}
 				if ((b & 7) == 3) {
 					pd.pos++;
+					continue;
+				}
+				/* a two-byte CYC, but one SKD007 could make an OVF */
+				if ((b & 7) == 7 && cfg->end - pd.pos >= 2 && !(pd.pos[1] & 1) &&
+				    !(skd007 && pd.pos[1] == 0x02)) {
+					pd.pos += 2;
 					continue;
 				}
 				if ((b & 0x1f) == 0x0d && ipsz[b >> 5] >= 0 &&
@@ -1886,11 +1892,97 @@ static int wk_fast(struct ptd *d, struct ptq *q, struct ptd_walkq *w, uint64_t l
 	if (q->pend.valid)
 		wf_take_pend(d, q, w, &h, &saved);
 	for (;;) {
-		const struct wblk *c = prev ? blk_next(d, w, prev, pk) : blk_at(d, w, w->ip);
-		uint64_t from_ip = w->ip, tsc;
+		const struct wblk *c = NULL;
+		uint64_t from_ip, tsc;
 		uint32_t lm, lc;
 		int slow = 0, taken;
 
+		if (timed && w->fast && prev) {
+			/* The chain: while the blocks read no packet (a jcc or
+			 * a compressed return on a cached TNT bit that is quiet:
+			 * ptq_cond_quiet; direct jumps and calls, a section's
+			 * end) and the next one is
+			 * the last block's link, they are done here, as the loop
+			 * below does them with the time read (timed), no check
+			 * due and room in the ring; anything else (the block
+			 * that is the 16th branch, one not linked yet) leaves
+			 * for the loop below, the block found kept in c. */
+			const struct wblk *bc = d->walk->bc;
+			for (;;) {
+				uint32_t l = prev->link[pk];
+				const struct wblk *n;
+				if (!l)
+					break;
+				n = &bc[l - 1];
+				if (!blk_hit(w, n, w->ip))
+					break;
+				c = n;
+				if (!n->known)
+					break;
+				if (n->kind == K_COND) {
+					if (!ptq_cond_quiet(&w->fq))
+						break;
+				} else if (n->kind == K_RET) {
+					/* compressed, to the return stack's top */
+					if (!ptq_cond_quiet(&w->fq) || !(w->fq.tnt & w->fq.tnt_idx) ||
+					    w->top == w->bottom)
+						break;
+				} else if (n->kind != K_DJMP && n->kind != K_DCALL && n->kind != K_SECEND) {
+					break;
+				}
+				if ((n->kind != K_SECEND && !((ndec + 1) & 15)) ||
+				    (h.rec && q->fcount >= q->fcap))
+					break;
+				switch (n->kind) {
+				case K_COND:
+					taken = (w->fq.tnt & w->fq.tnt_idx) != 0;
+					w->fq.tnt_idx >>= 1;
+					w->status = 0;
+					w->ip = taken ? n->next : n->end_ip + n->isize;
+					break;
+				case K_RET:
+					w->fq.tnt_idx >>= 1;
+					w->status = 0;
+					(void)rs_pop(w, &w->ip);
+					break;
+				case K_DCALL:
+					if (n->push)
+						rs_push(w, n->end_ip + n->isize);
+					/* fall through */
+				default:
+					w->ip = n->next;
+				}
+				st = wd_status(w, 0);
+				if (h.rec) {
+					struct mtev_rec *r =
+						&q->fifo[(q->fhead + q->fcount++) & (q->fcap - 1)];
+					r->kind = MTEV_BRANCH;
+					r->br.tid = tid;
+					r->br.time = h.time;
+					r->br.type = h.type;
+					r->br.from = h.from;
+					r->br.to = h.to;
+					br_time = h.time;
+					nbr++;
+				}
+				h.valid = 0;
+				h.rec = 0;
+				saved.valid = 0;
+				nblocks++;
+				ninsns += n->ninsn;
+				last_ip = n->end_ip;
+				wf_hold(&h, n, w->ip, now);
+				if (h.valid)
+					ndec++;
+				prev = n;
+				pk = n->kind == K_COND ? w->ip != n->next : n->kind == K_RET;
+				c = NULL;
+			}
+			q->status = st;
+		}
+		if (!c)
+			c = prev ? blk_next(d, w, prev, pk) : blk_at(d, w, w->ip);
+		from_ip = w->ip;
 		if (!c->known || c->kind == K_ERR || (c->kind == K_IND && c->iclass == ptic_error)) {
 			ret = WF_GENERAL;
 			break;
@@ -1902,7 +1994,7 @@ static int wk_fast(struct ptd *d, struct ptq *q, struct ptd_walkq *w, uint64_t l
 		 * as the block decoder does (wd_query, wd_trailing). */
 		switch (c->kind) {
 		case K_COND:
-			if (!fastq || w->fq.tnt_idx <= 1) {
+			if (!fastq || !ptq_cond_quiet(&w->fq)) {
 				slow = 1;
 				break;
 			}
@@ -1916,6 +2008,18 @@ static int wk_fast(struct ptd *d, struct ptq *q, struct ptd_walkq *w, uint64_t l
 			}
 			w->status = 0;
 			w->ip = taken ? c->next : c->end_ip + c->isize;
+			break;
+		case K_RET:
+			/* compressed, quiet (as a jcc's bit), to the return
+			 * stack's top */
+			if (!w->fast || !ptq_cond_quiet(&w->fq) || !(w->fq.tnt & w->fq.tnt_idx) ||
+			    w->top == w->bottom) {
+				slow = 1;
+				break;
+			}
+			w->fq.tnt_idx >>= 1;
+			w->status = 0;
+			(void)rs_pop(w, &w->ip);
 			break;
 		case K_DCALL:
 			if (c->push)

@@ -24,16 +24,6 @@ enum {
 	F_TIP = 1, F_TNT = 2, F_EVENT = 4, F_PSBEND = 8, F_FUP = 16, F_TIMING = 64, F_PAD = 128,
 };
 
-/* packet kinds (what libipt's fetch tells from the opcode) */
-enum {
-	P_NONE,
-	P_PAD, P_PSB, P_TIP, P_TNT8, P_TNT64, P_PGE, P_PGD, P_FUP, P_MODE, P_PSBEND,
-	P_TSC, P_CBR, P_CYC, P_MTC, P_TMA, P_UNKNOWN,
-	/* known to libipt, not emulated */
-	P_OVF, P_PIP, P_OEVENT, P_OHEAD,
-	P_MAX
-};
-
 static const uint8_t pflags[P_MAX] = {
 	[P_PAD] = F_PAD,       [P_PSB] = 0,		   [P_TIP] = F_TIP,
 	[P_TNT8] = F_TNT,      [P_TNT64] = F_TNT,	   [P_PGE] = F_EVENT,
@@ -292,7 +282,7 @@ static int time_mtc(struct ptqd *d, uint32_t ctc)
 /* a CYC: cycles since the last CYC-eligible packet, in fast-counter units
  * by the calibration.  The first after an MTC that counts over earlier
  * MTC periods gives those periods' estimated cycles back. */
-static int time_cyc(struct ptqd *d, uint64_t cyc)
+static inline __attribute__((always_inline)) int time_cyc(struct ptqd *d, uint64_t cyc)
 {
 	struct ptq_time *t = &d->time;
 	uint64_t fcr = cal_have(d) ? d->fcr : 0;
@@ -493,7 +483,7 @@ static int read_mode(struct ptqd *d, enum pt_exec_mode *mode, int *tsx)
 	return 2;
 }
 
-static int read_cyc(const struct ptqd *d, uint64_t *val)
+static inline __attribute__((always_inline)) int read_cyc(const struct ptqd *d, uint64_t *val)
 {
 	const uint8_t *p = d->pos;
 	uint64_t v = *p >> 3;
@@ -633,7 +623,7 @@ static int dec_cbr(struct ptqd *d, int header)
 	return 0;
 }
 
-static int dec_cyc(struct ptqd *d)
+static inline __attribute__((always_inline)) int dec_cyc(struct ptqd *d)
 {
 	uint64_t v;
 	int n = read_cyc(d, &v), err;
@@ -1078,7 +1068,7 @@ static int decode(struct ptqd *d)
 
 /* ---- the query layer ---- */
 
-static int will_event(const struct ptqd *d)
+static inline __attribute__((always_inline)) int will_event(const struct ptqd *d)
 {
 	unsigned f = pflags[d->next];
 	if (f & F_EVENT)
@@ -1127,7 +1117,34 @@ static int fetch_error(const struct ptqd *d)
 static int read_ahead(struct ptqd *d)
 {
 	for (;;) {
-		int err = fetch(d, d->pos);
+		int err;
+		/* the common packets first, as fetch and decode take them:
+		 * a TNT8 ends the read, PAD and CYC (timing, no event) are
+		 * decoded */
+		if (__builtin_expect(d->pos && d->pos >= d->begin && d->pos < d->end, 1)) {
+			uint8_t opc = *d->pos;
+			if (!(opc & 1) && opc != 0x02) {
+				if (opc) {
+					d->next = P_TNT8;
+					return 0;
+				}
+				d->next = P_PAD;
+				d->pos++;
+				continue;
+			}
+			if ((opc & 3) == 3) {
+				d->next = P_CYC;
+				err = dec_cyc(d);
+				if (!err)
+					continue;
+				if (err == -pte_eos) {
+					d->pos = d->end;
+					d->next = P_NONE;
+				}
+				return err;
+			}
+		}
+		err = fetch(d, d->pos);
 		if (err)
 			return err;
 		if (pflags[d->next] & (F_TIP | F_TNT))

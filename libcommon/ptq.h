@@ -38,9 +38,19 @@ struct ptq_time {
 	uint8_t have_tsc, have_cbr, have_tma, have_mtc;
 };
 
+/* packet kinds (what libipt's fetch tells from the opcode) */
+enum {
+	P_NONE,
+	P_PAD, P_PSB, P_TIP, P_TNT8, P_TNT64, P_PGE, P_PGD, P_FUP, P_MODE, P_PSBEND,
+	P_TSC, P_CBR, P_CYC, P_MTC, P_TMA, P_UNKNOWN,
+	/* known to libipt, not emulated */
+	P_OVF, P_PIP, P_OEVENT, P_OHEAD,
+	P_MAX
+};
+
 struct ptqd {
 	const uint8_t *begin, *end, *pos, *sync;
-	int next; /* the kind of the packet at pos, 0: none */
+	int next; /* the kind of the packet at pos (P_*), P_NONE: none */
 	int enabled, consume;
 	struct pt_event *event; /* published by the last decode */
 	uint64_t ip;		 /* last IP */
@@ -77,11 +87,19 @@ int ptq_pkt_sync(struct ptqd *d);
 int ptq_pkt_next(struct ptqd *d, enum pt_packet_type *type, uint8_t *mode);
 int ptq_get_sync_offset(const struct ptqd *d, uint64_t *off);
 
-/* pt_qry_cond_branch: a bit that is not the packet's last needs no
- * status (an event shows only when no bit is left) */
+/* Whether the next pt_qry_cond_branch reads no packet and reports no
+ * status: a bit that is not the packet's last (an event shows only when
+ * no bit is left), or the last with another TNT read ahead (neither an
+ * event nor the end) */
+static inline int ptq_cond_quiet(const struct ptqd *d)
+{
+	return d->tnt_idx > 1 || (d->tnt_idx == 1 && (d->next == P_TNT8 || d->next == P_TNT64));
+}
+
+/* pt_qry_cond_branch */
 static inline int ptq_cond_branch(struct ptqd *d, int *taken)
 {
-	if (d->tnt_idx > 1) {
+	if (ptq_cond_quiet(d)) {
 		*taken = (d->tnt & d->tnt_idx) != 0;
 		d->tnt_idx >>= 1;
 		return 0;
