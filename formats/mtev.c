@@ -1316,30 +1316,29 @@ static size_t payload_bound(const struct mtev_rec *rec)
 	return n;
 }
 
-/* Runs of records, the branches in a loop of their own: the output position,
- * the last branch's thread and its state in locals (a byte store may alias
+/* Runs of branch records in a loop of their own: the output position, the
+ * last branch's thread and its state in locals (a byte store may alias
  * anything in *w), written back before anything else is written.  The bytes
  * are write_branch's. */
-int mtev_write_n(mtev_writer *w, const struct mtev_rec *rec, size_t n)
+long mtev_write_upto(mtev_writer *w, const struct mtev_rec *rec, size_t n, uint64_t limit)
 {
-	const struct mtev_rec *end = rec + n;
+	const struct mtev_rec *const first = rec, *const end = rec + n;
 
 	if (w->err)
 		return w->err;
-	while (rec < end) {
-		if (rec->kind != MTEV_BRANCH) {
-			int e = mtev_write(w, rec++);
-			if (e < 0)
-				return e;
-			continue;
-		}
+	while (rec < end && rec->kind == MTEV_BRANCH && rec->br.time <= limit) {
 		uint8_t *o = w->buf + w->len;
 		const uint8_t *lim = w->buf + w->cap - (2 + 35);
 		uint32_t tid = w->last_br_tid;
-		int have = w->have_br_tid;
+		int have = w->have_br_tid, e = 0;
 		struct tstate *st = NULL;
 		uint64_t stime = 0, saddr = 0;
-		int e = 0;
+
+		if (o > lim) {
+			if (mtev_writer_flush(w))
+				return w->err;
+			continue;
+		}
 		if (have) {
 			if (!(st = tmap_get(&w->tm, tid)))
 				return -MTEV_ENOMEM;
@@ -1351,8 +1350,6 @@ int mtev_write_n(mtev_writer *w, const struct mtev_rec *rec, size_t n)
 				e = -MTEV_EINVAL;
 				break;
 			}
-			if (o > lim)
-				break; /* flushed below, then on */
 			uint8_t *pl = o + 2, *p = pl;
 			unsigned kind = 0x20 | rec->br.type;
 			if (!have || tid != rec->br.tid) {
@@ -1381,7 +1378,7 @@ int mtev_write_n(mtev_writer *w, const struct mtev_rec *rec, size_t n)
 			o[1] = (uint8_t)(p - pl);
 			o = p;
 			rec++;
-		} while (rec < end && rec->kind == MTEV_BRANCH);
+		} while (rec < end && rec->kind == MTEV_BRANCH && rec->br.time <= limit && o <= lim);
 		if (st) {
 			st->time = stime;
 			st->addr = saddr;
@@ -1391,10 +1388,8 @@ int mtev_write_n(mtev_writer *w, const struct mtev_rec *rec, size_t n)
 		w->have_br_tid = have;
 		if (e < 0)
 			return e;
-		if (rec < end && rec->kind == MTEV_BRANCH && o > lim && mtev_writer_flush(w))
-			return w->err;
 	}
-	return 0;
+	return rec - first;
 }
 
 int mtev_write(mtev_writer *w, const struct mtev_rec *rec)

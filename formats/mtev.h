@@ -262,8 +262,9 @@ mtev_writer *mtev_writer_alloc(int fd, const char *producer, uint32_t flags, int
 void mtev_writer_free(mtev_writer *w); /* does not close fd, does not finish */
 /* 0 or -MTEV_E*.  A MTEV_KIND_RAW record is written back byte for byte. */
 int mtev_write(mtev_writer *w, const struct mtev_rec *rec);
-/* mtev_write of @n records in a row (the same bytes): 0 or the first error */
-int mtev_write_n(mtev_writer *w, const struct mtev_rec *rec, size_t n);
+/* mtev_write of the branch records that lead @rec[0..n) while their time is
+ * at most @limit (the same bytes): how many it wrote, or the first error */
+long mtev_write_upto(mtev_writer *w, const struct mtev_rec *rec, size_t n, uint64_t limit);
 /* Writes END and flushes.  0 or -MTEV_E*. */
 int mtev_writer_finish(mtev_writer *w);
 int mtev_writer_flush(mtev_writer *w);

@@ -99,22 +99,38 @@ static int emit_upto(struct ptd *d, uint64_t safe)
 				} while (q->nready && rec_time(&q->fifo[q->fhead]) <= limit);
 			} else {
 				/* the common case: the run that stays the earliest,
-				 * written as one or two pieces of the ring */
+				 * its branches written as they are checked, a piece of
+				 * the ring at a time; the first record goes out in any
+				 * case (it is the earliest) */
 				const struct mtev_rec *fifo = q->fifo;
-				size_t n = q->nready, k = 1, mask = q->fcap - 1, h = q->fhead;
-				int e;
+				const size_t n = q->nready, mask = q->fcap - 1, h = q->fhead;
+				size_t k = 0;
+				int e = 0;
 				while (k < n) {
-					const struct mtev_rec *r = &fifo[(h + k) & mask];
-					if ((r->kind == MTEV_BRANCH ? r->br.time : rec_time(r)) > limit)
+					const size_t at = (h + k) & mask;
+					const struct mtev_rec *r = &fifo[at];
+					if (r->kind == MTEV_BRANCH) {
+						const int head = !k;
+						size_t piece = n - k < q->fcap - at ? n - k : q->fcap - at;
+						long m = mtev_write_upto(d->w, r, head ? 1 : piece,
+									 head ? UINT64_MAX : limit);
+						if (m < 0) {
+							e = (int)m;
+							break;
+						}
+						k += (size_t)m;
+						if (head || (size_t)m == piece)
+							continue;
+						r = &fifo[(h + k) & mask];
+						if (r->kind == MTEV_BRANCH)
+							break; /* past the limit */
+					}
+					if (k && rec_time(r) > limit)
+						break;
+					e = mtev_write(d->w, r);
+					if (e < 0)
 						break;
 					k++;
-				}
-				if (h + k <= q->fcap) {
-					e = mtev_write_n(d->w, fifo + h, k);
-				} else {
-					e = mtev_write_n(d->w, fifo + h, q->fcap - h);
-					if (e >= 0)
-						e = mtev_write_n(d->w, fifo, h + k - q->fcap);
 				}
 				q->fhead = (h + k) & mask;
 				q->fcount -= k;

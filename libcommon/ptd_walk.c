@@ -19,10 +19,11 @@
  * TSX -- paging, VMCS, PTWRITE, power events, a non-64-bit mode, or a packet
  * that does not parse), a queue with trace (TNT, TIP.*, any FUP) between
  * a PSB and the next MODE.Exec (libipt decodes in an unknown mode there, and
- * what it makes of the code then is not emulated) and every per-cpu queue is
- * decoded by the libipt
+ * what it makes of the code then is not emulated) is decoded by the libipt
  * stepper from its start; the decision is made per queue before its first
- * record.  Code bytes come from the image files only (mt-decode never reads
+ * record (per-thread and per-cpu queues alike: a cpu's queue hands its
+ * blocks to the thread its switch records name, as the libipt stepper's
+ * does).  Code bytes come from the image files only (mt-decode never reads
  * process memory), which do not change while mapped; the cache is dropped
  * whenever the queue's image changes (exec, fork, a new map): code that
  * changes (JIT, perf-map regions) has no image file, is a no-image gap on
@@ -105,7 +106,6 @@ struct ptd_walk {
 	struct wblk *bc;   /* 2^WB_BITS, nbc of them made */
 	uint32_t *bix;	   /* the index: 2^WB_BITS sets of two */
 	uint32_t nbc;
-	uint64_t nflush;
 	/* a first walk stopped at 1,024 instructions: only then can libipt
 	 * know a run's start and not its end (wd_unknown_in) */
 	int split;
@@ -918,7 +918,6 @@ static const struct wblk *blk_at(struct ptd *d, struct ptd_walkq *w, uint64_t ip
 		/* full: every block is dropped (its set may be anywhere) */
 		memset(s->bix, 0, ((size_t)2 << WB_BITS) * sizeof *s->bix);
 		s->nbc = 0;
-		s->nflush++;
 	}
 	b = &s->bc[s->nbc++];
 	set[1] = set[0];

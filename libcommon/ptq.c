@@ -1370,7 +1370,20 @@ static int cache_tnt(struct ptqd *d)
 
 int ptq_cond_branch_slow(struct ptqd *d, int *taken)
 {
-	if (!d->tnt_idx) {
+	if (!d->tnt_idx && d->next == P_TNT8 && (d->pos[0] >> 1) >= 2) {
+		/* cache_tnt's loop for the common packet: a TNT-8 read
+		 * ahead (no event binds to it) */
+		uint64_t v = d->pos[0] >> 1;
+		int bits = 63 - __builtin_clzll(v), err;
+		d->tnt = v & ~(1ull << bits);
+		d->tnt_idx = 1ull << (bits - 1);
+		d->pos++;
+		d->event = NULL;
+		d->last_time = d->time;
+		err = read_ahead(d);
+		if (err < 0 && err != -pte_eos)
+			return err;
+	} else if (!d->tnt_idx) {
 		int err = cache_tnt(d);
 		if (err < 0)
 			return err;
