@@ -403,6 +403,123 @@ static void check_writer_refuses(void)
 
 }
 
+/* mtev_write_upto (the decoder's merge writes its runs of branches with it):
+ * the bytes of mtev_write record by record, and it stops at the first record
+ * that is not a branch or whose time is past the limit.  Random runs of
+ * branches of three threads (big and small deltas, the writer's buffer
+ * flushed in the middle of runs), thread and gap records between them, and a
+ * limit that cuts some runs; the caller's loop is the merge's. */
+static uint8_t *file_bytes(FILE *f, size_t *len)
+{
+	long sz = ftell(f);
+	uint8_t *buf = malloc((size_t)sz + 1);
+	rewind(f);
+	if (!buf || fread(buf, 1, (size_t)sz, f) != (size_t)sz)
+		return NULL;
+	*len = (size_t)sz;
+	return buf;
+}
+
+static void test_write_upto(void)
+{
+	enum { N = 60000 };
+	struct mtev_rec *recs = calloc(N, sizeof *recs);
+	uint64_t time = 1000, addr = 0x401000;
+	size_t i, wrong_count = 0, runs = 0, cut = 0;
+	int err;
+
+	for (i = 0; i < N; i++) {
+		struct mtev_rec *r = &recs[i];
+		unsigned x = (unsigned)(rnd() % 100);
+		if (x < 3) {
+			r->kind = MTEV_THREAD;
+			r->thread.pid = 5;
+			r->thread.tid = 5 + (uint32_t)(rnd() % 3);
+			r->thread.time = time;
+			continue;
+		}
+		if (x < 5) {
+			r->kind = MTEV_GAP;
+			r->gap.tid = 5 + (uint32_t)(rnd() % 3);
+			r->gap.begin = time;
+			r->gap.end = time + 10;
+			r->gap.offset = ~0ull;
+			continue;
+		}
+		r->kind = MTEV_BRANCH;
+		r->br.tid = x < 15 ? 5 + (uint32_t)(rnd() % 3) : i && recs[i - 1].kind == MTEV_BRANCH
+									 ? recs[i - 1].br.tid
+									 : 5;
+		r->br.type = (uint32_t)(rnd() % MTEV_BR__COUNT);
+		time += rnd() % 4 ? 0 : rnd() % (x < 50 ? 100 : 1u << 30);
+		r->br.time = time;
+		r->br.from = addr + rnd() % (x < 60 ? 64 : 1u << 20);
+		r->br.to = x == 99 ? 0 : r->br.from - (1u << 19) + rnd() % (1u << 20) + (x < 20 ? (1ull << 40) : 0);
+		addr = r->br.to ? r->br.to : r->br.from;
+	}
+
+	FILE *fa = tmpfile(), *fb = tmpfile();
+	mtev_writer *wa = mtev_writer_alloc(fileno(fa), "t", 0, &err);
+	mtev_writer *wb = mtev_writer_alloc(fileno(fb), "t", 0, &err);
+	size_t k = 0;
+	int e = 0;
+	while (k < N && e >= 0) {
+		/* a limit somewhere in the next run's times, or past them */
+		uint64_t limit = recs[k].kind == MTEV_BRANCH ? recs[k].br.time + rnd() % 2000 : 0;
+		if (rnd() % 4 == 0)
+			limit = UINT64_MAX;
+		size_t piece = 1 + (size_t)(rnd() % 700);
+		if (piece > N - k)
+			piece = N - k;
+		size_t want = 0;
+		while (want < piece && recs[k + want].kind == MTEV_BRANCH && recs[k + want].br.time <= limit)
+			want++;
+		long m = mtev_write_upto(wb, &recs[k], piece, limit);
+		runs++;
+		wrong_count += m != (long)want;
+		cut += want < piece && recs[k + want].kind == MTEV_BRANCH;
+		for (size_t j = 0; j < want && e >= 0; j++)
+			e = mtev_write(wa, &recs[k + j]);
+		k += want;
+		if (k < N && (!want || recs[k].kind != MTEV_BRANCH)) {
+			/* what stopped it goes out alone, as the merge writes it */
+			int ea = mtev_write(wa, &recs[k]), eb = mtev_write(wb, &recs[k]);
+			e = ea < 0 ? ea : eb;
+			k++;
+		}
+	}
+	mtev_writer_finish(wa);
+	mtev_writer_finish(wb);
+	size_t la = 0, lb = 0;
+	uint8_t *a = file_bytes(fa, &la), *b = file_bytes(fb, &lb);
+	T_CHECK(e >= 0 && a && b && la == lb && la > 200000 && !memcmp(a, b, la),
+		"mtev_write_upto: %zu bytes as mtev_write writes them (%zu and %zu bytes, %zu calls)", la,
+		la, lb, runs);
+	T_CHECK(!wrong_count && cut > 100,
+		"mtev_write_upto stops at the first non-branch or branch past the limit (%zu wrong counts, "
+		"%zu runs cut by the limit)",
+		wrong_count, cut);
+
+	/* an invalid branch type: the error, what came before it written */
+	struct mtev_rec bad[3];
+	memcpy(bad, recs, sizeof bad);
+	for (i = 0; i < 3; i++) {
+		bad[i].kind = MTEV_BRANCH;
+		bad[i].br.type = MTEV_BR_JCC;
+		bad[i].br.time = 1;
+	}
+	bad[1].br.type = MTEV_BR__COUNT;
+	long m = mtev_write_upto(wb, bad, 3, UINT64_MAX);
+	T_CHECK(m == -MTEV_EINVAL, "mtev_write_upto: an invalid branch type is refused (%ld)", m);
+	mtev_writer_free(wa);
+	mtev_writer_free(wb);
+	fclose(fa);
+	fclose(fb);
+	free(a);
+	free(b);
+	free(recs);
+}
+
 int main(void)
 {
 	struct mtev_rec *recs = calloc(N_RECS, sizeof *recs);
@@ -418,6 +535,7 @@ int main(void)
 	check_writer_refuses();
 	test_name_refs();
 	test_short_waypoints();
+	test_write_upto();
 	free(buf);
 	free(recs);
 	return T_DONE();
