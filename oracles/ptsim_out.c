@@ -770,6 +770,31 @@ int ptsim_write_spans(int fd, const struct ptsim_run *run, const struct ptsim_re
 	cmp_res = res;
 	qsort(v, res->nspans, sizeof(*v), span_cmp);
 	int rc = write_context(w, run, res);
+	/* Each thread's first traced instruction's slot (the first branch's),
+	 * in one pass over the branches: threads are few, and a thread's
+	 * branches come in runs */
+	uint32_t *ftid = malloc((res->nbr ? res->nbr : 1) * 2 * sizeof *ftid), *fslot;
+	size_t nf = 0, last = 0;
+	if (!ftid) {
+		free(v);
+		mtev_writer_free(w);
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	fslot = ftid + (res->nbr ? res->nbr : 1);
+	for (size_t b = 0; b < res->nbr; b++) {
+		size_t f = last;
+		if (f >= nf || ftid[f] != res->br[b].tid)
+			for (f = 0; f < nf && ftid[f] != res->br[b].tid; f++)
+				;
+		if (f == nf) {
+			ftid[nf] = res->br[b].tid;
+			fslot[nf++] = res->br[b].slot;
+		} else if (res->br[b].slot < fslot[f]) {
+			fslot[f] = res->br[b].slot;
+		}
+		last = f;
+	}
 	/* Depths are relative to the first frame; frames discovered later sit
 	 * below it. */
 	size_t i = 0;
@@ -789,9 +814,9 @@ int ptsim_write_spans(int fd, const struct ptsim_run *run, const struct ptsim_re
 		 * (the window began in the kernel: the return to user mode is
 		 * the trace-start). */
 		uint32_t first = UINT32_MAX;
-		for (size_t b = 0; b < res->nbr; b++)
-			if (res->br[b].tid == v[i]->tid && res->br[b].slot < first)
-				first = res->br[b].slot;
+		for (size_t f = 0; f < nf; f++)
+			if (ftid[f] == v[i]->tid)
+				first = fslot[f];
 		for (size_t k = i; k < j && !rc; k++) {
 			const struct ptsim_span *s = v[k];
 			struct mtev_rec r;
@@ -813,6 +838,7 @@ int ptsim_write_spans(int fd, const struct ptsim_run *run, const struct ptsim_re
 		}
 		i = j;
 	}
+	free(ftid);
 	free(v);
 	if (!rc)
 		rc = mtev_writer_finish(w);

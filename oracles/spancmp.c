@@ -693,16 +693,17 @@ static int name_by_code(struct work *W, const struct spanset *truth, const struc
 		if (!f || !(f->cflags & SC_BEFORE) || !f->func)
 			continue;
 		uint64_t e = w->start_fn;
-		if (!e && f->func < w->start_to && !fn) {
-			if (!(fn = malloc((truth->n ? truth->n : 1) * sizeof *fn)))
-				return -ENOMEM;
-			for (size_t j = 0; j < truth->n; j++)
-				if (truth->v[j].func)
-					fn[nfn++] = truth->v[j].func;
-			qsort(fn, nfn, sizeof *fn, u64_cmp);
-		}
 		if (!e && f->func < w->start_to) {
-			size_t lo = 0, hi = nfn; /* the first entry past it */
+			size_t lo = 0, hi; /* the first entry past it */
+			if (!fn) { /* the truth's entries, made once */
+				if (!(fn = malloc((truth->n ? truth->n : 1) * sizeof *fn)))
+					return -ENOMEM;
+				for (size_t j = 0; j < truth->n; j++)
+					if (truth->v[j].func)
+						fn[nfn++] = truth->v[j].func;
+				qsort(fn, nfn, sizeof *fn, u64_cmp);
+			}
+			hi = nfn;
 			while (lo < hi) {
 				size_t mid = (lo + hi) / 2;
 				if (fn[mid] <= w->start_to)
