@@ -1845,6 +1845,17 @@ WF_INLINE void wf_hold(struct wf_held *h, const struct wblk *c, uint64_t to, uin
 	h->isid = c->isid;
 }
 
+/* The held branch's record, into the queue's ring at @r. */
+WF_INLINE void wf_rec(struct mtev_rec *r, uint32_t tid, const struct wf_held *h)
+{
+	r->kind = MTEV_BRANCH;
+	r->br.tid = tid;
+	r->br.time = h->time;
+	r->br.type = h->type;
+	r->br.from = h->from;
+	r->br.to = h->to;
+}
+
 /* Hands the held branch to the general path (q->pend), which resolves it
  * at the next block or event. */
 static void wf_give_pend(struct ptq *q, const struct wf_held *h)
@@ -1953,14 +1964,7 @@ static int wk_fast(struct ptd *d, struct ptq *q, struct ptd_walkq *w, uint64_t l
 				}
 				st = wd_status(w, 0);
 				if (h.rec) {
-					struct mtev_rec *r =
-						&q->fifo[(q->fhead + q->fcount++) & (q->fcap - 1)];
-					r->kind = MTEV_BRANCH;
-					r->br.tid = tid;
-					r->br.time = h.time;
-					r->br.type = h.type;
-					r->br.from = h.from;
-					r->br.to = h.to;
+					wf_rec(&q->fifo[(q->fhead + q->fcount++) & (q->fcap - 1)], tid, &h);
 					br_time = h.time;
 					nbr++;
 				}
@@ -2049,12 +2053,7 @@ static int wk_fast(struct ptd *d, struct ptq *q, struct ptd_walkq *w, uint64_t l
 		if (h.rec) {
 			struct mtev_rec *r = q_push(d, q);
 			if (r) {
-				r->kind = MTEV_BRANCH;
-				r->br.tid = tid;
-				r->br.time = h.time;
-				r->br.type = h.type;
-				r->br.from = h.from;
-				r->br.to = h.to;
+				wf_rec(r, tid, &h);
 				br_time = h.time;
 				nbr++;
 			} else {

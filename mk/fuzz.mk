@@ -112,6 +112,8 @@ $(FUZZ_BUILD)/fuzz_%: $(FUZZ_BUILD)/fuzz/fuzz_%.o $(FUZZ_BUILD)/fuzz/memfd.o $(F
 
 # the raw-PT targets' shared setup (image, input file, options, output)
 $(FUZZ_BUILD)/fuzz_ptdecode $(FUZZ_BUILD)/fuzz_ptwalk $(FUZZ_BUILD)/fuzz_ptresync: $(FUZZ_BUILD)/fuzz/ptfuzz.o
+# the walk's targets' comparison of libipt's decode with the walk's
+$(FUZZ_BUILD)/fuzz_ptwalk $(FUZZ_BUILD)/fuzz_ptwalkcpu: $(FUZZ_BUILD)/fuzz/walkcmp.o
 
 # The program the raw-PT targets decode against (fuzz/ptprog.c: ~500 bytes of
 # its own code, then 56 KiB of static glibc code it never runs, so that a
@@ -190,4 +192,4 @@ fuzz-write: $(FUZZ_BUILD)/fuzz_write
 
 
 
--include $(FUZZ_LIBOBJ:.o=.d) $(FUZZ_LSAN_TOOLS:$(FUZZ_BUILD)/lsan/%=$(FUZZ_BUILD)/tools/%.d) $(FUZZ_SRC:fuzz/%.c=$(FUZZ_BUILD)/fuzz/%.d) $(FUZZ_BUILD)/fuzz/memfd.d $(FUZZ_BUILD)/fuzz/ptfuzz.d
+-include $(FUZZ_LIBOBJ:.o=.d) $(FUZZ_LSAN_TOOLS:$(FUZZ_BUILD)/lsan/%=$(FUZZ_BUILD)/tools/%.d) $(FUZZ_SRC:fuzz/%.c=$(FUZZ_BUILD)/fuzz/%.d) $(FUZZ_BUILD)/fuzz/memfd.d $(FUZZ_BUILD)/fuzz/ptfuzz.d $(FUZZ_BUILD)/fuzz/walkcmp.d
