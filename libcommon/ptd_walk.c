@@ -1909,14 +1909,14 @@ static int wk_fast(struct ptd *d, struct ptq *q, struct ptd_walkq *w, uint64_t l
 
 		if (timed && w->fast && prev) {
 			/* The chain: while the blocks read no packet (a jcc or
-			 * a compressed return on a cached TNT bit that is quiet:
-			 * ptq_cond_quiet; direct jumps and calls, a section's
-			 * end) and the next one is
-			 * the last block's link, they are done here, as the loop
-			 * below does them with the time read (timed), no check
-			 * due and room in the ring; anything else (the block
-			 * that is the 16th branch, one not linked yet) leaves
-			 * for the loop below, the block found kept in c. */
+			 * a compressed return on a quiet TNT bit, ptq_cond_quiet;
+			 * direct jumps and calls, a section's end) and the next
+			 * one is the last block's link, they are done here as
+			 * the loop below does them with the time read (timed),
+			 * no check due and room in the ring; anything else (the
+			 * block that is the 16th branch, one not linked yet)
+			 * leaves for the loop below, the block found kept in c.
+			 * Only ptq's bits (w->fast): walk-check asks libipt too. */
 			const struct wblk *bc = d->walk->bc;
 			for (;;) {
 				uint32_t l = prev->link[pk];
@@ -1990,8 +1990,8 @@ static int wk_fast(struct ptd *d, struct ptq *q, struct ptd_walkq *w, uint64_t l
 			ret = WF_GENERAL;
 			break;
 		}
-		/* Blocks that read no packet (a jcc on a cached TNT bit that is
-		 * not its packet's last, direct jumps and calls, a section's
+		/* Blocks that read no packet (a jcc or, with ptq, a compressed
+		 * return on a quiet bit; direct jumps and calls, a section's
 		 * end) change no time, status flag or event: their branch is
 		 * held here, the checks those need are skipped.  The rest query
 		 * as the block decoder does (wd_query, wd_trailing). */
