@@ -132,11 +132,20 @@ void sec_note(struct ptd *d, const char *file, uint64_t pgoff, uint64_t len, uin
 	d->secs[isid].pgoff = pgoff;
 	d->secs[isid].len = len;
 	d->secs[isid].addr = addr;
+	d->secs[isid].bc = isid;
 	if (!f->base || pgoff >= f->len)
 		return;
 	d->secs[isid].data = f->base + pgoff;
-	d->secs[isid].addr = addr;
 	d->secs[isid].size = len < f->len - pgoff ? len : f->len - pgoff;
+	/* libipt's match: the first section of the same file and offset whose
+	 * size (cut at the end of the file) is the size asked for */
+	for (i = 1; i < (size_t)isid; i++) {
+		const struct secview *v = &d->secs[i];
+		if (v->file == f->file && v->data && v->pgoff == pgoff && v->size == len) {
+			d->secs[isid].bc = v->bc;
+			break;
+		}
+	}
 }
 
 /* Adds an exec mapping to @p's image (or every image for pid -1). */

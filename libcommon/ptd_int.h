@@ -322,6 +322,10 @@ struct secview { /* an iscache section as libipt sees it (pt_mk_section) */
 	 * its own (ptd_par.c); file NULL: not known */
 	const char *file;
 	uint64_t pgoff, len;
+	/* the section whose libipt section, and so block cache, this one
+	 * shares (itself, or an earlier one: pt_iscache_add_file shares a
+	 * section between load addresses when file, offset and size match) */
+	int32_t bc;
 };
 
 struct filemap { /* an image file, mapped once */

@@ -330,13 +330,16 @@ static int wq_sync_set(struct ptd_walkq *w, uint64_t *ip, uint64_t off)
 	return wq_check_ip(w, "sync_set", a, b, ia, ib, ip);
 }
 
-/* The bit of @ip in libipt's block cache of section @isid (NULL: out of
+/* The bit of @ip in libipt's block cache of the section of @isid (NULL: out of
  * memory, d->err set). */
 static uint8_t *known_byte(struct ptd *d, int32_t isid, uint64_t ip, uint8_t *mask)
 {
 	struct ptd_walk *s = d->walk;
 	const struct secview *v = &d->secs[isid];
 	uint64_t off = ip - v->addr;
+
+	isid = v->bc; /* the cache is the libipt section's */
+	v = &d->secs[isid];
 	if ((size_t)isid >= s->nknown) {
 		size_t n = (size_t)isid + 1;
 		uint8_t **k = realloc(s->known, n * sizeof *k);
