@@ -520,6 +520,112 @@ static void test_write_upto(void)
 	free(recs);
 }
 
+/* Varints of every width (1 to 10 bytes) in every field of spans and in
+ * the deltas of branches: the reader gives every value back, and the
+ * writer's bytes are the shortest LEB128 (the file's size is the sum of
+ * the records' sizes counted byte by byte).  Fields near a record's end
+ * have fewer than 8 bytes after them, those before it more: both of the
+ * reader's paths. */
+static unsigned uvlen(uint64_t v)
+{
+	unsigned n = 1;
+	while (v >= 0x80) {
+		v >>= 7;
+		n++;
+	}
+	return n;
+}
+
+static uint64_t of_width(unsigned k, unsigned pick)
+{
+	uint64_t lo = k ? 1ull << (7 * k) : 0;
+	uint64_t hi = k == 9 ? UINT64_MAX : (1ull << (7 * (k + 1))) - 1;
+	switch (pick % 3) {
+	case 0: return lo;
+	case 1: return hi;
+	default: return lo + rnd() % (hi - lo);
+	}
+}
+
+static void test_varint_widths(void)
+{
+	enum { N = 3000 };
+	struct mtev_rec *recs = calloc(N, sizeof *recs);
+	size_t i, base = 0, len = 0, want = 0, bad = 0, got = 0;
+	uint64_t time = 0, addr = 0;
+	uint8_t *buf = encode(recs, 0, &base);
+	int err;
+
+	free(buf);
+	for (i = 0; i < N; i++) {
+		struct mtev_rec *r = &recs[i];
+		unsigned k = (unsigned)(i % 10), j = (unsigned)(i / 10);
+		if (i & 1) {
+			r->kind = MTEV_SPAN;
+			r->span.tid = (uint32_t)of_width(k < 5 ? k : j % 5, j);
+			r->span.depth = (uint32_t)of_width((k + 1) % 5, j + 1);
+			r->span.begin = of_width(k, j);
+			uint64_t dur = of_width((k + 3) % 10, j + 2);
+			if (dur > UINT64_MAX - r->span.begin)
+				dur = UINT64_MAX - r->span.begin;
+			r->span.end = r->span.begin + dur;
+			r->span.func = of_width((k + 5) % 10, j + 1);
+			r->span.callsite = of_width((k + 7) % 10, j);
+			r->span.flags = (uint32_t)of_width((k + 2) % 5, j);
+			r->span.name = mtev_cstr("");
+			want += 2 + uvlen(r->span.tid) + uvlen(r->span.depth) + uvlen(r->span.begin) +
+				uvlen(dur) + uvlen(r->span.func) + uvlen(r->span.callsite) +
+				uvlen(r->span.flags) + 1;
+		} else {
+			r->kind = MTEV_BRANCH;
+			r->br.type = MTEV_BR_JUMP;
+			r->br.tid = 7;
+			r->br.time = time += of_width(k, j) >> 1;
+			r->br.from = of_width((k + 4) % 10, j);
+			r->br.to = (j & 1) ? r->br.from - of_width((k + 6) % 10, j + 1) : of_width((k + 8) % 10, j);
+			if (!r->br.to)
+				r->br.to = 1;
+			addr = r->br.to;
+		}
+	}
+	(void)addr;
+	buf = encode(recs, N, &len);
+	mtev_reader *rd = buf ? mtev_reader_alloc_mem(buf, len, &err) : NULL;
+	struct mtev_rec x;
+	while (rd && mtev_read(rd, &x) > 0 && got < N) {
+		const struct mtev_rec *e = &recs[got++];
+		if (x.kind != e->kind)
+			bad++;
+		else if (x.kind == MTEV_SPAN)
+			bad += x.span.tid != e->span.tid || x.span.depth != e->span.depth ||
+			       x.span.begin != e->span.begin || x.span.end != e->span.end ||
+			       x.span.func != e->span.func || x.span.callsite != e->span.callsite ||
+			       x.span.flags != e->span.flags;
+		else
+			bad += x.br.time != e->br.time || x.br.from != e->br.from || x.br.to != e->br.to;
+	}
+	T_CHECK(rd && got == N && !bad, "every width: %zu records read back, %zu differ", got, bad);
+	/* spans counted byte by byte; the branches are the rest */
+	size_t spans_and_base = base + want, rest = len - spans_and_base;
+	size_t bwant = 0;
+	uint64_t t0 = 0, a0 = 0;
+	for (i = 0; i < N; i += 2) {
+		const struct mtev_rec *r = &recs[i];
+		size_t pl = (i ? 0 : uvlen(7)) + uvlen((uint64_t)((r->br.time - t0) << 1)) +
+			    uvlen(((uint64_t)(r->br.from - a0) << 1) ^ (uint64_t)((int64_t)(r->br.from - a0) >> 63)) +
+			    uvlen(((uint64_t)(r->br.to - r->br.from) << 1) ^
+				  (uint64_t)((int64_t)(r->br.to - r->br.from) >> 63));
+		bwant += 2 + pl;
+		t0 = r->br.time;
+		a0 = r->br.to;
+	}
+	T_CHECK(len > spans_and_base && rest == bwant,
+		"the shortest encodings: %zu bytes, %zu counted", len, spans_and_base + bwant);
+	mtev_reader_free(rd);
+	free(buf);
+	free(recs);
+}
+
 int main(void)
 {
 	struct mtev_rec *recs = calloc(N_RECS, sizeof *recs);
@@ -536,6 +642,7 @@ int main(void)
 	test_name_refs();
 	test_short_waypoints();
 	test_write_upto();
+	test_varint_widths();
 	free(buf);
 	free(recs);
 	return T_DONE();
