@@ -993,6 +993,86 @@ int mtev_read(mtev_reader *r, struct mtev_rec *rec)
 	return read_slow(r, rec);
 }
 
+/* The thread's state in locals (a store into *rec may alias anything in
+ * *r); written back whenever the thread changes and at the end, and what
+ * the reader holds moves past a record only once it decoded whole. */
+size_t mtev_read_branches(mtev_reader *r, struct mtev_rec *rec, uint64_t *off, size_t n)
+{
+	const uint8_t *const b = r->buf, *p = b + r->pos, *const e = b + r->len, *lastp = p;
+	const uint64_t base = r->base;
+	uint32_t tid = r->last_br_tid;
+	struct tstate *st = NULL;
+	uint64_t stime = 0, saddr = 0;
+	size_t i = 0;
+
+	if (r->ended || !n)
+		return 0;
+	if (r->have_br_tid) {
+		st = tmap_get(&r->tm, tid);
+		if (!st)
+			return 0;
+		stime = st->time;
+		saddr = st->addr;
+	}
+	while (i < n && e - p >= 2) {
+		unsigned kind = p[0], len = p[1];
+		if ((kind & 0xe0) != 0x20 || len >= 0x80 || (size_t)(e - p) < 2 + (size_t)len ||
+		    (kind & 0x0f) >= MTEV_BR__COUNT)
+			break;
+		const uint8_t *q = p + 2, *end = q + len;
+		if (kind & 0x10) {
+			uint64_t t;
+			if (fuv(&q, end, &t) || t > UINT32_MAX)
+				break;
+			if (!st || t != tid) {
+				if (st) {
+					st->time = stime;
+					st->addr = saddr;
+				}
+				st = tmap_get(&r->tm, (uint32_t)t);
+				if (!st)
+					break;
+				tid = (uint32_t)t;
+				stime = st->time;
+				saddr = st->addr;
+			}
+		} else if (!st) {
+			break;
+		}
+		uint64_t dt, df, dto;
+		int bad = fuv(&q, end, &dt);
+		bad |= fuv(&q, end, &df);
+		bad |= fuv(&q, end, &dto);
+		if (bad)
+			break;
+		struct mtev_rec *x = &rec[i];
+		x->kind = MTEV_BRANCH;
+		x->br.type = kind & 0x0f;
+		x->br.tid = tid;
+		x->br.time = stime + (uint64_t)zz_dec(dt);
+		x->br.from = saddr + (uint64_t)zz_dec(df);
+		x->br.to = x->br.from + (uint64_t)zz_dec(dto);
+		stime = x->br.time;
+		saddr = x->br.to ? x->br.to : x->br.from;
+		if (off)
+			off[i] = base + (uint64_t)(p - b);
+		lastp = p;
+		i++;
+		p = end;
+	}
+	if (st) {
+		st->time = stime;
+		st->addr = saddr;
+	}
+	if (i) {
+		r->last_br_tid = rec[i - 1].br.tid;
+		r->have_br_tid = 1;
+		r->rec_off = base + (uint64_t)(lastp - b);
+		r->pos = (size_t)(p - b);
+	}
+	return i;
+}
+
 static int read_slow(mtev_reader *r, struct mtev_rec *rec)
 {
 	if (r->ended) {

@@ -253,6 +253,13 @@ const struct mtev_header *mtev_reader_header(const mtev_reader *r);
 int mtev_read(mtev_reader *r, struct mtev_rec *rec);
 /* Byte offset of the start of the last record read (or of the error). */
 uint64_t mtev_reader_offset(const mtev_reader *r);
+/* The branch records that come next, up to @n, read as mtev_read reads them
+ * (rec[i].kind and .br set; @off, if not NULL, gets each one's offset) in a
+ * loop of their own.  Stops before any other record, before one not wholly
+ * in the reader's buffer and before one mtev_read would refuse: the next
+ * mtev_read gives that one, or its error.  How many it read (0: call
+ * mtev_read). */
+size_t mtev_read_branches(mtev_reader *r, struct mtev_rec *rec, uint64_t *off, size_t n);
 
 /* ---- writer ---- */
 typedef struct mtev_writer mtev_writer;

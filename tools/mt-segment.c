@@ -158,35 +158,55 @@ static mtev_reader *open_input(const char *in)
 	return rd;
 }
 
+/* seg_feed's error @e on record @n (at offset @off): exits. */
+static void feed_failed(segmenter *s, int e, uint64_t n, uint64_t off, struct io_out *out,
+			const struct opts *o)
+{
+	if (e == -SEG_EKIND) {
+		io_out_abort(out);
+		mt_fatal(MT_EXIT_USAGE,
+			 "%s: record %llu at offset %llu is a %s record: the input is "
+			 "already segmented; mt-segment reads branch records or samples",
+			 o->in ? o->in : "stdin", (unsigned long long)n, (unsigned long long)off,
+			 mtev_kind_name(seg_error_detail(s)) ? mtev_kind_name(seg_error_detail(s)) : "?");
+	}
+	if (e == -SEG_EBRANCH)
+		mt_fatal(MT_EXIT_USAGE, "%s: record %llu at offset %llu: %s with to=0: %s",
+			 o->in ? o->in : "stdin", (unsigned long long)n, (unsigned long long)off,
+			 mtev_branch_name(seg_error_detail(s)), seg_strerror(e));
+	fail(out, o->out, e);
+}
+
 /* Feeds every record of @rd to @s; MT_EXIT_DEGRADED when --partial let a
- * damaged input end early, else MT_EXIT_OK (it exits on other errors). */
+ * damaged input end early, else MT_EXIT_OK (it exits on other errors).
+ * Runs of branch records are read a batch at a time (mtev_read_branches). */
 static int feed_all(segmenter *s, mtev_reader *rd, struct io_out *out, const struct opts *o)
 {
+	enum { BATCH = 256 };
+	static struct mtev_rec recs[BATCH];
+	static uint64_t offs[BATCH];
 	struct mtev_rec rec;
-	int r, progress = io_progress_enabled();
+	int r = 1, progress = io_progress_enabled();
 	uint64_t n = 0;
-	while ((r = mtev_read(rd, &rec)) > 0) {
-		n++;
-		int e = seg_feed(s, &rec);
-		if (__builtin_expect(e != 0, 0)) {
-			if (e == -SEG_EKIND) {
-				io_out_abort(out);
-				mt_fatal(MT_EXIT_USAGE,
-					 "%s: record %llu at offset %llu is a %s record: the input is "
-					 "already segmented; mt-segment reads branch records or samples",
-					 o->in ? o->in : "stdin", (unsigned long long)n,
-					 (unsigned long long)mtev_reader_offset(rd),
-					 mtev_kind_name(seg_error_detail(s)) ? mtev_kind_name(seg_error_detail(s)) : "?");
+	for (;;) {
+		size_t k = mtev_read_branches(rd, recs, offs, BATCH);
+		if (k) {
+			for (size_t i = 0; i < k; i++) {
+				int e = seg_feed(s, &recs[i]);
+				if (__builtin_expect(e != 0, 0))
+					feed_failed(s, e, n + i + 1, offs[i], out, o);
 			}
-			if (e == -SEG_EBRANCH)
-				mt_fatal(MT_EXIT_USAGE, "%s: record %llu at offset %llu: %s with to=0: %s",
-					 o->in ? o->in : "stdin", (unsigned long long)n,
-					 (unsigned long long)mtev_reader_offset(rd),
-					 mtev_branch_name(seg_error_detail(s)), seg_strerror(e));
-			fail(out, o->out, e);
+		} else {
+			if ((r = mtev_read(rd, &rec)) <= 0)
+				break;
+			k = 1;
+			int e = seg_feed(s, &rec);
+			if (__builtin_expect(e != 0, 0))
+				feed_failed(s, e, n + 1, mtev_reader_offset(rd), out, o);
 		}
-		if (progress && !(n & 0xfffff))
-			fprintf(stderr, "\rmt-segment: %llu records", (unsigned long long)n);
+		if (progress && (n >> 20) != ((n + k) >> 20))
+			fprintf(stderr, "\rmt-segment: %llu records", (unsigned long long)(n + k));
+		n += k;
 	}
 	if (progress && n > 0xfffff)
 		fputc('\n', stderr);

@@ -420,15 +420,14 @@ static uint8_t *file_bytes(FILE *f, size_t *len)
 	return buf;
 }
 
-static void test_write_upto(void)
+/* @n records, mostly branches of three threads in runs, with thread and
+ * gap records between them; some times and addresses far apart. */
+static void branch_mix(struct mtev_rec *recs, size_t n)
 {
-	enum { N = 60000 };
-	struct mtev_rec *recs = calloc(N, sizeof *recs);
 	uint64_t time = 1000, addr = 0x401000;
-	size_t i, wrong_count = 0, runs = 0, cut = 0;
-	int err;
+	size_t i;
 
-	for (i = 0; i < N; i++) {
+	for (i = 0; i < n; i++) {
 		struct mtev_rec *r = &recs[i];
 		unsigned x = (unsigned)(rnd() % 100);
 		if (x < 3) {
@@ -458,6 +457,16 @@ static void test_write_upto(void)
 		addr = r->br.to ? r->br.to : r->br.from;
 	}
 
+}
+
+static void test_write_upto(void)
+{
+	enum { N = 60000 };
+	struct mtev_rec *recs = calloc(N, sizeof *recs);
+	size_t wrong_count = 0, runs = 0, cut = 0;
+	int err;
+
+	branch_mix(recs, N);
 	FILE *fa = tmpfile(), *fb = tmpfile();
 	mtev_writer *wa = mtev_writer_alloc(fileno(fa), "t", 0, &err);
 	mtev_writer *wb = mtev_writer_alloc(fileno(fb), "t", 0, &err);
@@ -503,7 +512,7 @@ static void test_write_upto(void)
 	/* an invalid branch type: the error, what came before it written */
 	struct mtev_rec bad[3];
 	memcpy(bad, recs, sizeof bad);
-	for (i = 0; i < 3; i++) {
+	for (size_t i = 0; i < 3; i++) {
 		bad[i].kind = MTEV_BRANCH;
 		bad[i].br.type = MTEV_BR_JCC;
 		bad[i].br.time = 1;
@@ -626,6 +635,97 @@ static void test_varint_widths(void)
 	free(recs);
 }
 
+/* What a reader gives, step by step, folded into a hash: every return value,
+ * record kind, branch field and offset.  @batch: runs of branches through
+ * mtev_read_branches (up to a random count each time), the rest through
+ * mtev_read; *nbatched counts what the batches gave. */
+static uint64_t read_digest(const uint8_t *buf, size_t len, int fd, int batch, size_t *nbatched)
+{
+	int err, n = 1;
+	mtev_reader *r = fd >= 0 ? mtev_reader_alloc(fd, &err) : mtev_reader_alloc_mem(buf, len, &err);
+	uint64_t h = 1469598103934665603ull, steps = 0;
+	struct mtev_rec one, many[300];
+	uint64_t off[300];
+#define MIX(v) (h = (h ^ (uint64_t)(v)) * 1099511628211ull)
+	if (!r)
+		return (uint64_t)err;
+	while (n > 0 && steps < 1000000) {
+		size_t k = batch ? mtev_read_branches(r, many, off, 1 + (size_t)(rnd() % 300)) : 0;
+		const struct mtev_rec *x = many;
+		if (!k) {
+			n = mtev_read(r, &one);
+			MIX(n);
+			if (n <= 0) {
+				MIX(mtev_reader_offset(r));
+				break;
+			}
+			x = &one;
+			k = 1;
+			off[0] = mtev_reader_offset(r);
+		} else {
+			*nbatched += k;
+			if (mtev_reader_offset(r) != off[k - 1])
+				MIX(0xbad);
+		}
+		for (size_t i = 0; i < k; i++, steps++) {
+			if (x != &one)
+				MIX(1); /* as mtev_read's return */
+			MIX(x[i].kind);
+			MIX(off[i]);
+			if (x[i].kind == MTEV_BRANCH) {
+				MIX(x[i].br.type);
+				MIX(x[i].br.tid);
+				MIX(x[i].br.time);
+				MIX(x[i].br.from);
+				MIX(x[i].br.to);
+			}
+		}
+	}
+#undef MIX
+	mtev_reader_free(r);
+	return h;
+}
+
+/* mtev_read_branches against mtev_read: the same records, offsets and end
+ * (or error, at the same offset) on a stream of branch runs, read from
+ * memory and through a file descriptor (the reader's buffer ends inside
+ * records), cut at random points and with random bytes changed. */
+static void test_read_branches(void)
+{
+	enum { N = 20000 };
+	struct mtev_rec *recs = calloc(N, sizeof *recs);
+	size_t len = 0, nb = 0, nb_fd = 0, differ = 0, k;
+	branch_mix(recs, N);
+	uint8_t *buf = encode(recs, N, &len), *cb = malloc(len);
+	T_CHECK(buf && cb && len > 100000, "a stream of %zu bytes of branch runs", len);
+	if (!buf || !cb)
+		return;
+	uint64_t ha = read_digest(buf, len, -1, 0, &nb), hb = read_digest(buf, len, -1, 1, &nb);
+	FILE *f = tmpfile();
+	fwrite(buf, 1, len, f);
+	fflush(f);
+	rewind(f);
+	uint64_t hc = read_digest(NULL, 0, fileno(f), 1, &nb_fd);
+	fclose(f);
+	T_CHECK(ha == hb && ha == hc && nb > N * 8 / 10 && nb_fd > N * 7 / 10,
+		"mtev_read_branches reads what mtev_read reads (%zu of %d records in batches from memory, "
+		"%zu through a file)", nb, N, nb_fd);
+	for (k = 0; k < 400; k++) {
+		size_t cut = 17 + (size_t)(rnd() % (len - 17)), dummy = 0;
+		memcpy(cb, buf, len);
+		if (k % 2)
+			for (int j = 0; j < 3; j++)
+				cb[17 + rnd() % (len - 17)] = (uint8_t)rnd();
+		size_t l = k % 2 ? len : cut;
+		differ += read_digest(cb, l, -1, 0, &dummy) != read_digest(cb, l, -1, 1, &dummy);
+	}
+	T_CHECK(differ == 0, "the same records, offsets and errors on 200 cut and 200 corrupted streams "
+		"(%zu differ)", differ);
+	free(cb);
+	free(buf);
+	free(recs);
+}
+
 int main(void)
 {
 	struct mtev_rec *recs = calloc(N_RECS, sizeof *recs);
@@ -643,6 +743,7 @@ int main(void)
 	test_short_waypoints();
 	test_write_upto();
 	test_varint_widths();
+	test_read_branches();
 	free(buf);
 	free(recs);
 	return T_DONE();
