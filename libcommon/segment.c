@@ -1855,7 +1855,7 @@ static int inline_cross(segmenter *s, struct thr *t, uint64_t lin, uint64_t from
 	return 0;
 }
 
-static int do_branch(segmenter *s, const struct mtev_rec *r)
+static inline __attribute__((always_inline)) int do_branch(segmenter *s, const struct mtev_rec *r)
 {
 	struct thr *t = get_thr(s, r->br.tid);
 	if (!t)
@@ -1997,12 +1997,29 @@ static int do_branch(segmenter *s, const struct mtev_rec *r)
 	return 0;
 }
 
+static int feed_other(segmenter *s, const struct mtev_rec *r);
+
 int seg_feed(segmenter *s, const struct mtev_rec *r)
 {
-	if (s->err)
-		return s->err;
-	if (__builtin_expect(r->kind == MTEV_BRANCH, 1))
-		return do_branch(s, r);
+	size_t at;
+	return seg_feed_n(s, r, 1, &at);
+}
+
+int seg_feed_n(segmenter *s, const struct mtev_rec *r, size_t n, size_t *at)
+{
+	size_t i = 0;
+	int e = s->err;
+
+	for (; !e && i < n; i++)
+		e = __builtin_expect(r[i].kind == MTEV_BRANCH, 1) ? do_branch(s, &r[i])
+								  : feed_other(s, &r[i]);
+	*at = i - (e != 0);
+	return e;
+}
+
+/* seg_feed of anything but a branch record. */
+static int feed_other(segmenter *s, const struct mtev_rec *r)
+{
 	switch (r->kind) {
 	case MTEV_GAP: {
 		struct thr *t = get_thr(s, r->gap.tid);

@@ -94,6 +94,9 @@ segmenter *seg_alloc(const struct seg_opts *opts, seg_emit_fn emit, void *ctx);
 void seg_free(segmenter *s);
 /* 0 or -SEG_E*.  After an error the segmenter must only be freed. */
 int seg_feed(segmenter *s, const struct mtev_rec *rec);
+/* seg_feed of @n records in order: 0, or the first error (*at: the record
+ * it came on; what came before it was fed). */
+int seg_feed_n(segmenter *s, const struct mtev_rec *rec, size_t n, size_t *at);
 /* Closes every open segment.  0 or -SEG_E*. */
 int seg_finish(segmenter *s);
 const struct seg_stats *seg_stats(const segmenter *s);

@@ -330,6 +330,32 @@ b[o:o + 8] = (64).to_bytes(8, "little"); sys.stdout.buffer.write(b)' "$P" "$off"
 	done
 }
 
+# mt-segment reads runs of branch records a batch at a time: a refused record
+# deep inside a run is still named by its number and its own offset (the
+# stream cut there holds exactly the records before it).
+@test "mt-segment: a refused record inside a long run of branches is named by its number and offset" {
+	{
+		hdr
+		echo 'branch tid=11 time=100 type=trace-start from=0x0 to=0x401000'
+		awk 'BEGIN { for (i = 0; i < 3000; i++) {
+			if (i == 1700) print "branch tid=11 time=" 200 + i " type=sysret from=0x0 to=0x0"
+			printf "branch tid=11 time=%d type=jcc from=0x%x to=0x%x\n", 200 + i, 4198400 + 4 * (i % 50), 4198400 + 4 * (i % 50) + 2
+		} }'
+		echo end
+	} | "$BIN/mt-undump" -o "$T/in.mt"
+	run "$BIN/mt-segment" -i "$T/in.mt" -o "$T/o.mt"
+	[ "$status" -eq 2 ]
+	[[ "$output" =~ record\ ([0-9]+)\ at\ offset\ ([0-9]+):\ sysret\ with\ to=0 ]]
+	local n=${BASH_REMATCH[1]} off=${BASH_REMATCH[2]}
+	"$BIN/mt-dump" "$T/in.mt" | grep -n 'type=sysret' | cut -d: -f1 > "$T/line"
+	[ "$n" -eq "$(($(cat "$T/line") - 1))" ] # the dump's first line is the header
+	head -c "$off" "$T/in.mt" > "$T/cut.mt"
+	run "$BIN/mt-dump" "$T/cut.mt"
+	[ "$status" -eq 2 ]
+	[ "$(printf '%s\n' "$output" | grep -c '^branch')" -eq $((n - 1 - $(hdr | grep -vc '^mtev'))) ]
+	[[ "$output" == *"truncated stream at byte offset $off"* ]]
+}
+
 # ---- mt-symbolize: a symbolizer that misbehaves ----
 
 # sym_input: a stream mt-symbolize must ask the symbolizer about

@@ -191,11 +191,10 @@ static int feed_all(segmenter *s, mtev_reader *rd, struct io_out *out, const str
 	for (;;) {
 		size_t k = mtev_read_branches(rd, recs, offs, BATCH);
 		if (k) {
-			for (size_t i = 0; i < k; i++) {
-				int e = seg_feed(s, &recs[i]);
-				if (__builtin_expect(e != 0, 0))
-					feed_failed(s, e, n + i + 1, offs[i], out, o);
-			}
+			size_t at;
+			int e = seg_feed_n(s, recs, k, &at);
+			if (__builtin_expect(e != 0, 0))
+				feed_failed(s, e, n + at + 1, offs[at], out, o);
 		} else {
 			if ((r = mtev_read(rd, &rec)) <= 0)
 				break;
