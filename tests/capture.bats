@@ -14,6 +14,19 @@ one_fatal_line() {
 	grep -q '^mt-capture: fatal: ' "$1" || { cat "$1"; return 1; }
 }
 
+# waits until background job @1 runs program @2: between its fork and its
+# exec it is still the shell (its name "bash"), which a capture attached then
+# records (a loaded machine made --duration's test see that)
+wait_exec() {
+	local i
+	for i in $(seq 2000); do
+		[ "$(cat "/proc/$1/comm" 2>/dev/null)" = "$2" ] && return 0
+		sleep 0.01 # polling the condition above, not a synchronization by time
+	done
+	echo "process $1 never ran $2"
+	return 1
+}
+
 @test "mt-capture --help: usage on stdout, exit 0, documents modes and exit codes" {
 	run "$BIN/mt-capture" --help
 	[ "$status" -eq 0 ]
@@ -190,6 +203,7 @@ one_fatal_line() {
 
 @test "--duration ends an attach capture" {
 	sleep 60 & victim=$!
+	wait_exec "$victim" sleep
 	"$BIN/mt-capture" attach -d 0.3 -t none -o "$T/d" -p "$victim" 2> "$T/err"
 	st=$?
 	kill -0 "$victim" # still running: only the capture stopped
