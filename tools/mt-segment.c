@@ -183,26 +183,21 @@ static void feed_failed(segmenter *s, int e, uint64_t n, uint64_t off, struct io
 static int feed_all(segmenter *s, mtev_reader *rd, struct io_out *out, const struct opts *o)
 {
 	enum { BATCH = 256 };
-	static struct mtev_rec recs[BATCH];
-	static uint64_t offs[BATCH];
-	struct mtev_rec rec;
+	struct mtev_rec recs[BATCH];
+	uint64_t offs[BATCH];
 	int r = 1, progress = io_progress_enabled();
 	uint64_t n = 0;
 	for (;;) {
-		size_t k = mtev_read_branches(rd, recs, offs, BATCH);
-		if (k) {
-			size_t at;
-			int e = seg_feed_n(s, recs, k, &at);
-			if (__builtin_expect(e != 0, 0))
-				feed_failed(s, e, n + at + 1, offs[at], out, o);
-		} else {
-			if ((r = mtev_read(rd, &rec)) <= 0)
+		size_t at, k = mtev_read_branches(rd, recs, offs, BATCH);
+		if (!k) { /* anything else: one record */
+			if ((r = mtev_read(rd, &recs[0])) <= 0)
 				break;
+			offs[0] = mtev_reader_offset(rd);
 			k = 1;
-			int e = seg_feed(s, &rec);
-			if (__builtin_expect(e != 0, 0))
-				feed_failed(s, e, n + 1, mtev_reader_offset(rd), out, o);
 		}
+		int e = seg_feed_n(s, recs, k, &at);
+		if (__builtin_expect(e != 0, 0))
+			feed_failed(s, e, n + at + 1, offs[at], out, o);
 		if (progress && (n >> 20) != ((n + k) >> 20))
 			fprintf(stderr, "\rmt-segment: %llu records", (unsigned long long)(n + k));
 		n += k;
