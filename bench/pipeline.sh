@@ -18,7 +18,9 @@
 # two cores).  Symbolization runs with an empty cache every time.  Issue
 # 20's goal (the walk pipeline's CPU over the bare loop's) is also measured in
 # paired rounds (BENCH_PAIRS, default 7: below), the figure that holds on a VM
-# whose speed drifts.
+# whose speed drifts; each round also times mt-decode --stitch | mt-symbolize |
+# mt-write (decode, segment and stitch in one process: no branch records
+# encoded and decoded between them).
 set -e
 cd "$(dirname "$0")/.."
 . mk/build-dir.sh
@@ -126,6 +128,16 @@ fused_once() {
 	case $tag in *warm) ;; *) rm -rf "$TMP/cache" ;; esac
 	t0=$(date +%s%N)
 	rc=0
+	case $tag in one*)
+		# mt-decode --stitch: decode, segment and stitch in one process
+		/usr/bin/time -f '%e %U %S %M' -o "$TMP/f.decode" bin/mt-decode --stitch --buildid-dir "$D/images" "$D/perf.data" |
+			/usr/bin/time -f '%e %U %S %M' -o "$TMP/f.symbolize" bin/mt-symbolize --images "$D/images" --cache-dir "$TMP/cache" |
+			/usr/bin/time -f '%e %U %S %M' -o "$TMP/f.write" bin/mt-write --force >/dev/null 2>"$TMP/$tag.err" || rc=$?
+		t1=$(date +%s%N)
+		[ "$rc" -le 1 ] || { echo "pipeline.sh: the $tag pipeline failed ($rc):" >&2; cat "$TMP/$tag.err" >&2; exit 1; }
+		stage_line "$t0" "$t1" "$TMP/f" decode symbolize write >>"$TMP/$tag.all"
+		return
+	esac
 	/usr/bin/time -f '%e %U %S %M' -o "$TMP/f.decode" bin/mt-decode $decopt --buildid-dir "$D/images" "$D/perf.data" |
 		/usr/bin/time -f '%e %U %S %M' -o "$TMP/f.segstitch" bin/mt-segment --stitch $segopt |
 		/usr/bin/time -f '%e %U %S %M' -o "$TMP/f.symbolize" bin/mt-symbolize --images "$D/images" --cache-dir "$TMP/cache" |
@@ -159,6 +171,8 @@ P=${BENCH_PAIRS:-7}
 : >"$TMP/pbare.all"
 : >"$TMP/walkp.all"
 : >"$TMP/walkpwarm.all"
+: >"$TMP/onep.all"
+: >"$TMP/onepwarm.all"
 i=0
 while [ "$i" -lt "$P" ]; do
 	/usr/bin/time -f '%e %U %S %M' -o "$TMP/t" "$BARE" bare "$D/perf.data" "$D/images" >/dev/null 2>&1 ||
@@ -166,6 +180,8 @@ while [ "$i" -lt "$P" ]; do
 	tail -1 "$TMP/t" | awk '{ print $2 + $3 }' >>"$TMP/pbare.all"
 	fused_once walkp
 	fused_once walkpwarm
+	fused_once onep
+	fused_once onepwarm
 	i=$((i + 1))
 done
 # paired_ratio TAG: "median min max" of TAG's pipeline CPU over the bare loop's, round by round
@@ -176,6 +192,10 @@ paired_ratio() {
 }
 paired_ratio walkp >"$TMP/pcold"
 paired_ratio walkpwarm >"$TMP/pwarm"
+paired_ratio onep >"$TMP/ocold"
+paired_ratio onepwarm >"$TMP/owarm"
+# the paired rounds' wall medians (s)
+for t in walkp walkpwarm onep onepwarm; do awk '{ print $1 / 1e9 }' "$TMP/$t.all" | median >"$TMP/$t.pwall"; done
 
 v() { cat "$TMP/$1"; }
 awk -v n="$N" -v br="$BR" -v pt="$PT" -v r="$R" -v rp="$RP" \
@@ -194,7 +214,8 @@ awk -v n="$N" -v br="$BR" -v pt="$PT" -v r="$R" -v rp="$RP" \
 	-v fc="$(v fused.cpu)" -v fw="$(v fused.wall)" -v c6="$(v fused_segstitch.cpu)" -v r6="$(v fused_segstitch.rss)" \
 	-v c7="$(v fused_symbolize.cpu)" -v r7="$(v fused_symbolize.rss)" -v c8="$(v fused_write.cpu)" -v r8="$(v fused_write.rss)" \
 	-v xc="$(v warm.cpu)" -v xw="$(v warm.wall)" -v c9="$(v warm_symbolize.cpu)" -v r9="$(v warm_symbolize.rss)" \
-	-v pn="$P" -v pcold="$(v pcold)" -v pwarm="$(v pwarm)" \
+	-v pn="$P" -v pcold="$(v pcold)" -v pwarm="$(v pwarm)" -v ocold="$(v ocold)" -v owarm="$(v owarm)" \
+	-v pwc="$(v walkp.pwall)" -v pww="$(v walkpwarm.pwall)" -v owc="$(v onep.pwall)" -v oww="$(v onepwarm.pwall)" \
 	-v ac="$(v allwp.cpu)" -v aw="$(v allwp.wall)" -v a2="$(v allwp_segstitch.cpu)" -v ar2="$(v allwp_segstitch.rss)" \
 	-v a3="$(v allwp_symbolize.cpu)" -v ar3="$(v allwp_symbolize.rss)" -v a4="$(v allwp_write.cpu)" -v ar4="$(v allwp_write.rss)" 'BEGIN {
 	printf "\n| what (median of %d; perf script: %d) | cpu s | wall s | M branches/cpu s | MB PT/cpu s | peak RSS MB | vs mt-decode (cpu) |\n", r, rp
@@ -241,6 +262,11 @@ awk -v n="$N" -v br="$BR" -v pt="$PT" -v r="$R" -v rp="$RP" \
 	split(pwarm, pw3, " ")
 	goal("issue 20: pipeline, decoder walk, segment --stitch <= 1.5x the bare loop (cpu; " pn " paired rounds, median; range " sprintf("%.2f-%.2f", pc3[2], pc3[3]) ")", pc3[1], "x", pc3[1] <= 1.5)
 	goal("issue 20: the same, symbolizer cache warm (paired; range " sprintf("%.2f-%.2f", pw3[2], pw3[3]) ")", pw3[1], "x", pw3[1] <= 1.5)
+	split(ocold, oc3, " ")
+	split(owarm, ow3, " ")
+	goal("issue 20: the same with mt-decode --stitch (decode, segment, stitch in one process), cold (paired; range " sprintf("%.2f-%.2f", oc3[2], oc3[3]) ")", oc3[1], "x", oc3[1] <= 1.5)
+	goal("issue 20: mt-decode --stitch, warm (paired; range " sprintf("%.2f-%.2f", ow3[2], ow3[3]) ")", ow3[1], "x", ow3[1] <= 1.5)
+	printf "| paired rounds, median wall s: pipe cold %.2f, warm %.2f; mt-decode --stitch cold %.2f, warm %.2f | | |\n", pwc, pww, owc, oww
 	goal("issue 20: the same two from the medians above (cold; warm " sprintf("%.2fx", wwc / bc) ")", wkc / bc, "x", wkc / bc <= 1.5)
 	goal("mt-segment <= 64 bytes of RSS per branch", r2 * 1024 / br, " B", r2 * 1024 / br <= 64)
 	goal("mt-segment --all-waypoints <= 64 bytes of RSS per branch", ar2 * 1024 / br, " B", ar2 * 1024 / br <= 64)

@@ -5,6 +5,13 @@
 
 #include <string.h>
 
+/* One record to the output: the writer, or the sink that takes its place. */
+static inline int out_rec(struct ptd *d, const struct mtev_rec *r)
+{
+	const struct ptd_sink *k = d->opts->sink;
+	return k ? k->rec(k->ctx, r) : mtev_write(d->w, r);
+}
+
 int write_rec(struct ptd *d, const struct mtev_rec *r)
 {
 	int e;
@@ -25,13 +32,13 @@ int write_rec(struct ptd *d, const struct mtev_rec *r)
 					if (c.gap.end < c.gap.begin)
 						c.gap.end = c.gap.begin;
 				}
-				e = mtev_write(d->w, &c);
+				e = out_rec(d, &c);
 				goto done;
 			}
 			t->out_time = r->kind == MTEV_BRANCH ? tm : r->gap.end;
 		}
 	}
-	e = mtev_write(d->w, r);
+	e = out_rec(d, r);
 done:
 	if (e < 0)
 		return ptd_fail(d, PTD_EOUTPUT, "writing MTEV: %s", mtev_strerror(e));
@@ -112,8 +119,11 @@ static int emit_upto(struct ptd *d, uint64_t safe)
 					if (r->kind == MTEV_BRANCH) {
 						const int head = !k;
 						size_t piece = n - k < q->fcap - at ? n - k : q->fcap - at;
-						long m = mtev_write_upto(d->w, r, head ? 1 : piece,
-									 head ? UINT64_MAX : limit);
+						const struct ptd_sink *sk = d->opts->sink;
+						long m = sk ? sk->run(sk->ctx, r, head ? 1 : piece,
+								      head ? UINT64_MAX : limit)
+							    : mtev_write_upto(d->w, r, head ? 1 : piece,
+									      head ? UINT64_MAX : limit);
 						if (m < 0) {
 							e = (int)m;
 							break;
@@ -127,7 +137,7 @@ static int emit_upto(struct ptd *d, uint64_t safe)
 					}
 					if (k && rec_time(r) > limit)
 						break;
-					e = mtev_write(d->w, r);
+					e = out_rec(d, r);
 					if (e < 0)
 						break;
 					k++;

@@ -66,11 +66,25 @@ struct ptd_options {
 	/* sampling: frame-pointer stacks are not completed with their
 	 * thread's root chain (docs/sampling.md) */
 	int no_root_join;
+	/* where the records go instead of the output's MTEV writer (mt-decode
+	 * --segment: into the segmenter, in this process); NULL: the writer */
+	const struct ptd_sink *sink;
 	/* diagnostics: called once per problem with a one-line message */
 	void (*warn)(void *ctx, const char *msg);
 	void *warn_ctx;
 	/* a message for fatal errors (filled on a negative return) */
 	char errmsg[512];
+};
+
+/* A consumer of the decoded records in place of an MTEV writer: @rec takes
+ * one record, as mtev_write; @run the branch records that come first in
+ * @r[0..@n) with time <= @limit, and returns how many it took, as
+ * mtev_write_upto.  The records are only valid during the call.  A negative
+ * return stops the decoder (-PTD_EOUTPUT); the sink keeps its own error. */
+struct ptd_sink {
+	int (*rec)(void *ctx, const struct mtev_rec *r);
+	long (*run)(void *ctx, const struct mtev_rec *r, size_t n, uint64_t limit);
+	void *ctx;
 };
 
 struct ptd_stats {

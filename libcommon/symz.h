@@ -84,8 +84,8 @@ static inline uint32_t wtab_get(const struct wtab *t, uint32_t tid, uint64_t add
 		 : -1)
 
 /* Large arrays (per event): anonymous mappings grown with mremap, which
- * neither copies nor faults the pages in again, with transparent huge pages
- * where the kernel allows them (page faults dominate otherwise). */
+ * neither copies nor faults the pages in again (no transparent huge pages:
+ * vec.h says why). */
 static inline int bvec_grow(void **arr, size_t *cap, size_t elem)
 {
 	size_t nc = *cap ? *cap * 2 : ((size_t)2 << 20) / elem;
@@ -94,7 +94,6 @@ static inline int bvec_grow(void **arr, size_t *cap, size_t elem)
 		       : mmap(NULL, nb, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)
 		return -1;
-	madvise(p, nb, MADV_HUGEPAGE);
 	*arr = p;
 	*cap = nc;
 	return 0;

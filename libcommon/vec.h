@@ -9,39 +9,28 @@
 #include <string.h>
 #include <sys/mman.h>
 
-/* Arrays of a transparent huge page or more are aligned to one and ask for
- * huge pages (see mt_grow). */
+/* Arrays of 2 MiB or more are blocks of their own, aligned to 2 MiB (see
+ * mt_grow).  Transparent huge pages are not asked for: on this project's
+ * VMs a fresh 2 MiB page often comes back from the host (free page
+ * reporting) and its first touch cost 0.2-0.8 s of system time in a
+ * 60 MB process, against 0.03-0.07 s in 4 KiB pages (docs/bench.md, "Page
+ * faults on this VM"). */
 #define MT_HUGE_PAGE ((size_t)2 << 20)
 
-/* Advises transparent huge pages for the whole block @p (from malloc): one
- * page fault per 2 MiB instead of per 4 KiB as a big array fills.  Only
- * advice: without huge pages, nothing changes. */
-static inline void mt_huge_advise(void *p)
-{
-	const uintptr_t pg = 4096;
-	uintptr_t b = (uintptr_t)p & ~(pg - 1);
-	uintptr_t e = ((uintptr_t)p + malloc_usable_size(p) + pg - 1) & ~(pg - 1);
-	(void)madvise((void *)b, e - b, MADV_HUGEPAGE);
-}
-
-/* A block of at least *@nb bytes (@nb >= MT_HUGE_PAGE) in whole huge pages,
- * aligned to one and advised before anything touches it: a page the block
- * shared with another, or covered in part, would not be huge.  *@nb becomes
- * its size.  NULL when out of memory; free() releases it. */
+/* A block of at least *@nb bytes (@nb >= MT_HUGE_PAGE), whole 2 MiB units
+ * aligned to one.  *@nb becomes its size.  NULL when out of memory; free()
+ * releases it. */
 static inline void *mt_huge_block(size_t *nb)
 {
 	size_t n = (*nb + MT_HUGE_PAGE - 1) & ~(MT_HUGE_PAGE - 1);
 	void *p = aligned_alloc(MT_HUGE_PAGE, n);
-	if (p) {
-		mt_huge_advise(p);
+	if (p)
 		*nb = n;
-	}
 	return p;
 }
 
 /* A zeroed table of @n elements of @elsz bytes filled at random places (a
- * cache): from 2 MiB on, a huge-page block (a few faults, not one per
- * 4 KiB page at the first touch of each), else calloc's.  NULL when out of
+ * cache): from 2 MiB on, a block of mt_huge_block's, else calloc's.  NULL when out of
  * memory; free() releases it. */
 static inline void *mt_huge_zalloc(size_t n, size_t elsz)
 {
@@ -63,14 +52,13 @@ static inline void *mt_huge_zalloc(size_t n, size_t elsz)
 /* Makes *p hold at least @need elements of @elsz bytes (capacity doubles,
  * from 16).  0, or -ENOMEM with *p unchanged.
  *
- * A big array is moved by hand (a new block, advised before it is touched,
- * the old contents copied in, the old block freed), not by realloc: glibc
+ * A big array is moved by hand (a new block, the old contents copied in,
+ * the old block freed), not by realloc: glibc
  * grows a block of its own mapping with mremap, and on a virtual machine
  * whose hypervisor keeps shadow page tables every page mremap moved faults
  * again at its next touch (measured here: 4.4 us per 4 KiB page, 63 ms to
- * read 56 MiB once after one realloc, 1.4 ms to read it again).  Its
- * block is whole huge pages (4 KiB faults at an unaligned head and tail were
- * most of what remained).  It still comes from malloc: free() releases it.
+ * read 56 MiB once after one realloc, 1.4 ms to read it again).  It still
+ * comes from malloc: free() releases it.
  * And it is made with room to grow in place: MT_RESERVE bytes (4x its size
  * past a quarter of that), so that an array that keeps growing is neither
  * copied nor zeroed again at each doubling (the kernel zeroes each page it

@@ -14,6 +14,7 @@
 #include "mtev.h"
 #include "perfdata.h"
 #include "ptdecode.h"
+#include "segdrv.h"
 
 static void usage(FILE *f)
 {
@@ -79,9 +80,18 @@ static void usage(FILE *f)
 	      "      --par-answers     -j: workers hand libipt's answers to the one stepper,\n"
 	      "                        not branch records (the older, slower way)\n"
 	      "  -s, --stats           print counts (records, AUX bytes, branches, gaps) to stderr\n"
-	      "                        (walk-check: also the trace segments it checked)\n"
+	      "                        (walk-check: also the trace segments it checked; with\n"
+	      "                        --segment, mt-segment's counters)\n"
 	      "  -h, --help            this help\n"
 	      "\n"
+	      "In process, what mt-segment does next (the output is what `mt-decode |\n"
+	      "mt-segment [--stitch]` writes, without encoding the branch records and\n"
+	      "decoding them again; docs/segment.md): --segment, or --stitch alone, and\n"
+	      "mt-segment's own options:\n"
+	      "      --segment        write segments, spans and waypoints (mt-segment's output)\n",
+	      f);
+	fputs(segdrv_help, f);
+	fputs("\n"
 	      "Limits (docs/limits.md): perf records as perf writes them; an AUXTRACE record\n"
 	      "at most 1 GiB of trace (more: exit 2, one line with its offset).  A pipe-mode\n"
 	      "recording must end with perf's closing FINISHED_ROUND, else it is truncated.\n"
@@ -89,7 +99,8 @@ static void usage(FILE *f)
 	      "Exit status: 0 ok; 1 the data had errors (gaps, missing images; truncated\n"
 	      "input with --partial): the output is complete and says where; 2 usage error or\n"
 	      "unusable input (not perf.data, corrupt container, truncated: no output file is\n"
-	      "left); 111 system error.\n",
+	      "left; with --segment also a sysret, iret or trace-start without its target);\n"
+	      "111 system error.\n",
 	      f);
 }
 
@@ -99,7 +110,44 @@ struct out_ctx {
 	struct io_out out;
 	int opened;
 	mtev_writer *w;
+	/* --segment: the records go to sd, in process */
+	int seg;
+	struct segdrv_opts so;
+	struct segdrv sd;
+	uint64_t nrec;	/* records fed */
+	int seg_err;	/* the segmenter's error, on record seg_recno */
+	uint64_t seg_recno;
 };
+
+/* The decoder's sink with --segment: the records into the segmenter. */
+static int seg_rec(void *ctx, const struct mtev_rec *r)
+{
+	struct out_ctx *o = ctx;
+	int e = seg_feed(o->sd.s, r);
+	if (e) {
+		o->seg_err = e;
+		o->seg_recno = o->nrec + 1;
+		return -1;
+	}
+	o->nrec++;
+	return 0;
+}
+
+static long seg_run(void *ctx, const struct mtev_rec *r, size_t n, uint64_t limit)
+{
+	struct out_ctx *o = ctx;
+	size_t m = 0, at;
+	while (m < n && r[m].kind == MTEV_BRANCH && r[m].br.time <= limit)
+		m++;
+	int e = m ? seg_feed_n(o->sd.s, r, m, &at) : 0;
+	if (e) {
+		o->seg_err = e;
+		o->seg_recno = o->nrec + at + 1;
+		return -1;
+	}
+	o->nrec += m;
+	return (long)m;
+}
 
 static int open_out(void *ctx, uint32_t flags, mtev_writer **w)
 {
@@ -107,9 +155,16 @@ static int open_out(void *ctx, uint32_t flags, mtev_writer **w)
 	int err;
 	drv_out_open(&o->out, o->path, 1, o->force);
 	o->opened = 1;
-	o->w = mtev_writer_alloc(o->out.fd, "mt-decode", flags, &err);
+	if (o->seg) /* mt-segment's header: spans, the decoder's flags kept */
+		flags = MTEV_F_SPANS | (flags & (MTEV_F_SORTED | MTEV_F_SAMPLING | MTEV_F_SYMBOLS));
+	o->w = mtev_writer_alloc(o->out.fd,
+				 !o->seg ? "mt-decode"
+				 : o->so.stitch ? "mt-decode --stitch" : "mt-decode --segment",
+				 flags, &err);
 	if (!o->w)
 		return -1;
+	if (o->seg)
+		segdrv_open(&o->sd, &o->so, o->w);
 	*w = o->w;
 	return 0;
 }
@@ -153,7 +208,7 @@ static void input_failed(int ret, const char *in, const char *msg)
 
 enum { O_IMAGES = 256, O_NOIMG, O_PT, O_IMAGE, O_CPU, O_PID, O_TID, O_RECORDS,
        O_PARTIAL, O_DECODER, O_RESYNC, O_NOROOT, O_CHUNK, O_PARFB,
-       O_PARANS, O_PTTIME };
+       O_PARANS, O_PTTIME, O_SEGMENT };
 
 /* The options with a value that set how PT is decoded: --cpu, --decoder,
  * --chunk-bytes, -j. */
@@ -212,6 +267,21 @@ static void add_image(struct ptd_image_spec **v, size_t *n, const char *arg)
 	(*n)++;
 }
 
+/* Exits for the segmenter's error on the decoded record oc->seg_recno (the
+ * number it has in mt-decode's output read by mt-segment). */
+static void seg_failed(struct out_ctx *oc) __attribute__((noreturn));
+static void seg_failed(struct out_ctx *oc)
+{
+	if (oc->seg_err == -SEG_EBRANCH)
+		mt_fatal(MT_EXIT_USAGE, "decoded record %llu: %s with to=0: %s",
+			 (unsigned long long)oc->seg_recno,
+			 mtev_branch_name(seg_error_detail(oc->sd.s)), seg_strerror(oc->seg_err));
+	if (oc->seg_err == -SEG_EKIND || oc->seg_err == -SEG_EORDER)
+		mt_fatal(MT_EXIT_SYS, "decoded record %llu: %s (a decoder bug)",
+			 (unsigned long long)oc->seg_recno, seg_strerror(oc->seg_err));
+	segdrv_fail(&oc->sd, &oc->out, oc->path, oc->seg_err);
+}
+
 /* --stats: the counts, one line, and one more for each option used. */
 static void print_stats(const struct ptd_stats *st)
 {
@@ -240,7 +310,7 @@ static void print_stats(const struct ptd_stats *st)
 
 int main(int argc, char **argv)
 {
-	static const struct option lo[] = {
+	static const struct option own[] = {
 		{"output", required_argument, NULL, 'o'},
 		{"input", required_argument, NULL, 'i'},
 		{"force", no_argument, NULL, 'f'},
@@ -265,9 +335,15 @@ int main(int argc, char **argv)
 		{"par-fallback", no_argument, NULL, O_PARFB},
 		{"par-answers", no_argument, NULL, O_PARANS},
 		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+		{"segment", no_argument, NULL, O_SEGMENT},
 	};
+	enum { NOWN = sizeof own / sizeof own[0] };
+	struct option lo[NOWN + 16];
+	memcpy(lo, own, sizeof own);
+	memcpy(lo + NOWN, segdrv_longopts, (segdrv_nlongopts() + 1) * sizeof *lo);
 	static struct ptd_options opts;
+	static const struct ptd_sink sink = {seg_rec, seg_run, NULL};
+	struct ptd_sink oc_sink;
 	struct ptd_stats st;
 	struct out_ctx oc;
 	struct ptd_image_spec *images = NULL;
@@ -277,6 +353,7 @@ int main(int argc, char **argv)
 
 	drv_init(argc, argv);
 	memset(&oc, 0, sizeof oc);
+	segdrv_opts_init(&oc.so);
 	/* serial by default: -j 2 costs 1.4-1.5x the CPU and, measured on
 	 * this 2-cpu machine, is not faster in wall time yet (docs/decode.md) */
 	opts.jobs = 1;
@@ -348,14 +425,30 @@ int main(int argc, char **argv)
 		case 'j':
 			decoder_opt(c, optarg, &opts);
 			break;
+		case O_SEGMENT:
+			oc.seg = 1;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
 		default:
-			drv_getopt_error(c, argv);
+			if (!segdrv_opt(&oc.so, c, optarg))
+				drv_getopt_error(c, argv);
 		}
 	}
 	in = drv_input(argc, argv, in);
+	if (oc.so.stitch)
+		oc.seg = 1;
+	if (oc.so.any && !oc.seg)
+		drv_usage("mt-segment's options need --segment or --stitch");
+	if (oc.seg && records)
+		drv_usage("--segment and --stitch do not go with --records");
+	if (oc.seg) {
+		segdrv_cache(&oc.so);
+		oc_sink = sink;
+		oc_sink.ctx = &oc;
+		opts.sink = &oc_sink;
+	}
 	if (nimages && !pt)
 		drv_usage("--image needs --pt");
 	if (pttime && !pt)
@@ -388,15 +481,18 @@ int main(int argc, char **argv)
 	}
 	for (size_t i = 0; i < nimages; i++) /* ptd_parse_image_spec's copies */
 		free((char *)images[i].file);
+	if (ret < 0 && oc.seg_err)
+		seg_failed(&oc);
 	if (ret < 0) {
 		if (ret == -PTD_EOUTPUT)
 			drv_write_failed(oc.opened ? &oc.out : NULL, oc.path, opts.errmsg);
 		input_failed(ret, pt ? pt : in, opts.errmsg);
 	}
+	if (oc.seg)
+		segdrv_finish(&oc.sd, &oc.out, oc.path);
 	int e = mtev_writer_finish(oc.w);
 	if (e < 0)
 		drv_write_failed(&oc.out, oc.path, e == -MTEV_EIO ? NULL : mtev_strerror(-e));
-	mtev_writer_free(oc.w);
 	drv_out_commit(&oc.out, oc.path);
 	if (stats) {
 		print_stats(&st);
@@ -404,6 +500,11 @@ int main(int argc, char **argv)
 			fprintf(stderr, "mt-decode: walk-check: checked=%" PRIu64 " trace segments\n",
 				st.walk_checked);
 	}
+	if (oc.seg) {
+		segdrv_report(&oc.sd, stats, "mt-decode: segment");
+		segdrv_free(&oc.sd);
+	}
+	mtev_writer_free(oc.w);
 	free(images);
 	return st.degraded || st.warnings ? MT_EXIT_DEGRADED : MT_EXIT_OK;
 }

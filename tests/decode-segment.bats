@@ -1,0 +1,120 @@
+#!/usr/bin/env bats
+# mt-decode --segment / --stitch: mt-segment's work in the decoder's process
+# (docs/segment.md, "In mt-decode").  The judge is the pipe it replaces:
+# `mt-decode | mt-segment [--stitch]` on the same input, the same records
+# (every byte but the header's producer name), the same warnings, the same
+# exit status.
+
+setup() {
+	BIN="$BATS_TEST_DIRNAME/../bin"
+	C="$BATS_TEST_DIRNAME/.cache/ptsim"
+	T="$BATS_TEST_TMPDIR"
+}
+
+# same_as_pipe NAME SEGOPTS -- DECODE-ARGS...: the pipe and the one process
+# on DECODE-ARGS; fails naming NAME and what differs
+same_as_pipe() {
+	local name=$1 segopts=$2 src rp rf
+	shift 3
+	rp=0 rf=0
+	"$BIN/mt-decode" "$@" -o "$T/dec.mt" 2>"$T/dec.err" || rp=$?
+	if [ "$rp" -le 1 ]; then
+		"$BIN/mt-segment" ${segopts/--segment/} -i "$T/dec.mt" -o "$T/pipe.mt" 2>"$T/seg.err" ||
+			{ echo "$name: mt-segment failed: $(cat "$T/seg.err")"; return 1; }
+	fi
+	"$BIN/mt-decode" $segopts "$@" -o "$T/one.mt" 2>"$T/one.err" || rf=$?
+	[ "$rp" = "$rf" ] || { echo "$name: exit $rf, the pipe's mt-decode $rp"; return 1; }
+	[ "$rp" -le 1 ] || return 0 # refused input: no output either way
+	[ -s "$T/one.mt" ] || { echo "$name: no output"; return 1; }
+	# every record the same, and the files differ only by the producer's name
+	cmp -s <("$BIN/mt-dump" "$T/pipe.mt" | tail -n +2) <("$BIN/mt-dump" "$T/one.mt" | tail -n +2) ||
+		{ echo "$name: records differ"; diff <("$BIN/mt-dump" "$T/pipe.mt") <("$BIN/mt-dump" "$T/one.mt") | head -5; return 1; }
+	local pp pf sp sf
+	pp=$("$BIN/mt-dump" "$T/pipe.mt" | head -1 | sed 's/.*producer="\([^"]*\)".*/\1/')
+	pf=$("$BIN/mt-dump" "$T/one.mt" | head -1 | sed 's/.*producer="\([^"]*\)".*/\1/')
+	[ "$pf" = "mt-decode ${pp#mt-segment }" ] || [ "$pp $pf" = "mt-segment mt-decode --segment" ] ||
+		{ echo "$name: producer '$pf' for '$pp'"; return 1; }
+	sp=$(stat -c %s "$T/pipe.mt") sf=$(stat -c %s "$T/one.mt")
+	[ $((sp - ${#pp})) = $((sf - ${#pf})) ] || { echo "$name: $sp bytes, the pipe's $sf"; return 1; }
+	# the same warnings, in the same order (decoder's, then segmenter's)
+	cmp -s <(cat "$T/dec.err" "$T/seg.err" | sed 's/^mt-[a-z]*: //') <(sed 's/^mt-decode: //' "$T/one.err") ||
+		{ echo "$name: warnings differ"; diff <(cat "$T/dec.err" "$T/seg.err") "$T/one.err" | head -5; return 1; }
+}
+
+@test "mt-decode --stitch writes what mt-decode | mt-segment --stitch writes: every cached mt-ptsim run, every fault kind" {
+	[ -d "$C/clean" ] || skip "no mt-ptsim cache (make ptsim-cache)"
+	local n=0 bad=0 d v
+	for d in "$C"/*/*/; do
+		d=${d%/}
+		[ -f "$d/perf.data" ] || continue
+		v=${d#"$C"/}
+		same_as_pipe "$v" "--stitch" -- --buildid-dir "$d/images" "$d/perf.data" || bad=$((bad + 1))
+		n=$((n + 1))
+	done
+	echo "$n runs, $bad differ"
+	[ "$n" -ge 60 ] && [ "$bad" = 0 ]
+}
+
+@test "mt-decode --segment (and its options) writes what mt-decode | mt-segment writes" {
+	[ -d "$C/clean" ] || skip "no mt-ptsim cache (make ptsim-cache)"
+	local n=0 bad=0 d
+	for d in "$C"/clean/*/ "$C"/drop/*/; do
+		d=${d%/}
+		same_as_pipe "$d --segment" "--segment" -- --buildid-dir "$d/images" "$d/perf.data" || bad=$((bad + 1))
+		same_as_pipe "$d all-waypoints" "--stitch --all-waypoints --mem-limit 4K" -- --buildid-dir "$d/images" "$d/perf.data" || bad=$((bad + 1))
+		n=$((n + 2))
+	done
+	echo "$n runs, $bad differ"
+	[ "$n" -ge 20 ] && [ "$bad" = 0 ]
+}
+
+@test "mt-decode --stitch: the Skylake recording, raw PT, a sampling recording and damaged inputs as the pipe" {
+	local fx=/work/shared/fixtures/intel_pt-skylake-4.14 f bad=0 n=0
+	[ -d "$C/clean/fnptr" ] || skip "no mt-ptsim cache (make ptsim-cache)"
+	same_as_pipe skylake --stitch -- "$fx/perf.data" || bad=$((bad + 1))
+	same_as_pipe skylake-no-images --stitch -- --no-images "$fx/perf.data" || bad=$((bad + 1))
+	. "$BATS_TEST_DIRNAME/lib/rawpt.bash"
+	raw_pt "$C/clean/fnptr" "$T/fnptr.pt"
+	# shellcheck disable=SC2046
+	same_as_pipe raw --stitch -- --pt "$T/fnptr.pt" $(image_args "$C/clean/fnptr") || bad=$((bad + 1))
+	# samples (no PT): cpu-clock with frame-pointer callchains
+	perf record -q -e cpu-clock -F 4000 --call-graph fp -o "$T/samp.data" -- \
+		sh -c 'i=0; while [ $i -lt 200000 ]; do i=$((i + 1)); done' >/dev/null 2>&1
+	[ "$("$BIN/mt-decode" -s "$T/samp.data" 2>&1 >/dev/null | sed -n 's/.* samples=\([0-9]*\).*/\1/p')" -gt 10 ]
+	same_as_pipe sampling --stitch -- "$T/samp.data" || bad=$((bad + 1))
+	n=4
+	for f in "$BATS_TEST_DIRNAME"/corrupt/*.data; do
+		same_as_pipe "$(basename "$f")" --stitch -- --partial "$f" || bad=$((bad + 1))
+		n=$((n + 1))
+	done
+	echo "$n inputs, $bad differ"
+	[ "$n" -ge 20 ] && [ "$bad" = 0 ]
+}
+
+@test "mt-decode: mt-segment's options without --segment or --stitch, or with --records, are usage errors" {
+	run "$BIN/mt-decode" --all-waypoints /nonexistent.data
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"need --segment or --stitch"* ]]
+	[ "$(echo "$output" | wc -l)" -eq 1 ]
+	run "$BIN/mt-decode" --stitch --records /nonexistent.data
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"--records"* ]]
+	run "$BIN/mt-decode" --segment --mem-limit 12 /nonexistent.data
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"--mem-limit"* ]]
+	"$BIN/mt-decode" --help | grep -q -- '--all-waypoints'
+	"$BIN/mt-decode" --help | grep -q -- '--segment'
+}
+
+@test "mt-decode --stitch: a refused input leaves no file; a full disk is one line, exit 111" {
+	local f="$BATS_TEST_DIRNAME/corrupt/decode-header-cut.data"
+	mkdir "$T/o"
+	run "$BIN/mt-decode" --stitch -o "$T/o/out.mt" "$f"
+	[ "$status" -eq 2 ]
+	[ -z "$(ls -A "$T/o")" ]
+	[ -d "$C/clean/fnptr" ] || skip "no mt-ptsim cache (make ptsim-cache)"
+	run bash -c "'$BIN/mt-decode' --stitch --buildid-dir '$C/clean/fnptr/images' '$C/clean/fnptr/perf.data' >/dev/full"
+	[ "$status" -eq 111 ]
+	[ "${#lines[@]}" -eq 1 ]
+	[[ "$output" == *"No space left on device"* ]]
+}
