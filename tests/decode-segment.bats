@@ -14,12 +14,15 @@ setup() {
 # same_as_pipe NAME SEGOPTS -- DECODE-ARGS...: the pipe and the one process
 # on DECODE-ARGS; fails naming NAME and what differs
 same_as_pipe() {
-	local name=$1 segopts=$2 src rp rf
+	local name=$1 segopts=$2 src rp rf o sopts=""
 	shift 3
+	for o in $segopts; do # mt-segment's own options
+		case $o in --segment | --segment-serial) ;; *) sopts="$sopts $o" ;; esac
+	done
 	rp=0 rf=0
 	"$BIN/mt-decode" "$@" -o "$T/dec.mt" 2>"$T/dec.err" || rp=$?
 	if [ "$rp" -le 1 ]; then
-		"$BIN/mt-segment" ${segopts/--segment/} -i "$T/dec.mt" -o "$T/pipe.mt" 2>"$T/seg.err" ||
+		"$BIN/mt-segment" $sopts -i "$T/dec.mt" -o "$T/pipe.mt" 2>"$T/seg.err" ||
 			{ echo "$name: mt-segment failed: $(cat "$T/seg.err")"; return 1; }
 	fi
 	"$BIN/mt-decode" $segopts "$@" -o "$T/one.mt" 2>"$T/one.err" || rf=$?
@@ -55,17 +58,18 @@ same_as_pipe() {
 	[ "$n" -ge 60 ] && [ "$bad" = 0 ]
 }
 
-@test "mt-decode --segment (and its options) writes what mt-decode | mt-segment writes" {
+@test "mt-decode --segment, --segment-serial and mt-segment's options: what the pipe writes" {
 	[ -d "$C/clean" ] || skip "no mt-ptsim cache (make ptsim-cache)"
 	local n=0 bad=0 d
 	for d in "$C"/clean/*/ "$C"/drop/*/; do
 		d=${d%/}
 		same_as_pipe "$d --segment" "--segment" -- --buildid-dir "$d/images" "$d/perf.data" || bad=$((bad + 1))
+		same_as_pipe "$d serial" "--stitch --segment-serial" -- --buildid-dir "$d/images" "$d/perf.data" || bad=$((bad + 1))
 		same_as_pipe "$d all-waypoints" "--stitch --all-waypoints --mem-limit 4K" -- --buildid-dir "$d/images" "$d/perf.data" || bad=$((bad + 1))
-		n=$((n + 2))
+		n=$((n + 3))
 	done
 	echo "$n runs, $bad differ"
-	[ "$n" -ge 20 ] && [ "$bad" = 0 ]
+	[ "$n" -ge 30 ] && [ "$bad" = 0 ]
 }
 
 @test "mt-decode --stitch: the Skylake recording, raw PT, a sampling recording and damaged inputs as the pipe" {
@@ -91,6 +95,19 @@ same_as_pipe() {
 	[ "$n" -ge 20 ] && [ "$bad" = 0 ]
 }
 
+@test "mt-decode --stitch on mt-ptgen traces (many full batches; four threads per cpu with switches) as the pipe" {
+	. "$BATS_TEST_DIRNAME/../mk/build-dir.sh"
+	local b=$MT_BUILD/programs/fnptr bad=0
+	"$BIN/mt-ptgen" -n 1M --seed 7 --no-spans -o "$T/g1" "$b" >/dev/null
+	"$BIN/mt-ptgen" -n 1M --threads 4 --per-cpu --fake-switch 20000 --seed 8 --no-spans -o "$T/g4" "$b" >/dev/null
+	[ "$("$BIN/mt-decode" -s --buildid-dir "$T/g1/images" "$T/g1/perf.data" 2>&1 >/dev/null | sed -n 's/.* branches=\([0-9]*\).*/\1/p')" -gt 100000 ]
+	same_as_pipe g1 --stitch -- --buildid-dir "$T/g1/images" "$T/g1/perf.data" || bad=$((bad + 1))
+	same_as_pipe g1-serial "--stitch --segment-serial" -- --buildid-dir "$T/g1/images" "$T/g1/perf.data" || bad=$((bad + 1))
+	same_as_pipe g4 --stitch -- --buildid-dir "$T/g4/images" "$T/g4/perf.data" || bad=$((bad + 1))
+	same_as_pipe g4-segment --segment -- --buildid-dir "$T/g4/images" "$T/g4/perf.data" || bad=$((bad + 1))
+	[ "$bad" = 0 ]
+}
+
 @test "mt-decode: mt-segment's options without --segment or --stitch, or with --records, are usage errors" {
 	run "$BIN/mt-decode" --all-waypoints /nonexistent.data
 	[ "$status" -eq 2 ]
@@ -99,6 +116,9 @@ same_as_pipe() {
 	run "$BIN/mt-decode" --stitch --records /nonexistent.data
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"--records"* ]]
+	run "$BIN/mt-decode" --segment-serial /nonexistent.data
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"need --segment or --stitch"* ]]
 	run "$BIN/mt-decode" --segment --mem-limit 12 /nonexistent.data
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"--mem-limit"* ]]
@@ -113,8 +133,30 @@ same_as_pipe() {
 	[ "$status" -eq 2 ]
 	[ -z "$(ls -A "$T/o")" ]
 	[ -d "$C/clean/fnptr" ] || skip "no mt-ptsim cache (make ptsim-cache)"
-	run bash -c "'$BIN/mt-decode' --stitch --buildid-dir '$C/clean/fnptr/images' '$C/clean/fnptr/perf.data' >/dev/full"
+	local s
+	for s in "" --segment-serial; do # the writer fails in the segmenter's thread, or in the decoder's
+		run bash -c "'$BIN/mt-decode' --stitch $s --buildid-dir '$C/clean/fnptr/images' '$C/clean/fnptr/perf.data' >/dev/full"
+		[ "$status" -eq 111 ]
+		[ "${#lines[@]}" -eq 1 ]
+		[[ "$output" == *"No space left on device"* ]]
+	done
+}
+
+@test "mt-decode --stitch's two threads under ThreadSanitizer: no race reported, clean and failing runs" {
+	[ -d "$C/clean/threads" ] || skip "no mt-ptsim cache (make ptsim-cache)"
+	local r="$BATS_TEST_DIRNAME/.." d
+	# the tool and the library's sources, built for TSan alone (~15 s)
+	cc -fsanitize=thread -O1 -g -std=gnu11 -D_GNU_SOURCE -I"$r/formats" -I"$r/libcommon" \
+		-I"$r/libmagictrace" -o "$T/mt-decode" "$r/tools/mt-decode.c" "$r"/libcommon/*.c \
+		"$r"/formats/*.c -lipt -ldw -lelf -ljansson -lcapstone -lzstd -lz -lpthread
+	for d in "$C/clean/threads" "$C/drop/fnptr" "$C/overflow/exception"; do
+		"$T/mt-decode" --stitch --buildid-dir "$d/images" -o "$T/out.mt" "$d/perf.data" 2>"$T/err" || [ $? -eq 1 ]
+		! grep -q ThreadSanitizer "$T/err"
+		"$BIN/mt-decode" --stitch --buildid-dir "$d/images" -o "$T/ref.mt" "$d/perf.data" 2>/dev/null || [ $? -eq 1 ]
+		cmp "$T/out.mt" "$T/ref.mt"
+	done
+	# the writer fails in the segmenter's thread while the decoder waits
+	run bash -c "'$T/mt-decode' --stitch --buildid-dir '$C/clean/threads/images' '$C/clean/threads/perf.data' >/dev/full"
 	[ "$status" -eq 111 ]
-	[ "${#lines[@]}" -eq 1 ]
-	[[ "$output" == *"No space left on device"* ]]
+	[[ "$output" != *ThreadSanitizer* ]]
 }

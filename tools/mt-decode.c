@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,7 +89,9 @@ static void usage(FILE *f)
 	      "mt-segment [--stitch]` writes, without encoding the branch records and\n"
 	      "decoding them again; docs/segment.md): --segment, or --stitch alone, and\n"
 	      "mt-segment's own options:\n"
-	      "      --segment        write segments, spans and waypoints (mt-segment's output)\n",
+	      "      --segment        write segments, spans and waypoints (mt-segment's output)\n"
+	      "      --segment-serial  segment in the decoder's thread (by default a thread\n"
+	      "                       of its own takes the branch records in batches)\n",
 	      f);
 	fputs(segdrv_help, f);
 	fputs("\n"
@@ -116,37 +119,191 @@ struct out_ctx {
 	struct segdrv sd;
 	uint64_t nrec;	/* records fed */
 	int seg_err;	/* the segmenter's error, on record seg_recno */
+	int seg_errno;	/* errno then (a write error's reason) */
 	uint64_t seg_recno;
+	struct segq *q; /* the segmenter's thread, or NULL: the decoder's */
 };
 
-/* The decoder's sink with --segment: the records into the segmenter. */
-static int seg_rec(void *ctx, const struct mtev_rec *r)
+/* Feeds @n records to the segmenter: 0, or -1 with its error kept. */
+static int seg_feed_kept(struct out_ctx *o, const struct mtev_rec *r, size_t n)
 {
-	struct out_ctx *o = ctx;
-	int e = seg_feed(o->sd.s, r);
+	size_t at = 0;
+	int e = n == 1 ? seg_feed(o->sd.s, r) : seg_feed_n(o->sd.s, r, n, &at);
 	if (e) {
 		o->seg_err = e;
-		o->seg_recno = o->nrec + 1;
+		o->seg_errno = errno;
+		o->seg_recno = o->nrec + at + 1;
 		return -1;
 	}
-	o->nrec++;
+	o->nrec += n;
 	return 0;
+}
+
+/* How many records of @r[0..@n) are branches with time <= @limit, from the
+ * first (mtev_write_upto's rule). */
+static size_t run_len(const struct mtev_rec *r, size_t n, uint64_t limit)
+{
+	size_t m = 0;
+	while (m < n && r[m].kind == MTEV_BRANCH && r[m].br.time <= limit)
+		m++;
+	return m;
+}
+
+/* The decoder's sink with --segment, serial: into the segmenter at once. */
+static int seg_rec(void *ctx, const struct mtev_rec *r)
+{
+	return seg_feed_kept(ctx, r, 1);
 }
 
 static long seg_run(void *ctx, const struct mtev_rec *r, size_t n, uint64_t limit)
 {
-	struct out_ctx *o = ctx;
-	size_t m = 0, at;
-	while (m < n && r[m].kind == MTEV_BRANCH && r[m].br.time <= limit)
-		m++;
-	int e = m ? seg_feed_n(o->sd.s, r, m, &at) : 0;
-	if (e) {
-		o->seg_err = e;
-		o->seg_recno = o->nrec + at + 1;
-		return -1;
+	size_t m = run_len(r, n, limit);
+	return m && seg_feed_kept(ctx, r, m) < 0 ? -1 : (long)m;
+}
+
+/* With a thread of its own (the default), the segmenter takes branch
+ * records in batches of SQ_RECS, SQ_N batches queued at most, while the
+ * decoder goes on; any other record (rare: a gap, a map, a sample; they
+ * point into the decoder's memory) waits until the queue is empty and goes
+ * to the segmenter from the decoder's thread, so the order is the serial
+ * one.  The segmenter is never used by both threads at once: the mutex
+ * hands it over. */
+enum { SQ_RECS = 4096, SQ_N = 4 };
+struct segq {
+	pthread_t th;
+	pthread_mutex_t mu;
+	pthread_cond_t cv; /* any change of what follows */
+	struct mtev_rec *buf[SQ_N];
+	size_t len[SQ_N];
+	unsigned head, count; /* queued: buf[head], ... (count of them) */
+	int busy;	      /* the thread feeds buf[head] */
+	int done;	      /* no more batches will come */
+	int failed;	      /* the segmenter failed (its error in o): batches are dropped */
+	unsigned fill;	      /* the decoder's: the batch it fills, (head + count) % SQ_N */
+	size_t nfill;	      /* records in it */
+	struct out_ctx *o;
+};
+
+static void *segq_main(void *arg)
+{
+	struct segq *q = arg;
+	pthread_mutex_lock(&q->mu);
+	for (;;) {
+		while (!q->count && !q->done)
+			pthread_cond_wait(&q->cv, &q->mu);
+		if (!q->count)
+			break;
+		int skip = q->failed;
+		q->busy = 1;
+		pthread_mutex_unlock(&q->mu);
+		int bad = !skip && seg_feed_kept(q->o, q->buf[q->head], q->len[q->head]) < 0;
+		pthread_mutex_lock(&q->mu);
+		q->failed |= bad;
+		q->busy = 0;
+		q->head = (q->head + 1) % SQ_N;
+		q->count--;
+		pthread_cond_broadcast(&q->cv);
 	}
-	o->nrec += m;
+	pthread_mutex_unlock(&q->mu);
+	return NULL;
+}
+
+/* Queues the batch being filled, if any. */
+static void segq_publish(struct segq *q)
+{
+	if (!q->nfill)
+		return;
+	pthread_mutex_lock(&q->mu);
+	q->len[q->fill] = q->nfill;
+	q->count++;
+	q->nfill = 0;
+	pthread_cond_broadcast(&q->cv);
+	pthread_mutex_unlock(&q->mu);
+}
+
+static long segq_run(void *ctx, const struct mtev_rec *r, size_t n, uint64_t limit)
+{
+	struct out_ctx *o = ctx;
+	struct segq *q = o->q;
+	size_t m = run_len(r, n, limit), i = 0;
+	while (i < m) {
+		if (!q->nfill) { /* a free batch to fill */
+			pthread_mutex_lock(&q->mu);
+			while (q->count == SQ_N && !q->failed)
+				pthread_cond_wait(&q->cv, &q->mu);
+			int failed = q->failed;
+			q->fill = (q->head + q->count) % SQ_N;
+			pthread_mutex_unlock(&q->mu);
+			if (failed)
+				return -1;
+		}
+		struct mtev_rec *b = q->buf[q->fill];
+		size_t k = SQ_RECS - q->nfill < m - i ? SQ_RECS - q->nfill : m - i;
+		memcpy(b + q->nfill, r + i, k * sizeof *r);
+		q->nfill += k;
+		i += k;
+		if (q->nfill == SQ_RECS)
+			segq_publish(q);
+	}
 	return (long)m;
+}
+
+static int segq_rec(void *ctx, const struct mtev_rec *r)
+{
+	struct out_ctx *o = ctx;
+	struct segq *q = o->q;
+	segq_publish(q);
+	pthread_mutex_lock(&q->mu);
+	while ((q->count || q->busy) && !q->failed)
+		pthread_cond_wait(&q->cv, &q->mu);
+	int failed = q->failed;
+	pthread_mutex_unlock(&q->mu);
+	return failed ? -1 : seg_feed_kept(o, r, 1);
+}
+
+/* Starts the segmenter's thread; NULL when it cannot (then serial). */
+static struct segq *segq_start(struct out_ctx *o)
+{
+	struct segq *q = calloc(1, sizeof *q);
+	if (!q)
+		return NULL;
+	q->o = o;
+	for (unsigned i = 0; i < SQ_N; i++)
+		if (!(q->buf[i] = malloc(SQ_RECS * sizeof *q->buf[i])))
+			goto fail;
+	if (pthread_mutex_init(&q->mu, NULL))
+		goto fail;
+	if (pthread_cond_init(&q->cv, NULL)) {
+		pthread_mutex_destroy(&q->mu);
+		goto fail;
+	}
+	if (pthread_create(&q->th, NULL, segq_main, q)) {
+		pthread_cond_destroy(&q->cv);
+		pthread_mutex_destroy(&q->mu);
+		goto fail;
+	}
+	return q;
+fail:
+	for (unsigned i = 0; i < SQ_N; i++)
+		free(q->buf[i]);
+	free(q);
+	return NULL;
+}
+
+/* Feeds what is queued and ends the thread. */
+static void segq_stop(struct segq *q)
+{
+	segq_publish(q);
+	pthread_mutex_lock(&q->mu);
+	q->done = 1;
+	pthread_cond_broadcast(&q->cv);
+	pthread_mutex_unlock(&q->mu);
+	pthread_join(q->th, NULL);
+	pthread_cond_destroy(&q->cv);
+	pthread_mutex_destroy(&q->mu);
+	for (unsigned i = 0; i < SQ_N; i++)
+		free(q->buf[i]);
+	free(q);
 }
 
 static int open_out(void *ctx, uint32_t flags, mtev_writer **w)
@@ -208,7 +365,7 @@ static void input_failed(int ret, const char *in, const char *msg)
 
 enum { O_IMAGES = 256, O_NOIMG, O_PT, O_IMAGE, O_CPU, O_PID, O_TID, O_RECORDS,
        O_PARTIAL, O_DECODER, O_RESYNC, O_NOROOT, O_CHUNK, O_PARFB,
-       O_PARANS, O_PTTIME, O_SEGMENT };
+       O_PARANS, O_PTTIME, O_SEGMENT, O_SEGSERIAL };
 
 /* The options with a value that set how PT is decoded: --cpu, --decoder,
  * --chunk-bytes, -j. */
@@ -279,6 +436,7 @@ static void seg_failed(struct out_ctx *oc)
 	if (oc->seg_err == -SEG_EKIND || oc->seg_err == -SEG_EORDER)
 		mt_fatal(MT_EXIT_SYS, "decoded record %llu: %s (a decoder bug)",
 			 (unsigned long long)oc->seg_recno, seg_strerror(oc->seg_err));
+	errno = oc->seg_errno; /* maybe the other thread's */
 	segdrv_fail(&oc->sd, &oc->out, oc->path, oc->seg_err);
 }
 
@@ -336,6 +494,7 @@ int main(int argc, char **argv)
 		{"par-answers", no_argument, NULL, O_PARANS},
 		{"help", no_argument, NULL, 'h'},
 		{"segment", no_argument, NULL, O_SEGMENT},
+		{"segment-serial", no_argument, NULL, O_SEGSERIAL},
 	};
 	enum { NOWN = sizeof own / sizeof own[0] };
 	struct option lo[NOWN + 16];
@@ -343,7 +502,9 @@ int main(int argc, char **argv)
 	memcpy(lo + NOWN, segdrv_longopts, (segdrv_nlongopts() + 1) * sizeof *lo);
 	static struct ptd_options opts;
 	static const struct ptd_sink sink = {seg_rec, seg_run, NULL};
+	static const struct ptd_sink qsink = {segq_rec, segq_run, NULL};
 	struct ptd_sink oc_sink;
+	int seg_serial = 0;
 	struct ptd_stats st;
 	struct out_ctx oc;
 	struct ptd_image_spec *images = NULL;
@@ -428,6 +589,9 @@ int main(int argc, char **argv)
 		case O_SEGMENT:
 			oc.seg = 1;
 			break;
+		case O_SEGSERIAL:
+			seg_serial = 1;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -439,13 +603,15 @@ int main(int argc, char **argv)
 	in = drv_input(argc, argv, in);
 	if (oc.so.stitch)
 		oc.seg = 1;
-	if (oc.so.any && !oc.seg)
-		drv_usage("mt-segment's options need --segment or --stitch");
+	if ((oc.so.any || seg_serial) && !oc.seg)
+		drv_usage("mt-segment's options and --segment-serial need --segment or --stitch");
 	if (oc.seg && records)
 		drv_usage("--segment and --stitch do not go with --records");
 	if (oc.seg) {
 		segdrv_cache(&oc.so);
 		oc_sink = sink;
+		if (!seg_serial && (oc.q = segq_start(&oc)))
+			oc_sink = qsink;
 		oc_sink.ctx = &oc;
 		opts.sink = &oc_sink;
 	}
@@ -481,7 +647,11 @@ int main(int argc, char **argv)
 	}
 	for (size_t i = 0; i < nimages; i++) /* ptd_parse_image_spec's copies */
 		free((char *)images[i].file);
-	if (ret < 0 && oc.seg_err)
+	if (oc.q) { /* the segmenter's thread has the records it was given */
+		segq_stop(oc.q);
+		oc.q = NULL;
+	}
+	if (oc.seg_err)
 		seg_failed(&oc);
 	if (ret < 0) {
 		if (ret == -PTD_EOUTPUT)
