@@ -130,7 +130,10 @@ fused_once() {
 	rc=0
 	case $tag in one*)
 		# mt-decode --stitch: decode, segment and stitch in one process
-		/usr/bin/time -f '%e %U %S %M' -o "$TMP/f.decode" bin/mt-decode --stitch --buildid-dir "$D/images" "$D/perf.data" |
+		# (ones*: --segment-serial, in one thread)
+		ser=
+		case $tag in ones*) ser=--segment-serial ;; esac
+		/usr/bin/time -f '%e %U %S %M' -o "$TMP/f.decode" bin/mt-decode --stitch $ser --buildid-dir "$D/images" "$D/perf.data" |
 			/usr/bin/time -f '%e %U %S %M' -o "$TMP/f.symbolize" bin/mt-symbolize --images "$D/images" --cache-dir "$TMP/cache" |
 			/usr/bin/time -f '%e %U %S %M' -o "$TMP/f.write" bin/mt-write --force >/dev/null 2>"$TMP/$tag.err" || rc=$?
 		t1=$(date +%s%N)
@@ -173,6 +176,8 @@ P=${BENCH_PAIRS:-7}
 : >"$TMP/walkpwarm.all"
 : >"$TMP/onep.all"
 : >"$TMP/onepwarm.all"
+: >"$TMP/onesp.all"
+: >"$TMP/onespwarm.all"
 i=0
 while [ "$i" -lt "$P" ]; do
 	/usr/bin/time -f '%e %U %S %M' -o "$TMP/t" "$BARE" bare "$D/perf.data" "$D/images" >/dev/null 2>&1 ||
@@ -182,6 +187,8 @@ while [ "$i" -lt "$P" ]; do
 	fused_once walkpwarm
 	fused_once onep
 	fused_once onepwarm
+	fused_once onesp
+	fused_once onespwarm
 	i=$((i + 1))
 done
 # paired_ratio TAG: "median min max" of TAG's pipeline CPU over the bare loop's, round by round
@@ -194,8 +201,10 @@ paired_ratio walkp >"$TMP/pcold"
 paired_ratio walkpwarm >"$TMP/pwarm"
 paired_ratio onep >"$TMP/ocold"
 paired_ratio onepwarm >"$TMP/owarm"
+paired_ratio onesp >"$TMP/scold"
+paired_ratio onespwarm >"$TMP/swarm"
 # the paired rounds' wall medians (s)
-for t in walkp walkpwarm onep onepwarm; do awk '{ print $1 / 1e9 }' "$TMP/$t.all" | median >"$TMP/$t.pwall"; done
+for t in walkp walkpwarm onep onepwarm onesp onespwarm; do awk '{ print $1 / 1e9 }' "$TMP/$t.all" | median >"$TMP/$t.pwall"; done
 
 v() { cat "$TMP/$1"; }
 awk -v n="$N" -v br="$BR" -v pt="$PT" -v r="$R" -v rp="$RP" \
@@ -216,6 +225,7 @@ awk -v n="$N" -v br="$BR" -v pt="$PT" -v r="$R" -v rp="$RP" \
 	-v xc="$(v warm.cpu)" -v xw="$(v warm.wall)" -v c9="$(v warm_symbolize.cpu)" -v r9="$(v warm_symbolize.rss)" \
 	-v pn="$P" -v pcold="$(v pcold)" -v pwarm="$(v pwarm)" -v ocold="$(v ocold)" -v owarm="$(v owarm)" \
 	-v pwc="$(v walkp.pwall)" -v pww="$(v walkpwarm.pwall)" -v owc="$(v onep.pwall)" -v oww="$(v onepwarm.pwall)" \
+	-v scold="$(v scold)" -v swarm="$(v swarm)" -v swc="$(v onesp.pwall)" -v sww="$(v onespwarm.pwall)" \
 	-v ac="$(v allwp.cpu)" -v aw="$(v allwp.wall)" -v a2="$(v allwp_segstitch.cpu)" -v ar2="$(v allwp_segstitch.rss)" \
 	-v a3="$(v allwp_symbolize.cpu)" -v ar3="$(v allwp_symbolize.rss)" -v a4="$(v allwp_write.cpu)" -v ar4="$(v allwp_write.rss)" 'BEGIN {
 	printf "\n| what (median of %d; perf script: %d) | cpu s | wall s | M branches/cpu s | MB PT/cpu s | peak RSS MB | vs mt-decode (cpu) |\n", r, rp
@@ -266,7 +276,11 @@ awk -v n="$N" -v br="$BR" -v pt="$PT" -v r="$R" -v rp="$RP" \
 	split(owarm, ow3, " ")
 	goal("issue 20: the same with mt-decode --stitch (decode, segment, stitch in one process), cold (paired; range " sprintf("%.2f-%.2f", oc3[2], oc3[3]) ")", oc3[1], "x", oc3[1] <= 1.5)
 	goal("issue 20: mt-decode --stitch, warm (paired; range " sprintf("%.2f-%.2f", ow3[2], ow3[3]) ")", ow3[1], "x", ow3[1] <= 1.5)
-	printf "| paired rounds, median wall s: pipe cold %.2f, warm %.2f; mt-decode --stitch cold %.2f, warm %.2f | | |\n", pwc, pww, owc, oww
+	split(scold, sc3, " ")
+	split(swarm, sw3, " ")
+	goal("issue 20: mt-decode --stitch --segment-serial (one thread), cold (paired; range " sprintf("%.2f-%.2f", sc3[2], sc3[3]) ")", sc3[1], "x", sc3[1] <= 1.5)
+	goal("issue 20: mt-decode --stitch --segment-serial, warm (paired; range " sprintf("%.2f-%.2f", sw3[2], sw3[3]) ")", sw3[1], "x", sw3[1] <= 1.5)
+	printf "| paired rounds, median wall s: pipe cold %.2f, warm %.2f; mt-decode --stitch cold %.2f, warm %.2f; --segment-serial cold %.2f, warm %.2f | | |\n", pwc, pww, owc, oww, swc, sww
 	goal("issue 20: the same two from the medians above (cold; warm " sprintf("%.2fx", wwc / bc) ")", wkc / bc, "x", wkc / bc <= 1.5)
 	goal("mt-segment <= 64 bytes of RSS per branch", r2 * 1024 / br, " B", r2 * 1024 / br <= 64)
 	goal("mt-segment --all-waypoints <= 64 bytes of RSS per branch", ar2 * 1024 / br, " B", ar2 * 1024 / br <= 64)
