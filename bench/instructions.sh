@@ -45,6 +45,10 @@ cg segstitch bin/mt-segment --stitch -i "$TMP/dec.mt" -o /dev/null
 cg symbolize bin/mt-symbolize --images "$D/images" --cache-dir "$TMP/cache" -o /dev/null "$TMP/st.mt"
 cg write bin/mt-write -o "$TMP/out.fxt" "$TMP/sym.mt"
 cg segstitch_all bin/mt-segment --stitch --all-waypoints -i "$TMP/dec.mt" -o /dev/null
+# decode, segment and stitch in one process: one thread, and two (callgrind
+# runs the threads one at a time; it counts both)
+cg onestitch bin/mt-decode --stitch --segment-serial --buildid-dir "$D/images" -o /dev/null "$D/perf.data"
+cg onestitch_t bin/mt-decode --stitch --buildid-dir "$D/images" -o /dev/null "$D/perf.data"
 cg symbolize_all bin/mt-symbolize --images "$D/images" --cache-dir "$TMP/cache" -o /dev/null "$TMP/sta.mt"
 
 v() { cat "$TMP/$1.ir"; }
@@ -52,7 +56,8 @@ echo "bench/instructions.sh: $(date -u '+%Y-%m-%d %H:%M UTC'), trace $D: $N inst
 echo "  $BR branches -> $NSP spans + $NWP waypoints ($NWPA with --all-waypoints); callgrind instruction counts (millions)"
 awk -v br="$BR" -v bare="$(v bare)" -v dec="$(v decode)" -v walk="$(v walk)" -v seg="$(v segment)" -v st="$(v stitch)" \
 	-v ss="$(v segstitch)" -v sym="$(v symbolize)" -v wr="$(v write)" \
-	-v ssa="$(v segstitch_all)" -v syma="$(v symbolize_all)" 'BEGIN {
+	-v ssa="$(v segstitch_all)" -v syma="$(v symbolize_all)" \
+	-v one="$(v onestitch)" -v onet="$(v onestitch_t)" 'BEGIN {
 	printf "\n| what | M instructions | per branch | vs mt-decode | vs bare loop |\n|---|---:|---:|---:|---:|\n"
 	row("bare libipt block-decoder loop", bare)
 	row("mt-decode", dec)
@@ -70,10 +75,15 @@ awk -v br="$BR" -v bare="$(v bare)" -v dec="$(v decode)" -v walk="$(v walk)" -v 
 	row("pipeline: decode --decoder walk, segment, stitch, symbolize, write", walk + seg + st + sym + wr)
 	row("pipeline: decode --decoder walk, segment --stitch, symbolize, write", walk + ss + sym + wr)
 	row("pipeline: decode --decoder walk, segment --stitch --all-waypoints, symbolize, write", walk + ssa + syma + wr)
+	row("mt-decode --stitch --segment-serial (decode, segment, stitch: one thread)", one)
+	row("mt-decode --stitch (the segmenter in a thread of its own)", onet)
+	row("pipeline: decode --stitch --segment-serial, symbolize, write", one + sym + wr)
+	row("pipeline: decode --stitch, symbolize, write", onet + sym + wr)
 	printf "\nmt-decode vs the bare loop: %.3fx (goal >= 0.7x); pipeline vs mt-decode: %.2fx, with --stitch %.2fx, with --all-waypoints %.2fx (goal <= 2x)\n",
 		bare / dec, (dec + seg + st + sym + wr) / dec, (dec + ss + sym + wr) / dec, (dec + ssa + syma + wr) / dec
 	printf "pipeline vs the bare loop (issue 20: goal <= 1.5x): libipt path %.2fx, with --stitch %.2fx; walk %.2fx, with --stitch %.2fx, with --all-waypoints %.2fx\n",
 		(dec + seg + st + sym + wr) / bare, (dec + ss + sym + wr) / bare,
 		(walk + seg + st + sym + wr) / bare, (walk + ss + sym + wr) / bare, (walk + ssa + syma + wr) / bare
+	printf "pipeline with mt-decode --stitch vs the bare loop: %.2fx (one thread: %.2fx)\n", (onet + sym + wr) / bare, (one + sym + wr) / bare
 }
 function row(what, n) { printf "| %s | %.1f | %.0f | %.2fx | %.2fx |\n", what, n / 1e6, n / br, n / dec, n / bare }'
