@@ -44,29 +44,32 @@ same_as_pipe() {
 		{ echo "$name: warnings differ"; diff <(cat "$T/dec.err" "$T/seg.err") "$T/one.err" | head -5; return 1; }
 }
 
-@test "mt-decode --stitch writes what mt-decode | mt-segment --stitch writes: every cached mt-ptsim run, every fault kind" {
-	[ -d "$C/clean" ] || skip "no mt-ptsim cache (make ptsim-cache)"
-	local n=0 bad=0 d v
-	for d in "$C"/*/*/; do
+# check_runs SEGOPTS DIR...: same_as_pipe on every cached run DIR; counts
+# the runs in n and those that differ in bad (the caller's locals)
+check_runs() {
+	local o=$1 d
+	shift
+	for d in "$@"; do
 		d=${d%/}
 		[ -f "$d/perf.data" ] || continue
-		v=${d#"$C"/}
-		same_as_pipe "$v" "--stitch" -- --buildid-dir "$d/images" "$d/perf.data" || bad=$((bad + 1))
+		same_as_pipe "${d#"$C"/} $o" "$o" -- --buildid-dir "$d/images" "$d/perf.data" || bad=$((bad + 1))
 		n=$((n + 1))
 	done
+}
+
+@test "mt-decode --stitch writes what mt-decode | mt-segment --stitch writes: every cached mt-ptsim run, every fault kind" {
+	[ -d "$C/clean" ] || skip "no mt-ptsim cache (make ptsim-cache)"
+	local n=0 bad=0
+	check_runs --stitch "$C"/*/*/
 	echo "$n runs, $bad differ"
 	[ "$n" -ge 60 ] && [ "$bad" = 0 ]
 }
 
 @test "mt-decode --segment, --segment-serial and mt-segment's options: what the pipe writes" {
 	[ -d "$C/clean" ] || skip "no mt-ptsim cache (make ptsim-cache)"
-	local n=0 bad=0 d
-	for d in "$C"/clean/*/ "$C"/drop/*/; do
-		d=${d%/}
-		same_as_pipe "$d --segment" "--segment" -- --buildid-dir "$d/images" "$d/perf.data" || bad=$((bad + 1))
-		same_as_pipe "$d serial" "--stitch --segment-serial" -- --buildid-dir "$d/images" "$d/perf.data" || bad=$((bad + 1))
-		same_as_pipe "$d all-waypoints" "--stitch --all-waypoints --mem-limit 4K" -- --buildid-dir "$d/images" "$d/perf.data" || bad=$((bad + 1))
-		n=$((n + 3))
+	local n=0 bad=0 o
+	for o in --segment "--stitch --segment-serial" "--stitch --all-waypoints --mem-limit 4K"; do
+		check_runs "$o" "$C"/clean/*/ "$C"/drop/*/
 	done
 	echo "$n runs, $bad differ"
 	[ "$n" -ge 30 ] && [ "$bad" = 0 ]
