@@ -98,7 +98,7 @@ check_runs() {
 	[ "$n" -ge 20 ] && [ "$bad" = 0 ]
 }
 
-@test "mt-decode --stitch on mt-ptgen traces (many full batches; four threads per cpu with switches) as the pipe" {
+@test "mt-decode --stitch on mt-ptgen traces (many full batches; -j 2; four threads per cpu with switches) as the pipe" {
 	. "$BATS_TEST_DIRNAME/../mk/build-dir.sh"
 	local b=$MT_BUILD/programs/fnptr bad=0
 	"$BIN/mt-ptgen" -n 1M --seed 7 --no-spans -o "$T/g1" "$b" >/dev/null
@@ -106,6 +106,10 @@ check_runs() {
 	[ "$("$BIN/mt-decode" -s --buildid-dir "$T/g1/images" "$T/g1/perf.data" 2>&1 >/dev/null | sed -n 's/.* branches=\([0-9]*\).*/\1/p')" -gt 100000 ]
 	same_as_pipe g1 --stitch -- --buildid-dir "$T/g1/images" "$T/g1/perf.data" || bad=$((bad + 1))
 	same_as_pipe g1-serial "--stitch --segment-serial" -- --buildid-dir "$T/g1/images" "$T/g1/perf.data" || bad=$((bad + 1))
+	# decoded on two threads (libipt's path, chunks at PSBs), the segmenter on a third
+	same_as_pipe g1-j2 --stitch -- -j 2 --chunk-bytes 4096 --buildid-dir "$T/g1/images" "$T/g1/perf.data" || bad=$((bad + 1))
+	"$BIN/mt-decode" -s -j 2 --chunk-bytes 4096 --buildid-dir "$T/g1/images" "$T/g1/perf.data" 2>&1 >/dev/null | grep -q 'parallel: chunks=[1-9]'
+	cmp -s <("$BIN/mt-dump" "$T/one.mt" | tail -n +2) <("$BIN/mt-decode" --stitch --buildid-dir "$T/g1/images" "$T/g1/perf.data" | "$BIN/mt-dump" | tail -n +2)
 	same_as_pipe g4 --stitch -- --buildid-dir "$T/g4/images" "$T/g4/perf.data" || bad=$((bad + 1))
 	same_as_pipe g4-segment --segment -- --buildid-dir "$T/g4/images" "$T/g4/perf.data" || bad=$((bad + 1))
 	[ "$bad" = 0 ]
