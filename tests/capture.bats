@@ -213,6 +213,26 @@ wait_exec() {
 	"$BIN/mt-dump" "$T/d/hits.mt" | grep -q "^process pid=$victim name=\"sleep\""
 }
 
+@test "attach: a process that execs while traced is named by its new program in hits.mt" {
+	mkfifo "$T/go" "$T/caperr"
+	bash -c 'read -r x < "$1"; exec sleep 60' _ "$T/go" & victim=$!
+	exec 9<> "$T/caperr"
+	setsid "$BIN/mt-capture" attach -v -t none -o "$T/d" -p "$victim" 2> "$T/caperr" &
+	cap=$!
+	while read -r -t 30 l <&9; do
+		echo "$l"
+		[[ "$l" == *"perf is recording"* ]] && break
+	done
+	[ "$(cat "/proc/$victim/comm")" = bash ]
+	echo go > "$T/go"
+	wait_exec "$victim" sleep
+	kill -INT -- -"$cap"
+	wait "$cap" || true
+	kill "$victim"
+	"$BIN/mt-dump" "$T/d/hits.mt" | grep "^process"
+	"$BIN/mt-dump" "$T/d/hits.mt" | grep -q "^process pid=$victim name=\"sleep\""
+}
+
 @test "Ctrl-C (SIGINT to the terminal's process group) takes the snapshot; CMD's status is passed through" {
 	mkfifo "$T/caperr"
 	exec 9<> "$T/caperr"

@@ -1657,6 +1657,15 @@ static int finish(struct capture *c, enum mode mode, int interrupted, int frozen
 	qsort(c->hits, c->nhits, sizeof *c->hits, cmp_hit_time);
 	if (o->multi && mode != MODE_PT)
 		rename_dumps(c);
+	/* each process's name as it is now (an exec while it was traced
+	 * renamed it; the trace's last moments are the new program's), the
+	 * one read at the start if it is gone */
+	for (int i = 0; i < o->npids; i++) {
+		char now[sizeof c->comm[i]];
+		read_comm(o->pids[i], now, sizeof now);
+		if (now[0])
+			memcpy(c->comm[i], now, sizeof now);
+	}
 	write_hits(c);
 	if (c->lost)
 		mt_warn("%" PRIu64 " trigger hits were lost (ring full)", c->lost);
