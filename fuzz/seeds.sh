@@ -63,6 +63,15 @@ for t in "$@"; do
 				> "$d/aux-$(basename "$(dirname "$f")").$n"
 		done
 		;;
+	decstitch)
+		# mt-ptsim's recordings of fuzz/ptprog.c (every variant, per-cpu
+		# ones with thread switches among them: mk/fuzz.mk), whole, and the
+		# damaged perf.data of the tests
+		for f in "$build"/ptsim/*/perf.data; do
+			[ -f "$f" ] && MAXSEED=1048576 put "$d" "$f" "$(basename "$(dirname "$f")")"
+		done
+		for f in tests/corrupt/*.data; do [ -f "$f" ] && put "$d" "$f"; done
+		;;
 	ptwalkcpu)
 		# mt-ptsim's per-cpu recordings of fuzz/ptprog.c, with thread
 		# switches (mk/fuzz.mk: pc*), whole

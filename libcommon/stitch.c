@@ -566,9 +566,10 @@ static int lrd_fill(struct lrd *rd, size_t k)
 		if (rd->in_mem || have)
 			return -1;
 		rd->in_mem = 1;
-		rd->p = rd->t->log.v;
-		rd->end = rd->t->log.v + rd->t->log.n;
-		return (size_t)(rd->end - rd->p) >= k ? 0 : -1;
+		rd->p = rd->end = rd->t->log.v; /* NULL for a thread that logged nothing */
+		if (rd->t->log.n)
+			rd->end += rd->t->log.n;
+		return rd->t->log.n >= k ? 0 : -1;
 	}
 	size_t want = s->limit_words > k ? s->limit_words : k;
 	/* The words not read yet go to the front first: growing may move the
