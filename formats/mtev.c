@@ -258,6 +258,25 @@ static inline uint64_t get_uv(struct cur *c)
 {
 	if (__builtin_expect(c->p < c->end && *c->p < 0x80, 1))
 		return *c->p++;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	/* 2-8 bytes with 8 left in the payload (a time, an address): all at
+	 * once.  The first byte without the high bit ends it; its 7-bit groups
+	 * are packed in three steps (pairs, quads, the two halves). */
+	if (__builtin_expect(c->end - c->p >= 8, 1)) {
+		uint64_t x;
+		memcpy(&x, c->p, 8);
+		uint64_t stop = ~x & 0x8080808080808080ull;
+		if (__builtin_expect(stop != 0, 1)) {
+			unsigned bits = (unsigned)__builtin_ctzll(stop) + 1; /* 8 x bytes */
+			x &= ~0ull >> (64 - bits) & 0x7f7f7f7f7f7f7f7full;
+			x = (x & 0x007f007f007f007full) | (x & 0x7f007f007f007f00ull) >> 1;
+			x = (x & 0x00003fff00003fffull) | (x & 0x3fff00003fff0000ull) >> 2;
+			x = (x & 0x000000000fffffffull) | (x & 0x0fffffff00000000ull) >> 4;
+			c->p += bits >> 3;
+			return x;
+		}
+	}
+#endif
 	uint64_t v = 0;
 	unsigned shift = 0;
 	while (c->p < c->end) {
@@ -1156,12 +1175,16 @@ struct mtev_writer {
 	uint8_t *tmp;
 	size_t tmp_cap;
 	struct strtab st; /* string records written */
+	mtev_sink_fn sink; /* mtev_writer_alloc_sink: records go here */
+	void *sink_ctx;
 };
 
 
 int mtev_writer_flush(mtev_writer *w)
 {
 	size_t off = 0;
+	if (w->sink)
+		return w->err;
 	while (off < w->len) {
 		ssize_t n = write(w->fd, w->buf + off, w->len - off);
 		if (n < 0) {
@@ -1238,6 +1261,19 @@ mtev_writer *mtev_writer_alloc(int fd, const char *producer, uint32_t flags, int
 	return w;
 }
 
+mtev_writer *mtev_writer_alloc_sink(mtev_sink_fn fn, void *ctx, int *err)
+{
+	mtev_writer *w = calloc(1, sizeof *w);
+	if (!w) {
+		*err = -MTEV_ENOMEM;
+		return NULL;
+	}
+	w->fd = -1;
+	w->sink = fn;
+	w->sink_ctx = ctx;
+	return w;
+}
+
 void mtev_writer_free(mtev_writer *w)
 {
 	if (!w)
@@ -1257,7 +1293,7 @@ uint64_t mtev_writer_bytes(const mtev_writer *w)
 int mtev_writer_finish(mtev_writer *w)
 {
 	uint8_t end[2] = {MTEV_END, 0};
-	if (w->err)
+	if (w->err || w->sink)
 		return w->err;
 	w_put(w, end, 2);
 	if (w->err)
@@ -1371,6 +1407,15 @@ static int write_waypoint(mtev_writer *w, const struct mtev_rec *rec)
 	return 0;
 }
 
+/* A raw record mtev_write refuses: a kind this codec knows or reserves. */
+static int raw_invalid(const struct mtev_rec *rec)
+{
+	unsigned k = rec->raw.kind;
+	return k > 0xff || k == MTEV_END || (k >= 0x20 && k <= 0x3f) ||
+	       (k >= MTEV_WP_SHORT && k <= MTEV_WP_SHORT + 7) || mtev_kind_name(k) ||
+	       rec->raw.len > MTEV_MAX_PAYLOAD;
+}
+
 /* Upper bound of @rec's payload: fixed fields plus strings; 0 for a kind
  * the general path does not write. */
 static size_t payload_bound(const struct mtev_rec *rec)
@@ -1406,6 +1451,14 @@ long mtev_write_upto(mtev_writer *w, const struct mtev_rec *rec, size_t n, uint6
 
 	if (w->err)
 		return w->err;
+	if (w->sink) {
+		for (; rec < end && rec->kind == MTEV_BRANCH && rec->br.time <= limit; rec++) {
+			int e = mtev_write(w, rec);
+			if (e < 0)
+				return e;
+		}
+		return rec - first;
+	}
 	while (rec < end && rec->kind == MTEV_BRANCH && rec->br.time <= limit) {
 		uint8_t *o = w->buf + w->len;
 		const uint8_t *lim = w->buf + w->cap - (2 + 35);
@@ -1472,22 +1525,10 @@ long mtev_write_upto(mtev_writer *w, const struct mtev_rec *rec, size_t n, uint6
 	return rec - first;
 }
 
-int mtev_write(mtev_writer *w, const struct mtev_rec *rec)
+/* The payload of a record of any kind but branch, waypoint and raw, into
+ * w->tmp: its length, or -MTEV_E*. */
+static long encode_rec(mtev_writer *w, const struct mtev_rec *rec)
 {
-	if (w->err)
-		return w->err;
-	if (rec->kind == MTEV_BRANCH)
-		return write_branch(w, rec);
-	if (rec->kind == MTEV_WAYPOINT)
-		return write_waypoint(w, rec);
-	if (rec->kind == MTEV_KIND_RAW) {
-		unsigned k = rec->raw.kind;
-		if (k > 0xff || k == MTEV_END || (k >= 0x20 && k <= 0x3f) ||
-		    (k >= MTEV_WP_SHORT && k <= MTEV_WP_SHORT + 7) || mtev_kind_name(k) ||
-		    rec->raw.len > MTEV_MAX_PAYLOAD)
-			return -MTEV_EINVAL;
-		return w_record(w, k, rec->raw.data, rec->raw.len);
-	}
 	size_t n = payload_bound(rec);
 	if (!n)
 		return -MTEV_EINVAL;
@@ -1612,5 +1653,69 @@ int mtev_write(mtev_writer *w, const struct mtev_rec *rec)
 	}
 	if ((size_t)(p - p0) > MTEV_MAX_PAYLOAD)
 		return -MTEV_EINVAL;
-	return w_record(w, rec->kind, p0, (size_t)(p - p0));
+	return p - p0;
+}
+
+/* mtev_write to a sink: what mtev_write refuses is refused, a span's name
+ * as a reader gets it back. */
+static int sink_write(mtev_writer *w, const struct mtev_rec *rec)
+{
+	struct mtev_rec span;
+	long e;
+	switch (rec->kind) {
+	case MTEV_BRANCH:
+		if (rec->br.type >= MTEV_BR__COUNT)
+			return -MTEV_EINVAL;
+		break;
+	case MTEV_WAYPOINT: break;
+	case MTEV_KIND_RAW:
+		if (raw_invalid(rec))
+			return -MTEV_EINVAL;
+		break;
+	case MTEV_SPAN:
+		if (rec->span.end < rec->span.begin)
+			return -MTEV_EINVAL;
+		span = *rec;
+		if (rec->span.name_id) {
+			struct mtev_str def;
+			if (strtab_get(&w->st, rec->span.name_id, &def) &&
+			    (!rec->span.name.len || (def.len == rec->span.name.len &&
+						     !memcmp(def.p, rec->span.name.p, def.len))))
+				span.span.name = def;
+			else if (!rec->span.name.len)
+				return -MTEV_EINVAL; /* a reference to nothing */
+			else
+				span.span.name_id = 0; /* written as its text */
+		}
+		rec = &span;
+		break;
+	default: /* rare kinds: encoded (and dropped) for the same checks */
+		if ((e = encode_rec(w, rec)) < 0)
+			return (int)e;
+		break;
+	}
+	if ((e = w->sink(w->sink_ctx, rec)) < 0)
+		w->err = (int)e;
+	return (int)e;
+}
+
+int mtev_write(mtev_writer *w, const struct mtev_rec *rec)
+{
+	if (w->err)
+		return w->err;
+	if (w->sink)
+		return sink_write(w, rec);
+	if (rec->kind == MTEV_BRANCH)
+		return write_branch(w, rec);
+	if (rec->kind == MTEV_WAYPOINT)
+		return write_waypoint(w, rec);
+	if (rec->kind == MTEV_KIND_RAW) {
+		if (raw_invalid(rec))
+			return -MTEV_EINVAL;
+		return w_record(w, rec->raw.kind, rec->raw.data, rec->raw.len);
+	}
+	long n = encode_rec(w, rec);
+	if (n < 0)
+		return (int)n;
+	return w_record(w, rec->kind, w->tmp, (size_t)n);
 }

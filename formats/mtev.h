@@ -277,6 +277,17 @@ int mtev_writer_finish(mtev_writer *w);
 int mtev_writer_flush(mtev_writer *w);
 uint64_t mtev_writer_bytes(const mtev_writer *w); /* bytes written so far */
 
+/* A writer whose records go to @fn, in order, not into bytes: each as a
+ * reader of the stream would read it back (a span whose name is a string
+ * record's id, with an empty or equal text, gets that record's text and
+ * keeps the id; a span with another text loses the id) and refused with
+ * the same errors, so a stage can feed the next one in process (mt-symbolize
+ * --trace).  @fn returns 0 or a negative MTEV_E* (-MTEV_EIO with errno set),
+ * which the writer keeps and returns from then on.  mtev_writer_finish()
+ * calls nothing; mtev_writer_flush() does nothing; mtev_writer_bytes() is 0. */
+typedef int (*mtev_sink_fn)(void *ctx, const struct mtev_rec *rec);
+mtev_writer *mtev_writer_alloc_sink(mtev_sink_fn fn, void *ctx, int *err);
+
 /* Convenience: a string view of a C string. */
 static inline struct mtev_str mtev_cstr(const char *s)
 {

@@ -276,7 +276,8 @@ static int symz_core(mtev_reader *rd, int out_fd, const struct symz_opts *o,
 	uint64_t nwp = 0; /* waypoints read (counted apart from records_in) */
 	uint32_t flags = mtev_reader_header(rd)->flags;
 	double t_start = cpu_now();
-	mtev_writer *wr = mtev_writer_alloc(out_fd, "mt-symbolize", flags | MTEV_F_SYMBOLS, &err);
+	mtev_writer *wr = o->sink ? mtev_writer_alloc_sink(o->sink, o->sink_ctx, &err)
+				  : mtev_writer_alloc(out_fd, "mt-symbolize", flags | MTEV_F_SYMBOLS, &err);
 	if (!wr) {
 		ret = fail(st, SYMZ_ESYS, "cannot write output: %s", mtev_strerror(err));
 		goto out;

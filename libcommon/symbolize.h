@@ -63,6 +63,10 @@ struct symz_opts {
 	/* a stream truncated or corrupt after its header: write what was read
 	 * (one degraded warning) instead of failing with -SYMZ_EINPUT */
 	int partial;
+	/* records go to @sink (mtev_writer_alloc_sink) instead of out_fd:
+	 * mt-symbolize --trace hands them to the trace writer */
+	mtev_sink_fn sink;
+	void *sink_ctx;
 };
 
 struct symz_stats {

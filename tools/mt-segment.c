@@ -1,13 +1,10 @@
 /* mt-segment: branch records (or stack samples) -> segments, spans, waypoints. */
 #include "driver.h"
-#include "dwcov.h"
 #include "err.h"
-#include "fnmap.h"
 #include "imgfind.h"
 #include "io.h"
 #include "mtev.h"
 #include "segdrv.h"
-#include "sysenv.h"
 
 #include <errno.h>
 #include <getopt.h>

@@ -17,6 +17,7 @@
 #include "mtev.h"
 #include "symbolize.h"
 #include "sysenv.h"
+#include "twdrv.h"
 
 static void usage(FILE *f)
 {
@@ -66,6 +67,17 @@ static void usage(FILE *f)
 	      "                        out of time order, most spans held at once) to stderr\n"
 	      "  -h, --help            this help\n"
 	      "\n"
+	      "In process, what mt-write does next (the output is what `mt-symbolize |\n"
+	      "mt-write` writes, without encoding the records and decoding them again;\n"
+	      "docs/write.md), with mt-write's output options:\n"
+	      "      --trace[=F]       write the trace: F fxt (Fuchsia trace format) or json\n"
+	      "                        (Chrome trace event format); by default taken from\n"
+	      "                        the output name (*.json, *.json.gz, *.fxt, ...), else fxt\n"
+	      "      --compress C      none, gzip or zstd; by default from the name (*.gz, *.zst)\n"
+	      "      --level N         compression level (default: gzip 6, zstd 3)\n"
+	      "      --no-args         slices without arguments (smaller)\n"
+	      "An output named as a trace (*.fxt, *.json, ...) needs --trace.\n"
+	      "\n"
 	      "Limits (docs/limits.md): records at most 16 MiB; any depth (memory follows the\n"
 	      "spans held, not the depth numbers); a symbolizer reply line at most 16 MiB\n"
 	      "(longer, or no whole reply for --timeout: it and its process group are\n"
@@ -73,9 +85,9 @@ static void usage(FILE *f)
 	      "\n"
 	      "Exit status: 0 ok; 1 names degraded (missing or stripped binary, symbolizer\n"
 	      "missing, hung or dead: fallback names used; output complete; --partial and\n"
-	      "the input was truncated or corrupt after its header); 2 usage or unusable\n"
-	      "input (not MTEV, corrupt or truncated, no spans: no output file is left);\n"
-	      "111 system error.\n",
+	      "the input was truncated or corrupt after its header; --trace: spans left out\n"
+	      "or none recorded, as mt-write); 2 usage or unusable input (not MTEV, corrupt\n"
+	      "or truncated, no spans: no output file is left); 111 system error.\n",
 	      f);
 }
 
@@ -91,7 +103,7 @@ static void on_warn(void *ctx, int degraded, const char *msg)
 int main(int argc, char **argv)
 {
 	enum { O_SYMBOLIZER = 256, O_NOSYM, O_TIMEOUT, O_IMAGES, O_PERFMAP, O_CACHEDIR,
-	       O_NOCACHE, O_WINDOW, O_PARTIAL };
+	       O_NOCACHE, O_WINDOW, O_PARTIAL, O_TRACE, O_COMPRESS, O_LEVEL, O_NOARGS };
 	static const struct option lo[] = {{"output", required_argument, 0, 'o'},
 					   {"force", no_argument, 0, 'f'},
 					   {"symbolizer", required_argument, 0, O_SYMBOLIZER},
@@ -105,6 +117,10 @@ int main(int argc, char **argv)
 					   {"no-cache", no_argument, 0, O_NOCACHE},
 					   {"window", required_argument, 0, O_WINDOW},
 					   {"partial", no_argument, 0, O_PARTIAL},
+					   {"trace", optional_argument, 0, O_TRACE},
+					   {"compress", required_argument, 0, O_COMPRESS},
+					   {"level", required_argument, 0, O_LEVEL},
+					   {"no-args", no_argument, 0, O_NOARGS},
 					   {"input", required_argument, 0, 'i'},
 					   {"stats", no_argument, 0, 's'},
 					   {"help", no_argument, 0, 'h'},
@@ -112,6 +128,7 @@ int main(int argc, char **argv)
 	struct symz_opts o = {0};
 	const char *out_path = NULL, *cache_dir = NULL, *in_opt = NULL;
 	int force = 0, stats = 0, no_cache = 0, c;
+	int trace = 0, format = -1, compress = -1, level = 0, no_args = 0, tw_opt = 0;
 	char defcache[PATH_MAX];
 	drv_init(argc, argv);
 	o.timeout_ms = 30000;
@@ -148,6 +165,14 @@ int main(int argc, char **argv)
 			break;
 		}
 		case O_PARTIAL: o.partial = 1; break;
+		case O_TRACE:
+			trace = 1;
+			if (optarg)
+				format = twdrv_format_opt(optarg);
+			break;
+		case O_COMPRESS: compress = twdrv_compress_opt(optarg), tw_opt = 1; break;
+		case O_LEVEL: level = twdrv_level_opt(optarg), tw_opt = 1; break;
+		case O_NOARGS: no_args = 1, tw_opt = 1; break;
 		case 'i': in_opt = optarg; break;
 		case 's': stats = 1; break;
 		case 'h': usage(stdout); return 0;
@@ -157,6 +182,14 @@ int main(int argc, char **argv)
 	const char *in_path = drv_input(argc, argv, in_opt);
 	if (!in_path)
 		in_path = "-";
+	if (out_path && !strcmp(out_path, "-"))
+		out_path = NULL;
+	if (tw_opt && !trace)
+		drv_usage("--compress, --level and --no-args need --trace");
+	if (!trace && out_path && tw_format_from_name(out_path) >= 0)
+		drv_usage("'%s' is named as a trace: add --trace (or name it *.mt)", out_path);
+	if (trace)
+		twdrv_defaults(&format, &compress, level, out_path);
 	if (!no_cache) {
 		if (cache_dir)
 			o.cache_dir = cache_dir;
@@ -170,7 +203,14 @@ int main(int argc, char **argv)
 	int in_fd = drv_open_in(in_path);
 	mtev_reader *rd = drv_reader(in_path, in_fd);
 	struct io_out out;
-	drv_out_open(&out, out_path, 1, force);
+	drv_out_open(&out, out_path, !trace || format == TW_FXT || compress != ZSINK_PLAIN, force);
+	struct twdrv td = {0};
+	if (trace) {
+		if (twdrv_open(&td, out.fd, format, compress, level, no_args) < 0)
+			mt_fatal(MT_EXIT_SYS, "out of memory");
+		o.sink = twdrv_sink;
+		o.sink_ctx = &td;
+	}
 	struct symz_stats st;
 	int r = symz_run_reader(rd, out.fd, &o, &st);
 	mtev_reader_free(rd);
@@ -185,13 +225,32 @@ int main(int argc, char **argv)
 		}
 		if (!strncmp(msg, "cannot write output: ", 21)) {
 			msg += 21;
-			if (!strncmp(msg, "I/O error: ", 11)) /* the reason follows */
+			if (td.err && td.err != -TW_EIO) /* the trace writer's */
+				msg = tw_strerror(td.err);
+			else if (!strncmp(msg, "I/O error: ", 11)) /* the reason follows */
 				msg += 11;
 			drv_write_failed(&out, out_path, msg);
 		}
 		mt_fatal(MT_EXIT_SYS, "%s", msg);
 	}
+	uint64_t dropped = 0;
+	int empty = 0;
+	if (trace) {
+		struct tw_stats ts;
+		tw_get_stats(td.t, &ts);
+		if (!ts.spans_in) { /* as mt-write on a stage's output */
+			mt_warn("%s: no spans (nothing was recorded); the trace holds only processes, "
+				"threads and triggers", in_path);
+			empty = 1;
+		}
+		if (twdrv_finish(&td) < 0)
+			drv_write_failed(&out, out_path, twdrv_strerror(&td));
+	}
 	drv_out_commit(&out, out_path);
+	if (trace) {
+		dropped = twdrv_report(&td, stats, "mt-symbolize: trace");
+		twdrv_free(&td);
+	}
 	if (stats)
 		fprintf(stderr,
 			"mt-symbolize: records=%" PRIu64 " spans_in=%" PRIu64 " waypoints_in=%" PRIu64
@@ -206,5 +265,5 @@ int main(int argc, char **argv)
 			st.symbolizer_requests, st.fallback_names, st.unknown_names,
 			st.waypoints_unmatched, st.json_slow, st.waypoints_late, st.spans_late,
 			st.spans_live_max, st.inodes_live_max, st.t_read, st.t_resolve, st.t_tree, st.t_write);
-	return st.degraded ? MT_EXIT_DEGRADED : MT_EXIT_OK;
+	return st.degraded || dropped || empty ? MT_EXIT_DEGRADED : MT_EXIT_OK;
 }

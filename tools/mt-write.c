@@ -12,10 +12,8 @@
 #include "err.h"
 #include "io.h"
 #include "mtev.h"
-#include "tracewrite.h"
-#include "zsink.h"
+#include "twdrv.h"
 
-#define MAX_WARN 10
 
 static void usage(FILE *f)
 {
@@ -57,25 +55,13 @@ static void usage(FILE *f)
 	      f);
 }
 
-struct warn_state {
-	unsigned shown;
-};
-
-static void on_warn(void *ctx, const char *msg)
-{
-	struct warn_state *w = ctx;
-	if (w->shown++ < MAX_WARN)
-		mt_warn("%s", msg);
-}
-
 enum { OPT_NO_ARGS = 256, OPT_PARTIAL, OPT_FORCE };
 
 /* What a fatal exit must release: the partial output first (so no file that
  * looks complete is left), then memory (so leak checkers stay quiet). */
 static struct {
 	struct io_out *out;
-	tw *t;
-	zsink *z;
+	struct twdrv *d;
 	mtev_reader *r;
 } g;
 
@@ -84,8 +70,8 @@ static void release(void)
 	int e = errno;
 	if (g.out)
 		io_out_abort(g.out);
-	tw_free(g.t);
-	zsink_free(g.z);
+	if (g.d)
+		twdrv_free(g.d);
 	mtev_reader_free(g.r);
 	memset(&g, 0, sizeof g);
 	errno = e;
@@ -114,43 +100,6 @@ static int stage_output(const mtev_reader *r)
 		     !strcmp(h->producer, "mt-symbolize"));
 }
 
-/* What was left out, and --stats.  Returns the number of spans left out. */
-static uint64_t report(const struct tw_stats *st, const struct warn_state *ws, int stats, int format,
-		       uint64_t zout)
-{
-	uint64_t dropped = 0;
-	for (unsigned i = 0; i < TW_DROP__COUNT; i++)
-		dropped += st->dropped[i];
-	if (dropped) {
-		char buf[512];
-		size_t n = 0;
-		for (unsigned i = 0; i < TW_DROP__COUNT; i++)
-			if (st->dropped[i])
-				n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%" PRIu64 " %s",
-						      n ? ", " : "", st->dropped[i], tw_drop_name(i));
-		mt_warn("%" PRIu64 " of %" PRIu64 " spans left out (%s)%s", dropped, st->spans_in, buf,
-			ws->shown > MAX_WARN ? "; first warnings shown above" : "");
-	}
-	if (st->threads_without_pid)
-		mt_note("%" PRIu64 " thread(s) had no thread record: pid taken = tid",
-			st->threads_without_pid);
-	if (stats)
-		fprintf(stderr,
-			"mt-write: spans_written=%" PRIu64 " dropped=%" PRIu64 " gaps=%" PRIu64
-			" triggers=%" PRIu64 " threads=%" PRIu64 " symbols=%" PRIu64 " bytes=%" PRIu64
-			" bytes_per_span=%.1f bytes_out=%" PRIu64 "\n",
-			st->spans_written, dropped, st->gaps, st->triggers, st->threads, st->symbols,
-			st->bytes_out, st->spans_written ? (double)st->bytes_out / (double)st->spans_written : 0.0,
-			zout);
-	if (stats && format == TW_FXT)
-		fprintf(stderr,
-			"mt-write: fxt_string_records=%" PRIu64 " fxt_string_reuses=%" PRIu64
-			" fxt_thread_records=%" PRIu64 " fxt_thread_reuses=%" PRIu64 "\n",
-			st->fxt_string_records, st->fxt_string_reuses, st->fxt_thread_records,
-			st->fxt_thread_reuses);
-	return dropped;
-}
-
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {{"input", required_argument, 0, 'i'},
@@ -170,34 +119,11 @@ int main(int argc, char **argv)
 	drv_init(argc, argv);
 	while ((c = getopt_long(argc, argv, ":i:f:o:z:l:sh", lo, NULL)) != -1) {
 		switch (c) {
-		case 'f':
-			if (!strcmp(optarg, "fxt"))
-				format = TW_FXT;
-			else if (!strcmp(optarg, "json"))
-				format = TW_JSON;
-			else
-				drv_usage("unknown format '%s' (fxt or json)", optarg);
-			break;
+		case 'f': format = twdrv_format_opt(optarg); break;
 		case 'o': out_path = optarg; break;
 		case 'i': in_path = optarg; break;
-		case 'z':
-			if (!strcmp(optarg, "none"))
-				compress = ZSINK_PLAIN;
-			else if (!strcmp(optarg, "gzip") || !strcmp(optarg, "gz"))
-				compress = ZSINK_GZIP;
-			else if (!strcmp(optarg, "zstd") || !strcmp(optarg, "zst"))
-				compress = ZSINK_ZSTD;
-			else
-				drv_usage("unknown compression '%s' (none, gzip, zstd)", optarg);
-			break;
-		case 'l': {
-			char *end;
-			long v = strtol(optarg, &end, 10);
-			if (*end || v < 1 || v > 19)
-				drv_usage("bad compression level '%s' (1..19)", optarg);
-			level = (int)v;
-			break;
-		}
+		case 'z': compress = twdrv_compress_opt(optarg); break;
+		case 'l': level = twdrv_level_opt(optarg); break;
 		case OPT_NO_ARGS: no_args = 1; break;
 		case OPT_PARTIAL: partial = 1; break;
 		case OPT_FORCE: force = 1; break;
@@ -211,12 +137,7 @@ int main(int argc, char **argv)
 		in_path = "-";
 	if (out_path && !strcmp(out_path, "-"))
 		out_path = NULL;
-	if (format < 0)
-		format = out_path && tw_format_from_name(out_path) == TW_JSON ? TW_JSON : TW_FXT;
-	if (compress < 0)
-		compress = out_path ? (int)zsink_kind_from_name(out_path, NULL) : ZSINK_PLAIN;
-	if (level && compress == ZSINK_GZIP && level > 9)
-		drv_usage("bad gzip level %d (1..9)", level);
+	twdrv_defaults(&format, &compress, level, out_path);
 
 	mtev_reader *r = g.r = drv_reader(in_path, drv_open_in(in_path));
 
@@ -224,13 +145,11 @@ int main(int argc, char **argv)
 	int binary = format == TW_FXT || compress != ZSINK_PLAIN;
 	drv_out_open(&out, out_path, binary, force);
 	g.out = &out;
-	zsink *z = g.z = zsink_alloc(out.fd, (enum zsink_kind)compress, level);
-	struct warn_state ws = {0};
-	struct tw_opts o = {.format = (enum tw_format)format, .no_args = no_args,
-			    .warn = on_warn, .warn_ctx = &ws};
-	tw *t = g.t = z ? tw_alloc(z, &o) : NULL;
-	if (!t)
+	struct twdrv d;
+	g.d = &d;
+	if (twdrv_open(&d, out.fd, format, compress, level, no_args) < 0)
 		die(MT_EXIT_SYS, "out of memory");
+	tw *t = d.t;
 
 	const char *where = out_path ? out_path : "stdout";
 	int progress = io_progress_enabled() && out_path;
@@ -283,16 +202,11 @@ int main(int argc, char **argv)
 		    "mt-symbolize output)%s",
 		    drv_name(in_path), out_path ? "; no output written" : "");
 	}
-	if ((rc = tw_finish(t)) < 0 || zsink_finish(z) < 0) {
-		die(MT_EXIT_SYS, "unable to write %s: %s", where,
-		    rc < 0 && rc != -TW_EIO ? tw_strerror(rc) : strerror(errno));
-	}
-	uint64_t zout = zsink_bytes_out(z);
-	tw_get_stats(t, &st);
+	if (twdrv_finish(&d) < 0)
+		die(MT_EXIT_SYS, "unable to write %s: %s", where, twdrv_strerror(&d));
 	g.out = NULL;
-	release();
 	drv_out_commit(&out, out_path);
-
-	uint64_t dropped = report(&st, &ws, stats, format, zout);
+	uint64_t dropped = twdrv_report(&d, stats, "mt-write");
+	release();
 	return dropped || truncated || empty_ok ? MT_EXIT_DEGRADED : MT_EXIT_OK;
 }
