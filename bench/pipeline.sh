@@ -20,7 +20,9 @@
 # paired rounds (BENCH_PAIRS, default 7: below), the figure that holds on a VM
 # whose speed drifts; each round also times mt-decode --stitch | mt-symbolize |
 # mt-write (decode, segment and stitch in one process: no branch records
-# encoded and decoded between them).
+# encoded and decoded between them), and mt-decode --stitch |
+# mt-symbolize --trace (also the writer in the symbolizer's process: two
+# processes in all).
 set -e
 cd "$(dirname "$0")/.."
 . mk/build-dir.sh
@@ -128,6 +130,18 @@ fused_once() {
 	case $tag in *warm) ;; *) rm -rf "$TMP/cache" ;; esac
 	t0=$(date +%s%N)
 	rc=0
+	case $tag in two*)
+		# mt-decode --stitch | mt-symbolize --trace: two processes
+		# (twos*: the decoder's --segment-serial)
+		ser=
+		case $tag in twos*) ser=--segment-serial ;; esac
+		/usr/bin/time -f '%e %U %S %M' -o "$TMP/f.decode" bin/mt-decode --stitch $ser --buildid-dir "$D/images" "$D/perf.data" |
+			/usr/bin/time -f '%e %U %S %M' -o "$TMP/f.symbolize" bin/mt-symbolize --trace --force --images "$D/images" --cache-dir "$TMP/cache" >/dev/null 2>"$TMP/$tag.err" || rc=$?
+		t1=$(date +%s%N)
+		[ "$rc" -le 1 ] || { echo "pipeline.sh: the $tag pipeline failed ($rc):" >&2; cat "$TMP/$tag.err" >&2; exit 1; }
+		stage_line "$t0" "$t1" "$TMP/f" decode symbolize >>"$TMP/$tag.all"
+		return
+	esac
 	case $tag in one*)
 		# mt-decode --stitch: decode, segment and stitch in one process
 		# (ones*: --segment-serial, in one thread)
@@ -178,6 +192,7 @@ P=${BENCH_PAIRS:-7}
 : >"$TMP/onepwarm.all"
 : >"$TMP/onesp.all"
 : >"$TMP/onespwarm.all"
+for t in twop twopwarm twosp twospwarm; do : >"$TMP/$t.all"; done
 i=0
 while [ "$i" -lt "$P" ]; do
 	/usr/bin/time -f '%e %U %S %M' -o "$TMP/t" "$BARE" bare "$D/perf.data" "$D/images" >/dev/null 2>&1 ||
@@ -189,6 +204,10 @@ while [ "$i" -lt "$P" ]; do
 	fused_once onepwarm
 	fused_once onesp
 	fused_once onespwarm
+	fused_once twop
+	fused_once twopwarm
+	fused_once twosp
+	fused_once twospwarm
 	i=$((i + 1))
 done
 # paired_ratio TAG: "median min max" of TAG's pipeline CPU over the bare loop's, round by round
@@ -203,8 +222,9 @@ paired_ratio onep >"$TMP/ocold"
 paired_ratio onepwarm >"$TMP/owarm"
 paired_ratio onesp >"$TMP/scold"
 paired_ratio onespwarm >"$TMP/swarm"
+for t in twop twopwarm twosp twospwarm; do paired_ratio $t >"$TMP/$t.ratio"; done
 # the paired rounds' wall medians (s)
-for t in walkp walkpwarm onep onepwarm onesp onespwarm; do awk '{ print $1 / 1e9 }' "$TMP/$t.all" | median >"$TMP/$t.pwall"; done
+for t in walkp walkpwarm onep onepwarm onesp onespwarm twop twopwarm twosp twospwarm; do awk '{ print $1 / 1e9 }' "$TMP/$t.all" | median >"$TMP/$t.pwall"; done
 
 v() { cat "$TMP/$1"; }
 awk -v n="$N" -v br="$BR" -v pt="$PT" -v r="$R" -v rp="$RP" \
@@ -226,6 +246,8 @@ awk -v n="$N" -v br="$BR" -v pt="$PT" -v r="$R" -v rp="$RP" \
 	-v pn="$P" -v pcold="$(v pcold)" -v pwarm="$(v pwarm)" -v ocold="$(v ocold)" -v owarm="$(v owarm)" \
 	-v pwc="$(v walkp.pwall)" -v pww="$(v walkpwarm.pwall)" -v owc="$(v onep.pwall)" -v oww="$(v onepwarm.pwall)" \
 	-v scold="$(v scold)" -v swarm="$(v swarm)" -v swc="$(v onesp.pwall)" -v sww="$(v onespwarm.pwall)" \
+	-v tcold="$(v twop.ratio)" -v twarm="$(v twopwarm.ratio)" -v tscold="$(v twosp.ratio)" -v tswarm="$(v twospwarm.ratio)" \
+	-v twc="$(v twop.pwall)" -v tww="$(v twopwarm.pwall)" -v tswc="$(v twosp.pwall)" -v tsww="$(v twospwarm.pwall)" \
 	-v ac="$(v allwp.cpu)" -v aw="$(v allwp.wall)" -v a2="$(v allwp_segstitch.cpu)" -v ar2="$(v allwp_segstitch.rss)" \
 	-v a3="$(v allwp_symbolize.cpu)" -v ar3="$(v allwp_symbolize.rss)" -v a4="$(v allwp_write.cpu)" -v ar4="$(v allwp_write.rss)" 'BEGIN {
 	printf "\n| what (median of %d; perf script: %d) | cpu s | wall s | M branches/cpu s | MB PT/cpu s | peak RSS MB | vs mt-decode (cpu) |\n", r, rp
@@ -280,7 +302,16 @@ awk -v n="$N" -v br="$BR" -v pt="$PT" -v r="$R" -v rp="$RP" \
 	split(swarm, sw3, " ")
 	goal("issue 20: mt-decode --stitch --segment-serial (one thread), cold (paired; range " sprintf("%.2f-%.2f", sc3[2], sc3[3]) ")", sc3[1], "x", sc3[1] <= 1.5)
 	goal("issue 20: mt-decode --stitch --segment-serial, warm (paired; range " sprintf("%.2f-%.2f", sw3[2], sw3[3]) ")", sw3[1], "x", sw3[1] <= 1.5)
+	split(tcold, t3, " ")
+	split(twarm, tw3, " ")
+	goal("issue 20: mt-decode --stitch | mt-symbolize --trace (two processes), cold (paired; range " sprintf("%.2f-%.2f", t3[2], t3[3]) ")", t3[1], "x", t3[1] <= 1.5)
+	goal("issue 20: mt-decode --stitch | mt-symbolize --trace, warm (paired; range " sprintf("%.2f-%.2f", tw3[2], tw3[3]) ")", tw3[1], "x", tw3[1] <= 1.5)
+	split(tscold, ts3, " ")
+	split(tswarm, tsw3, " ")
+	goal("issue 20: the same with --segment-serial, cold (paired; range " sprintf("%.2f-%.2f", ts3[2], ts3[3]) ")", ts3[1], "x", ts3[1] <= 1.5)
+	goal("issue 20: the same with --segment-serial, warm (paired; range " sprintf("%.2f-%.2f", tsw3[2], tsw3[3]) ")", tsw3[1], "x", tsw3[1] <= 1.5)
 	printf "| paired rounds, median wall s: pipe cold %.2f, warm %.2f; mt-decode --stitch cold %.2f, warm %.2f; --segment-serial cold %.2f, warm %.2f | | |\n", pwc, pww, owc, oww, swc, sww
+	printf "| paired rounds, median wall s: mt-decode --stitch | mt-symbolize --trace cold %.2f, warm %.2f; --segment-serial cold %.2f, warm %.2f | | |\n", twc, tww, tswc, tsww
 	goal("issue 20: the same two from the medians above (cold; warm " sprintf("%.2fx", wwc / bc) ")", wkc / bc, "x", wkc / bc <= 1.5)
 	goal("mt-segment <= 64 bytes of RSS per branch", r2 * 1024 / br, " B", r2 * 1024 / br <= 64)
 	goal("mt-segment --all-waypoints <= 64 bytes of RSS per branch", ar2 * 1024 / br, " B", ar2 * 1024 / br <= 64)

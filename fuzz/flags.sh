@@ -5,7 +5,7 @@
 fuzz_flags() {
 	case $1 in
 	mtev | write | ptdecode | ptwalk | ptresync) echo -max_len=4096 ;;
-	mtev_text) echo -max_len=16384 ;;
+	mtev_text | symtrace) echo -max_len=16384 ;;
 	dwcov | perfdata | ptwalkcpu | decstitch) echo -max_len=65536 ;;
 	esac
 	[ -f "fuzz/$1.dict" ] && echo "-dict=fuzz/$1.dict"

@@ -105,7 +105,7 @@ for t in "$@"; do
 		done
 		rm -f "$d"/.info "$d"/.abbrev "$d"/.aranges "$d"/.ranges "$d"/.rnglists "$d"/.addr "$d/.elf"
 		;;
-	write)
+	write | symtrace)
 		for f in tests/corrupt/write-*.mt tests/golden/*.mt; do [ -f "$f" ] && put "$d" "$f"; done
 		for f in tests/golden/*.txt; do
 			[ -f "$f" ] && bin/mt-undump -o "$d/$(basename "$f").mt" "$f" 2>/dev/null
