@@ -377,6 +377,7 @@ struct ptd {
 	uint8_t *ustk; /* per sample: have u64, regs u64[UNW_NREGS], len u64, bytes */
 	size_t nustk, ustkcap;
 	size_t sb_emit, sb_apply;
+	uint64_t rec_t0, rec_t9; /* least and greatest time of any perf record */
 	struct cpuline *cpus;
 	size_t ncpus;
 	uint32_t seq;

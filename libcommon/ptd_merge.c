@@ -157,9 +157,20 @@ static int emit_upto(struct ptd *d, uint64_t safe)
  * passes the next one, so every thread's state changes in time order even
  * when it moves between cpus; what is older than every queue's position is
  * written. */
+/* ptd_options.progress: how far the merge has written, in the time the
+ * perf records span (raw PT has none: nothing is reported). */
+static void progress(struct ptd *d, uint64_t t)
+{
+	uint64_t t0 = d->rec_t0, t9 = d->rec_t9;
+	if (t9 <= t0 || t < t0)
+		return;
+	d->opts->progress(d->opts->progress_ctx, (t < t9 ? t : t9) - t0, t9 - t0);
+}
+
 int merge(struct ptd *d)
 {
 	size_t i;
+	unsigned steps = 0;
 	for (;;) {
 		struct ptq *run = NULL;
 		uint64_t t1 = UINT64_MAX, t2 = UINT64_MAX;
@@ -187,6 +198,8 @@ int merge(struct ptd *d)
 				t1 = d->q[i].time;
 		if (t1 > 0 && emit_upto(d, t1 == UINT64_MAX ? t1 : t1 - 1) < 0)
 			return d->err;
+		if (d->opts->progress && !(++steps & 255))
+			progress(d, t1);
 		/* a full batch must go out even at equal times */
 		if (run->nready >= PTD_BATCH) {
 			size_t n = run->nready;

@@ -589,6 +589,12 @@ int read_perf(struct ptd *d, int fd)
 			d->st->rec_by_type[ev.type]++;
 		memset(&s, 0, sizeof s);
 		s.time = (ev.sid.have & PD_HAVE_TIME) ? ev.sid.time : 0;
+		if (ev.sid.have & PD_HAVE_TIME) { /* the recording's span (progress) */
+			if (!d->rec_t0 || s.time < d->rec_t0)
+				d->rec_t0 = s.time;
+			if (s.time > d->rec_t9)
+				d->rec_t9 = s.time;
+		}
 		s.pid = ev.sid.pid;
 		s.tid = ev.sid.tid;
 		switch (ev.type) {

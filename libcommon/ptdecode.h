@@ -69,6 +69,11 @@ struct ptd_options {
 	/* where the records go instead of the output's MTEV writer (mt-decode
 	 * --segment: into the segmenter, in this process); NULL: the writer */
 	const struct ptd_sink *sink;
+	/* called now and then while the trace is decoded (mt-decode's progress
+	 * on a terminal): @done of @total ns of the recording's time, from its
+	 * first timed perf record to its last, are written out; NULL: never */
+	void (*progress)(void *ctx, uint64_t done, uint64_t total);
+	void *progress_ctx;
 	/* diagnostics: called once per problem with a one-line message */
 	void (*warn)(void *ctx, const char *msg);
 	void *warn_ctx;

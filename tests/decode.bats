@@ -465,3 +465,20 @@ branch_semantics() {
 	diff "$T/a" "$T/b"
 	"$BIN/mt-dump" "$T/raw.mt" | grep -q '^clock zero=0 mult=1 shift=0'
 }
+
+@test "on a terminal mt-decode shows how much of the recording is written (plain and --stitch); nothing when stderr is not a terminal" {
+	command -v script > /dev/null || skip "script(1) (util-linux) gives the terminal"
+	local b="$MT_BUILD/programs/fnptr"
+	[ -x "$b" ] || skip "$b is not built"
+	# 1 M instructions: ~145 k branch records, so the merge reports (every
+	# 256th step; the first report is shown at once)
+	"$BIN/mt-ptgen" -n 1M --seed 7 --no-spans -o "$T/g" "$b" >/dev/null
+	for s in "" --stitch; do
+		script -qec "'$BIN/mt-decode' $s --buildid-dir '$T/g/images' -o '$T/o.mt' '$T/g/perf.data'" "$T/tty" > /dev/null
+		tr '\r' '\n' < "$T/tty" | grep -q '^mt-decode: *[0-9]*% of the recording ([0-9.]* of [0-9.]* m*s)$'
+		[ -s "$T/o.mt" ]
+		"$BIN/mt-decode" $s --buildid-dir "$T/g/images" -o "$T/o2.mt" "$T/g/perf.data" 2> "$T/err"
+		[ ! -s "$T/err" ]
+		cmp "$T/o.mt" "$T/o2.mt"
+	done
+}

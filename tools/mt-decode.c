@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "driver.h"
@@ -84,6 +85,7 @@ static void usage(FILE *f)
 	      "                        (walk-check: also the trace segments it checked; with\n"
 	      "                        --segment, mt-segment's counters)\n"
 	      "  -h, --help            this help\n"
+	      "On a terminal, stderr shows how much of the recording is written.\n"
 	      "\n"
 	      "In process, what mt-segment does next (the output is what `mt-decode |\n"
 	      "mt-segment [--stitch]` writes, without encoding the branch records and\n"
@@ -366,9 +368,41 @@ static int open_out(void *ctx, uint32_t flags, mtev_writer **w)
 	return 0;
 }
 
+/* The progress line on a terminal (ptd_options.progress): at its first
+ * call, then at most four times a second; ended before any warning and at
+ * the end. */
+static struct {
+	int shown;
+	struct timespec last;
+} prog;
+
+static void progress_cb(void *ctx, uint64_t done, uint64_t total)
+{
+	struct timespec now;
+	(void)ctx;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (prog.shown &&
+	    (now.tv_sec - prog.last.tv_sec) * 1000000000L + (now.tv_nsec - prog.last.tv_nsec) < 250000000L)
+		return;
+	prog.last = now;
+	prog.shown = 1;
+	int ms = total < 1000000000u;
+	fprintf(stderr, "\rmt-decode: %3.0f%% of the recording (%.*f of %.*f %s)",
+		total ? 100.0 * (double)done / (double)total : 100.0, ms ? 1 : 3,
+		(double)done / (ms ? 1e6 : 1e9), ms ? 1 : 3, (double)total / (ms ? 1e6 : 1e9), ms ? "ms" : "s");
+}
+
+static void progress_end(void)
+{
+	if (prog.shown)
+		fputc('\n', stderr);
+	prog.shown = 0;
+}
+
 static void warn_cb(void *ctx, const char *msg)
 {
 	(void)ctx;
+	progress_end();
 	mt_warn("%s", msg);
 }
 
@@ -560,6 +594,8 @@ int main(int argc, char **argv)
 	opts.jobs = 1;
 	opts.walk = -1; /* unset: the walk, or libipt's parallel path with -j (below) */
 	opts.warn = warn_cb;
+	if (io_progress_enabled())
+		opts.progress = progress_cb;
 	while ((c = getopt_long(argc, argv, ":i:o:fshj:", lo, NULL)) != -1) {
 		switch (c) {
 		case 'i':
@@ -685,6 +721,7 @@ int main(int argc, char **argv)
 		}
 		ret = ptd_decode_perf(fd, open_out, &oc, &opts, &st);
 	}
+	progress_end();
 	for (size_t i = 0; i < nimages; i++) /* ptd_parse_image_spec's copies */
 		free((char *)images[i].file);
 	if (oc.q) { /* the segmenter's thread has the records it was given */
