@@ -302,26 +302,11 @@ awk -v n="$N" -v br="$BR" -v pt="$PT" -v r="$R" -v rp="$RP" \
 	goal("same, segment --stitch, warm cache (wall)", xw / dw, "x", xw / dw <= 2)
 	goal("same, segment --stitch --all-waypoints (cpu)", ac / dc, "x", ac / dc <= 2)
 	goal("same, segment --stitch --all-waypoints (wall)", aw / dw, "x", aw / dw <= 2)
-	split(pcold, pc3, " ")
-	split(pwarm, pw3, " ")
-	goal("issue 20: pipeline, decoder walk, segment --stitch <= 1.5x the bare loop (cpu; " pn " paired rounds, median; range " sprintf("%.2f-%.2f", pc3[2], pc3[3]) ")", pc3[1], "x", pc3[1] <= 1.5)
-	goal("issue 20: the same, symbolizer cache warm (paired; range " sprintf("%.2f-%.2f", pw3[2], pw3[3]) ")", pw3[1], "x", pw3[1] <= 1.5)
-	split(ocold, oc3, " ")
-	split(owarm, ow3, " ")
-	goal("issue 20: the same with mt-decode --stitch (decode, segment, stitch in one process), cold (paired; range " sprintf("%.2f-%.2f", oc3[2], oc3[3]) ")", oc3[1], "x", oc3[1] <= 1.5)
-	goal("issue 20: mt-decode --stitch, warm (paired; range " sprintf("%.2f-%.2f", ow3[2], ow3[3]) ")", ow3[1], "x", ow3[1] <= 1.5)
-	split(scold, sc3, " ")
-	split(swarm, sw3, " ")
-	goal("issue 20: mt-decode --stitch --segment-serial (one thread), cold (paired; range " sprintf("%.2f-%.2f", sc3[2], sc3[3]) ")", sc3[1], "x", sc3[1] <= 1.5)
-	goal("issue 20: mt-decode --stitch --segment-serial, warm (paired; range " sprintf("%.2f-%.2f", sw3[2], sw3[3]) ")", sw3[1], "x", sw3[1] <= 1.5)
-	split(tcold, t3, " ")
-	split(twarm, tw3, " ")
-	goal("issue 20: mt-decode --stitch | mt-symbolize --trace (two processes), cold (paired; range " sprintf("%.2f-%.2f", t3[2], t3[3]) ")", t3[1], "x", t3[1] <= 1.5)
-	goal("issue 20: mt-decode --stitch | mt-symbolize --trace, warm (paired; range " sprintf("%.2f-%.2f", tw3[2], tw3[3]) ")", tw3[1], "x", tw3[1] <= 1.5)
-	split(tscold, ts3, " ")
-	split(tswarm, tsw3, " ")
-	goal("issue 20: the same with --segment-serial, cold (paired; range " sprintf("%.2f-%.2f", ts3[2], ts3[3]) ")", ts3[1], "x", ts3[1] <= 1.5)
-	goal("issue 20: the same with --segment-serial, warm (paired; range " sprintf("%.2f-%.2f", tsw3[2], tsw3[3]) ")", tsw3[1], "x", tsw3[1] <= 1.5)
+	paired("issue 20: pipeline, decoder walk, segment --stitch <= 1.5x the bare loop cpu (median of " pn " paired rounds)", pcold, pwarm)
+	paired("issue 20: the same with mt-decode --stitch (decode, segment, stitch in one process)", ocold, owarm)
+	paired("issue 20: mt-decode --stitch --segment-serial (one thread)", scold, swarm)
+	paired("issue 20: mt-decode --stitch \\| mt-symbolize --trace (two processes)", tcold, twarm)
+	paired("issue 20: the same with --segment-serial", tscold, tswarm)
 	printf "| paired rounds, median wall s: pipe cold %.2f, warm %.2f; mt-decode --stitch cold %.2f, warm %.2f; --segment-serial cold %.2f, warm %.2f | | |\n", pwc, pww, owc, oww, swc, sww
 	printf "| paired rounds, median wall s: mt-decode --stitch | mt-symbolize --trace cold %.2f, warm %.2f; --segment-serial cold %.2f, warm %.2f | | |\n", twc, tww, tswc, tsww
 	printf "| the same rounds, least CPU over that of the bare loop (%.2f s): %s | | |\n", bmin, minr
@@ -333,6 +318,14 @@ awk -v n="$N" -v br="$BR" -v pt="$PT" -v r="$R" -v rp="$RP" \
 function row(what, c, w, rss) {
 	printf "| %s | %.2f | %s | %.1f | %.1f | %s | %.2fx |\n", what, c, w < 0 ? "" : sprintf("%.2f", w),
 		br / c / 1e6, pt / c / 1e6, rss < 0 ? "" : sprintf("%.1f", rss / 1024), c / dc
+}
+# paired(WHAT, COLD, WARM): the goal rows of one pipeline cold and warm, each
+# "median min max" of the ratios of its rounds
+function paired(what, cold, warm,   c, w) {
+	split(cold, c, " ")
+	split(warm, w, " ")
+	goal(what ", cold (paired; range " sprintf("%.2f-%.2f", c[2], c[3]) ")", c[1], "x", c[1] <= 1.5)
+	goal(what ", warm (paired; range " sprintf("%.2f-%.2f", w[2], w[3]) ")", w[1], "x", w[1] <= 1.5)
 }
 function goal(what, x, unit, ok) { printf "| %s | %.2f%s | %s |\n", what, x, unit, ok ? "yes" : "**no**" }'
 if [ -s "$TMP/pipe.err" ]; then
