@@ -1317,7 +1317,7 @@ static uint8_t *w_tmp(mtev_writer *w, size_t n)
 	return w->tmp;
 }
 
-static uint8_t *put_str(uint8_t *p, struct mtev_str s)
+static inline uint8_t *put_str(uint8_t *p, struct mtev_str s)
 {
 	p = put_uv(p, s.len);
 	if (s.len)
@@ -1418,7 +1418,7 @@ static int raw_invalid(const struct mtev_rec *rec)
 
 /* Upper bound of @rec's payload: fixed fields plus strings; 0 for a kind
  * the general path does not write. */
-static size_t payload_bound(const struct mtev_rec *rec)
+static inline size_t payload_bound(const struct mtev_rec *rec)
 {
 	size_t n = 16 * 10;
 	switch (rec->kind) {
@@ -1527,7 +1527,7 @@ long mtev_write_upto(mtev_writer *w, const struct mtev_rec *rec, size_t n, uint6
 
 /* The payload of a record of any kind but branch, waypoint and raw, into
  * w->tmp: its length, or -MTEV_E*. */
-static long encode_rec(mtev_writer *w, const struct mtev_rec *rec)
+static inline __attribute__((always_inline)) long encode_rec(mtev_writer *w, const struct mtev_rec *rec)
 {
 	size_t n = payload_bound(rec);
 	if (!n)
@@ -1656,9 +1656,14 @@ static long encode_rec(mtev_writer *w, const struct mtev_rec *rec)
 	return p - p0;
 }
 
+static __attribute__((noinline)) long encode_rare(mtev_writer *w, const struct mtev_rec *rec)
+{
+	return encode_rec(w, rec);
+}
+
 /* mtev_write to a sink: what mtev_write refuses is refused, a span's name
  * as a reader gets it back. */
-static int sink_write(mtev_writer *w, const struct mtev_rec *rec)
+static __attribute__((noinline)) int sink_write(mtev_writer *w, const struct mtev_rec *rec)
 {
 	struct mtev_rec span;
 	long e;
@@ -1690,7 +1695,7 @@ static int sink_write(mtev_writer *w, const struct mtev_rec *rec)
 		rec = &span;
 		break;
 	default: /* rare kinds: encoded (and dropped) for the same checks */
-		if ((e = encode_rec(w, rec)) < 0)
+		if ((e = encode_rare(w, rec)) < 0)
 			return (int)e;
 		break;
 	}
