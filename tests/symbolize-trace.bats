@@ -51,6 +51,25 @@ same_as_pipe() {
 	[ "$bad" -eq 0 ]
 }
 
+@test "mt-decode --stitch | mt-symbolize --trace writes what the six stages write: every cached mt-ptsim run" {
+	local d n=0 bad=0 c
+	for d in "$C"/*/*/; do
+		d=${d%/}
+		[ -f "$d/perf.data" ] || continue
+		c="--cache-dir $T/cache --images $d/images"
+		"$BIN/mt-decode" --buildid-dir "$d/images" "$d/perf.data" 2>/dev/null | "$BIN/mt-segment" 2>/dev/null |
+			"$BIN/mt-stitch" 2>/dev/null | "$BIN/mt-symbolize" $c 2>/dev/null | "$BIN/mt-write" > "$T/six.fxt" 2>/dev/null || true
+		"$BIN/mt-decode" --stitch --buildid-dir "$d/images" "$d/perf.data" 2>/dev/null |
+			"$BIN/mt-symbolize" $c --trace > "$T/two.fxt" 2>/dev/null || true
+		[ -s "$T/six.fxt" ] && cmp -s "$T/six.fxt" "$T/two.fxt" || { echo "${d#"$C"/} differs"; bad=$((bad + 1)); }
+		n=$((n + 1))
+	done
+	[ "$n" -gt 0 ] || skip "no mt-ptsim cache (make ptsim-cache)"
+	echo "$n runs, $bad differ"
+	[ "$n" -ge 60 ]
+	[ "$bad" -eq 0 ]
+}
+
 @test "mt-symbolize --trace: the Skylake recording, gzip and zstd outputs, --no-args, --window 1" {
 	local fx=/work/shared/fixtures/intel_pt-skylake-4.14
 	[ -d "$fx" ] || fx=$BATS_TEST_DIRNAME/fixtures/intel_pt-skylake-4.14
