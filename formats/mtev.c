@@ -254,6 +254,36 @@ struct cur {
 	int bad;
 };
 
+/* A varint byte by byte (also refusing one past 64 bits). */
+static inline __attribute__((always_inline)) uint64_t uv_bytes(struct cur *c)
+{
+	uint64_t v = 0;
+	unsigned shift = 0;
+	while (c->p < c->end) {
+		uint8_t b = *c->p++;
+		if (shift == 63 && b > 1) {
+			c->bad = 1;
+			return 0;
+		}
+		v |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80))
+			return v;
+		shift += 7;
+		if (shift > 63) {
+			c->bad = 1;
+			return 0;
+		}
+	}
+	c->bad = 1;
+	return 0;
+}
+
+/* uv_bytes out of line: fuv's rare long values (its callers stay small) */
+static __attribute__((noinline)) uint64_t get_uv_loop(struct cur *c)
+{
+	return uv_bytes(c);
+}
+
 static inline uint64_t get_uv(struct cur *c)
 {
 	if (__builtin_expect(c->p < c->end && *c->p < 0x80, 1))
@@ -277,25 +307,7 @@ static inline uint64_t get_uv(struct cur *c)
 		}
 	}
 #endif
-	uint64_t v = 0;
-	unsigned shift = 0;
-	while (c->p < c->end) {
-		uint8_t b = *c->p++;
-		if (shift == 63 && b > 1) {
-			c->bad = 1;
-			return 0;
-		}
-		v |= (uint64_t)(b & 0x7f) << shift;
-		if (!(b & 0x80))
-			return v;
-		shift += 7;
-		if (shift > 63) {
-			c->bad = 1;
-			return 0;
-		}
-	}
-	c->bad = 1;
-	return 0;
+	return uv_bytes(c);
 }
 
 static inline uint32_t get_u32(struct cur *c)
@@ -861,7 +873,7 @@ static inline int fuv(const uint8_t **pp, const uint8_t *end, uint64_t *out)
 		return 0;
 	}
 	struct cur c = {p, end, 0};
-	*out = get_uv(&c);
+	*out = get_uv_loop(&c);
 	*pp = c.p;
 	return c.bad;
 }
@@ -1179,12 +1191,16 @@ struct mtev_writer {
 	void *sink_ctx;
 };
 
+/* A sink writer's err until it fails: every call that checks err first
+ * (mtev_write's one test on its hot path) sees the sink there. */
+#define W_SINK 1
+
 
 int mtev_writer_flush(mtev_writer *w)
 {
 	size_t off = 0;
 	if (w->sink)
-		return w->err;
+		return w->err < 0 ? w->err : 0;
 	while (off < w->len) {
 		ssize_t n = write(w->fd, w->buf + off, w->len - off);
 		if (n < 0) {
@@ -1271,6 +1287,7 @@ mtev_writer *mtev_writer_alloc_sink(mtev_sink_fn fn, void *ctx, int *err)
 	w->fd = -1;
 	w->sink = fn;
 	w->sink_ctx = ctx;
+	w->err = W_SINK;
 	return w;
 }
 
@@ -1293,7 +1310,9 @@ uint64_t mtev_writer_bytes(const mtev_writer *w)
 int mtev_writer_finish(mtev_writer *w)
 {
 	uint8_t end[2] = {MTEV_END, 0};
-	if (w->err || w->sink)
+	if (w->sink)
+		return w->err < 0 ? w->err : 0;
+	if (w->err)
 		return w->err;
 	w_put(w, end, 2);
 	if (w->err)
@@ -1449,9 +1468,9 @@ long mtev_write_upto(mtev_writer *w, const struct mtev_rec *rec, size_t n, uint6
 {
 	const struct mtev_rec *const first = rec, *const end = rec + n;
 
-	if (w->err)
+	if (w->err < 0)
 		return w->err;
-	if (w->sink) {
+	if (w->err == W_SINK) {
 		for (; rec < end && rec->kind == MTEV_BRANCH && rec->br.time <= limit; rec++) {
 			int e = mtev_write(w, rec);
 			if (e < 0)
@@ -1700,16 +1719,19 @@ static __attribute__((noinline)) int sink_write(mtev_writer *w, const struct mte
 		break;
 	}
 	if ((e = w->sink(w->sink_ctx, rec)) < 0)
-		w->err = (int)e;
+		w->err = (int)e; /* no longer W_SINK: every later call returns it */
 	return (int)e;
 }
 
+#if defined(__GNUC__) && !defined(__clang__)
+/* one function, as before the sink: GCC's split of its first test from the
+ * rest cost 4-6 instructions a record (mt-segment: +1 % in all) */
+__attribute__((noipa))
+#endif
 int mtev_write(mtev_writer *w, const struct mtev_rec *rec)
 {
 	if (w->err)
-		return w->err;
-	if (w->sink)
-		return sink_write(w, rec);
+		return w->err == W_SINK ? sink_write(w, rec) : w->err;
 	if (rec->kind == MTEV_BRANCH)
 		return write_branch(w, rec);
 	if (rec->kind == MTEV_WAYPOINT)
