@@ -123,10 +123,14 @@ same_as_pipe() {
 		[ "${#lines[@]}" -eq 1 ]
 		[[ "$output" == "mt-symbolize: fatal: "* ]]
 	done
-	head -c 3000 "$T/st.mt" > "$T/cut.mt"
-	run "$BIN/mt-symbolize" --no-cache --trace -o "$T/o/cut.fxt" "$T/cut.mt"
-	[ "$status" -eq 2 ]
-	[ "${#lines[@]}" -eq 1 ]
+	local size cut
+	size=$(stat -c %s "$T/st.mt")
+	for cut in 1 17 3000 $((size / 2)) $((size - 1)); do # a killed upstream
+		head -c "$cut" "$T/st.mt" | { run "$BIN/mt-symbolize" --no-cache --trace -o "$T/o/cut.fxt"
+			[ "$status" -eq 2 ]
+			[ "${#lines[@]}" -eq 1 ]
+			[[ "$output" == "mt-symbolize: fatal: "* ]]; }
+	done
 	run bash -c "'$BIN/mt-symbolize' --no-cache --images '$d/images' --trace '$T/st.mt' >/dev/full"
 	[ "$status" -eq 111 ]
 	[ "${#lines[@]}" -eq 1 ]
