@@ -267,3 +267,25 @@ expect() {
 			grep -q "^$tool: fatal: .*(see $tool --help)$" "$T/err" || { echo "$cmd: $st"; cat "$T/err"; return 1; }
 	done
 }
+
+@test "on a terminal mt-segment, mt-stitch and mt-write show their progress on stderr (every 2^20 records); nothing when stderr is not a terminal" {
+	command -v script > /dev/null || skip "script(1) (util-linux) gives the terminal"
+	# 1.1 M calls and returns of one thread: 2.2 M branch records, 1.1 M spans
+	awk 'BEGIN { print "mtev version=1 producer=\"t\" flags=0x1"; print "process pid=1 name=\"p\""
+		print "thread pid=1 tid=1 time=0 name=\"t\""; t = 1000
+		print "branch tid=1 time=" t " type=trace-start from=0x0 to=0x401000"
+		for (i = 0; i < 1100000; i++) {
+			t += 2; print "branch tid=1 time=" t " type=call from=0x401004 to=0x402000"
+			t += 3; print "branch tid=1 time=" t " type=return from=0x402010 to=0x401009"
+		}
+		print "end" }' | "$BIN/mt-undump" > "$T/b.mt"
+	script -qec "'$BIN/mt-segment' --no-symbols -i '$T/b.mt' -o '$T/s.mt'" "$T/tty" > /dev/null
+	tr '\r' '\n' < "$T/tty" | grep -q '^mt-segment: 2097[0-9]* records$'
+	script -qec "'$BIN/mt-stitch' --no-symbols -i '$T/s.mt' -o '$T/st.mt'" "$T/tty" > /dev/null
+	tr '\r' '\n' < "$T/tty" | grep -q '^mt-stitch: 1048576 records$'
+	script -qec "'$BIN/mt-write' -o '$T/t.fxt' '$T/st.mt'" "$T/tty" > /dev/null
+	tr '\r' '\n' < "$T/tty" | grep -q '^mt-write: [0-9]* spans$'
+	"$BIN/mt-stitch" --no-symbols -i "$T/s.mt" -o "$T/st2.mt" 2> "$T/err"
+	[ ! -s "$T/err" ]
+	cmp "$T/st.mt" "$T/st2.mt"
+}

@@ -142,10 +142,12 @@ int main(int argc, char **argv)
 		mt_fatal(MT_EXIT_SYS, "out of memory");
 	stitch_set_fnmap(s, fns);
 	struct mtev_rec rec;
-	int r;
+	int r, progress = io_progress_enabled();
 	uint64_t n = 0;
 	while ((r = mtev_read(rd, &rec)) > 0) {
 		n++;
+		if (progress && !(n & 0xfffff)) /* every 2^20 records on a terminal */
+			fprintf(stderr, "\rmt-stitch: %llu records", (unsigned long long)n);
 		if (fns && ((rec.kind == MTEV_MAP &&
 			     fnmap_add_map(fns, rec.map.pid, rec.map.start, rec.map.len, rec.map.pgoff,
 					   rec.map.path.p, rec.map.path.len, rec.map.build_id,
@@ -166,6 +168,8 @@ int main(int argc, char **argv)
 		}
 		fail(&out, outp, e);
 	}
+	if (progress && n > 0xfffff)
+		fputc('\n', stderr);
 	if (r < 0) {
 		if (r == -MTEV_EIO || !partial) /* an upstream stage died: no complete-looking stream */
 			drv_read_failed(in, rd, r,
