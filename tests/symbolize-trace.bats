@@ -34,15 +34,14 @@ same_as_pipe() {
 		{ echo "$name: warnings differ"; diff <(cat "$T/sym.err" "$T/write.err") "$T/one.err" | head -5; return 1; }
 }
 
-@test "mt-symbolize --trace writes what mt-symbolize | mt-write writes: every cached mt-ptsim run, every fault kind, FXT and JSON" {
-	local d n=0 bad=0 f
+# each_run CHECK: CHECK DIR on every cached mt-ptsim run (every program, clean
+# and every fault kind); fails when any differs, or fewer than 60 ran
+each_run() {
+	local d n=0 bad=0
 	for d in "$C"/*/*/; do
 		d=${d%/}
 		[ -f "$d/perf.data" ] || continue
-		"$BIN/mt-decode" --stitch --buildid-dir "$d/images" -o "$T/st.mt" "$d/perf.data" 2>/dev/null || [ $? -eq 1 ] || continue
-		same_as_pipe "${d#"$C"/}" "$T/st.mt" "--cache-dir $T/cache --images $d/images" "" "" || bad=$((bad + 1))
-		same_as_pipe "${d#"$C"/} json" "$T/st.mt" "--cache-dir $T/cache --images $d/images" "-f json" "=json" ||
-			bad=$((bad + 1))
+		"$1" "$d" || bad=$((bad + 1))
 		n=$((n + 1))
 	done
 	[ "$n" -gt 0 ] || skip "no mt-ptsim cache (make ptsim-cache)"
@@ -51,23 +50,31 @@ same_as_pipe() {
 	[ "$bad" -eq 0 ]
 }
 
+# the one process against the pipe, FXT and JSON, on a run stitched by mt-decode
+check_pipe() {
+	local d=$1 bad=0
+	"$BIN/mt-decode" --stitch --buildid-dir "$d/images" -o "$T/st.mt" "$d/perf.data" 2>/dev/null || [ $? -eq 1 ] || return 0
+	same_as_pipe "${d#"$C"/}" "$T/st.mt" "--cache-dir $T/cache --images $d/images" "" "" || bad=1
+	same_as_pipe "${d#"$C"/} json" "$T/st.mt" "--cache-dir $T/cache --images $d/images" "-f json" "=json" || bad=1
+	return $bad
+}
+
+# the two-process pipeline against the six stages (FXT bytes) on a run
+check_six() {
+	local d=$1 c="--cache-dir $T/cache --images $1/images"
+	"$BIN/mt-decode" --buildid-dir "$d/images" "$d/perf.data" 2>/dev/null | "$BIN/mt-segment" 2>/dev/null |
+		"$BIN/mt-stitch" 2>/dev/null | "$BIN/mt-symbolize" $c 2>/dev/null | "$BIN/mt-write" > "$T/six.fxt" 2>/dev/null || true
+	"$BIN/mt-decode" --stitch --buildid-dir "$d/images" "$d/perf.data" 2>/dev/null |
+		"$BIN/mt-symbolize" $c --trace > "$T/two.fxt" 2>/dev/null || true
+	[ -s "$T/six.fxt" ] && cmp -s "$T/six.fxt" "$T/two.fxt" || { echo "${d#"$C"/} differs"; return 1; }
+}
+
+@test "mt-symbolize --trace writes what mt-symbolize | mt-write writes: every cached mt-ptsim run, every fault kind, FXT and JSON" {
+	each_run check_pipe
+}
+
 @test "mt-decode --stitch | mt-symbolize --trace writes what the six stages write: every cached mt-ptsim run" {
-	local d n=0 bad=0 c
-	for d in "$C"/*/*/; do
-		d=${d%/}
-		[ -f "$d/perf.data" ] || continue
-		c="--cache-dir $T/cache --images $d/images"
-		"$BIN/mt-decode" --buildid-dir "$d/images" "$d/perf.data" 2>/dev/null | "$BIN/mt-segment" 2>/dev/null |
-			"$BIN/mt-stitch" 2>/dev/null | "$BIN/mt-symbolize" $c 2>/dev/null | "$BIN/mt-write" > "$T/six.fxt" 2>/dev/null || true
-		"$BIN/mt-decode" --stitch --buildid-dir "$d/images" "$d/perf.data" 2>/dev/null |
-			"$BIN/mt-symbolize" $c --trace > "$T/two.fxt" 2>/dev/null || true
-		[ -s "$T/six.fxt" ] && cmp -s "$T/six.fxt" "$T/two.fxt" || { echo "${d#"$C"/} differs"; bad=$((bad + 1)); }
-		n=$((n + 1))
-	done
-	[ "$n" -gt 0 ] || skip "no mt-ptsim cache (make ptsim-cache)"
-	echo "$n runs, $bad differ"
-	[ "$n" -ge 60 ]
-	[ "$bad" -eq 0 ]
+	each_run check_six
 }
 
 @test "mt-symbolize --trace: the Skylake recording, gzip and zstd outputs, --no-args, --window 1" {
