@@ -1195,7 +1195,6 @@ struct mtev_writer {
  * (mtev_write's one test on its hot path) sees the sink there. */
 #define W_SINK 1
 
-
 int mtev_writer_flush(mtev_writer *w)
 {
 	size_t off = 0;

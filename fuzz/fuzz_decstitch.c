@@ -46,17 +46,6 @@ static struct way pipe_way, one_way;
 static uint8_t *mtev_buf; /* the decoder's MTEV (the pipe's middle) */
 static size_t mtev_len, mtev_cap;
 
-static void keep(uint8_t **buf, size_t *len, size_t *cap, const uint8_t *p, size_t n)
-{
-	if (n > *cap) {
-		*cap = n;
-		*buf = realloc(*buf, n ? n : 1);
-		FUZZ_ASSERT(*buf, "out of memory");
-	}
-	memcpy(*buf, p, n);
-	*len = n;
-}
-
 static const struct segdrv_opts *seg_opts(void)
 {
 	static struct segdrv_opts o;
@@ -107,7 +96,7 @@ static void run_pipe(const uint8_t *data, size_t size, struct way *r)
 		return; /* no complete stream: mt-segment refuses it */
 	size_t n;
 	const uint8_t *p = fuzz_out(&n);
-	keep(&mtev_buf, &mtev_len, &mtev_cap, p, n);
+	fuzz_keep(&mtev_buf, &mtev_len, &mtev_cap, p, n);
 
 	int err;
 	mtev_reader *rd = mtev_reader_alloc_mem(mtev_buf, mtev_len, &err);
@@ -141,7 +130,7 @@ static void run_pipe(const uint8_t *data, size_t size, struct way *r)
 		FUZZ_ASSERT(mtev_writer_finish(w) >= 0, "finishing the output");
 	if (!r->seg_err) {
 		p = fuzz_out(&n);
-		keep(&r->out, &r->len, &r->cap, p, n);
+		fuzz_keep(&r->out, &r->len, &r->cap, p, n);
 	}
 	segdrv_free(&sd);
 	mtev_writer_free(w);
@@ -216,7 +205,7 @@ static void run_one(const uint8_t *data, size_t size, struct way *r)
 			FUZZ_ASSERT(mtev_writer_finish(one_w) >= 0, "finishing the output");
 			size_t n;
 			const uint8_t *p = fuzz_out(&n);
-			keep(&r->out, &r->len, &r->cap, p, n);
+			fuzz_keep(&r->out, &r->len, &r->cap, p, n);
 		}
 	}
 	if (one_w)

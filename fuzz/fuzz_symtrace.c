@@ -38,17 +38,6 @@ static struct way pipe_way, one_way;
 static uint8_t *mid; /* the symbolizer's MTEV (the pipe's middle) */
 static size_t mid_len, mid_cap;
 
-static void keep(uint8_t **buf, size_t *len, size_t *cap, const uint8_t *p, size_t n)
-{
-	if (n > *cap) {
-		*cap = n;
-		*buf = realloc(*buf, n ? n : 1);
-		FUZZ_ASSERT(*buf, "out of memory");
-	}
-	memcpy(*buf, p, n);
-	*len = n;
-}
-
 static void sym_warn(void *ctx, int degraded, const char *msg)
 {
 	(void)ctx;
@@ -100,7 +89,7 @@ static void close_trace(tw *tr, zsink *z, struct way *w)
 	tw_get_stats(tr, &w->st);
 	size_t n;
 	const uint8_t *p = fuzz_out(&n);
-	keep(&w->out, &w->len, &w->cap, p, n);
+	fuzz_keep(&w->out, &w->len, &w->cap, p, n);
 	tw_free(tr);
 	zsink_free(z);
 }
@@ -122,7 +111,7 @@ static void run_pipe(const uint8_t *data, size_t size, struct way *w)
 		return; /* nothing written: mt-write does not run */
 	size_t n;
 	const uint8_t *p = fuzz_out(&n);
-	keep(&mid, &mid_len, &mid_cap, p, n);
+	fuzz_keep(&mid, &mid_len, &mid_cap, p, n);
 	int err;
 	mtev_reader *rd = mtev_reader_alloc_mem(mid, mid_len, &err);
 	FUZZ_ASSERT(rd, "the symbolizer's own MTEV refused: %d", err);

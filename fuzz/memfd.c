@@ -89,6 +89,17 @@ ssize_t __wrap_write(int fd, const void *buf, size_t n)
 	return (ssize_t)n;
 }
 
+void fuzz_keep(uint8_t **buf, size_t *len, size_t *cap, const void *p, size_t n)
+{
+	if (n > *cap) {
+		*cap = n;
+		*buf = realloc(*buf, n ? n : 1);
+		FUZZ_ASSERT(*buf, "out of memory");
+	}
+	memcpy(*buf, p, n);
+	*len = n;
+}
+
 void fuzz_fail(const char *file, int line, const char *cond, const char *fmt, ...)
 {
 	va_list ap;

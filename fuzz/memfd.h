@@ -23,6 +23,9 @@ const uint8_t *fuzz_out(size_t *len);
 /* Makes writes to FUZZ_FD_OUT fail with EIO after @n bytes (SIZE_MAX: never). */
 void fuzz_out_fail_after(size_t n);
 
+/* Copies @n bytes of @p into *@buf (grown as needed; kept between inputs). */
+void fuzz_keep(uint8_t **buf, size_t *len, size_t *cap, const void *p, size_t n);
+
 /* abort() with a message when @cond is false: a finding, not an input error. */
 #define FUZZ_ASSERT(cond, ...)                                                                     \
 	do {                                                                                       \

@@ -291,8 +291,11 @@ static int symz_core(mtev_reader *rd, int out_fd, const struct symz_opts *o,
 		goto out;
 	}
 	struct mtev_rec rec;
+	uint64_t nread = 0;
 	while ((r = mtev_read(rd, &rec)) > 0) {
 		int w = 0;
+		if (__builtin_expect(!(++nread & 0xffff), 0) && o->progress)
+			o->progress(o->progress_ctx, nread);
 		if (rec.kind == MTEV_WAYPOINT) { /* most records */
 			nwp++;
 			if (add_waypoint(&c, &rec) < 0) {

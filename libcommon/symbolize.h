@@ -67,6 +67,10 @@ struct symz_opts {
 	 * mt-symbolize --trace hands them to the trace writer */
 	mtev_sink_fn sink;
 	void *sink_ctx;
+	/* called every 2^16 records read with how many (NULL: not called):
+	 * mt-symbolize's progress line on a terminal */
+	void (*progress)(void *ctx, uint64_t records);
+	void *progress_ctx;
 };
 
 struct symz_stats {

@@ -268,7 +268,7 @@ expect() {
 	done
 }
 
-@test "on a terminal mt-segment, mt-stitch and mt-write show their progress on stderr (every 2^20 records); nothing when stderr is not a terminal" {
+@test "on a terminal mt-segment, mt-stitch, mt-symbolize and mt-write show their progress on stderr (every 2^20 records; mt-symbolize's every 2^16, ended before a warning); nothing when stderr is not a terminal" {
 	command -v script > /dev/null || skip "script(1) (util-linux) gives the terminal"
 	# 1.1 M calls and returns of one thread: 2.2 M branch records, 1.1 M spans
 	awk 'BEGIN { print "mtev version=1 producer=\"t\" flags=0x1"; print "process pid=1 name=\"p\""
@@ -285,6 +285,15 @@ expect() {
 	tr '\r' '\n' < "$T/tty" | grep -q '^mt-stitch: 1048576 records$'
 	script -qec "'$BIN/mt-write' -o '$T/t.fxt' '$T/st.mt'" "$T/tty" > /dev/null
 	tr '\r' '\n' < "$T/tty" | grep -q '^mt-write: [0-9]* spans$'
+	# no binary is mapped: a warning after the first progress line, on a line of its own
+	st=0
+	script -qec "'$BIN/mt-symbolize' --no-symbolizer -i '$T/st.mt' -o '$T/sy.mt'" "$T/tty" > /dev/null || st=$?
+	[ "$st" -eq 1 ] # names degraded (the warning)
+	tr '\r' '\n' < "$T/tty" | grep -q '^mt-symbolize: [0-9]* records read$'
+	tr '\r' '\n' < "$T/tty" | grep -q '^mt-symbolize: warning: address 0x401000 (thread 1) is in no mapped binary'
+	run "$BIN/mt-symbolize" --no-symbolizer -i "$T/st.mt" -o "$T/sy2.mt"
+	[ "$status" -eq 1 ] && [ "${#lines[@]}" -eq 1 ]
+	cmp "$T/sy.mt" "$T/sy2.mt"
 	"$BIN/mt-stitch" --no-symbols -i "$T/s.mt" -o "$T/st2.mt" 2> "$T/err"
 	[ ! -s "$T/err" ]
 	cmp "$T/st.mt" "$T/st2.mt"

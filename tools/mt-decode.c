@@ -369,40 +369,31 @@ static int open_out(void *ctx, uint32_t flags, mtev_writer **w)
 }
 
 /* The progress line on a terminal (ptd_options.progress): at its first
- * call, then at most four times a second; ended before any warning and at
- * the end. */
-static struct {
-	int shown;
-	struct timespec last;
-} prog;
+ * call, then at most four times a second (mt_progress: ended before any
+ * diagnostic and at the end). */
+static struct timespec prog_last;
+static int prog_shown;
 
 static void progress_cb(void *ctx, uint64_t done, uint64_t total)
 {
 	struct timespec now;
 	(void)ctx;
 	clock_gettime(CLOCK_MONOTONIC, &now);
-	if (prog.shown &&
-	    (now.tv_sec - prog.last.tv_sec) * 1000000000L + (now.tv_nsec - prog.last.tv_nsec) < 250000000L)
+	if (prog_shown && (now.tv_sec - prog_last.tv_sec) * 1000000000L +
+				      (now.tv_nsec - prog_last.tv_nsec) < 250000000L)
 		return;
-	prog.last = now;
-	prog.shown = 1;
+	prog_last = now;
+	prog_shown = 1;
 	int ms = total < 1000000000u;
-	fprintf(stderr, "\rmt-decode: %3.0f%% of the recording (%.*f of %.*f %s)",
-		total ? 100.0 * (double)done / (double)total : 100.0, ms ? 1 : 3,
-		(double)done / (ms ? 1e6 : 1e9), ms ? 1 : 3, (double)total / (ms ? 1e6 : 1e9), ms ? "ms" : "s");
-}
-
-static void progress_end(void)
-{
-	if (prog.shown)
-		fputc('\n', stderr);
-	prog.shown = 0;
+	mt_progress("%3.0f%% of the recording (%.*f of %.*f %s)",
+		    total ? 100.0 * (double)done / (double)total : 100.0, ms ? 1 : 3,
+		    (double)done / (ms ? 1e6 : 1e9), ms ? 1 : 3, (double)total / (ms ? 1e6 : 1e9),
+		    ms ? "ms" : "s");
 }
 
 static void warn_cb(void *ctx, const char *msg)
 {
 	(void)ctx;
-	progress_end();
 	mt_warn("%s", msg);
 }
 
@@ -721,7 +712,7 @@ int main(int argc, char **argv)
 		}
 		ret = ptd_decode_perf(fd, open_out, &oc, &opts, &st);
 	}
-	progress_end();
+	mt_progress_end();
 	for (size_t i = 0; i < nimages; i++) /* ptd_parse_image_spec's copies */
 		free((char *)images[i].file);
 	if (oc.q) { /* the segmenter's thread has the records it was given */

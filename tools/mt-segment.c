@@ -113,11 +113,10 @@ static int feed_all(struct segdrv *sd, mtev_reader *rd, struct io_out *out, cons
 		if (__builtin_expect(e != 0, 0))
 			feed_failed(sd, e, n + at + 1, offs[at], out, o);
 		if (progress && (n >> 20) != ((n + k) >> 20))
-			fprintf(stderr, "\rmt-segment: %llu records", (unsigned long long)(n + k));
+			mt_progress("%llu records", (unsigned long long)(n + k));
 		n += k;
 	}
-	if (progress && n > 0xfffff)
-		fputc('\n', stderr);
+	mt_progress_end();
 	if (r < 0) {
 		if (r == -MTEV_EIO || !o->partial) /* an upstream stage died: no complete-looking stream */
 			drv_read_failed(o->in, rd, r,

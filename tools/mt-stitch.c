@@ -147,7 +147,7 @@ int main(int argc, char **argv)
 	while ((r = mtev_read(rd, &rec)) > 0) {
 		n++;
 		if (progress && !(n & 0xfffff)) /* every 2^20 records on a terminal */
-			fprintf(stderr, "\rmt-stitch: %llu records", (unsigned long long)n);
+			mt_progress("%llu records", (unsigned long long)n);
 		if (fns && ((rec.kind == MTEV_MAP &&
 			     fnmap_add_map(fns, rec.map.pid, rec.map.start, rec.map.len, rec.map.pgoff,
 					   rec.map.path.p, rec.map.path.len, rec.map.build_id,
@@ -168,8 +168,7 @@ int main(int argc, char **argv)
 		}
 		fail(&out, outp, e);
 	}
-	if (progress && n > 0xfffff)
-		fputc('\n', stderr);
+	mt_progress_end();
 	if (r < 0) {
 		if (r == -MTEV_EIO || !partial) /* an upstream stage died: no complete-looking stream */
 			drv_read_failed(in, rd, r,

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "driver.h"
@@ -98,6 +99,23 @@ static void on_warn(void *ctx, int degraded, const char *msg)
 		mt_warn("%s", msg);
 	else
 		mt_note("%s", msg);
+}
+
+/* The progress line on a terminal (symz_opts.progress): at most four times
+ * a second; mt_progress ends it before any diagnostic. */
+static void on_progress(void *ctx, uint64_t records)
+{
+	static struct timespec last;
+	static int shown;
+	struct timespec now;
+	(void)ctx;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (shown && (now.tv_sec - last.tv_sec) * 1000000000L + (now.tv_nsec - last.tv_nsec) <
+			     250000000L)
+		return;
+	last = now;
+	shown = 1;
+	mt_progress("%" PRIu64 " records read", records);
 }
 
 int main(int argc, char **argv)
@@ -212,7 +230,10 @@ int main(int argc, char **argv)
 		o.sink_ctx = &td;
 	}
 	struct symz_stats st;
+	if (io_progress_enabled())
+		o.progress = on_progress;
 	int r = symz_run_reader(rd, out.fd, &o, &st);
+	mt_progress_end();
 	mtev_reader_free(rd);
 	if (in_fd != 0)
 		close(in_fd);

@@ -162,11 +162,10 @@ int main(int argc, char **argv)
 		if (progress && !(++nrec & 0xfffff)) {
 			struct tw_stats st;
 			tw_get_stats(t, &st);
-			fprintf(stderr, "\rmt-write: %" PRIu64 " spans", st.spans_written);
+			mt_progress("%" PRIu64 " spans", st.spans_written);
 		}
 	}
-	if (progress && nrec > 0xfffff)
-		fputc('\n', stderr);
+	mt_progress_end();
 	if (wrc < 0) {
 		if (wrc == -TW_EIO)
 			die(MT_EXIT_SYS, "unable to write %s: %s", where, strerror(errno));
