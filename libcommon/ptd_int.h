@@ -657,6 +657,7 @@ void q_set_thread(struct ptd *d, struct ptq *q, uint64_t time);
  * up to go on from the first packet after it with a full IP, behind a PSB+
  * made for it (1), or nothing changed (0; d->err may be set). */
 int q_resync(struct ptd *d, struct ptq *q, uint64_t lo);
+int q_next_psb_tsc(struct ptd *d, struct ptq *q, uint64_t lo, uint64_t *tsc);
 
 /* ---- ptd_par.c: PSB-parallel decoding (docs/decode.md) ---- */
 /* After @q's first sync in a segment: decode the rest of the segment in

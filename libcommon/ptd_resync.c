@@ -366,6 +366,42 @@ static int rs_start(struct ptd *d, struct ptq *q, const struct pt_config *cfg, u
  * first byte after lost data).  Sets up q->dec to go on from the resync
  * packet and returns 1, or returns 0 (no resync: the caller syncs at the
  * next PSB as before). */
+/* The TSC of the PSB+ at the first PSB at or after @lo in @q's current
+ * segment: 1 and *@tsc if that PSB+ has one, else 0 (none, or no PSB). */
+int q_next_psb_tsc(struct ptd *d, struct ptq *q, uint64_t lo, uint64_t *tsc)
+{
+	struct pt_config cfg;
+	struct pt_packet_decoder *pd;
+	struct pt_packet p;
+	uint64_t psb = UINT64_MAX;
+	size_t i;
+	int k, found = 0;
+
+	for (i = 0; i < q->npsbs; i++)
+		if (q->psbs[i] >= lo) {
+			psb = q->psbs[i];
+			break;
+		}
+	if (psb == UINT64_MAX)
+		return 0;
+	ptd_seg_config(d, q, &cfg);
+	pd = pt_pkt_alloc_decoder(&cfg);
+	if (!pd)
+		return 0;
+	if (pt_pkt_sync_set(pd, psb) >= 0)
+		for (k = 0; k < 64; k++) {
+			if (pt_pkt_next(pd, &p, sizeof p) < 0 || p.type == ppt_psbend)
+				break;
+			if (p.type == ppt_tsc) {
+				*tsc = p.payload.tsc.tsc;
+				found = 1;
+				break;
+			}
+		}
+	pt_pkt_free_decoder(pd);
+	return found;
+}
+
 int q_resync(struct ptd *d, struct ptq *q, uint64_t lo)
 {
 	const struct seg *s = &q->segs[q->curseg];

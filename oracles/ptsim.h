@@ -164,6 +164,8 @@ enum ptsim_fault_kind {
 	PTSIM_FAULT_CORRUPT = 3,  /* len bytes overwritten with bad opcodes */
 	PTSIM_FAULT_TRUNCATE = 4, /* AUX record flagged truncated, data up to the
 				   * next PSB lost */
+	PTSIM_FAULT_GARBLE = 5,	  /* len bytes overwritten with pseudo-random bytes
+				   * (most of which parse as packets) */
 };
 
 struct ptsim_fault {

@@ -985,6 +985,18 @@ static void apply_faults(struct synth *s)
 				/* 02 04: an extended opcode no packet uses. */
 				for (uint64_t j = 0; j < f->len && off + j < ts->len; j++)
 					ts->pt[off + j] = (j & 1) ? 0x04 : 0x02;
+			} else if (f->kind == PTSIM_FAULT_GARBLE) {
+				/* bytes of an xorshift64 seeded by the fault's
+				 * instruction and offset: corruption that does not
+				 * announce itself (most random bytes are valid
+				 * packets: TNT, CYC, TIP...) */
+				uint64_t x = (f->at * 0x9e3779b97f4a7c15ull) ^ (off + 1) ^ 0x6a09e667f3bcc908ull;
+				for (uint64_t j = 0; j < f->len && off + j < ts->len; j++) {
+					x ^= x << 13;
+					x ^= x >> 7;
+					x ^= x << 17;
+					ts->pt[off + j] = (uint8_t)(x >> 32);
+				}
 			} else if (f->kind == PTSIM_FAULT_TRUNCATE) {
 				size_t cut = ts->len;
 				for (size_t j = 0; j < t->npsbs; j++)

@@ -73,6 +73,37 @@ keep() {
 	done
 }
 
+@test "garbled bytes (garble@: pseudo-random, most parse as packets) before a decode error: no branch after the gap is wrong; a damaged TSC, MTC or CYC holds no later branch at its time" {
+	# Before the fix, the queue's running time kept a damaged value after
+	# the error and every later branch got it (on this machine's runs, 56 of
+	# 324 such faults: up to 9,859 wrong branches after the gap).  Garbage
+	# decoded before a bad opcode can still give a few wrong branches before
+	# the gap (docs/fidelity.md, Weak): those are allowed here, none after.
+	local n=0 gaps=0 before=0
+	for r in "$C"/runs/*.run; do
+		p=$(basename "$r" .run)
+		for at in 20 50 80; do
+			rm -rf "$T/d"
+			"$BIN/mt-ptsim" --replay "$r" --inject "garble@$at%:4" -o "$T/d" 2>/dev/null
+			"$BIN/mt-decode" --buildid-dir "$T/d/images" -o "$T/dec.mt" "$T/d/perf.data" 2>/dev/null || true
+			"$BIN/mt-decode" --decoder libipt --buildid-dir "$T/d/images" -o "$T/lib.mt" "$T/d/perf.data" 2>/dev/null || true
+			cmp "$T/dec.mt" "$T/lib.mt"
+			n=$((n + 1))
+			g=$("$BIN/mt-dump" -k gap "$T/dec.mt" | grep -m1 'reason=decode-error' | sed 's/.* begin=\([0-9]*\) .*/\1/')
+			[ -n "$g" ] || continue
+			gaps=$((gaps + 1))
+			"$BIN/mt-compare" --kept-branches "$T/d/truth.mt" "$T/dec.mt" > "$T/cmp" 2>&1 || true
+			late=$(awk -v g="$g" '/^wrong: / { for (i = 2; i <= NF; i++) { split($i, a, "="); if (a[1] == "time" && a[2] + 0 > g + 0) n++ } }
+				END { print n + 0 }' "$T/cmp")
+			w=$(grep -c '^wrong: ' "$T/cmp" || true)
+			before=$((before + w - late))
+			[ "$late" -eq 0 ] || { echo "$p garble@$at%:4: $late wrong branches after the gap at $g"; tail -1 "$T/cmp"; return 1; }
+		done
+	done
+	echo "$n faults, $gaps with a decode error, $before wrong branches before a gap"
+	[ "$gaps" -ge $((n / 2)) ]
+}
+
 @test "mt-compare --kept-branches: an invented branch is counted, a true one is not" {
 	d="$C/clean/fnptr"
 	"$BIN/mt-dump" "$d/truth.mt" > "$T/t.txt"

@@ -16,7 +16,7 @@ setup() {
 	run bin/mt-ptsim --help
 	[ "$status" -eq 0 ]
 	for w in --window --start-at --stop-at --psb-period --noretcomp --seed --max-insns \
-		overflow@ drop@ corrupt@ truncate-aux@ --save-run --replay "Cycle model" "Exit codes"; do
+		overflow@ drop@ corrupt@ garble@ truncate-aux@ --save-run --replay "Cycle model" "Exit codes"; do
 		[[ "$output" == *"$w"* ]] || { echo "missing: $w"; false; }
 	done
 }
@@ -112,6 +112,25 @@ setup() {
 			case $v in drop|truncate) [[ "$output" == *"fault-at $(( (off + 7) / 8 * 8 )) "* ]] ;; esac
 		done
 	done
+}
+
+@test "garble@K:LEN overwrites LEN bytes in place with pseudo-random ones, the same on every replay; the truth is unchanged" {
+	r="$BATS_TEST_DIRNAME/.cache/ptsim/runs/fnptr.run"
+	[ -f "$r" ] || skip "no mt-ptsim cache (make ptsim-cache)"
+	bin/mt-ptsim --replay "$r" -o "$T/c"
+	bin/mt-ptsim --replay "$r" --inject garble@50%:16 -o "$T/g1"
+	bin/mt-ptsim --replay "$r" --inject garble@50%:16 -o "$T/g2"
+	cmp "$T/g1/perf.data" "$T/g2/perf.data"
+	cmp "$T/c/truth.mt" "$T/g1/truth.mt"
+	grep -q '^0 garble [0-9]* 16 ' "$T/g1/faults.txt"
+	# the same size, at most 16 bytes differ, all within 16 bytes of each other
+	[ "$(wc -c < "$T/c/perf.data")" -eq "$(wc -c < "$T/g1/perf.data")" ]
+	cmp -l "$T/c/perf.data" "$T/g1/perf.data" > "$T/d" || true
+	n=$(wc -l < "$T/d")
+	[ "$n" -ge 8 ] && [ "$n" -le 16 ]
+	[ $(( $(tail -1 "$T/d" | awk '{print $1}') - $(head -1 "$T/d" | awk '{print $1}') )) -lt 16 ]
+	run bin/mt-ptsim --replay "$r" --inject garble@50% -o "$T/x"
+	[ "$status" -eq 2 ]
 }
 
 @test "replay re-synthesizes exactly what the stepped run wrote" {

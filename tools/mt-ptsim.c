@@ -62,6 +62,8 @@ PTSIM_LAYOUT_HELP
 "                                          after K are lost, then OVF, FUP\n"
 "                          drop@K:LEN      LEN bytes removed\n"
 "                          corrupt@K:LEN   LEN bytes overwritten (02 04 ...)\n"
+"                          garble@K:LEN    LEN bytes overwritten with pseudo-\n"
+"                                          random ones (most parse as packets)\n"
 "                          truncate-aux@K  the AUX record ends there, flagged\n"
 "                                          truncated; data up to the next PSB\n"
 "                                          is lost\n"
@@ -117,6 +119,8 @@ static int parse_fault(const char *s, struct ptsim_fault *f, int *pct)
 		f->kind = PTSIM_FAULT_DROP;
 	else if (n == 7 && !strncmp(s, "corrupt", n))
 		f->kind = PTSIM_FAULT_CORRUPT;
+	else if (n == 6 && !strncmp(s, "garble", n))
+		f->kind = PTSIM_FAULT_GARBLE;
 	else if (n == 12 && !strncmp(s, "truncate-aux", n))
 		f->kind = PTSIM_FAULT_TRUNCATE;
 	else
@@ -135,7 +139,9 @@ static int parse_fault(const char *s, struct ptsim_fault *f, int *pct)
 	f->len = f->kind == PTSIM_FAULT_OVERFLOW ? 64 : 0;
 	if (colon && parse_u64(colon + 1, &f->len) < 0)
 		return -1;
-	if ((f->kind == PTSIM_FAULT_DROP || f->kind == PTSIM_FAULT_CORRUPT) && (!colon || !f->len))
+	if ((f->kind == PTSIM_FAULT_DROP || f->kind == PTSIM_FAULT_CORRUPT ||
+	     f->kind == PTSIM_FAULT_GARBLE) &&
+	    (!colon || !f->len))
 		return -1;
 	if (f->kind == PTSIM_FAULT_TRUNCATE && colon)
 		return -1;
@@ -210,8 +216,8 @@ static void parse_args(struct opts *op, int argc, char **argv)
 			if (so->nfaults == PTSIM_MAX_FAULTS)
 				drv_usage("--inject: at most %d faults", PTSIM_MAX_FAULTS);
 			if (parse_fault(optarg, &so->faults[so->nfaults], &op->fault_pct[so->nfaults]) < 0)
-				drv_usage("--inject: expected overflow@K[:N], drop@K:LEN, corrupt@K:LEN or "
-					  "truncate-aux@K, got '%s'", optarg);
+				drv_usage("--inject: expected overflow@K[:N], drop@K:LEN, corrupt@K:LEN, "
+					  "garble@K:LEN or truncate-aux@K, got '%s'", optarg);
 			so->nfaults++;
 			break;
 		case O_SAVE: op->save = optarg; break;
@@ -280,7 +286,7 @@ static void save_run(const struct ptsim_run *run, const char *save)
 static void write_faults(const char *out, const struct ptsim_synth_opts *so,
 			 const struct ptsim_result *pt)
 {
-	static const char *const kinds[] = {"", "overflow", "drop", "corrupt", "truncate-aux"};
+	static const char *const kinds[] = {"", "overflow", "drop", "corrupt", "truncate-aux", "garble"};
 	char fp[4096];
 	snprintf(fp, sizeof fp, "%s/faults.txt", out);
 	FILE *ff = fopen(fp, "we");
