@@ -341,15 +341,19 @@ static int err_keeps(int code)
 }
 
 /* Whether the time the queue reached before an error at @off is later than
- * the next PSB's (its PSB+ TSC): a TSC, MTC or CYC decoded before the error
- * was damaged too (real time does not go back), so what was decoded since
- * the last PSB is not kept even for an error err_keeps() keeps.  Corruption
- * that parses as packets (garbage bytes are mostly valid TNT, CYC and TIP
- * packets) before a bad opcode shows so. */
-static int time_went_back(struct ptd *d, struct ptq *q, uint64_t off)
+ * the next PSB's (its PSB+ TSC, converted to *@t): a TSC, MTC or CYC decoded
+ * before the error was damaged too (real time does not go back, and
+ * libipt's time never did in a clean trace: bench, docs/decode.md), so what
+ * was decoded since the last PSB is not kept even for an error err_keeps()
+ * keeps.  Corruption that parses as packets (garbage bytes are mostly valid
+ * TNT, CYC and TIP packets) before a bad opcode shows so. */
+static int time_went_back(struct ptd *d, struct ptq *q, uint64_t off, uint64_t *t)
 {
 	uint64_t tsc;
-	return q_next_psb_tsc(d, q, off, &tsc) && ptd_conv(d, tsc) < q->time;
+	if (!q_next_psb_tsc(d, q, off, &tsc))
+		return 0;
+	*t = ptd_conv(d, tsc);
+	return *t < q->time;
 }
 
 /* A resync's copy is done with: the segment's decoder is q->dec again. */
@@ -416,7 +420,8 @@ void ptd_q_error_at(struct ptd *d, struct ptq *q, int err, uint64_t ip, uint64_t
 {
 	char msg[512];
 	unsigned reason = MTEV_GAP_DECODE_ERROR;
-	int code = pt_errcode(err);
+	int code = pt_errcode(err), back;
+	uint64_t tnext;
 
 	off = q_off(q, off);
 	if (q->rs_active) {
@@ -426,17 +431,19 @@ void ptd_q_error_at(struct ptd *d, struct ptq *q, int err, uint64_t ip, uint64_t
 			q_resynced(d, q);
 		return;
 	}
-	if (err_keeps(code) && !time_went_back(d, q, off))
+	back = time_went_back(d, q, off, &tnext);
+	if (err_keeps(code) && !back)
 		q_commit(q);
 	else
 		q_retract(d, q);
-	/* The queue's time is a running maximum: a timing packet the error
-	 * shows to be damaged (a TSC, MTC or CYC of garbage before it) would
-	 * hold every later record at its time.  What is kept ends at
-	 * ready_time; the sync after the error reads the time again. */
-	if (q->time > q->ready_time)
-		q->time = q->ready_time;
-	q->last_tsc = 0;
+	if (back) {
+		/* the queue's time is a running maximum: the damaged value
+		 * would hold every later record at its time.  It falls back
+		 * to the next PSB's (not before what is kept), which the sync
+		 * after the error reads again. */
+		q->time = tnext > q->ready_time ? tnext : q->ready_time;
+		q->last_tsc = 0;
+	}
 	if (code == pte_nomap) {
 		const struct mapent *m = q->th >= 0 ? map_lookup(d, d->thr[q->th].pid, ip) : NULL;
 		reason = MTEV_GAP_NO_IMAGE;
