@@ -75,8 +75,8 @@ keep() {
 
 @test "garbled bytes (garble@: pseudo-random, most parse as packets) before a decode error: no branch after the gap is wrong; a damaged TSC, MTC or CYC holds no later branch at its time" {
 	# Before the fix, the queue's running time kept a damaged value after
-	# the error and every later branch got it (on this machine's runs, 56 of
-	# 324 such faults: up to 9,859 wrong branches after the gap).  Garbage
+	# the error and every later branch got it (on one machine's runs, 61 of
+	# 324 such faults, up to 9,859 wrong branches after the gap).  Garbage
 	# decoded before a bad opcode can still give a few wrong branches before
 	# the gap (docs/fidelity.md, Weak): those are allowed here, none after.
 	local n=0 gaps=0 before=0
