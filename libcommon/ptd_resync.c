@@ -373,22 +373,23 @@ int q_next_psb_tsc(struct ptd *d, struct ptq *q, uint64_t lo, uint64_t *tsc)
 	struct pt_config cfg;
 	struct pt_packet_decoder *pd;
 	struct pt_packet p;
-	uint64_t psb = UINT64_MAX;
-	size_t i;
+	size_t a = 0, b = q->npsbs;
 	int k, found = 0;
 
-	for (i = 0; i < q->npsbs; i++)
-		if (q->psbs[i] >= lo) {
-			psb = q->psbs[i];
-			break;
-		}
-	if (psb == UINT64_MAX)
+	while (a < b) { /* the first PSB at or after lo (an error at each PSB: not quadratic) */
+		size_t m = a + (b - a) / 2;
+		if (q->psbs[m] < lo)
+			a = m + 1;
+		else
+			b = m;
+	}
+	if (a == q->npsbs)
 		return 0;
 	ptd_seg_config(d, q, &cfg);
 	pd = pt_pkt_alloc_decoder(&cfg);
 	if (!pd)
 		return 0;
-	if (pt_pkt_sync_set(pd, psb) >= 0)
+	if (pt_pkt_sync_set(pd, q->psbs[a]) >= 0)
 		for (k = 0; k < 64; k++) {
 			if (pt_pkt_next(pd, &p, sizeof p) < 0 || p.type == ppt_psbend)
 				break;
