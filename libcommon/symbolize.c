@@ -248,9 +248,15 @@ static int pass_record(struct ctx *c, mtev_writer *wr, const struct mtev_rec *re
 			c->oom = 1;
 			break;
 		}
-		if (is_file_backed(m.path))
+		if (is_file_backed(m.path)) {
 			m.bin = bin_get(c, rec->map.path.p, rec->map.path.len, rec->map.build_id,
 					rec->map.build_id_len);
+		} else if (vdso_saved(m.path, rec->map.build_id, rec->map.build_id_len)) {
+			m.bin = bin_get(c, rec->map.path.p, rec->map.path.len, rec->map.build_id,
+					rec->map.build_id_len);
+			if (m.bin != NONE)
+				c->bins[m.bin].vdso = 1;
+		}
 		if (VEC_PUSH(c->maps, c->nmaps, c->capmaps, m) < 0)
 			c->oom = 1;
 		w = mtev_write(wr, rec);

@@ -161,6 +161,7 @@ struct bin {
 	char *sym;  /* what llvm-symbolizer reads: the debug file, else file */
 	struct elfinfo ei;
 	int no_debug_noted, stripped_warned;
+	int vdso; /* the kernel's [vdso], found by build-id: .dynsym is all it has */
 	int syms_loaded; /* ei has the symbol table (loaded on first need) */
 	size_t n_debug, n_symtab; /* answers with and without source lines */
 	/* cache */
@@ -418,6 +419,7 @@ uint32_t bin_get(struct ctx *c, const char *path, size_t plen, const uint8_t *bi
 			uint8_t bidlen);
 /* A map path that names a file (not [heap], //anon, memfd: ...). */
 int is_file_backed(const char *p);
+int vdso_saved(const char *p, const uint8_t *bid, uint8_t bidlen);
 /* Finds @b's file (docs/symbolize.md, Finding the binary): b->state 1 and
  * b->file, or -1 with one warning. */
 void bin_find(struct ctx *c, struct bin *b);

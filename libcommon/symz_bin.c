@@ -37,6 +37,17 @@ int is_file_backed(const char *p)
 	return !(d && !d[10]);
 }
 
+/* Whether @p is the kernel's [vdso] and its image is saved under its
+ * build-id (perf's cache, mt run's images, mt-ptsim's images/[vdso]/ID/vdso:
+ * imgfind.h).  One that is not stays an anonymous mapping (a perf map may
+ * name it), as before. */
+int vdso_saved(const char *p, const uint8_t *bid, uint8_t bidlen)
+{
+	char file[4096], why[256];
+	return !strcmp(p, "[vdso]") && bidlen &&
+	       img_find(p, bid, bidlen, file, sizeof file, why, sizeof why);
+}
+
 /* The binary's file (imgfind.h), and its separate debug file when it has one:
  * llvm-symbolizer reads the one elfinfo and dwcov read. */
 void bin_find(struct ctx *c, struct bin *b)

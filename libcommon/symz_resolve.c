@@ -368,7 +368,7 @@ void resolve_pending(struct ctx *c)
 			continue;
 		struct bin *b = &c->bins[r->bin];
 		if (r->kind == RES_PENDING) {
-			if (!b->ei.has_symtab && !b->stripped_warned++)
+			if (!b->ei.has_symtab && !b->vdso && !b->stripped_warned++)
 				warnf(c, 1, "%s is stripped (no .symtab, no debug info): names from what it still has (.dynsym, .eh_frame function ranges as FILE+0xADDR), else [unknown @ ...]",
 				      b->file);
 			/* degraded only when a warning says why (stripped, missing
@@ -424,7 +424,7 @@ void resolve_finish(struct ctx *c)
 		      exe, c->bad_answers);
 	for (size_t i = 0; i < c->nbins; i++) {
 		struct bin *b = &c->bins[i];
-		if (b->n_symtab && !b->n_debug)
+		if (b->n_symtab && !b->n_debug && !b->vdso)
 			warnf(c, 0, "%s has no debug info: function names only, no inline frames or source lines",
 			      b->file);
 	}

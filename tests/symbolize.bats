@@ -290,6 +290,50 @@ base_of() {
 	"$BIN/mt-dump" -k span "$T/out.mt" | grep -q 'name="\[unknown @ 0x7f0000001000 (//anon)\]"'
 }
 
+@test "[vdso]: named from its image saved by build-id (.dynsym: no stripped warning, not degraded); not saved: unknown with one warning, as before" {
+	# mt-ptsim saves the vdso it ran as images/[vdso]/BUILD-ID/vdso (perf's layout)
+	v=$(ls -d "$BATS_TEST_DIRNAME"/.cache/ptsim/clean/*/images/\[vdso\]/*/vdso 2>/dev/null | head -1)
+	[ -n "$v" ] || skip "no mt-ptsim cache (make ptsim-cache)"
+	bid=$(basename "$(dirname "$v")")
+	img=$(dirname "$(dirname "$(dirname "$v")")")
+	# a function of its dynamic symbol table (its names: __vdso_X and the
+	# weak alias X), and an address 4 bytes into it
+	off=$(nm -D --defined-only "$v" | awk '$2 == "T" { print $1; exit }')
+	[ -n "$off" ]
+	names=$(nm -D --defined-only "$v" | awk -v o="$off" '$1 == o { sub(/@.*/, "", $3); printf "%s|", $3 }')
+	names=${names%|}
+	cat > "$T/v.txt" <<-EOF2
+	mtev version=1 producer="test" flags=0x3
+	thread pid=77 tid=78 time=0 name="t"
+	map pid=77 time=0 start=0x7ffff7fc1000 len=0x2000 pgoff=0x0 prot=0x5 build_id=$bid path="[vdso]"
+	span tid=78 depth=0 begin=10 end=100 func=$(printf '0x%x' $((0x7ffff7fc1000 + 0x$off))) callsite=0x0 flags=sampled name=""
+	span tid=78 depth=1 begin=20 end=30 func=$(printf '0x%x' $((0x7ffff7fc1000 + 0x$off + 4))) callsite=0x0 flags=sampled name=""
+	end
+	EOF2
+	"$BIN/mt-undump" "$T/v.txt" > "$T/v.mt"
+	for s in "" --no-symbolizer; do
+		run "$BIN/mt-symbolize" --no-cache --images "$img" $s -o "$T/out.mt" "$T/v.mt"
+		echo "$s: $output"
+		# no warning but --no-symbolizer's own (exit 1 then, as always)
+		if [ -z "$s" ]; then
+			[ "$status" -eq 0 ]
+			[ -z "$output" ]
+		else
+			[ "${#lines[@]}" -eq 1 ]
+			[[ "$output" == *"warning: no symbolizer: "* ]]
+		fi
+		"$BIN/mt-dump" -k span "$T/out.mt" > "$T/s"
+		grep -Eq "depth=0 .*name=\"($names)\"" "$T/s"
+		grep -Eq "depth=1 .*name=\"($names)(\+0x4)?\"" "$T/s"
+	done
+	# not saved (no --images, an unknown build-id): the anonymous mapping's rule
+	sed "s/build_id=$bid/build_id=00112233445566778899aabbccddeeff00112233/" "$T/v.txt" | "$BIN/mt-undump" > "$T/v2.mt"
+	run "$BIN/mt-symbolize" --no-cache -o "$T/out.mt" "$T/v2.mt"
+	[ "$status" -eq 1 ]
+	[ "$(grep -c 'warning: .*is in \[vdso\] of process 77' <<<"$output")" -eq 1 ]
+	"$BIN/mt-dump" -k span "$T/out.mt" | grep -q 'name="\[unknown @ 0x'
+}
+
 @test "[uprobes]: a sample in the uprobe out-of-line page is named [uprobes], not degraded" {
 	# mt-capture's trigger is a uprobe: a cpu-clock sample can land in the page
 	# where the kernel runs the probed instruction out of line
