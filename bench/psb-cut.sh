@@ -26,22 +26,7 @@ fi
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 
-# raw DIR: DIR's PT (its AUXTRACE payloads in order) to $TMP/raw.pt, an
-# --image argument per mapped file it has in $RAWARGS (as bench/walk.sh)
-raw() {
-	bin/mt-decode --records "$1/perf.data" | awk '$2 == "AUXTRACE" { for (i = 3; i <= NF; i++) {
-		split($i, kv, "="); if (kv[1] == "size") s = kv[2]; if (kv[1] == "aux_size") a = kv[2] } print $1, s, a }' |
-		while read -r off hs len; do tail -c +$((off + hs + 1)) "$1/perf.data" | head -c "$len"; done >"$TMP/raw.pt"
-	RAWARGS=
-	for m in $(bin/mt-decode --buildid-dir "$1/images" "$1/perf.data" 2>/dev/null | bin/mt-dump -k map |
-		sed -n 's/.* start=\([^ ]*\) len=\([^ ]*\) pgoff=\([^ ]*\) .* build_id=\([^ ]*\) path="\([^"]*\)"/\1,\2,\3,\4,\5/p'); do
-		IFS=, read -r start len pgoff bid path <<EOT
-$m
-EOT
-		[ -f "$1/images$path/$bid/elf" ] || continue
-		RAWARGS="$RAWARGS --image $1/images$path/$bid/elf:$pgoff:$len@$start"
-	done
-}
+. bench/rawargs
 
 # dec FILE OUT: FILE's branch records, one per line (time type from to), to OUT
 dec() {
@@ -62,7 +47,7 @@ warm() {
 echo "bench/psb-cut.sh: $(date -u '+%Y-%m-%d %H:%M UTC'), main $(git rev-parse --short HEAD 2>/dev/null), $N cuts per trace"
 printf '%-28s %9s %8s %7s | %9s %8s %8s %8s %s\n' trace records PSBs "cut@" "cut recs" "warm" "warm-nt" "1st int" "within"
 for d in "$@"; do
-	raw "$d"
+	rawargs "$d"
 	dec "$TMP/raw.pt" "$TMP/a"
 	tac "$TMP/a" >"$TMP/ar"
 	cut -d' ' -f2- "$TMP/ar" >"$TMP/arn"

@@ -125,23 +125,7 @@ sumrow() {
 	printrow "$1" "walked"
 }
 
-# rawargs DIR: raw mode for the one-queue recording DIR (perf.data, images/):
-# its PT (the AUXTRACE payloads, in order) to $TMP/raw.pt, and an --image
-# argument per mapped file it has (in $RAWARGS)
-rawargs() {
-	bin/mt-decode --records "$1/perf.data" | awk '$2 == "AUXTRACE" { for (i = 3; i <= NF; i++) {
-		split($i, kv, "="); if (kv[1] == "size") s = kv[2]; if (kv[1] == "aux_size") a = kv[2] } print $1, s, a }' |
-		while read -r off hs len; do tail -c +$((off + hs + 1)) "$1/perf.data" | head -c "$len"; done >"$TMP/raw.pt"
-	RAWARGS=
-	for m in $(bin/mt-decode --buildid-dir "$1/images" "$1/perf.data" 2>/dev/null | bin/mt-dump -k map |
-		sed -n 's/.* start=\([^ ]*\) len=\([^ ]*\) pgoff=\([^ ]*\) .* build_id=\([^ ]*\) path="\([^"]*\)"/\1,\2,\3,\4,\5/p'); do
-		IFS=, read -r start len pgoff bid path <<EOT
-$m
-EOT
-		[ -f "$1/images$path/$bid/elf" ] || continue
-		RAWARGS="$RAWARGS --image $1/images$path/$bid/elf:$pgoff:$len@$start"
-	done
-}
+. bench/rawargs
 
 echo "bench/walk.sh: $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cpus, load $(cut -d' ' -f1-3 /proc/loadavg), median of $R"
 echo "CPU s: bare = ptdecode_bench bare (pt_blk_next + pt_blk_time), pkt = its packet decoder alone;"
