@@ -361,11 +361,6 @@ static int rs_start(struct ptd *d, struct ptq *q, const struct pt_config *cfg, u
 	return 1;
 }
 
-/* The queue's current segment has damage ending somewhere after @lo (an
- * offset in the segment: the byte after a bad packet, or the segment's
- * first byte after lost data).  Sets up q->dec to go on from the resync
- * packet and returns 1, or returns 0 (no resync: the caller syncs at the
- * next PSB as before). */
 /* The TSC of the PSB+ at the first PSB at or after @lo in @q's current
  * segment: 1 and *@tsc if that PSB+ has one, else 0 (none, or no PSB). */
 int q_next_psb_tsc(struct ptd *d, struct ptq *q, uint64_t lo, uint64_t *tsc)
@@ -403,6 +398,11 @@ int q_next_psb_tsc(struct ptd *d, struct ptq *q, uint64_t lo, uint64_t *tsc)
 	return found;
 }
 
+/* The queue's current segment has damage ending somewhere after @lo (an
+ * offset in the segment: the byte after a bad packet, or the segment's
+ * first byte after lost data).  Sets up q->dec to go on from the resync
+ * packet and returns 1, or returns 0 (no resync: the caller syncs at the
+ * next PSB as before). */
 int q_resync(struct ptd *d, struct ptq *q, uint64_t lo)
 {
 	const struct seg *s = &q->segs[q->curseg];
