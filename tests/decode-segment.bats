@@ -62,7 +62,8 @@ check_runs() {
 	local n=0 bad=0
 	check_runs --stitch "$C"/*/*/
 	echo "$n runs, $bad differ"
-	[ "$n" -ge 60 ] && [ "$bad" = 0 ]
+	[ "$n" -ge 60 ]
+	[ "$bad" = 0 ]
 }
 
 @test "mt-decode --segment, --segment-serial and mt-segment's options: what the pipe writes" {
@@ -72,7 +73,8 @@ check_runs() {
 		check_runs "$o" "$C"/clean/*/ "$C"/drop/*/
 	done
 	echo "$n runs, $bad differ"
-	[ "$n" -ge 30 ] && [ "$bad" = 0 ]
+	[ "$n" -ge 30 ]
+	[ "$bad" = 0 ]
 }
 
 @test "mt-decode --stitch: the Skylake recording, raw PT, a sampling recording and damaged inputs as the pipe" {
@@ -101,7 +103,8 @@ check_runs() {
 		n=$((n + 1))
 	done
 	echo "$n inputs, $bad differ"
-	[ "$n" -ge 20 ] && [ "$bad" = 0 ]
+	[ "$n" -ge 20 ]
+	[ "$bad" = 0 ]
 }
 
 @test "mt-decode --stitch on mt-ptgen traces (many full batches; -j 2; four threads per cpu with switches) as the pipe" {

@@ -185,7 +185,8 @@ expect() {
 		# a complete stream, holding the spans before the cut and no more
 		n=$("$BIN/mt-dump" -k span "$T/o.mt" | wc -l)
 		echo "$tool: $n spans"
-		[ "$n" -gt 100 ] && [ "$n" -lt 300 ]
+		[ "$n" -gt 100 ]
+		[ "$n" -lt 300 ]
 	done
 }
 

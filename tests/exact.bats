@@ -176,7 +176,8 @@ stub_hits() {
 		done < <("$BIN/mt-dump" -k span "$T/w/truth-spans.mt")
 	done
 	echo "windows beginning in on_usr1: $in_usr1, in on_segv: $in_segv"
-	[ "$in_usr1" -ge 2 ] && [ "$in_segv" -ge 2 ]
+	[ "$in_usr1" -ge 2 ]
+	[ "$in_segv" -ge 2 ]
 }
 
 @test "unwinder snapshots: windows of 5,000 to 50,000 instructions of the -O2 exception program, most beginning inside libgcc's unwinder: exact, one group" {
@@ -235,7 +236,8 @@ overflow_at() {
 	callee=$("$BIN/mt-dump" -k branch "$T/f/truth.mt" | awk -v m="$main" '
 		$4 == "type=call" && $6 == m { inmain = 1; next }
 		inmain && $4 == "type=call" { sub("time=", "", $3); print $3; exit }')
-	[ -n "$hand" ] && [ -n "$callee" ]
+	[ -n "$hand" ]
+	[ -n "$callee" ]
 	# a 64-byte drop whose gap holds both (about 74 % into the run: 681
 	# wrong spans when the later segment went right under ld.so's root).
 	# Where ld.so hands off depends on the cpu (its string functions are
@@ -314,7 +316,8 @@ overflow_at() {
 		case $type in type=jcc) jcc=$((jcc + 1)) ;; type=jump) jmp=$((jmp + 1)) ;; esac
 	done < <("$BIN/mt-dump" -k branch "$T/c/truth.mt" | grep -E 'type=(jcc|jump)')
 	echo "into the cold part at a return site: $jcc by jcc, $jmp by jmp"
-	[ "$jcc" -gt 0 ] && [ "$jmp" -gt 0 ]
+	[ "$jcc" -gt 0 ]
+	[ "$jmp" -gt 0 ]
 	for src in truth decode; do
 		judge "$T/c" $src
 		[ "$("$BIN/mt-dump" -k segment "$T/seg.mt" | wc -l)" -eq 1 ]

@@ -13,7 +13,7 @@ setup_file() {
 	D="$BATS_FILE_TMPDIR"
 	command -v llvm-symbolizer >/dev/null || return 0
 	gcc -O2 -g -o "$D/fall" "$BATS_TEST_DIRNAME/inline/fallthrough.c"
-	"$BIN/mt-ptsim" --start-at main --inline-truth --save-run "$D/fall.run" -o "$D/run" -- "$D/fall" 2>/dev/null || true
+	"$BIN/mt-ptsim" --start-at main --stop-at done --inline-truth --save-run "$D/fall.run" -o "$D/run" -- "$D/fall" 2>/dev/null || true
 }
 
 setup() {
@@ -115,7 +115,8 @@ symbolized() {
 	# 300 instructions hold a few dozen iterations of the loop, not all 640
 	n=$("$BIN/mt-dump" -k span "$T/w/truth-inline.mt" | grep 'name="sq"' | grep -vc 'inferred-start' || true)
 	echo "sq frames in the window: $n"
-	[ "$n" -gt 5 ] && [ "$n" -lt 60 ]
+	[ "$n" -gt 5 ]
+	[ "$n" -lt 60 ]
 	"$BIN/mt-decode" --buildid-dir "$T/w/images" -o "$T/in.mt" "$T/w/perf.data"
 	"$BIN/mt-segment" -i "$T/in.mt" -o "$T/seg.mt"
 	"$BIN/mt-symbolize" --no-cache --images "$T/w/images" -i "$T/seg.mt" -o "$T/sym.mt"

@@ -84,7 +84,8 @@ setup() {
 @test "--help on stdout, exit 0; misuse exit 2" {
 	for t in mt-dump mt-undump; do
 		run "$BIN/$t" --help
-		[ "$status" -eq 0 ] && [[ "$output" == usage:* ]]
+		[ "$status" -eq 0 ]
+		[[ "$output" == usage:* ]]
 		run "$BIN/$t" --bogus
 		[ "$status" -eq 2 ]
 	done

@@ -136,7 +136,8 @@ expected() {
 		[ -f "$T/out" ] && [ ! -L "$T/out" ] || { echo "$tool: out is not a regular file"; return 1; }
 		[ "$(stat -c %a "$T/out")" = 640 ] || { echo "$tool: mode $(stat -c %a "$T/out")"; return 1; }
 		# the only temporary name left is the planted link
-		[ "$(ls "$T"/out.tmp.* | wc -l)" -eq 1 ] && [ -L "$T"/out.tmp.* ]
+		[ "$(ls "$T"/out.tmp.* | wc -l)" -eq 1 ]
+		[ -L "$T"/out.tmp.* ]
 	done
 }
 
@@ -226,7 +227,8 @@ signal_case() {
 	[ "$st1" -eq 3 ] # the first run's capture status, passed through
 	# the lock goes with the run that held it
 	MT_CAPTURE="$T/cap2" "$MT" run --dir "$T/d" -- true 2> /dev/null && st=0 || st=$?
-	[ "$st" -eq 4 ] && [ -e "$T/second-ran" ]
+	[ "$st" -eq 4 ]
+	[ -e "$T/second-ran" ]
 }
 
 @test "a run owns its directory: earlier outputs go before it starts; a failed stage leaves no trace" {
@@ -252,7 +254,9 @@ signal_case() {
 	chmod +x "$T/my-write"
 	MT_WRITE="$T/my-write" "$MT" replay "$T/d" --from segment 2> "$T/err" && st=0 || st=$?
 	[ "$st" -eq 2 ] && grep -q "stage write failed" "$T/err" || { cat "$T/err"; return 1; }
-	[ -s "$T/d/segment.mt" ] && [ -s "$T/d/stitch.mt" ] && [ -s "$T/d/symbolize.mt" ]
+	[ -s "$T/d/segment.mt" ]
+	[ -s "$T/d/stitch.mt" ]
+	[ -s "$T/d/symbolize.mt" ]
 	[ ! -e "$T/d/trace.fxt" ]
 	cmp "$T/d/decode.mt" "$T/valid.mt" # what replay starts from is kept
 }

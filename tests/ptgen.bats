@@ -29,7 +29,9 @@ branches() {
 
 @test "mt-decode decodes 1M generated instructions (3 threads) to exactly the truth, times included" {
 	bin/mt-ptgen -n 1M --threads 3 --seed 11 --stats -o "$T/g" "$B"
-	[ -s "$T/g/perf.data" ] && [ -s "$T/g/truth.mt" ] && [ -s "$T/g/truth-spans.mt" ]
+	[ -s "$T/g/perf.data" ]
+	[ -s "$T/g/truth.mt" ]
+	[ -s "$T/g/truth-spans.mt" ]
 	bin/mt-decode --buildid-dir "$T/g/images" -o "$T/dec.mt" "$T/g/perf.data"
 	branches "$T/g/truth.mt" >"$T/truth.txt"
 	branches "$T/dec.mt" >"$T/dec.txt"

@@ -127,7 +127,8 @@ setup() {
 	[ "$(wc -c < "$T/c/perf.data")" -eq "$(wc -c < "$T/g1/perf.data")" ]
 	cmp -l "$T/c/perf.data" "$T/g1/perf.data" > "$T/d" || true
 	n=$(wc -l < "$T/d")
-	[ "$n" -ge 8 ] && [ "$n" -le 16 ]
+	[ "$n" -ge 8 ]
+	[ "$n" -le 16 ]
 	[ $(( $(tail -1 "$T/d" | awk '{print $1}') - $(head -1 "$T/d" | awk '{print $1}') )) -lt 16 ]
 	run bin/mt-ptsim --replay "$r" --inject garble@50% -o "$T/x"
 	[ "$status" -eq 2 ]
@@ -238,7 +239,9 @@ setup() {
 	read vs vl < <(range 'path="[vdso]"')
 	read ls ll < <(range 'ld-linux')
 	read ps pl < <(range 'programs/dynamic"')
-	[ -n "$vs" ] && [ -n "$ls" ] && [ -n "$ps" ]
+	[ -n "$vs" ]
+	[ -n "$ls" ]
+	[ -n "$ps" ]
 	counts=$(echo "$output" | perl -ne '
 		BEGIN { ($vs, $ve, $ls, $le, $ps, $pe) = map { hex } @ARGV[0..5]; @ARGV = () }
 		next unless /^branch/;
@@ -250,7 +253,8 @@ setup() {
 		$(printf '%x %x %x %x %x %x' $((vs)) $((vs + vl)) $((ls)) $((ls + ll)) $((ps)) $((ps + pl))))
 	echo "vdso branches, PLT jumps into ld.so: $counts"
 	read nv nl <<<"$counts"
-	[ "$nv" -gt 0 ] && [ "$nl" -gt 0 ]
+	[ "$nv" -gt 0 ]
+	[ "$nl" -gt 0 ]
 }
 
 # exec is not followed: a successful execve ends the run there (exit 1, one

@@ -201,7 +201,8 @@ start_undump_fifo() { # start_undump_fifo OUT ARGS...: sets $prod; fd 7 = its in
 	timeout 120 cat "$T/big.txt" >&7
 	# mid-stream: it has written part of its output to the temporary file
 	tmp=$(ls "$T"/out.mt.tmp.* 2>/dev/null | head -1)
-	[ -n "$tmp" ] && [ "$(stat -c %s "$tmp")" -ge 65536 ]
+	[ -n "$tmp" ]
+	[ "$(stat -c %s "$tmp")" -ge 65536 ]
 	kill -9 "$prod"
 	wait "$prod" && pst=0 || pst=$?
 	exec 7>&-

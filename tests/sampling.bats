@@ -51,7 +51,8 @@ named_95() {
 			if (tid[i] == a[1] && lo[i] <= a[2] && a[2] <= hi[i]) { all++; unk += u[i] } }
 		END { print unk + 0, all + 0 }' "$dir/slices.tsv" "$dir/samples.txt")
 	echo "unknown $unk of $all sampled frames"
-	[ "$all" -gt 0 ] && [ $((unk * 100)) -le $((all * 5)) ]
+	[ "$all" -gt 0 ]
+	[ $((unk * 100)) -le $((all * 5)) ]
 }
 
 # samples DIR/perf.data: how many samples perf's own reader sees
@@ -77,7 +78,8 @@ samples() { perf script -i "$1" -F tid 2> /dev/null | grep -c .; }
 	grep -q 'call graph: dwarf' "$T/err"
 	n=$(samples "$T/d/perf.data")
 	echo "samples kept: $n"
-	[ "$n" -ge 100 ] && [ "$n" -lt 2000 ]
+	[ "$n" -ge 100 ]
+	[ "$n" -lt 2000 ]
 	# the maps of the whole run are in the capture
 	"$BIN/mt-dump" -k map "$T/d/decode.mt" > "$T/maps"
 	grep -q 'path=".*/deep"' "$T/maps"

@@ -276,7 +276,8 @@ faults() {
 		n=$((n + 1))
 	done
 	echo "$lost of $n lose more than 5 % before mt-stitch"
-	[ "$n" -ge 10 ] && [ $((2 * lost)) -gt "$n" ]
+	[ "$n" -ge 10 ]
+	[ $((2 * lost)) -gt "$n" ]
 }
 
 @test "mt-stitch spilling to a temporary file (--mem-limit 256) writes the same bytes as in memory; mt-segment --stitch the same records" {

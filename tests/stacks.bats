@@ -152,7 +152,8 @@ R
 	"$rustc" -O -g -o "$T/r" "$T/r.rs"
 	leg=$(nm "$T/r" | awk '$3 ~ /^_ZN.*4spin17h[0-9a-f]*E$/ { print "0x" $1; exit }')
 	v0=$(nm "$T/r" | awk '$2 ~ /^[tT]$/ && $3 ~ /^_R/ { print "0x" $1; exit }')
-	[ -n "$leg" ] && [ -n "$v0" ]
+	[ -n "$leg" ]
+	[ -n "$v0" ]
 	base=$((0x555500000000))
 	{
 		echo 'process pid=7 name="r"'

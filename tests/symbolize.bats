@@ -410,7 +410,9 @@ base_of() {
 	"$BIN/mt-dump" "$T/out.mt" > "$T/out.txt"
 	first_b_sym=$(grep -n '^symbol .*frame="sym_mixed"' "$T/out.txt" | head -1 | cut -d: -f1)
 	last_a_span=$(grep -n '^span .*begin=[0-9]\{1,9\} ' "$T/out.txt" | tail -1 | cut -d: -f1)
-	[ -n "$first_b_sym" ] && [ -n "$last_a_span" ] && [ "$first_b_sym" -gt "$last_a_span" ]
+	[ -n "$first_b_sym" ]
+	[ -n "$last_a_span" ]
+	[ "$first_b_sym" -gt "$last_a_span" ]
 	awk '/^symbol/ { split($2, a, "="); seen[a[2]] = 1 }
 		/^span/ { split($7, f, "="); if (f[2] != "0x0" && !(f[2] in seen)) exit 1 }' "$T/out.txt"
 }
@@ -532,7 +534,8 @@ big_stream() {
 		[ "$status" -eq 0 ]
 		[[ "$output" == *" spans_out=200001 "* ]]
 		held=$(sed -n 's/.* spans_live_max=\([0-9]*\) .*/\1/p' <<<"$output")
-		[ -n "$held" ] && [ "$held" -le 5000 ]
+		[ -n "$held" ]
+		[ "$held" -le 5000 ]
 		# the count is real: one batch for the whole unit holds all of it
 		run "$BIN/mt-symbolize" -s --no-cache --window 1000000000 -o "$T/whole.mt" "$T/big.mt"
 		held=$(sed -n 's/.* spans_live_max=\([0-9]*\) .*/\1/p' <<<"$output")
@@ -596,7 +599,8 @@ truth_check() { # PROG: its mt-ptsim truth through mt-segment and mt-symbolize, 
 	# fewer waypoints, and the same spans otherwise
 	n=$("$BIN/mt-dump" -k waypoint "$T/seg.mt" | wc -l)
 	echo "waypoints: $n of $(grep -c '^waypoint ' "$T/seg.txt")"
-	[ "$n" -gt 0 ] && [ "$n" -lt "$(grep -c '^waypoint ' "$T/seg.txt")" ]
+	[ "$n" -gt 0 ]
+	[ "$n" -lt "$(grep -c '^waypoint ' "$T/seg.txt")" ]
 	cmp <("$BIN/mt-dump" -k span "$T/seg.mt") <(grep '^span ' "$T/seg.txt")
 	run "$BIN/mt-symbolize" --no-cache --images "$d/images" -o "$T/out.mt" "$T/seg.mt"
 	echo "$output"

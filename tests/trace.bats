@@ -57,7 +57,8 @@ trigger_time() {
 	printf '#!/bin/sh\ntouch "%s"\nexec "%s/mt-stitch" "$@"\n' "$T/my-stitch-ran" "$BIN" > "$T/my-stitch"
 	chmod +x "$T/my-stitch"
 	MT_STITCH="$T/my-stitch" make -s -C "$ROOT" trace TRACE_DIR="$T/tr" > /dev/null 2>&1
-	[ -e "$T/my-stitch-ran" ] && [ -s "$T/tr/trace.fxt" ]
+	[ -e "$T/my-stitch-ran" ]
+	[ -s "$T/tr/trace.fxt" ]
 	# a stage that does not exist: one clear message naming it
 	MT_SEGMENT="$T/no-such-segment" make -C "$ROOT" trace TRACE_DIR="$T/tr" > "$T/out" 2>&1 && return 1
 	grep -q "mt: fatal: stage segment: $T/no-such-segment is missing" "$T/out"
@@ -120,14 +121,16 @@ trigger_time() {
 		tail -1 "$T/cmp"
 		matched=$(tail -1 "$T/cmp" | sed -n 's/.* matched=\([0-9]*\) truth=\([0-9]*\) .*/\1 \2/p')
 		set -- $matched
-		[ "$1" -gt 100 ] && [ "$1" -eq "$2" ]
+		[ "$1" -gt 100 ]
+		[ "$1" -eq "$2" ]
 		n=$(node "$TP" -c "$T/$p/trace.fxt" "select count(*) from slice where category = 'span'")
 		[ "$n" -ge "$1" ]
 	done
 	# snapshot.c calls magic_trace_take_snapshot(): the trace ends in the stop indicator
 	end=$(node "$TP" -c "$T/snapshot/trace.fxt" "$SPAN_END")
 	stop=$(node "$TP" -c "$T/snapshot/trace.fxt" "select ts from slice where name = 'magic_trace_stop_indicator'")
-	[ -n "$stop" ] && [ "$stop" -eq "$end" ]
+	[ -n "$stop" ]
+	[ "$stop" -eq "$end" ]
 }
 
 @test "mt attach: a busy running process, --duration, the trace shows its thread" {

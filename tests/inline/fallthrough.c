@@ -18,6 +18,14 @@ __attribute__((noinline)) int work(const int *v, int n)
 	return s;
 }
 
+/* where mt-ptsim stops (--stop-at): the last instructions stepped are the
+ * loop's, not exit's */
+__attribute__((noinline)) int done(int s)
+{
+	__asm__ volatile("" : "+r"(s));
+	return s;
+}
+
 int main(void)
 {
 	int v[64];
@@ -26,5 +34,5 @@ int main(void)
 	int s = 0;
 	for (int k = 0; k < 10; k++)
 		s += work(v, 64);
-	return s == 1 ? 1 : 0;
+	return done(s) == 1 ? 1 : 0;
 }
