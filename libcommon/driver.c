@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "err.h"
@@ -161,4 +162,15 @@ void drv_write_failed(struct io_out *o, const char *path, const char *reason)
 		io_out_abort(o);
 	mt_fatal(MT_EXIT_SYS, "unable to write %s: %s", path && strcmp(path, "-") ? path : "stdout",
 		 msg);
+}
+
+int drv_progress_due(struct timespec *last)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if ((last->tv_sec || last->tv_nsec) &&
+	    (now.tv_sec - last->tv_sec) * 1000000000L + (now.tv_nsec - last->tv_nsec) < 250000000L)
+		return 0;
+	*last = now;
+	return 1;
 }

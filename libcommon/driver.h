@@ -17,6 +17,8 @@
 #ifndef MT_DRIVER_H
 #define MT_DRIVER_H
 
+#include <time.h>
+
 #include <stdint.h>
 
 #include "io.h"
@@ -37,6 +39,10 @@ const char *drv_input(int argc, char **argv, const char *in_opt);
  * input named cannot be used (missing, a directory, no permission, ...), else
  * 111. */
 int drv_exit_errno(int e);
+/* Whether a progress line is due (mt_progress): at the first call, then at
+ * most four times a second; @last is the caller's, zeroed at first. */
+int drv_progress_due(struct timespec *last);
+
 /* The exit code for a -MTEV_E* (or MTEV_E*): 111 for MTEV_EIO and
  * MTEV_ENOMEM, else 2. */
 int drv_exit_mtev(int err);

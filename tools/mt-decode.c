@@ -371,19 +371,12 @@ static int open_out(void *ctx, uint32_t flags, mtev_writer **w)
 /* The progress line on a terminal (ptd_options.progress): at its first
  * call, then at most four times a second (mt_progress: ended before any
  * diagnostic and at the end). */
-static struct timespec prog_last;
-static int prog_shown;
-
 static void progress_cb(void *ctx, uint64_t done, uint64_t total)
 {
-	struct timespec now;
+	static struct timespec last;
 	(void)ctx;
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	if (prog_shown && (now.tv_sec - prog_last.tv_sec) * 1000000000L +
-				      (now.tv_nsec - prog_last.tv_nsec) < 250000000L)
+	if (!drv_progress_due(&last))
 		return;
-	prog_last = now;
-	prog_shown = 1;
 	int ms = total < 1000000000u;
 	mt_progress("%3.0f%% of the recording (%.*f of %.*f %s)",
 		    total ? 100.0 * (double)done / (double)total : 100.0, ms ? 1 : 3,

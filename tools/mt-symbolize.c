@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "driver.h"
@@ -106,16 +105,9 @@ static void on_warn(void *ctx, int degraded, const char *msg)
 static void on_progress(void *ctx, uint64_t records)
 {
 	static struct timespec last;
-	static int shown;
-	struct timespec now;
 	(void)ctx;
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	if (shown && (now.tv_sec - last.tv_sec) * 1000000000L + (now.tv_nsec - last.tv_nsec) <
-			     250000000L)
-		return;
-	last = now;
-	shown = 1;
-	mt_progress("%" PRIu64 " records read", records);
+	if (drv_progress_due(&last))
+		mt_progress("%" PRIu64 " records read", records);
 }
 
 int main(int argc, char **argv)
